@@ -1,0 +1,52 @@
+#include "kernels/backend.hpp"
+
+#include "kernels/cpu/cpu_backend.hpp"
+#ifdef DEEPCEE_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.hpp"
+#endif
+
+#include <stdexcept>
+
+namespace deepcee::kernels {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int visible_cuda_devices() {
+#ifdef DEEPCEE_HAVE_CUDA
+  return cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
+std::unique_ptr<backend> make_backend(const backend_options& options) {
+  if (options.kind == backend_kind::cpu)
+    return std::make_unique<cpu_backend>(options.threads);
+#ifdef DEEPCEE_HAVE_CUDA
+  int count = cuda_device_count();
+  if (count == 0)
+    throw std::runtime_error("--device cuda: no CUDA GPU is visible to this process");
+  if (options.device < 0 || options.device >= count)
+    throw std::runtime_error("--device cuda: device " + std::to_string(options.device) +
+                             " asked for, but only " + std::to_string(count) + " visible");
+  return make_cuda_backend(options);
+#else
+  throw std::runtime_error(
+      "--device cuda: this build has no CUDA backend (nvcc was not found when it was built)");
+#endif
+}
+
+backend_kind parse_backend_kind(const std::string& name) {
+  if (name == "cpu")
+    return backend_kind::cpu;
+  if (name == "cuda")
+    return backend_kind::cuda;
+  throw std::invalid_argument("unknown device '" + name + "' (expected cpu or cuda)");
+}
+
+} // namespace deepcee::kernels

@@ -1,0 +1,100 @@
+#include "kernels/cpu/cpu_backend.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace deepcee::kernels {
+
+cpu_backend::cpu_backend(int threads) : threads_(threads) {
+  if (threads > 0)
+    openblas_set_num_threads(threads);
+}
+
+std::string cpu_backend::name() const {
+  return "cpu (OpenBLAS, " + (threads_ > 0 ? std::to_string(threads_) : std::string("default")) +
+         " threads)";
+}
+
+tensor cpu_backend::alloc(std::vector<int64_t> shape, dtype type) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw std::invalid_argument("cpu_backend::alloc: negative dimension in " +
+                                  shape_string(shape));
+  tensor probe(nullptr, shape, type);
+  size_t bytes = std::max<size_t>(probe.bytes(), 64);
+  bytes = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr)
+    throw std::bad_alloc();
+  return tensor(std::shared_ptr<void>(p, std::free), std::move(shape), type);
+}
+
+void cpu_backend::upload(tensor& dst, const void* host, size_t bytes) {
+  if (bytes != dst.bytes())
+    throw std::invalid_argument("cpu_backend::upload: size mismatch");
+  std::memcpy(dst.i32(), host, bytes);  // i32() or f32(): same bytes
+}
+
+void cpu_backend::download(const tensor& src, void* host, size_t bytes) {
+  if (bytes != src.bytes())
+    throw std::invalid_argument("cpu_backend::download: size mismatch");
+  std::memcpy(host, src.type() == dtype::f32 ? static_cast<const void*>(src.f32())
+                                             : static_cast<const void*>(src.i32()),
+              bytes);
+}
+
+void cpu_backend::copy(float* dst, const float* src, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+void cpu_backend::fill(float* x, float value, int64_t n) { std::fill(x, x + n, value); }
+
+void cpu_backend::gemm(const gemm_desc& d, const float* a, const float* b, float* c) {
+  for (int i = 0; i < d.batch; ++i)
+    cblas_sgemm(CblasRowMajor, d.trans_a ? CblasTrans : CblasNoTrans,
+                d.trans_b ? CblasTrans : CblasNoTrans, d.m, d.n, d.k, d.alpha, a + i * d.stride_a,
+                d.lda, b + i * d.stride_b, d.ldb, d.beta, c + i * d.stride_c, d.ldc);
+}
+
+void cpu_backend::add_bias(float* y, const float* bias, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * cols;
+    for (int64_t j = 0; j < cols; ++j)
+      row[j] += bias[j];
+  }
+}
+
+void cpu_backend::bias_backward(float* dbias, const float* dy, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = dy + r * cols;
+    for (int64_t j = 0; j < cols; ++j)
+      dbias[j] += row[j];
+  }
+}
+
+void cpu_backend::add(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = a[i] + b[i];
+}
+
+void cpu_backend::axpy(float* y, float alpha, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] += alpha * x[i];
+}
+
+void cpu_backend::scale(float* x, float alpha, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] *= alpha;
+}
+
+double cpu_backend::sum_squares(const float* x, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+} // namespace deepcee::kernels

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace deepcee::tools {
+
+/// A subcommand's action: returns the process exit code (0 ok, 2 bad input, 1 failure).
+using command_action = std::function<int()>;
+
+/// Each subcommand adds its options to `app` and returns the action that runs it.
+command_action add_train_command(CLI::App& app);
+command_action add_eval_command(CLI::App& app);
+
+} // namespace deepcee::tools

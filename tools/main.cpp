@@ -1,0 +1,42 @@
+// The deepcee command: one subcommand per file, wired together here.
+#include "tools/commands.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <map>
+#include <string>
+
+int main(int argc, char** argv) {
+  CLI::App app{"deepcee: train one model across heterogeneous GPUs in many regions"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+  std::map<CLI::App*, deepcee::tools::command_action> actions;
+  auto add = [&](deepcee::tools::command_action (*make)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    auto action = make(app);
+    actions[app.get_subcommands({})[before]] = std::move(action);
+  };
+  add(deepcee::tools::add_train_command);
+  add(deepcee::tools::add_eval_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed())
+        return action();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  return 2;
+}
