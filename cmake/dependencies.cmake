@@ -3,6 +3,7 @@ find_package(Threads REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
+find_package(nlohmann_json REQUIRED)
 find_package(Boost REQUIRED COMPONENTS unit_test_framework)
 find_package(CapnProto REQUIRED)
 
