@@ -8,7 +8,9 @@ namespace {
 constexpr int64_t fp32 = 4;
 
 /// AdamW keeps two fp32 moments per parameter; gradients are fp32 like the weights.
-void set_state(layer_spec& l) {
+void set_state(layer_spec& l, const model_config& m) {
+  l.tokens = m.context;
+  l.width = m.d_model;
   l.param_bytes = l.params * fp32;
   l.grad_bytes = l.params * fp32;
   l.optimizer_bytes = 2 * l.params * fp32;
@@ -23,7 +25,7 @@ layer_spec embedding(const model_config& m) {
   l.kind = layer_kind::embedding;
   l.name = "embedding";
   l.params = V * C + T * C;
-  set_state(l);
+  set_state(l, m);
   l.f_traffic = double(T * (3 * C + 1) * fp32); // read ids, wte row, wpe row; write out
   l.w_traffic = double(T * (5 * C + 1) * fp32); // read dout and ids; read+write grad rows
   l.act_until_b = T * fp32;                     // token ids
@@ -52,7 +54,7 @@ layer_spec block(const model_config& m, int i) {
   l.kind = layer_kind::block;
   l.name = "h." + std::to_string(i - 1);
   l.params = 12 * C * C + 13 * C;
-  set_state(l);
+  set_state(l, m);
   const double matmul = 2.0 * double(T) * 12.0 * double(C) * double(C);
   const double attn = double(T) * double(T) * double(C);
   l.f_flops = matmul + 4 * attn;
@@ -84,7 +86,7 @@ layer_spec head(const model_config& m, int i) {
   l.kind = layer_kind::head;
   l.name = "head";
   l.params = 2 * C + V * C;
-  set_state(l);
+  set_state(l, m);
   const double matmul = 2.0 * double(T) * double(C) * double(V);
   l.f_flops = matmul;
   l.b_flops = matmul;

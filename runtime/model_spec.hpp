@@ -27,7 +27,9 @@ std::optional<compression> parse_compression(std::string_view name);
 struct layer_spec {
   int index = 0;
   layer_kind kind = layer_kind::block;
-  std::string name; ///< "embedding", "h.3", "head"
+  std::string name;   ///< "embedding", "h.3", "head"
+  int64_t tokens = 0; ///< tokens per sample (the context), which sizes its matrices
+  int64_t width = 0;  ///< d_model
 
   int64_t params = 0;          ///< number of fp32 parameters
   int64_t param_bytes = 0;     ///< fp32 weights
