@@ -11,7 +11,7 @@ namespace {
 
 struct adamw_args {
   float lr, beta1, beta2, eps, weight_decay, grad_scale;
-  float bias1, bias2;  // 1 - beta^step, computed once on the host as the CPU backend does
+  float bias1, bias2; // 1 - beta^step, computed once on the host as the CPU backend does
 };
 
 __device__ inline void adamw_one(float& p, float grad, float& m, float& v, const adamw_args& a) {
@@ -68,8 +68,8 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
                1.0f - std::pow(s.beta2, static_cast<float>(s.step))};
   constexpr int threads = 256;
   if (aligned16(param) && aligned16(grad) && aligned16(m) && aligned16(v))
-    adamw_kernel<true><<<grid_for(ceil_div(n, 4), threads), threads, 0, stream>>>(param, grad, m,
-                                                                                  v, n, a);
+    adamw_kernel<true>
+        <<<grid_for(ceil_div(n, 4), threads), threads, 0, stream>>>(param, grad, m, v, n, a);
   else
     adamw_kernel<false><<<grid_for(n, threads), threads, 0, stream>>>(param, grad, m, v, n, a);
   CUDA_CHECK_LAUNCH();

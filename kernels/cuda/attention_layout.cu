@@ -64,8 +64,8 @@ constexpr int threads = 256;
 
 void require_shape(const char* op, int B, int T, int H, int D) {
   CUDA_REQUIRE(B >= 0 && T >= 0 && H >= 0 && D >= 0,
-               std::string(op) + ": B, T, H, D = " + std::to_string(B) + ", " +
-                   std::to_string(T) + ", " + std::to_string(H) + ", " + std::to_string(D));
+               std::string(op) + ": B, T, H, D = " + std::to_string(B) + ", " + std::to_string(T) +
+                   ", " + std::to_string(H) + ", " + std::to_string(D));
 }
 
 template <bool ToHeads>
@@ -76,11 +76,11 @@ void launch_qkv(float* qkv, three_ptrs heads, int B, int T, int H, int D, cudaSt
   bool vec = D % 4 == 0 && aligned16(qkv) && aligned16(heads.p[0]) && aligned16(heads.p[1]) &&
              aligned16(heads.p[2]);
   if (vec)
-    qkv_kernel<4, ToHeads><<<grid_for(total / 4, threads), threads, 0, stream>>>(qkv, heads, B, T,
-                                                                                  H, D);
+    qkv_kernel<4, ToHeads>
+        <<<grid_for(total / 4, threads), threads, 0, stream>>>(qkv, heads, B, T, H, D);
   else
-    qkv_kernel<1, ToHeads><<<grid_for(total, threads), threads, 0, stream>>>(qkv, heads, B, T, H,
-                                                                              D);
+    qkv_kernel<1, ToHeads>
+        <<<grid_for(total, threads), threads, 0, stream>>>(qkv, heads, B, T, H, D);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -90,8 +90,8 @@ void launch_heads(float* y, float* yh, int B, int T, int H, int D, cudaStream_t 
   if (total == 0)
     return;
   if (D % 4 == 0 && aligned16(y) && aligned16(yh))
-    heads_kernel<4, ToHeads><<<grid_for(total / 4, threads), threads, 0, stream>>>(y, yh, B, T, H,
-                                                                                    D);
+    heads_kernel<4, ToHeads>
+        <<<grid_for(total / 4, threads), threads, 0, stream>>>(y, yh, B, T, H, D);
   else
     heads_kernel<1, ToHeads><<<grid_for(total, threads), threads, 0, stream>>>(y, yh, B, T, H, D);
   CUDA_CHECK_LAUNCH();
@@ -105,8 +105,8 @@ void split_qkv(float* q, float* k, float* v, const float* qkv, int B, int T, int
   launch_qkv<true>(const_cast<float*>(qkv), three_ptrs{{q, k, v}}, B, T, H, D, stream);
 }
 
-void merge_qkv(float* dqkv, const float* dq, const float* dk, const float* dv, int B, int T,
-               int H, int D, cudaStream_t stream) {
+void merge_qkv(float* dqkv, const float* dq, const float* dk, const float* dv, int B, int T, int H,
+               int D, cudaStream_t stream) {
   require_shape("merge_qkv", B, T, H, D);
   // The kernel only reads the head tensors in this direction.
   three_ptrs heads{{const_cast<float*>(dq), const_cast<float*>(dk), const_cast<float*>(dv)}};

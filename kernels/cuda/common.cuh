@@ -15,7 +15,9 @@ namespace deepcee::kernels::cuda_ops {
 
 constexpr int warp_size = 32;
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 /// Blocks for a grid-stride loop over `items`: enough to fill an H100 several times,
 /// few enough that each thread does a handful of items.
@@ -26,7 +28,9 @@ inline unsigned grid_for(int64_t items, int threads, int64_t max_blocks = 4096) 
   return static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+inline bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 template <class T>
 __device__ inline T warp_sum(T v) {
@@ -43,11 +47,10 @@ __device__ inline float warp_max(float v) {
 
 /// Merges two partial online-softmax states (max m, sum s of exp(scale * (x - m))).
 /// A state with no elements has m = -inf and s = 0 and must not produce NaN.
-__device__ inline void online_merge(float& m, float& s, float m_other, float s_other,
-                                    float scale) {
+__device__ inline void online_merge(float& m, float& s, float m_other, float s_other, float scale) {
   float m_new = fmaxf(m, m_other);
   if (m_new == -INFINITY)
-    return;  // both empty
+    return; // both empty
   float a = m == -INFINITY ? 0.0f : s * expf(scale * (m - m_new));
   float b = m_other == -INFINITY ? 0.0f : s_other * expf(scale * (m_other - m_new));
   m = m_new;
@@ -78,7 +81,7 @@ __device__ inline T block_sum(T v, T* shared) {
   int lane = threadIdx.x % warp_size, warp = threadIdx.x / warp_size;
   int warps = blockDim.x / warp_size;
   v = warp_sum(v);
-  __syncthreads();  // a previous call may still be reading `shared`
+  __syncthreads(); // a previous call may still be reading `shared`
   if (lane == 0)
     shared[warp] = v;
   __syncthreads();
@@ -159,25 +162,23 @@ void map_unary(float* out, const float* a, int64_t n, F f, cudaStream_t stream) 
   if (n == 0)
     return;
   if (aligned16(out) && aligned16(a))
-    map_unary_kernel<true><<<grid_for(ceil_div(n, 4), map_threads), map_threads, 0, stream>>>(
-        out, a, n, f);
+    map_unary_kernel<true>
+        <<<grid_for(ceil_div(n, 4), map_threads), map_threads, 0, stream>>>(out, a, n, f);
   else
     map_unary_kernel<false><<<grid_for(n, map_threads), map_threads, 0, stream>>>(out, a, n, f);
   CUDA_CHECK_LAUNCH();
 }
 
 template <class F>
-void map_binary(float* out, const float* a, const float* b, int64_t n, F f,
-                cudaStream_t stream) {
+void map_binary(float* out, const float* a, const float* b, int64_t n, F f, cudaStream_t stream) {
   CUDA_REQUIRE(n >= 0, "negative element count " + std::to_string(n));
   if (n == 0)
     return;
   if (aligned16(out) && aligned16(a) && aligned16(b))
-    map_binary_kernel<true><<<grid_for(ceil_div(n, 4), map_threads), map_threads, 0, stream>>>(
-        out, a, b, n, f);
+    map_binary_kernel<true>
+        <<<grid_for(ceil_div(n, 4), map_threads), map_threads, 0, stream>>>(out, a, b, n, f);
   else
-    map_binary_kernel<false><<<grid_for(n, map_threads), map_threads, 0, stream>>>(out, a, b, n,
-                                                                                    f);
+    map_binary_kernel<false><<<grid_for(n, map_threads), map_threads, 0, stream>>>(out, a, b, n, f);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -32,7 +32,7 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* probs, const 
   __syncthreads();
   m = lane < warps ? shared_m[lane] : -INFINITY;
   s = lane < warps ? shared_s[lane] : 0.0f;
-  warp_online_merge(m, s, 1.0f);  // every warp reduces the same values: all agree
+  warp_online_merge(m, s, 1.0f); // every warp reduces the same values: all agree
   float inv = 1.0f / s;
   for (int j = threadIdx.x; j < V; j += threads)
     p[j] = expf(z[j] - m) * inv;
@@ -61,8 +61,8 @@ void require_shape(const char* op, int64_t n, int V) {
 
 } // namespace
 
-void cross_entropy_forward(float* losses, float* probs, const float* logits,
-                           const int32_t* targets, int64_t n, int V, cudaStream_t stream) {
+void cross_entropy_forward(float* losses, float* probs, const float* logits, const int32_t* targets,
+                           int64_t n, int V, cudaStream_t stream) {
   require_shape("cross_entropy_forward", n, V);
   if (n == 0)
     return;
@@ -71,13 +71,13 @@ void cross_entropy_forward(float* losses, float* probs, const float* logits,
   CUDA_CHECK_LAUNCH();
 }
 
-void cross_entropy_backward(float* dlogits, const float* probs, const int32_t* targets,
-                            float scale, int64_t n, int V, cudaStream_t stream) {
+void cross_entropy_backward(float* dlogits, const float* probs, const int32_t* targets, float scale,
+                            int64_t n, int V, cudaStream_t stream) {
   require_shape("cross_entropy_backward", n, V);
   if (n == 0 || V == 0)
     return;
-  cross_entropy_backward_kernel<<<static_cast<unsigned>(n), 256, 0, stream>>>(
-      dlogits, probs, targets, scale, V);
+  cross_entropy_backward_kernel<<<static_cast<unsigned>(n), 256, 0, stream>>>(dlogits, probs,
+                                                                              targets, scale, V);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -25,7 +25,7 @@ struct stream_owner {
   stream_owner& operator=(const stream_owner&) = delete;
   ~stream_owner() {
     if (stream != nullptr)
-      cudaStreamDestroy(stream);  // waits for nothing; pending work still completes
+      cudaStreamDestroy(stream); // waits for nothing; pending work still completes
   }
 };
 
@@ -129,8 +129,8 @@ public:
     activate();
     cuda_ops::softmax_causal_forward(probs, scores, scale, rows, T, stream());
   }
-  void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs,
-                               float scale, int64_t rows, int T) override {
+  void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs, float scale,
+                               int64_t rows, int T) override {
     activate();
     cuda_ops::softmax_causal_backward(dscores, dprobs, probs, scale, rows, T, stream());
   }
@@ -140,8 +140,8 @@ public:
     activate();
     cuda_ops::embedding_forward(out, tokens, wte, wpe, B, T, C, stream());
   }
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                          int B, int T, int C) override {
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                          int T, int C) override {
     activate();
     cuda_ops::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, stream());
   }
@@ -177,17 +177,17 @@ private:
   std::shared_ptr<stream_owner> owner_ = std::make_shared<stream_owner>();
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;
-  void* scratch_ = nullptr;  // stream-ordered, grows on demand
+  void* scratch_ = nullptr; // stream-ordered, grows on demand
   size_t scratch_bytes_ = 0;
   double* result_device_ = nullptr;
-  double* result_host_ = nullptr;  // pinned, so the copy back is a true async copy
+  double* result_host_ = nullptr; // pinned, so the copy back is a true async copy
 };
 
 // cuBLAS recommends 32 MiB of workspace on Hopper.
 constexpr size_t cublas_workspace_bytes = size_t{32} << 20;
 
 cuda_backend::cuda_backend(const backend_options& options)
-  : device_(options.device), precision_(options.precision) {
+    : device_(options.device), precision_(options.precision) {
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
   if (device_ < 0 || device_ >= count)
@@ -293,8 +293,8 @@ void cuda_backend::copy(float* dst, const float* src, int64_t n) {
 double cuda_backend::sum_squares(const float* x, int64_t n) {
   activate();
   cuda_ops::sum_squares(result_device_, x, n, *this, stream());
-  CUDA_CHECK(cudaMemcpyAsync(result_host_, result_device_, sizeof(double),
-                             cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaMemcpyAsync(result_host_, result_device_, sizeof(double), cudaMemcpyDeviceToHost,
+                             stream()));
   CUDA_CHECK(cudaStreamSynchronize(stream()));
   return *result_host_;
 }

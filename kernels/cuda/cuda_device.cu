@@ -7,7 +7,7 @@ namespace deepcee::kernels {
 int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" error
+    cudaGetLastError(); // clear the sticky "no driver" error
     return 0;
   }
   return count;

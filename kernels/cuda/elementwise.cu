@@ -30,8 +30,7 @@ struct scale_f {
 
 __global__ void fill_kernel(float* x, float value, int64_t n) {
   int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride)
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     x[i] = value;
 }
 
@@ -112,7 +111,7 @@ void fill(float* x, float value, int64_t n, cudaStream_t stream) {
     return;
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof bits);
-  if (bits == 0) {  // +0.0f only: -0.0f has its sign bit set
+  if (bits == 0) { // +0.0f only: -0.0f has its sign bit set
     CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<size_t>(n) * sizeof(float), stream));
     return;
   }
@@ -133,8 +132,8 @@ void scale(float* x, float alpha, int64_t n, cudaStream_t stream) {
 }
 
 void add_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
-  CUDA_REQUIRE(rows >= 0 && cols >= 0, "add_bias: shape " + std::to_string(rows) + " x " +
-                                           std::to_string(cols));
+  CUDA_REQUIRE(rows >= 0 && cols >= 0,
+               "add_bias: shape " + std::to_string(rows) + " x " + std::to_string(cols));
   if (rows == 0 || cols == 0)
     return;
   constexpr int threads = 256;
@@ -147,15 +146,15 @@ void add_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStrea
 
 int64_t column_reduce_splits(int64_t rows, int64_t cols) {
   int64_t col_blocks = ceil_div(cols, column_tile);
-  int64_t wanted = ceil_div(1024, col_blocks);                   // about 1024 blocks in all
-  int64_t most = std::max<int64_t>(1, ceil_div(rows, 8 * column_lanes));  // >= 8 rows a lane
+  int64_t wanted = ceil_div(1024, col_blocks);                           // about 1024 blocks in all
+  int64_t most = std::max<int64_t>(1, ceil_div(rows, 8 * column_lanes)); // >= 8 rows a lane
   return std::max<int64_t>(1, std::min<int64_t>({wanted, most, 65535}));
 }
 
 void bias_backward(float* dbias, const float* dy, int64_t rows, int64_t cols,
                    scratch_arena& scratch, cudaStream_t stream) {
-  CUDA_REQUIRE(rows >= 0 && cols >= 0, "bias_backward: shape " + std::to_string(rows) + " x " +
-                                           std::to_string(cols));
+  CUDA_REQUIRE(rows >= 0 && cols >= 0,
+               "bias_backward: shape " + std::to_string(rows) + " x " + std::to_string(cols));
   if (rows == 0 || cols == 0)
     return;
   int64_t splits = column_reduce_splits(rows, cols);

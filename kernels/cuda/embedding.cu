@@ -53,15 +53,14 @@ __global__ void embedding_backward_kernel(float* dwte, float* dwpe, const float*
 }
 
 void require_shape(const char* op, int B, int T, int C) {
-  CUDA_REQUIRE(B >= 0 && T >= 0 && C >= 0, std::string(op) + ": B, T, C = " +
-                                               std::to_string(B) + ", " + std::to_string(T) +
-                                               ", " + std::to_string(C));
+  CUDA_REQUIRE(B >= 0 && T >= 0 && C >= 0, std::string(op) + ": B, T, C = " + std::to_string(B) +
+                                               ", " + std::to_string(T) + ", " + std::to_string(C));
 }
 
 } // namespace
 
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                       int B, int T, int C, cudaStream_t stream) {
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                       int T, int C, cudaStream_t stream) {
   require_shape("embedding_forward", B, T, C);
   int64_t total = static_cast<int64_t>(B) * T * C;
   if (total == 0)
@@ -75,8 +74,8 @@ void embedding_forward(float* out, const int32_t* tokens, const float* wte, cons
   CUDA_CHECK_LAUNCH();
 }
 
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                        int B, int T, int C, cudaStream_t stream) {
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                        int T, int C, cudaStream_t stream) {
   require_shape("embedding_backward", B, T, C);
   int64_t total = static_cast<int64_t>(T) * C;
   if (total == 0)

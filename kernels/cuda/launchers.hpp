@@ -63,28 +63,28 @@ void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, cudaSt
 // attention_layout.cu
 void split_qkv(float* q, float* k, float* v, const float* qkv, int B, int T, int H, int D,
                cudaStream_t stream);
-void merge_qkv(float* dqkv, const float* dq, const float* dk, const float* dv, int B, int T,
-               int H, int D, cudaStream_t stream);
+void merge_qkv(float* dqkv, const float* dq, const float* dk, const float* dv, int B, int T, int H,
+               int D, cudaStream_t stream);
 void merge_heads(float* y, const float* yh, int B, int T, int H, int D, cudaStream_t stream);
 void split_heads(float* yh, const float* y, int B, int T, int H, int D, cudaStream_t stream);
 
 // softmax_causal.cu
 void softmax_causal_forward(float* probs, const float* scores, float scale, int64_t rows, int T,
                             cudaStream_t stream);
-void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs,
-                             float scale, int64_t rows, int T, cudaStream_t stream);
+void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs, float scale,
+                             int64_t rows, int T, cudaStream_t stream);
 
 // embedding.cu
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                       int B, int T, int C, cudaStream_t stream);
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                        int B, int T, int C, cudaStream_t stream);
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                       int T, int C, cudaStream_t stream);
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                        int T, int C, cudaStream_t stream);
 
 // cross_entropy.cu
-void cross_entropy_forward(float* losses, float* probs, const float* logits,
-                           const int32_t* targets, int64_t n, int V, cudaStream_t stream);
-void cross_entropy_backward(float* dlogits, const float* probs, const int32_t* targets,
-                            float scale, int64_t n, int V, cudaStream_t stream);
+void cross_entropy_forward(float* losses, float* probs, const float* logits, const int32_t* targets,
+                           int64_t n, int V, cudaStream_t stream);
+void cross_entropy_backward(float* dlogits, const float* probs, const int32_t* targets, float scale,
+                            int64_t n, int V, cudaStream_t stream);
 
 // adamw.cu
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,

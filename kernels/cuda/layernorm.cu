@@ -10,7 +10,7 @@
 namespace deepcee::kernels::cuda_ops {
 namespace {
 
-constexpr int row_threads = 256;  // 8 warps, one row each
+constexpr int row_threads = 256; // 8 warps, one row each
 constexpr int rows_per_block = row_threads / warp_size;
 constexpr int column_tile = 32;
 constexpr int column_lanes = 8;
@@ -23,7 +23,7 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
   int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + threadIdx.x / warp_size;
   int lane = threadIdx.x % warp_size;
   if (row >= rows)
-    return;  // the whole warp leaves together, so the shuffles below stay full
+    return; // the whole warp leaves together, so the shuffles below stay full
   const float* xr = x + row * cols;
   float sum = 0.0f;
   for (int j = lane * V; j < cols; j += warp_size * V) {
@@ -135,8 +135,7 @@ __global__ void layernorm_weight_kernel(float* dgamma, float* dbeta, const float
 
 void require_shape(const char* op, int64_t rows, int64_t cols) {
   CUDA_REQUIRE(rows >= 0 && cols >= 0 && cols <= INT_MAX,
-               std::string(op) + ": shape " + std::to_string(rows) + " x " +
-                   std::to_string(cols));
+               std::string(op) + ": shape " + std::to_string(rows) + " x " + std::to_string(cols));
 }
 
 unsigned row_blocks(int64_t rows) {
@@ -169,11 +168,11 @@ void layernorm_backward_input(float* dx, const float* dy, const float* x, const 
     return;
   int c = static_cast<int>(cols);
   if (cols % 4 == 0 && aligned16(dx) && aligned16(dy) && aligned16(x) && aligned16(gamma))
-    layernorm_backward_input_kernel<4><<<row_blocks(rows), row_threads, 0, stream>>>(
-        dx, dy, x, mean, rstd, gamma, rows, c);
+    layernorm_backward_input_kernel<4>
+        <<<row_blocks(rows), row_threads, 0, stream>>>(dx, dy, x, mean, rstd, gamma, rows, c);
   else
-    layernorm_backward_input_kernel<1><<<row_blocks(rows), row_threads, 0, stream>>>(
-        dx, dy, x, mean, rstd, gamma, rows, c);
+    layernorm_backward_input_kernel<1>
+        <<<row_blocks(rows), row_threads, 0, stream>>>(dx, dy, x, mean, rstd, gamma, rows, c);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -195,8 +194,8 @@ void layernorm_backward_weight(float* dgamma, float* dbeta, const float* dy, con
   auto* partials =
       static_cast<float*>(scratch.get(static_cast<size_t>(2 * splits * cols) * sizeof(float)));
   float* partial_b = partials + splits * cols;
-  layernorm_weight_kernel<<<grid, block, 0, stream>>>(partials, partial_b, dy, x, mean, rstd,
-                                                      rows, cols, false);
+  layernorm_weight_kernel<<<grid, block, 0, stream>>>(partials, partial_b, dy, x, mean, rstd, rows,
+                                                      cols, false);
   CUDA_CHECK_LAUNCH();
   add_partials(dgamma, partials, splits, cols, stream);
   add_partials(dbeta, partial_b, splits, cols, stream);

@@ -12,11 +12,10 @@ namespace deepcee::kernels::cuda_ops {
 namespace {
 
 std::string describe(const gemm_desc& d) {
-  return "gemm(trans_a " + std::to_string(d.trans_a) + ", trans_b " +
-         std::to_string(d.trans_b) + ", m " + std::to_string(d.m) + ", n " +
-         std::to_string(d.n) + ", k " + std::to_string(d.k) + ", lda " + std::to_string(d.lda) +
-         ", ldb " + std::to_string(d.ldb) + ", ldc " + std::to_string(d.ldc) + ", batch " +
-         std::to_string(d.batch) + ")";
+  return "gemm(trans_a " + std::to_string(d.trans_a) + ", trans_b " + std::to_string(d.trans_b) +
+         ", m " + std::to_string(d.m) + ", n " + std::to_string(d.n) + ", k " +
+         std::to_string(d.k) + ", lda " + std::to_string(d.lda) + ", ldb " + std::to_string(d.ldb) +
+         ", ldc " + std::to_string(d.ldc) + ", batch " + std::to_string(d.batch) + ")";
 }
 
 } // namespace

@@ -22,7 +22,7 @@ __global__ void softmax_causal_forward_kernel(float* probs, const float* scores,
   int64_t g = static_cast<int64_t>(blockIdx.x) * rows_per_block + threadIdx.x / warp_size;
   int lane = threadIdx.x % warp_size;
   if (g >= matrix_rows)
-    return;  // whole warp
+    return; // whole warp
   int len = static_cast<int>(g % T) + 1;
   const float* s = scores + g * T;
   float* p = probs + g * T;
@@ -54,8 +54,8 @@ __global__ void softmax_causal_forward_kernel(float* probs, const float* scores,
 /// dscores = scale * probs * (dprobs - sum_j dprobs * probs) over j <= i, zero beyond.
 template <int V>
 __global__ void softmax_causal_backward_kernel(float* dscores, const float* dprobs,
-                                               const float* probs, float scale,
-                                               int64_t matrix_rows, int T) {
+                                               const float* probs, float scale, int64_t matrix_rows,
+                                               int T) {
   int64_t g = static_cast<int64_t>(blockIdx.x) * rows_per_block + threadIdx.x / warp_size;
   int lane = threadIdx.x % warp_size;
   if (g >= matrix_rows)
@@ -91,8 +91,8 @@ __global__ void softmax_causal_backward_kernel(float* dscores, const float* dpro
 }
 
 unsigned blocks_for(const char* op, int64_t rows, int T) {
-  CUDA_REQUIRE(rows >= 0 && T >= 0, std::string(op) + ": rows " + std::to_string(rows) +
-                                        ", T " + std::to_string(T));
+  CUDA_REQUIRE(rows >= 0 && T >= 0,
+               std::string(op) + ": rows " + std::to_string(rows) + ", T " + std::to_string(T));
   int64_t blocks = ceil_div(rows * T, rows_per_block);
   CUDA_REQUIRE(blocks < (int64_t{1} << 31),
                std::string(op) + ": too many rows: " + std::to_string(rows * T));
@@ -116,8 +116,8 @@ void softmax_causal_forward(float* probs, const float* scores, float scale, int6
   CUDA_CHECK_LAUNCH();
 }
 
-void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs,
-                             float scale, int64_t rows, int T, cudaStream_t stream) {
+void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs, float scale,
+                             int64_t rows, int T, cudaStream_t stream) {
   unsigned blocks = blocks_for("softmax_causal_backward", rows, T);
   if (blocks == 0)
     return;
