@@ -82,7 +82,4 @@ private:
   std::string validation_;
 };
 
-/// The stateless mixer behind the corpus RNG (splitmix64's finaliser); exposed for tests.
-uint64_t splitmix64(uint64_t x);
-
 } // namespace deepcee::runtime
