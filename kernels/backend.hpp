@@ -126,7 +126,7 @@ public:
   /// losses[r] = -log softmax(logits[r])[targets[r]]; probs = softmax(logits).
   virtual void cross_entropy_forward(float* losses, float* probs, const float* logits,
                                      const int32_t* targets, int64_t n, int V) = 0;
-  /// dlogits = scale * (probs - onehot(targets)) (overwrite).
+  /// dlogits = scale * (probs - onehot(targets)) (overwrite; dlogits may alias probs).
   virtual void cross_entropy_backward(float* dlogits, const float* probs, const int32_t* targets,
                                       float scale, int64_t n, int V) = 0;
 

@@ -37,6 +37,10 @@ public:
   int32_t* i32() { return static_cast<int32_t*>(checked(dtype::i32)); }
   const int32_t* i32() const { return static_cast<const int32_t*>(checked(dtype::i32)); }
 
+  /// The storage whatever its dtype (copies in and out).
+  void* raw() { return checked(type_); }
+  const void* raw() const { return checked(type_); }
+
   /// The same storage seen with another shape of the same element count.
   tensor reshaped(std::vector<int64_t> shape) const {
     tensor t(storage_, std::move(shape), type_);

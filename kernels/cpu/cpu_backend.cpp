@@ -35,15 +35,13 @@ tensor cpu_backend::alloc(std::vector<int64_t> shape, dtype type) {
 void cpu_backend::upload(tensor& dst, const void* host, size_t bytes) {
   if (bytes != dst.bytes())
     throw std::invalid_argument("cpu_backend::upload: size mismatch");
-  std::memcpy(dst.i32(), host, bytes);  // i32() or f32(): same bytes
+  std::memcpy(dst.raw(), host, bytes);
 }
 
 void cpu_backend::download(const tensor& src, void* host, size_t bytes) {
   if (bytes != src.bytes())
     throw std::invalid_argument("cpu_backend::download: size mismatch");
-  std::memcpy(host, src.type() == dtype::f32 ? static_cast<const void*>(src.f32())
-                                             : static_cast<const void*>(src.i32()),
-              bytes);
+  std::memcpy(host, src.raw(), bytes);
 }
 
 void cpu_backend::copy(float* dst, const float* src, int64_t n) {

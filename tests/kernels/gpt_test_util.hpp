@@ -1,0 +1,56 @@
+#pragma once
+
+#include "kernels/backend.hpp"
+#include "kernels/gpt/gpt_model.hpp"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace deepcee::test {
+
+inline std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> out(n);
+  for (float& x : out)
+    x = u(rng);
+  return out;
+}
+
+inline std::vector<int32_t> random_tokens(size_t n, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> u(0, vocab - 1);
+  std::vector<int32_t> out(n);
+  for (int32_t& x : out)
+    x = u(rng);
+  return out;
+}
+
+inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+inline double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 1e-12;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::abs(static_cast<double>(a[i]) - b[i]));
+    den = std::max(den, std::abs(static_cast<double>(b[i])));
+  }
+  return num / den;
+}
+
+inline runtime::model_config tiny_model() {
+  runtime::model_config c;
+  c.n_layer = 2;
+  c.d_model = 16;
+  c.n_head = 2;
+  c.context = 8;
+  c.vocab = 256;
+  return c;
+}
+
+} // namespace deepcee::test
