@@ -122,24 +122,38 @@ pipeline_schedule list_schedule(const std::vector<stage_cost>& costs, int m, int
     return best;
   };
 
+  // When each stage can next act, given what is known; only the stage that acted and its
+  // neighbours (whose inputs it produced) change, so only they are recomputed.
+  auto action_time = [&](int s) {
+    const auto& x = st[static_cast<size_t>(s)];
+    double t = unknown;
+    auto consider = [&](double r) {
+      if (r != unknown)
+        t = t == unknown ? std::max(x.free_at, r) : std::min(t, std::max(x.free_at, r));
+    };
+    int micro = -1;
+    consider(earliest_b(s, micro));
+    if (f_admitted(s))
+      consider(f_ready(s));
+    if (!x.pending_w.empty())
+      consider(x.free_at);
+    return t;
+  };
+  std::vector<double> action(static_cast<size_t>(p));
+  for (int s = 0; s < p; ++s)
+    action[static_cast<size_t>(s)] = action_time(s);
+  auto refresh_around = [&](int s) {
+    for (int k = std::max(s - 1, 0); k <= std::min(s + 1, p - 1); ++k)
+      action[static_cast<size_t>(k)] = action_time(k);
+  };
+
   size_t remaining = 3 * M * static_cast<size_t>(p);
   while (remaining > 0) {
-    // The stage that can act first.
+    // The stage that can act first; ties go to the lower stage.
     int chosen = -1;
     double chosen_time = 0.0;
     for (int s = 0; s < p; ++s) {
-      const auto& x = st[static_cast<size_t>(s)];
-      double t = unknown;
-      auto consider = [&](double r) {
-        if (r != unknown)
-          t = t == unknown ? std::max(x.free_at, r) : std::min(t, std::max(x.free_at, r));
-      };
-      int micro = -1;
-      consider(earliest_b(s, micro));
-      if (f_admitted(s))
-        consider(f_ready(s));
-      if (!x.pending_w.empty())
-        consider(x.free_at);
+      const double t = action[static_cast<size_t>(s)];
       if (t != unknown && (chosen < 0 || t < chosen_time)) {
         chosen = s;
         chosen_time = t;
@@ -174,6 +188,7 @@ pipeline_schedule list_schedule(const std::vector<stage_cost>& costs, int m, int
       if (wait_for_b && b_at != unknown && b_at < t + c.w && f_admitted(s)) {
         // A B arrives before this W would end and memory is not what forces the W: wait.
         x.free_at = b_at;
+        refresh_around(s);
         continue;
       }
       op = {op_kind::backward_weight, x.pending_w.front()};
@@ -205,6 +220,7 @@ pipeline_schedule list_schedule(const std::vector<stage_cost>& costs, int m, int
       x.last_was_b = op.kind == op_kind::backward_input;
     x.ops.push_back(op);
     --remaining;
+    refresh_around(s);
   }
 
   pipeline_schedule result;
