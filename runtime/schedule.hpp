@@ -81,7 +81,8 @@ std::vector<stage_cost> uniform_costs(int stages, double f = 1.0, double b = 1.0
 /// - zb_h2: 2p-2s-1 warm-up F and W deferred by 2s, so at most 2p-1 micro-batches are in
 ///   flight; with equal times each stage runs without a gap from its first op to its last
 ///   (a parallelogram), which is zero bubble once steps overlap (the paper's optimizer
-///   post-validation).
+///   post-validation). With m < 2p-1 its warm-up cannot fill; it then takes whichever of
+///   this layout and ZB-H1's is faster on equal unit costs (a cost-free choice).
 pipeline_schedule make_schedule(schedule_kind kind, int stages, int micro_batches);
 
 struct greedy_options {
