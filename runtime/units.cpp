@@ -78,11 +78,11 @@ std::optional<double> parse_duration(std::string_view text) {
   if (unit == "s")
     return value;
   if (unit == "ms")
-    return value * 1e-3;
+    return value / 1e3;
   if (unit == "us" || unit == "µs")
-    return value * 1e-6;
+    return value / 1e6;
   if (unit == "ns")
-    return value * 1e-9;
+    return value / 1e9;
   return std::nullopt;
 }
 
