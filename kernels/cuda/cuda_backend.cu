@@ -261,6 +261,8 @@ void cuda_backend::upload(tensor& dst, const void* host, size_t bytes) {
     throw std::invalid_argument("cuda_backend::upload: " + std::to_string(bytes) +
                                 " bytes for a tensor of " + std::to_string(dst.bytes()));
   void* d = dst.type() == dtype::f32 ? static_cast<void*>(dst.f32()) : dst.i32();
+  if (bytes == 0)
+    return;
   activate();
   CUDA_CHECK(cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, stream()));
   // From pageable memory the copy has consumed `host` when it returns; from pinned memory
@@ -277,6 +279,8 @@ void cuda_backend::download(const tensor& src, void* host, size_t bytes) {
                                 " bytes for a tensor of " + std::to_string(src.bytes()));
   const void* s = src.type() == dtype::f32 ? static_cast<const void*>(src.f32())
                                            : static_cast<const void*>(src.i32());
+  if (bytes == 0)
+    return;
   activate();
   CUDA_CHECK(cudaMemcpyAsync(host, s, bytes, cudaMemcpyDeviceToHost, stream()));
   CUDA_CHECK(cudaStreamSynchronize(stream()));
@@ -285,6 +289,8 @@ void cuda_backend::download(const tensor& src, void* host, size_t bytes) {
 void cuda_backend::copy(float* dst, const float* src, int64_t n) {
   if (n < 0)
     throw std::invalid_argument("cuda_backend::copy: negative count " + std::to_string(n));
+  if (n == 0)
+    return;
   activate();
   CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float),
                              cudaMemcpyDeviceToDevice, stream()));

@@ -2,6 +2,7 @@
 // matrix with row stride ld is, read column-major, its transpose with the same ld, so
 // C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: B and A swap places, m and n
 // swap, and each operand keeps its own transpose flag.
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/launchers.hpp"
 
@@ -10,6 +11,23 @@
 
 namespace deepcee::kernels::cuda_ops {
 namespace {
+
+/// C = beta * C over a strided batch: what a product with k = 0 leaves. beta = 0 writes
+/// zeros (BLAS does not read C then, so NaNs there do not survive).
+__global__ void scale_matrices_kernel(float* c, float beta, int m, int n, int ldc, int64_t stride_c,
+                                      int batch) {
+  int64_t total = static_cast<int64_t>(batch) * m * n;
+  int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += stride) {
+    int64_t row = i / n;
+    int64_t col = i - row * n;
+    int64_t b = row / m;
+    row -= b * m;
+    float* p = c + b * stride_c + row * ldc + col;
+    *p = beta == 0.0f ? 0.0f : beta * *p;
+  }
+}
 
 std::string describe(const gemm_desc& d) {
   return "gemm(trans_a " + std::to_string(d.trans_a) + ", trans_b " + std::to_string(d.trans_b) +
@@ -31,6 +49,15 @@ void gemm(cublasHandle_t handle, const gemm_desc& d, const float* a, const float
   CUDA_REQUIRE(d.ldc >= std::max(1, d.n), describe(d));
   if (d.m == 0 || d.n == 0 || d.batch == 0)
     return;
+  if (d.k == 0) { // cuBLAS does not promise to handle an empty inner dimension
+    cudaStream_t stream;
+    CUBLAS_CHECK(cublasGetStream(handle, &stream));
+    int64_t total = static_cast<int64_t>(d.batch) * d.m * d.n;
+    scale_matrices_kernel<<<grid_for(total, 256), 256, 0, stream>>>(c, d.beta, d.m, d.n, d.ldc,
+                                                                    d.stride_c, d.batch);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   cublasComputeType_t compute =
       precision == matmul_precision::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(
