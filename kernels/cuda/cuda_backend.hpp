@@ -8,7 +8,10 @@ namespace deepcee::kernels {
 int cuda_device_count();
 
 /// cuBLAS for matrix products (fp32, or bf16 tensor cores when options.precision says
-/// so), own kernels for the rest, all on one stream of options.device.
+/// so), own kernels for the rest, all on one stream of options.device. Tensors are
+/// allocated and freed in stream order on that stream; code that touches them from
+/// another stream (NCCL, a second backend) must order itself against `synchronize()`.
+/// `embedding_backward` adds into dwte with atomics, so its low bits may vary run to run.
 std::unique_ptr<backend> make_cuda_backend(const backend_options& options);
 
 } // namespace deepcee::kernels
