@@ -22,6 +22,12 @@ std::string tflops(double flops) {
   return fixed(flops / 1e12, "%.3g") + " TFLOP/s";
 }
 
+/// Costs are kept at picosecond resolution so that links which are equal on paper give
+/// equal costs after averaging, and ties fall to the device-id rule, not to rounding.
+double quantize(double seconds) {
+  return std::round(seconds * 1e12) / 1e12;
+}
+
 /// Mean over device pairs of the symmetric transfer time between two nodes.
 double node_cost(const cluster& c, const node& a, const node& b, double bytes) {
   double sum = 0;
@@ -29,7 +35,7 @@ double node_cost(const cluster& c, const node& a, const node& b, double bytes) {
     for (int db : b.devices)
       sum += 0.5 * (c.link_between(da, db).transfer_time(bytes) +
                     c.link_between(db, da).transfer_time(bytes));
-  return sum / double(a.devices.size() * b.devices.size());
+  return quantize(sum / double(a.devices.size() * b.devices.size()));
 }
 
 struct dendrogram {
@@ -77,7 +83,8 @@ dendrogram cluster_nodes(std::vector<std::vector<double>> d, std::vector<double>
     double wa = weight[size_t(a)], wb = weight[size_t(b)];
     for (int k = 0; k < n; ++k)
       if (active[size_t(k)] && k != a && k != b) {
-        double v = (wa * d[size_t(a)][size_t(k)] + wb * d[size_t(b)][size_t(k)]) / (wa + wb);
+        double v =
+            quantize((wa * d[size_t(a)][size_t(k)] + wb * d[size_t(b)][size_t(k)]) / (wa + wb));
         d[size_t(a)][size_t(k)] = d[size_t(k)][size_t(a)] = v;
       }
     weight[size_t(a)] = wa + wb;
@@ -175,32 +182,36 @@ grouping group_devices(const cluster& c, const grouping_options& o) {
     out.merges.push_back({atoms[size_t(m.left)], atoms[size_t(m.right)], m.cost_s});
   out.anchor_cost_s = c.links.same_region.transfer_time(o.transfer_bytes);
 
-  // Largest ratio between consecutive costs of [anchor, merge costs...].
+  const std::string bytes = format_bytes(o.transfer_bytes);
   std::vector<double> seq{out.anchor_cost_s};
   for (const auto& m : out.merges)
     seq.push_back(m.cost_s);
-  double best_ratio = 0;
-  size_t cut = 0;
-  for (size_t k = 1; k < seq.size(); ++k) {
-    double ratio = seq[k - 1] > 0 ? seq[k] / seq[k - 1]
-                                  : (seq[k] > 0 ? std::numeric_limits<double>::infinity() : 1);
-    if (ratio > best_ratio) {
-      best_ratio = ratio;
-      cut = k;
-    }
-  }
-  const std::string bytes = format_bytes(o.transfer_bytes);
-  if (best_ratio >= o.min_gap_ratio) {
-    out.merges_applied = int(cut) - 1;
-    out.rule = "cut before the merge at " + format_duration(seq[cut]) + " per " + bytes +
-               " transfer: " + fixed(best_ratio, "%.3g") + "x the previous cost " +
-               format_duration(seq[cut - 1]) + (cut == 1 ? " (the same-region default)" : "") +
-               ", the largest gap (at least " + fixed(o.min_gap_ratio, "%.3g") + "x needed)";
+  if (o.fast_cost_s > 0) {
+    out.merges_applied = 0;
+    while (out.merges_applied < int(out.merges.size()) &&
+           out.merges[size_t(out.merges_applied)].cost_s <= o.fast_cost_s)
+      ++out.merges_applied;
+    out.rule = "merges costing at most " + format_duration(o.fast_cost_s) + " per " + bytes +
+               " transfer (the given budget)";
   } else {
-    out.merges_applied = int(out.merges.size());
-    out.rule = "one network group: no gap of " + fixed(o.min_gap_ratio, "%.3g") +
-               "x between consecutive link costs per " + bytes + " transfer (largest " +
-               fixed(best_ratio, "%.3g") + "x)";
+    // The highest jump of at least min_gap_ratio in [anchor, merge costs...]: only the
+    // slowest tier of links separates groups, so a LAN ten times slower than another LAN
+    // does not split a region while a WAN ten times slower still does.
+    size_t cut = 0;
+    for (size_t k = 1; k < seq.size(); ++k)
+      if (seq[k] >= o.min_gap_ratio * seq[k - 1])
+        cut = k;
+    if (cut > 0) {
+      out.merges_applied = int(cut) - 1;
+      out.rule = "cut before the merge at " + format_duration(seq[cut]) + " per " + bytes +
+                 " transfer: " + fixed(seq[cut] / seq[cut - 1], "%.3g") + "x the previous cost " +
+                 format_duration(seq[cut - 1]) + (cut == 1 ? " (the same-region default)" : "") +
+                 ", the highest jump of at least " + fixed(o.min_gap_ratio, "%.3g") + "x";
+    } else {
+      out.merges_applied = int(out.merges.size());
+      out.rule = "one network group: no jump of " + fixed(o.min_gap_ratio, "%.3g") +
+                 "x between consecutive link costs per " + bytes + " transfer";
+    }
   }
 
   // Replay the applied merges.

@@ -14,7 +14,10 @@ struct grouping_options {
   double transfer_bytes = 0;
   /// A cut of the dendrogram needs the next merge to cost at least this many times the
   /// previous one; flatter dendrograms leave one network group.
-  double min_gap_ratio = 3.0;
+  double min_gap_ratio = 4.0;
+  /// When positive, replaces the automatic cut: nodes join while the merge costs at most
+  /// this (e.g. the compute time a stage can hide a transfer behind).
+  double fast_cost_s = 0;
   /// Level 2 puts devices in one compute group when the slowest is within this factor of
   /// the fastest.
   double speed_ratio = 1.5;
@@ -61,10 +64,14 @@ struct grouping {
 ///
 /// Level 1: average-linkage agglomerative clustering of nodes; the cost between two
 /// nodes is the mean over their device pairs of the two directions' transfer times of
-/// `transfer_bytes`. The cut is at the largest ratio between consecutive costs of the
-/// sequence [anchor, merge 1, merge 2, ...], where the anchor is the cost over the
-/// cluster's same-region default link; the anchor lets a cluster whose every merge
-/// crosses a slow link still split. A cut needs a ratio of at least `min_gap_ratio`.
+/// `transfer_bytes`. The cut is before the highest jump of at least `min_gap_ratio` between
+/// consecutive costs of [anchor, merge 1, merge 2, ...] (average linkage makes them
+/// non-decreasing), where the anchor is the cost over the cluster's same-region default
+/// link; the anchor lets a cluster whose every merge crosses a slow link still split.
+/// Taking the highest jump, not the largest, means only the slowest tier of links
+/// separates groups: a 1 Gbps access network beside a 10 Gbps LAN does not split a tier,
+/// a 100 Mbps WAN above both does. No such jump: one group. `fast_cost_s` > 0 replaces
+/// the rule by a fixed budget.
 ///
 /// Level 2: inside each network group, devices sorted by speed (fastest first, then kind
 /// name, then id); a compute group starts at the fastest remaining device and takes every
