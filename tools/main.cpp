@@ -1,8 +1,10 @@
 // The deepcee command: one subcommand per file, wired together here.
+#include "runtime/errors.hpp"
 #include "tools/commands.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <string>
@@ -30,13 +32,19 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
-  try {
-    for (auto& [sub, action] : actions)
-      if (sub->parsed())
-        return action();
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+  // Bad input is one line naming the file and exit code 2; anything else is a failure.
+  for (auto& [sub, action] : actions) {
+    if (!sub->parsed())
+      continue;
+    try {
+      return action();
+    } catch (const deepcee::runtime::input_error& e) {
+      std::fprintf(stderr, "deepcee %s: %s\n", sub->get_name().c_str(), e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "deepcee %s: failed: %s\n", sub->get_name().c_str(), e.what());
+      return 1;
+    }
   }
   return 2;
 }

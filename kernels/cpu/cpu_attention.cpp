@@ -1,4 +1,5 @@
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/fast_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -59,7 +60,7 @@ void cpu_backend::softmax_causal_forward(float* probs, const float* scores, floa
         max = std::max(max, s[j]);
       float sum = 0;
       for (int j = 0; j <= i; ++j) {
-        p[j] = std::exp(scale * (s[j] - max));
+        p[j] = fast::exp(scale * (s[j] - max));
         sum += p[j];
       }
       float inv = 1.0f / sum;

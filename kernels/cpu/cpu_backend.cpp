@@ -5,10 +5,47 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 namespace deepcee::kernels {
 
-cpu_backend::cpu_backend(int threads) : threads_(threads) {
+/// Free blocks by size. Shared with the deleters of the tensors it handed out, so a
+/// tensor that outlives its backend still returns its memory safely.
+class cpu_backend::block_pool {
+public:
+  ~block_pool() {
+    for (auto& [_, blocks] : free_)
+      for (void* p : blocks)
+        std::free(p);
+  }
+
+  void* take(size_t bytes) {
+    std::lock_guard lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it != free_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      return p;
+    }
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr)
+      throw std::bad_alloc();
+    return p;
+  }
+
+  void give_back(void* p, size_t bytes) {
+    std::lock_guard lock(mutex_);
+    free_[bytes].push_back(p);
+  }
+
+private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+};
+
+cpu_backend::cpu_backend(int threads)
+  : threads_(threads), pool_(std::make_shared<block_pool>()) {
   if (threads > 0)
     openblas_set_num_threads(threads);
 }
@@ -26,10 +63,9 @@ tensor cpu_backend::alloc(std::vector<int64_t> shape, dtype type) {
   tensor probe(nullptr, shape, type);
   size_t bytes = std::max<size_t>(probe.bytes(), 64);
   bytes = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
-  if (p == nullptr)
-    throw std::bad_alloc();
-  return tensor(std::shared_ptr<void>(p, std::free), std::move(shape), type);
+  void* p = pool_->take(bytes);
+  auto deleter = [pool = pool_, bytes](void* q) { pool->give_back(q, bytes); };
+  return tensor(std::shared_ptr<void>(p, deleter), std::move(shape), type);
 }
 
 void cpu_backend::upload(tensor& dst, const void* host, size_t bytes) {

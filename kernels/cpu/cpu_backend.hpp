@@ -2,6 +2,8 @@
 
 #include "kernels/backend.hpp"
 
+#include <memory>
+
 namespace deepcee::kernels {
 
 /// fp32 on the host: OpenBLAS sgemm for matrix products, plain loops for the rest.
@@ -65,7 +67,12 @@ public:
                     const adamw_step& s) override;
 
 private:
+  class block_pool;
+
   int threads_;
+  /// Freed blocks are kept for reuse: every training step allocates the same sizes, and
+  /// fresh pages from the system cost a page fault each.
+  std::shared_ptr<block_pool> pool_;
 };
 
 } // namespace deepcee::kernels

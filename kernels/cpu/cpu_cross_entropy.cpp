@@ -1,4 +1,5 @@
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/fast_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,7 @@ void cpu_backend::cross_entropy_forward(float* losses, float* probs, const float
     float max = *std::max_element(z, z + V);
     float sum = 0;
     for (int j = 0; j < V; ++j) {
-      p[j] = std::exp(z[j] - max);
+      p[j] = fast::exp(z[j] - max);
       sum += p[j];
     }
     float inv = 1.0f / sum;
