@@ -52,13 +52,14 @@ runtime::train_config effective_config(const train_options& o) {
 
 int run_train(const train_options& o) {
   runtime::train_config c = effective_config(o);
-  std::filesystem::path dir = make_run_directory(o.out, c.out, "train");
   auto corpus = runtime::text_corpus::load(c.data.path, c.data.val_fraction);
   corpus.require_context(c.model.context);
   auto be = open_backend(c.device, c.threads, c.bf16);
   kernels::trainer t(*be, c, corpus);
   if (o.resume)
     t.resume(*o.resume);
+  // Only once every input has been checked, so that bad input leaves nothing behind.
+  std::filesystem::path dir = make_run_directory(o.out, c.out, "train");
 
   size_t params = 0;
   for (auto* p : t.model().parameters())
