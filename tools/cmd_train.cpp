@@ -5,6 +5,7 @@
 #include "runtime/metrics_writer.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/embedded_configs.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
 
@@ -19,7 +20,7 @@ namespace deepcee::tools {
 namespace {
 
 struct train_options {
-  std::string config = "configs/single.toml";
+  std::optional<std::string> config;  ///< default: configs/single.toml, compiled in
   std::optional<int> steps, batch, threads;
   std::optional<uint64_t> seed;
   std::optional<std::string> out, device, data, metrics, resume;
@@ -29,7 +30,9 @@ struct train_options {
 std::atomic<bool> interrupted{false};
 
 runtime::train_config effective_config(const train_options& o) {
-  runtime::train_config c = runtime::load_train_config(o.config);
+  runtime::train_config c =
+      o.config ? runtime::load_train_config(*o.config)
+               : runtime::parse_train_config(embedded_single_toml, "configs/single.toml (built in)");
   if (o.steps)
     c.steps = *o.steps;
   if (o.batch)
@@ -123,7 +126,7 @@ int run_train(const train_options& o) {
 command_action add_train_command(CLI::App& app) {
   auto o = std::make_shared<train_options>();
   CLI::App* cmd = app.add_subcommand("train", "Train the GPT on one device");
-  cmd->add_option("--config", o->config, "Train config (TOML)")->capture_default_str();
+  cmd->add_option("--config", o->config, "Train config (TOML; default: configs/single.toml, built in)");
   cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the config)");
   cmd->add_option("--batch", o->batch, "Sequences per step");
   cmd->add_option("--seed", o->seed, "Seed of weights and data sampling");

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# End-to-end checks of `deepcee train` and `deepcee eval`: a short run writes its files,
+# resume continues where it stopped, and every kind of bad input gives one line naming
+# the file, exit code 2, and leaves no run directory behind.
+#   cli_train_test.sh PATH/TO/deepcee
+set -u
+deepcee=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_error NAME PATTERN -- ARGS...: exit code 2, one stderr line matching PATTERN.
+expect_error() {
+  local name=$1 pattern=$2
+  shift 3
+  local err rc
+  err=$("$deepcee" "$@" 2>&1 >/dev/null)
+  rc=$?
+  [[ $rc == 2 ]] || fail "$name: exit code $rc, expected 2 ($err)"
+  [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "$name: expected one line, got: $err"
+  [[ $err =~ $pattern ]] || fail "$name: '$err' does not match '$pattern'"
+}
+
+# A small corpus and a tiny model, so the run takes seconds.
+mkdir -p "$work/data"
+for i in $(seq 1 300); do echo "line $i: the quick brown fox jumps over the lazy dog"; done >"$work/data/a.txt"
+cat >"$work/tiny.toml" <<TOML
+steps = 4
+batch = 4
+eval_every = 2
+eval_batches = 2
+[model]
+n_layer = 1
+d_model = 32
+n_head = 2
+context = 16
+[data]
+path = "$work/data"
+TOML
+
+# --help everywhere.
+for sub in "" train eval; do
+  "$deepcee" $sub --help >/dev/null || fail "deepcee $sub --help"
+done
+
+# A short run writes metrics, evaluations and a checkpoint.
+"$deepcee" train --config "$work/tiny.toml" --out "$work/run" >"$work/run.log" 2>&1 || fail "train: $(cat "$work/run.log")"
+[[ $(wc -l <"$work/run/metrics.csv") == 5 ]] || fail "metrics.csv should hold a header and 4 rows"
+head -1 "$work/run/metrics.csv" | grep -q '^step,loss,lr,grad_norm,tokens_per_s,elapsed_s$' || fail "metrics.csv header"
+[[ $(wc -l <"$work/run/eval.csv") == 3 ]] || fail "eval.csv should hold a header and 2 rows"
+[[ -f $work/run/checkpoint.safetensors ]] || fail "no checkpoint"
+ls "$work/run" | grep -q '\.tmp' && fail "a temporary file was left behind"
+
+# JSONL metrics.
+"$deepcee" train --config "$work/tiny.toml" --steps 2 --metrics jsonl --out "$work/jsonl" >/dev/null 2>&1 || fail "train --metrics jsonl"
+head -1 "$work/jsonl/metrics.jsonl" | grep -q '^{"step":1,"loss":' || fail "metrics.jsonl format"
+
+# Resume: continues from step 4 to 6, and the last loss equals an uninterrupted 6-step run's.
+"$deepcee" train --config "$work/tiny.toml" --steps 6 --resume "$work/run/checkpoint.safetensors" --out "$work/resumed" >/dev/null 2>&1 || fail "resume"
+"$deepcee" train --config "$work/tiny.toml" --steps 6 --out "$work/straight" >/dev/null 2>&1 || fail "straight"
+[[ $(head -2 "$work/resumed/metrics.csv" | tail -1 | cut -d, -f1) == 5 ]] || fail "resumed run should start at step 5"
+[[ $(tail -1 "$work/resumed/metrics.csv" | cut -d, -f2) == $(tail -1 "$work/straight/metrics.csv" | cut -d, -f2) ]] || fail "resumed loss differs from the uninterrupted run's"
+
+# Eval prints the validation loss.
+"$deepcee" eval --checkpoint "$work/run/checkpoint.safetensors" --data "$work/data" --batch 4 --batches 2 | grep -q '^validation loss [0-9.]* nats/byte' || fail "eval output"
+
+# Bad input.
+printf 'steps = 4\nbatch = \n' >"$work/syntax.toml"
+printf 'steps = 4\n[optimizer]\nlrr = 0.1\n' >"$work/unknown.toml"
+printf 'steps = 4\nbatch = "many"\n' >"$work/type.toml"
+printf 'steps = 4\n\nbatch = 0\n' >"$work/range.toml"
+printf '[data]\npath = "%s/nowhere"\n' "$work" >"$work/nodata.toml"
+mkdir -p "$work/empty"
+printf '[data]\npath = "%s/empty"\n' "$work" >"$work/emptydata.toml"
+head -c 1000 "$work/run/checkpoint.safetensors" >"$work/truncated.safetensors"
+expect_error "missing config" "missing\.toml" -- train --config "$work/missing.toml" --out "$work/bad1"
+expect_error "syntax" "syntax\.toml:2" -- train --config "$work/syntax.toml" --out "$work/bad2"
+expect_error "unknown key" "unknown\.toml:3.*optimizer\.lrr" -- train --config "$work/unknown.toml" --out "$work/bad3"
+expect_error "wrong type" "type\.toml:2.*batch" -- train --config "$work/type.toml" --out "$work/bad4"
+expect_error "out of range" "range\.toml:3.*batch" -- train --config "$work/range.toml" --out "$work/bad5"
+expect_error "missing corpus" "nowhere" -- train --config "$work/nodata.toml" --out "$work/bad6"
+expect_error "empty corpus" "empty" -- train --config "$work/emptydata.toml" --out "$work/bad7"
+expect_error "truncated checkpoint (eval)" "truncated\.safetensors" -- eval --checkpoint "$work/truncated.safetensors" --data "$work/data"
+expect_error "truncated checkpoint (resume)" "truncated\.safetensors" -- train --config "$work/tiny.toml" --resume "$work/truncated.safetensors" --out "$work/bad8"
+sed 's/d_model = 32/d_model = 64/' "$work/tiny.toml" >"$work/wide.toml"
+expect_error "checkpoint of another model" "checkpoint\.safetensors" -- train --config "$work/wide.toml" --resume "$work/run/checkpoint.safetensors" --out "$work/bad9"
+expect_error "bad flag value" "steps" -- train --config "$work/tiny.toml" --steps -3 --out "$work/bad10"
+if "$deepcee" train --device cuda --steps 0 --config "$work/tiny.toml" --out "$work/gpu" >/dev/null 2>&1; then
+  : # a GPU is visible here
+else
+  expect_error "cuda without a GPU" "cuda" -- train --device cuda --config "$work/tiny.toml" --out "$work/bad11"
+fi
+for i in $(seq 1 11); do [[ -e $work/bad$i ]] && fail "bad input $i left a run directory"; done
+
+if ((failures > 0)); then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all CLI checks passed"
