@@ -37,12 +37,12 @@ struct train_config {
   optimizer_config optimizer;
   data_config data;
   int batch = 32;            ///< sequences per step
-  int steps = 600;
+  int steps = 1200;
   uint64_t seed = 1;
   std::string device = "cpu";  ///< cpu | cuda
   bool bf16 = false;           ///< CUDA: bf16 matrix products
   int threads = 1;             ///< CPU: OpenBLAS threads
-  int eval_every = 100;        ///< steps between validation losses; 0 = only at the end
+  int eval_every = 200;        ///< steps between validation losses; 0 = only at the end
   int eval_batches = 8;
   int checkpoint_every = 0;    ///< 0 = only at the end
   std::filesystem::path out = "runs";  ///< run directory root (a run names its own subfolder)
