@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(empty_file_gives_the_defaults) {
 
 BOOST_AUTO_TEST_CASE(single_toml_parses) {
   const train_config config = load_train_config(repo_root() / "configs" / "single.toml");
-  BOOST_TEST(config.steps == 600);
+  BOOST_TEST(config.steps == 1200);
   BOOST_TEST(config.batch == 32);
   BOOST_TEST(config.model.context == 128);
   BOOST_TEST(config.optimizer.lr == 3e-3);
