@@ -1,0 +1,58 @@
+#pragma once
+
+#include "messages/result.hpp"
+#include "messages/types.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+/// Cap'n Proto codecs for the messages of types.hpp. `encode` never fails on a valid value
+/// (a tensor whose payload disagrees with its header is the caller's bug and throws
+/// std::invalid_argument); every `decode_*` validates and returns an error value for
+/// anything malformed (truncated, garbage, another message kind, trailing bytes, unknown
+/// enum values, negative indices, non-finite times, a payload that disagrees with its
+/// shape and dtype). Decoders never throw and never read outside the given bytes.
+///
+/// Byte order: little-endian only (Cap'n Proto's wire order; payload views rely on it).
+namespace deepcee::messages {
+
+std::vector<uint8_t> encode(const job_deployment& m);
+std::vector<uint8_t> encode(const step_start& m);
+std::vector<uint8_t> encode(const link_sample& m);
+std::vector<uint8_t> encode(const step_stats& m);
+std::vector<uint8_t> encode(const rebalance& m);
+std::vector<uint8_t> encode(const heartbeat& m);
+std::vector<uint8_t> encode(const error_report& m);
+
+/// Largest payload of one tensor message (Cap'n Proto's limit on a Data field); a larger
+/// tensor is sent in slices of samples (tensor_header::first_sample).
+constexpr int64_t max_payload_bytes = (int64_t{1} << 29) - 1;
+
+/// Copies `m.payload` (already encoded as m.header.dtype says) into the message: the one
+/// copy of the send path.
+std::vector<uint8_t> encode(const tensor_message& m);
+/// Compresses fp32 `values` (header.shape) straight into the message as header.dtype
+/// says: one pass, no intermediate buffer.
+std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const float> values);
+
+/// The kind of an encoded message, after the same framing checks as the decoders.
+result<message_kind> peek_kind(std::span<const uint8_t> bytes);
+
+result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes);
+result<step_start> decode_step_start(std::span<const uint8_t> bytes);
+result<link_sample> decode_link_sample(std::span<const uint8_t> bytes);
+result<step_stats> decode_step_stats(std::span<const uint8_t> bytes);
+result<rebalance> decode_rebalance(std::span<const uint8_t> bytes);
+result<heartbeat> decode_heartbeat(std::span<const uint8_t> bytes);
+result<error_report> decode_error_report(std::span<const uint8_t> bytes);
+
+/// Copies the bytes once into an aligned buffer that the result's payload view points into.
+result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);
+/// Takes the received vector over: no copy at all when its storage is word aligned.
+result<tensor_message> decode_tensor(std::vector<uint8_t>&& bytes);
+
+/// The payload back as fp32 (header.rows() * header.cols() floats in `out`).
+void decompress(const tensor_message& m, std::span<float> out);
+
+} // namespace deepcee::messages

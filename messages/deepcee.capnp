@@ -1,0 +1,169 @@
+@0x84f8d0942282d309;
+# Everything that crosses a node boundary. Every message travels inside an Envelope, so
+# a receiver can tell one kind from another and a decoder never reads one kind's bytes as
+# another's. Times are seconds (virtual or wall, as the job's time mode says).
+#
+# Field ordinals are the wire format: add new fields with new ordinals, never renumber.
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("deepcee::messages::wire");
+
+enum Compression { none @0; fp16 @1; bf16 @2; int8 @3; }
+enum ScheduleKind { gpipe @0; oneFOneB @1; zbH1 @2; zbH2 @3; greedy @4; }
+enum TimeMode { wall @0; virtualTime @1; dry @2; }
+
+# Element encoding of a tensor payload. int8 payloads start with one Float32 scale per
+# row (absmax / 127), followed by the int8 values, so the scales stay 4-byte aligned.
+enum DType { f32 @0; f16 @1; bf16 @2; int8 @3; }
+enum TensorKind { activation @0; gradient @1; }
+enum ErrorCode { internal @0; malformedMessage @1; badInput @2; peerDown @3; timeout @4; }
+
+# --- job and plan deployment ----------------------------------------------------------
+
+struct ModelConfig {
+  nLayer @0 :Int32;
+  dModel @1 :Int32;
+  nHead @2 :Int32;
+  context @3 :Int32;
+  vocab @4 :Int32;
+}
+
+struct StagePlan {
+  devices @0 :List(Int32);
+  samples @1 :List(Int32);
+  firstLayer @2 :Int32;
+  lastLayer @3 :Int32;
+  sendCompression @4 :Compression;
+}
+
+struct PipelinePlan {
+  stages @0 :List(StagePlan);
+  microBatches @1 :Int32;
+  schedule @2 :ScheduleKind;
+}
+
+struct ExcludedDevice {
+  device @0 :Int32;
+  reason @1 :Text;
+}
+
+struct Plan {
+  strategy @0 :Text;
+  modelName @1 :Text;
+  model @2 :ModelConfig;
+  microBatchSize @3 :Int32;
+  pipelines @4 :List(PipelinePlan);
+  excluded @5 :List(ExcludedDevice);
+}
+
+struct OptimizerConfig {
+  lr @0 :Float64;
+  minLrRatio @1 :Float64;
+  warmupSteps @2 :Int32;
+  beta1 @3 :Float64;
+  beta2 @4 :Float64;
+  eps @5 :Float64;
+  weightDecay @6 :Float64;
+  gradClip @7 :Float64;
+}
+
+# runtime::train_config without its model (the plan's model is the one that runs).
+struct TrainSettings {
+  optimizer @0 :OptimizerConfig;
+  dataPath @1 :Text;
+  valFraction @2 :Float64;
+  batch @3 :Int32;
+  steps @4 :Int32;
+  seed @5 :UInt64;
+  device @6 :Text;
+  bf16 @7 :Bool;
+  threads @8 :Int32;
+  evalEvery @9 :Int32;
+  evalBatches @10 :Int32;
+  checkpointEvery @11 :Int32;
+  out @12 :Text;
+  metricsFormat @13 :Text;
+}
+
+struct JobDeployment {
+  job @0 :Text;
+  node @1 :Text;       # the node this deployment is addressed to
+  timeMode @2 :TimeMode;
+  plan @3 :Plan;
+  train @4 :TrainSettings;
+}
+
+# --- one training step ----------------------------------------------------------------
+
+struct StepStart {
+  step @0 :Int64;
+  microBatches @1 :List(Int32);  # per pipeline
+  learningRate @2 :Float64;
+}
+
+struct Tensor {
+  kind @0 :TensorKind;
+  step @1 :Int64;
+  microBatch @2 :Int32;
+  pipeline @3 :Int32;
+  stage @4 :Int32;        # the sending stage
+  firstSample @5 :Int32;  # offset of this slice within the micro-batch
+  sendTime @6 :Float64;   # the sender's (virtual) send time
+  shape @7 :List(Int64);  # the fp32 tensor's shape; rows = all but the last dimension
+  dtype @8 :DType;
+  payload @9 :Data;
+}
+
+struct LinkSample {
+  from @0 :Int32;  # cluster device ids
+  to @1 :Int32;
+  bytes @2 :Int64;
+  start @3 :Float64;
+  end @4 :Float64;
+}
+
+struct StageStats {
+  pipeline @0 :Int32;
+  stage @1 :Int32;
+  computeBusy @2 :Float64;
+  idle @3 :Float64;
+  bytesSent @4 :Int64;
+  peakMemory @5 :Int64;
+  lossSum @6 :Float64;   # last stage only
+  tokenCount @7 :Int64;  # last stage only
+}
+
+struct StepStats {
+  step @0 :Int64;
+  stages @1 :List(StageStats);
+}
+
+struct Rebalance {
+  microBatches @0 :List(Int32);  # per pipeline
+  effectiveStep @1 :Int64;
+}
+
+struct Heartbeat {
+  node @0 :Text;
+  sequence @1 :UInt64;
+  time @2 :Float64;
+}
+
+struct Error {
+  node @0 :Text;
+  code @1 :ErrorCode;
+  message @2 :Text;
+}
+
+struct Envelope {
+  union {
+    jobDeployment @0 :JobDeployment;
+    stepStart @1 :StepStart;
+    tensor @2 :Tensor;
+    linkSample @3 :LinkSample;
+    stepStats @4 :StepStats;
+    rebalance @5 :Rebalance;
+    heartbeat @6 :Heartbeat;
+    error @7 :Error;
+  }
+}

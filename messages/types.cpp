@@ -1,0 +1,38 @@
+#include "messages/types.hpp"
+
+namespace deepcee::messages {
+
+std::string_view to_string(message_kind k) {
+  switch (k) {
+  case message_kind::job_deployment:
+    return "job_deployment";
+  case message_kind::step_start:
+    return "step_start";
+  case message_kind::tensor:
+    return "tensor";
+  case message_kind::link_sample:
+    return "link_sample";
+  case message_kind::step_stats:
+    return "step_stats";
+  case message_kind::rebalance:
+    return "rebalance";
+  case message_kind::heartbeat:
+    return "heartbeat";
+  case message_kind::error:
+    return "error";
+  }
+  return "unknown";
+}
+
+int64_t tensor_header::rows() const {
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    rows *= shape[i];
+  return rows;
+}
+
+int64_t tensor_header::cols() const {
+  return shape.empty() ? 1 : shape.back();
+}
+
+} // namespace deepcee::messages

@@ -1,0 +1,128 @@
+#pragma once
+
+#include "messages/tensor_codec.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/train_config.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// The value types that cross a node boundary, one per Cap'n Proto message of
+/// messages/deepcee.capnp. Plain copyable structs; messages/codec.hpp turns them into
+/// bytes and back. Times are seconds; device ids are the cluster's.
+namespace deepcee::messages {
+
+enum class message_kind : uint8_t {
+  job_deployment,
+  step_start,
+  tensor,
+  link_sample,
+  step_stats,
+  rebalance,
+  heartbeat,
+  error
+};
+
+std::string_view to_string(message_kind k);
+
+enum class time_mode : uint8_t { wall, virtual_time, dry };
+enum class tensor_kind : uint8_t { activation, gradient };
+enum class error_code : uint8_t { internal, malformed_message, bad_input, peer_down, timeout };
+
+/// What a node needs to run its part of a job. `train.model` always equals `plan.model`
+/// after decoding: the plan's model is the one that runs, so it travels once.
+struct job_deployment {
+  std::string job;
+  std::string node; ///< the node this deployment is addressed to
+  time_mode mode = time_mode::virtual_time;
+  runtime::plan plan;
+  runtime::train_config train;
+};
+
+struct step_start {
+  int64_t step = 0;
+  std::vector<int> micro_batches; ///< per pipeline
+  double learning_rate = 0.0;
+};
+
+/// Everything about an activation or gradient except its bytes.
+struct tensor_header {
+  tensor_kind kind = tensor_kind::activation;
+  int64_t step = 0;
+  int micro_batch = 0;
+  int pipeline = 0;
+  int stage = 0;        ///< the sending stage
+  int first_sample = 0; ///< offset of this slice within the micro-batch
+  double send_time = 0.0;
+  std::vector<int64_t> shape; ///< of the fp32 tensor; rows = all dims but the last
+  tensor_dtype dtype = tensor_dtype::f32;
+
+  int64_t rows() const;
+  int64_t cols() const;
+};
+
+/// The bytes behind a decoded message, kept alive by whoever holds a copy of `owner`.
+struct received_buffer {
+  std::shared_ptr<const void> owner;
+  std::span<const uint8_t> bytes;
+};
+
+/// An activation or gradient with its payload (encoded as header.dtype says) seen as a
+/// view, never copied:
+/// - to send, point `payload` at the host bytes; `encode` copies them once, into the
+///   wire buffer (encode_tensor compresses fp32 values straight into it instead);
+/// - after `decode_tensor`, `payload` points into `buffer`, the aligned copy of the
+///   received bytes (or the received vector itself, adopted when it was aligned), which
+///   every copy of this struct shares; upload from the view, then drop the struct.
+struct tensor_message {
+  tensor_header header;
+  std::span<const uint8_t> payload;
+  received_buffer buffer; ///< empty on the sending side
+};
+
+struct link_sample {
+  int from = 0;
+  int to = 0;
+  int64_t bytes = 0;
+  double start = 0.0;
+  double end = 0.0;
+};
+
+struct stage_stats {
+  int pipeline = 0;
+  int stage = 0;
+  double compute_busy = 0.0;
+  double idle = 0.0;
+  int64_t bytes_sent = 0;
+  int64_t peak_memory = 0;
+  double loss_sum = 0.0;   ///< last stage only
+  int64_t token_count = 0; ///< last stage only
+};
+
+struct step_stats {
+  int64_t step = 0;
+  std::vector<stage_stats> stages;
+};
+
+struct rebalance {
+  std::vector<int> micro_batches; ///< per pipeline
+  int64_t effective_step = 0;
+};
+
+struct heartbeat {
+  std::string node;
+  uint64_t sequence = 0;
+  double time = 0.0;
+};
+
+struct error_report {
+  std::string node;
+  error_code code = error_code::internal;
+  std::string message; ///< one line
+};
+
+} // namespace deepcee::messages

@@ -1,0 +1,113 @@
+#include "messages/wire.hpp"
+
+#include <cstring>
+
+namespace deepcee::messages::detail {
+
+namespace {
+
+constexpr size_t word_bytes = sizeof(capnp::word);
+
+std::vector<uint8_t> flatten(capnp::MessageBuilder& builder) {
+  const auto flat = capnp::messageToFlatArray(builder);
+  const auto bytes = flat.asBytes();
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+} // namespace
+
+std::vector<uint8_t> build(size_t estimate_words,
+                           const std::function<void(wire::Envelope::Builder)>& fill) {
+  // One word of segment table (count - 1 = 0, then the size), then the segment. The vector
+  // zero-fills, as a first segment must be.
+  std::vector<uint8_t> out((1 + estimate_words) * word_bytes);
+  if (reinterpret_cast<uintptr_t>(out.data()) % alignof(capnp::word) != 0) {
+    capnp::MallocMessageBuilder builder;
+    fill(builder.initRoot<wire::Envelope>());
+    return flatten(builder);
+  }
+  auto* first = reinterpret_cast<capnp::word*>(out.data()) + 1;
+  capnp::MallocMessageBuilder builder(kj::arrayPtr(first, estimate_words));
+  fill(builder.initRoot<wire::Envelope>());
+  const auto segments = builder.getSegmentsForOutput();
+  if (segments.size() != 1 || segments[0].begin() != first)
+    return flatten(builder);
+  const uint32_t table[2] = {0, static_cast<uint32_t>(segments[0].size())};
+  std::memcpy(out.data(), table, sizeof(table));
+  out.resize((1 + segments[0].size()) * word_bytes);
+  return out;
+}
+
+result<word_buffer> aligned_copy(std::span<const uint8_t> bytes) {
+  if (bytes.empty() || bytes.size() % word_bytes != 0)
+    return decode_error{"message of " + std::to_string(bytes.size()) +
+                        " bytes is not a whole number of 8-byte words"};
+  const size_t n = bytes.size() / word_bytes;
+  std::shared_ptr<capnp::word[]> words(new capnp::word[n]);
+  std::memcpy(words.get(), bytes.data(), bytes.size());
+  return word_buffer{words, kj::arrayPtr(static_cast<const capnp::word*>(words.get()), n)};
+}
+
+result<word_buffer> adopt(std::vector<uint8_t>&& bytes) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(capnp::word) != 0)
+    return aligned_copy(bytes);
+  if (bytes.empty() || bytes.size() % word_bytes != 0)
+    return decode_error{"message of " + std::to_string(bytes.size()) +
+                        " bytes is not a whole number of 8-byte words"};
+  auto owner = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  const auto* words = reinterpret_cast<const capnp::word*>(owner->data());
+  return word_buffer{owner, kj::arrayPtr(words, owner->size() / word_bytes)};
+}
+
+std::optional<message_kind> kind_of(wire::Envelope::Which which) {
+  switch (which) {
+  case wire::Envelope::JOB_DEPLOYMENT:
+    return message_kind::job_deployment;
+  case wire::Envelope::STEP_START:
+    return message_kind::step_start;
+  case wire::Envelope::TENSOR:
+    return message_kind::tensor;
+  case wire::Envelope::LINK_SAMPLE:
+    return message_kind::link_sample;
+  case wire::Envelope::STEP_STATS:
+    return message_kind::step_stats;
+  case wire::Envelope::REBALANCE:
+    return message_kind::rebalance;
+  case wire::Envelope::HEARTBEAT:
+    return message_kind::heartbeat;
+  case wire::Envelope::ERROR:
+    return message_kind::error;
+  }
+  return std::nullopt;
+}
+
+capnp::ReaderOptions reader_options(const word_buffer& in) {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = 4 * in.words.size() + 1024;
+  options.nestingLimit = 16; // the deepest message (a deployment) nests 5 levels
+  return options;
+}
+
+std::optional<decode_error> check_envelope(capnp::FlatArrayMessageReader& reader,
+                                           const word_buffer& in, message_kind want) {
+  if (reader.getEnd() != in.words.end())
+    return decode_error{std::string(to_string(want)) + ": " +
+                        std::to_string((in.words.end() - reader.getEnd()) * word_bytes) +
+                        " bytes after the end of the message"};
+  // getRoot may throw on a bad root pointer; read() catches it.
+  const auto which = reader.getRoot<wire::Envelope>().which();
+  const auto got = kind_of(which);
+  if (!got)
+    return decode_error{std::string(to_string(want)) + ": unknown message kind " +
+                        std::to_string(static_cast<unsigned>(which))};
+  if (*got != want)
+    return decode_error{"expected " + std::string(to_string(want)) + ", got " +
+                        std::string(to_string(*got))};
+  return std::nullopt;
+}
+
+std::string text(capnp::Text::Reader t) {
+  return std::string(t.cStr(), t.size());
+}
+
+} // namespace deepcee::messages::detail
