@@ -10,6 +10,16 @@ namespace deepcee::runtime::sim_detail {
 
 namespace {
 
+bool same_cost(const stage_cost& a, const stage_cost& b) {
+  return a.f == b.f && a.b == b.b && a.w == b.w && a.comm_to_next == b.comm_to_next &&
+         a.activation_bytes == b.activation_bytes && a.weight_grad_bytes == b.weight_grad_bytes &&
+         a.memory_limit == b.memory_limit;
+}
+
+bool operator==(const std::vector<stage_cost>& a, const std::vector<stage_cost>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same_cost);
+}
+
 uint64_t key_of(int x, int y) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y);
 }
@@ -90,6 +100,8 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
   w.model = &model;
   w.timeline = &timeline;
   std::map<cost_key, stage_device_cost> cache;
+  std::vector<std::vector<stage_cost>> schedule_costs; // per pipeline
+  std::vector<int> first_stage;                        // per pipeline
   for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
     const auto& pp = p.pipelines[pi];
     const int base = static_cast<int>(w.stages.size());
@@ -143,8 +155,24 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
       add_parts(w, s1, s0, pp.stages[si].send_compression, s1.grad_parts);
     }
     w.micro_batches.push_back(pp.micro_batches);
-    w.schedules.push_back({});
-    w.schedules.back() = schedule_of(pp, stage_costs_of(w, static_cast<int>(pi), 0.0), greedy);
+    // Replicated pipelines (same kind, shape and costs) share one schedule: the greedy
+    // scheduler is the expensive part of a large plan.
+    const auto costs = stage_costs_of(w, static_cast<int>(pi), 0.0);
+    int same = -1;
+    for (size_t q = 0; q < pi && same < 0; ++q)
+      if (p.pipelines[q].schedule == pp.schedule &&
+          p.pipelines[q].micro_batches == pp.micro_batches && schedule_costs[q] == costs)
+        same = static_cast<int>(q);
+    if (same >= 0) {
+      for (size_t si = 0; si < pp.stages.size(); ++si)
+        w.stages[static_cast<size_t>(base) + si].schedule =
+            w.stages[static_cast<size_t>(first_stage[static_cast<size_t>(same)])].schedule;
+      w.schedules.push_back({});
+    } else {
+      w.schedules.push_back(schedule_of(pp, costs, greedy));
+    }
+    schedule_costs.push_back(costs);
+    first_stage.push_back(base);
   }
   return w;
 }
@@ -186,12 +214,19 @@ pipeline_schedule schedule_of(const pipeline_plan& pipeline, const std::vector<s
   const int stages = static_cast<int>(pipeline.stages.size());
   if (pipeline.schedule != schedule_kind::greedy)
     return make_schedule(pipeline.schedule, stages, pipeline.micro_batches);
+  // The greedy scheduler wants F and B to take time; a stage holding only the embedding
+  // has no input gradient to compute, so give it a negligible one.
+  auto positive = costs;
+  for (auto& c : positive) {
+    c.f = std::max(c.f, 1e-12);
+    c.b = std::max(c.b, 1e-12);
+  }
   try {
-    return make_greedy_schedule(costs, pipeline.micro_batches, options);
+    return make_greedy_schedule(positive, pipeline.micro_batches, options);
   } catch (const std::invalid_argument&) {
     // Memory cannot hold even one micro-batch somewhere: schedule without the limit and let
     // the simulator flag the device out of memory, which says more than a refusal.
-    auto unlimited = costs;
+    auto unlimited = positive;
     for (auto& c : unlimited)
       c.memory_limit = std::numeric_limits<double>::infinity();
     return make_greedy_schedule(unlimited, pipeline.micro_batches, options);

@@ -221,4 +221,211 @@ BOOST_FIXTURE_TEST_CASE(ring_allreduce_formula, fixture) {
              tt::tolerance(1e-9));
 }
 
+/// Data parallelism: one single-stage pipeline per device.
+plan data_parallel(const model_config& config, int devices, int micro_batch) {
+  plan pl;
+  pl.model = config;
+  pl.micro_batch_size = micro_batch;
+  for (int d = 0; d < devices; ++d)
+    pl.pipelines.push_back(pipeline_plan_of(config, {{d}}, {0, config.n_layer + 2}, micro_batch, 1,
+                                            schedule_kind::one_f_one_b)
+                               .pipelines[0]);
+  return pl;
+}
+
+BOOST_FIXTURE_TEST_CASE(hierarchical_allreduce_across_regions, fixture) {
+  const double a_in = 1e-4, b_in = 10e9, a_wan = 40e-3, b_wan = 100e6;
+  const auto c = make_cluster(2, 2, 1, {0, inf}, {a_in, b_in}, {a_wan, b_wan});
+  const auto r = simulate(c, spec, profile, data_parallel(config, 4, 2));
+  double x = 0;
+  for (const auto& l : spec.layers)
+    x += double(l.grad_bytes);
+  const double region = 2.0 * 1 / 2 * x / b_in + 2 * a_in;   // n_r = 2: reduce, broadcast
+  const double across = 2.0 * 1 / 2 * x / b_wan + 2 * a_wan; // ring over 2 leaders
+  BOOST_TEST(r.devices[0].allreduce_s == 2 * region + across, tt::tolerance(1e-9));
+  // Cheaper than a flat ring whose bottleneck is the WAN.
+  BOOST_TEST(r.devices[0].allreduce_s < 2.0 * 3 / 4 * x / b_wan + 6 * a_wan);
+}
+
+BOOST_AUTO_TEST_CASE(transfer_integrates_bandwidth_changes) {
+  const std::vector<link_timeline::piece> h = {{0.0, {0.01, 100.0}}, {1.0, {0.02, 50.0}}};
+  BOOST_TEST(transfer_duration(h, 0.5, 100.0) == 0.01 + 0.5 + 1.0, tt::tolerance(1e-12));
+  BOOST_TEST(transfer_duration(h, 2.0, 100.0) == 0.02 + 2.0, tt::tolerance(1e-12));
+  BOOST_TEST(transfer_duration(h, 0.0, 0.0) == 0.01);
+}
+
+BOOST_FIXTURE_TEST_CASE(bandwidth_drop_slows_the_step, fixture) {
+  const auto c = make_cluster(2, 1, 1, {0, inf}, {0, inf}, {20e-3, 1e9 / 8});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 4, schedule_kind::zb_h1);
+  const auto base = simulate(c, spec, profile, pl);
+  const auto timeline = parse_link_timeline(R"([[change]]
+at = "1ms"
+between = ["r0", "r1"]
+bandwidth = "50Mbps"
+latency = 80
+)",
+                                            c, "t.toml");
+  BOOST_TEST(timeline.changes().size() == 1u);
+  BOOST_TEST(*timeline.changes()[0].bandwidth_Bps == 50e6 / 8);
+  BOOST_TEST(*timeline.changes()[0].latency_s == 0.08, tt::tolerance(1e-12));
+  const auto slow = simulate(c, spec, profile, pl, timeline);
+  BOOST_TEST(slow.step_time_s > base.step_time_s);
+  // Several steps: every step after the change is as slow as the first slow one.
+  sim_options two;
+  two.steps = 3;
+  const auto steps = simulate(c, spec, profile, pl, timeline, two);
+  BOOST_TEST(steps.step_times_s.size() == 3u);
+  BOOST_TEST(steps.step_times_s[2] > base.step_time_s);
+}
+
+BOOST_AUTO_TEST_CASE(timeline_errors_name_file_and_line) {
+  const auto c = make_cluster(2, 1, 1, {0, inf}, {0, inf}, {0, inf});
+  const auto error = [&](const std::string& text) {
+    try {
+      parse_link_timeline(text, c, "t.toml");
+    } catch (const input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"mars\"]\nbandwidth = \"1Gbps\"\n")
+                 .find("t.toml:3: unknown region, node or device 'mars'") == 0);
+  BOOST_TEST(
+      error("[[change]]\nbetween = [\"r0\", \"r1\"]\nbandwidth = \"1Gbps\"\n").find("'at'") !=
+      std::string::npos);
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"r1\"]\nbandwidth = 0\n")
+                 .find("t.toml:4: 'bandwidth' must be positive") == 0);
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"r1\"]\n").find("must set") !=
+             std::string::npos);
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"r1\"]\nspeed = 1\n")
+                 .find("unknown key 'speed'") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(compression_cuts_link_bytes, fixture) {
+  const auto c = make_cluster(2, 1, 1, {0, inf}, {0, inf}, {1e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  const auto bytes_with = [&](compression comp) {
+    const auto r = simulate(c, spec, profile,
+                            pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 3,
+                                             schedule_kind::one_f_one_b, comp));
+    double total = 0;
+    for (const auto& l : r.links)
+      total += l.bytes;
+    return total;
+  };
+  const double none = bytes_with(compression::none);
+  BOOST_TEST(none == 2.0 * 3 * double(spec.transfer_bytes(2, compression::none)));
+  BOOST_TEST(bytes_with(compression::fp16) == none / 2);
+  BOOST_TEST(bytes_with(compression::bf16) == none / 2);
+  const double int8 = bytes_with(compression::int8);
+  BOOST_TEST(int8 == 2.0 * 3 * double(spec.transfer_bytes(2, compression::int8)));
+  BOOST_TEST(int8 < none / 3.9);
+}
+
+BOOST_FIXTURE_TEST_CASE(gpipe_holds_more_activations_than_1f1b, fixture) {
+  const auto c = free_links_cluster(4);
+  const auto cuts = even_cuts(config.n_layer + 2, 4);
+  const auto run = [&](schedule_kind kind) {
+    return simulate(c, spec, profile,
+                    pipeline_plan_of(config, {{0}, {1}, {2}, {3}}, cuts, 2, 8, kind));
+  };
+  const auto gpipe = run(schedule_kind::gpipe);
+  const auto one_f = run(schedule_kind::one_f_one_b);
+  BOOST_TEST(gpipe.devices[0].peak_activation_bytes > one_f.devices[0].peak_activation_bytes);
+  BOOST_TEST(gpipe.peak_bytes > one_f.peak_bytes);
+  // 1F1B's first stage keeps p micro-batches' activations, GPipe's all m.
+  const auto lc0 = profile.cost(c.devices[0], 0, 2);
+  double act_b = 0;
+  for (int l = cuts[0]; l < cuts[1]; ++l)
+    act_b += double(profile.cost(c.devices[0], l, 2).act_until_b);
+  (void)lc0;
+  BOOST_TEST(gpipe.devices[0].peak_activation_bytes == 8 * act_b, tt::tolerance(1e-12));
+  BOOST_TEST(one_f.devices[0].peak_activation_bytes == 4 * act_b, tt::tolerance(1e-12));
+  BOOST_TEST(one_f.devices[0].state_bytes > 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(out_of_memory_is_flagged, fixture) {
+  auto c = free_links_cluster(2);
+  c.devices[1].memory_bytes = 1e6;
+  const int layers = config.n_layer + 2;
+  const auto r =
+      simulate(c, spec, profile,
+               pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 4, schedule_kind::greedy));
+  BOOST_TEST(r.out_of_memory);
+  BOOST_TEST(!r.devices[0].out_of_memory);
+  BOOST_TEST(r.devices[1].out_of_memory);
+  BOOST_TEST(r.devices[1].memory_bytes == 1e6);
+}
+
+BOOST_FIXTURE_TEST_CASE(trace_has_a_track_per_device_and_link, fixture) {
+  const auto c = make_cluster(2, 2, 2, {1e-5, 16e9}, {1e-4, 1e9}, {40e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  // Two pipelines of two stages with two devices each: stage 0 in region 0, stage 1 in 1.
+  auto pl = pipeline_plan_of(config, {{0, 1}, {4, 5}}, {0, 3, layers}, 4, 4, schedule_kind::zb_h1);
+  pl.pipelines.push_back(
+      pipeline_plan_of(config, {{2, 3}, {6, 7}}, {0, 3, layers}, 4, 4, schedule_kind::zb_h1)
+          .pipelines[0]);
+  sim_options options;
+  options.trace = true;
+  const auto r = simulate(c, spec, profile, pl, {}, options);
+  std::ostringstream out;
+  write_chrome_trace(r, c, out);
+  const auto j = nlohmann::json::parse(out.str());
+  std::set<int> device_tracks, link_tracks, named;
+  std::set<std::string> names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      named.insert(e["tid"].get<int>());
+    if (e["ph"] != "X")
+      continue;
+    const int tid = e["tid"].get<int>();
+    (tid < 8 ? device_tracks : link_tracks).insert(tid);
+    names.insert(e["name"].get<std::string>());
+    BOOST_TEST(e["dur"].get<double>() >= 0);
+  }
+  BOOST_TEST(device_tracks.size() == 8u);
+  BOOST_TEST(link_tracks.size() == r.links.size());
+  BOOST_TEST(named.size() == 8u + r.links.size());
+  for (const char* n : {"F3", "B3", "W3", "send act m3", "send grad m3", "optimizer"})
+    BOOST_TEST(names.count(n) == 1u, n);
+  bool allreduce = false;
+  for (const auto& n : names)
+    allreduce = allreduce || n.rfind("allreduce L", 0) == 0;
+  BOOST_TEST(allreduce);
+  // Without the option the result keeps no events.
+  BOOST_TEST(simulate(c, spec, profile, pl).events.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(deterministic, fixture) {
+  const auto c = make_cluster(2, 2, 2, {1e-5, 16e9}, {1e-4, 1e9}, {40e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0, 1, 2}, {4, 5}, {6, 7}}, {0, 2, 5, layers}, 6, 5,
+                                   schedule_kind::greedy, compression::int8);
+  sim_options options;
+  options.trace = true;
+  options.steps = 2;
+  const auto a = simulate(c, spec, profile, pl, {}, options);
+  const auto b = simulate(c, spec, profile, pl, {}, options);
+  BOOST_TEST(a.step_times_s == b.step_times_s);
+  BOOST_TEST(a.events.size() == b.events.size());
+  for (size_t k = 0; k < a.events.size(); ++k)
+    BOOST_TEST((a.events[k].name == b.events[k].name &&
+                a.events[k].start_s == b.events[k].start_s &&
+                a.events[k].track == b.events[k].track));
+  BOOST_TEST(a.step_times_s[0] == a.step_times_s[1], tt::tolerance(1e-9));
+  for (const auto& st : a.stages[0])
+    BOOST_TEST((st.bubble_ratio >= 0 && st.bubble_ratio < 1));
+  BOOST_TEST(a.samples_per_s == 30 / a.step_time_s, tt::tolerance(1e-9));
+}
+
+BOOST_FIXTURE_TEST_CASE(rejects_plans_that_do_not_fit, fixture) {
+  const auto c = free_links_cluster(2);
+  auto pl =
+      pipeline_plan_of(config, {{0}, {5}}, {0, 2, config.n_layer + 2}, 2, 2, schedule_kind::gpipe);
+  BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
+  pl = pipeline_plan_of(small_model(3), {{0}, {1}}, {0, 2, 5}, 2, 2, schedule_kind::gpipe);
+  BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
