@@ -47,6 +47,7 @@ struct step_start {
   int64_t step = 0;
   std::vector<int> micro_batches; ///< per pipeline
   double learning_rate = 0.0;
+  friend bool operator==(const step_start&, const step_start&) = default;
 };
 
 /// Everything about an activation or gradient except its bytes.
@@ -63,6 +64,7 @@ struct tensor_header {
 
   int64_t rows() const;
   int64_t cols() const;
+  friend bool operator==(const tensor_header&, const tensor_header&) = default;
 };
 
 /// The bytes behind a decoded message, kept alive by whoever holds a copy of `owner`.
@@ -90,6 +92,7 @@ struct link_sample {
   int64_t bytes = 0;
   double start = 0.0;
   double end = 0.0;
+  friend bool operator==(const link_sample&, const link_sample&) = default;
 };
 
 struct stage_stats {
@@ -101,28 +104,33 @@ struct stage_stats {
   int64_t peak_memory = 0;
   double loss_sum = 0.0;   ///< last stage only
   int64_t token_count = 0; ///< last stage only
+  friend bool operator==(const stage_stats&, const stage_stats&) = default;
 };
 
 struct step_stats {
   int64_t step = 0;
   std::vector<stage_stats> stages;
+  friend bool operator==(const step_stats&, const step_stats&) = default;
 };
 
 struct rebalance {
   std::vector<int> micro_batches; ///< per pipeline
   int64_t effective_step = 0;
+  friend bool operator==(const rebalance&, const rebalance&) = default;
 };
 
 struct heartbeat {
   std::string node;
   uint64_t sequence = 0;
   double time = 0.0;
+  friend bool operator==(const heartbeat&, const heartbeat&) = default;
 };
 
 struct error_report {
   std::string node;
   error_code code = error_code::internal;
   std::string message; ///< one line
+  friend bool operator==(const error_report&, const error_report&) = default;
 };
 
 } // namespace deepcee::messages

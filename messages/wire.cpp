@@ -1,5 +1,6 @@
 #include "messages/wire.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace deepcee::messages::detail {
@@ -14,12 +15,37 @@ std::vector<uint8_t> flatten(capnp::MessageBuilder& builder) {
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
+/// Lays the first segment into memory the caller owns and leaves it there. (Cap'n Proto's
+/// MallocMessageBuilder also takes a first segment, but zeroes it again in its destructor,
+/// which would wipe the message we are returning.) Further segments, when the estimate was
+/// short, are the builder's own.
+class in_place_builder : public capnp::MessageBuilder {
+public:
+  explicit in_place_builder(kj::ArrayPtr<capnp::word> first) : first_(first) {}
+
+  kj::ArrayPtr<capnp::word> allocateSegment(unsigned minimum) override {
+    if (!first_used_ && first_.size() >= minimum) {
+      first_used_ = true;
+      return first_;
+    }
+    first_used_ = true;
+    const size_t size = std::max<size_t>(minimum, first_.size());
+    auto& segment = more_.emplace_back(std::make_unique<capnp::word[]>(size));
+    return kj::arrayPtr(segment.get(), size);
+  }
+
+private:
+  kj::ArrayPtr<capnp::word> first_;
+  bool first_used_ = false;
+  std::vector<std::unique_ptr<capnp::word[]>> more_;
+};
+
 } // namespace
 
 std::vector<uint8_t> build(size_t estimate_words,
                            const std::function<void(wire::Envelope::Builder)>& fill) {
   // One word of segment table (count - 1 = 0, then the size), then the segment. The vector
-  // zero-fills, as a first segment must be.
+  // zero-fills, as a segment must be.
   std::vector<uint8_t> out((1 + estimate_words) * word_bytes);
   if (reinterpret_cast<uintptr_t>(out.data()) % alignof(capnp::word) != 0) {
     capnp::MallocMessageBuilder builder;
@@ -27,7 +53,7 @@ std::vector<uint8_t> build(size_t estimate_words,
     return flatten(builder);
   }
   auto* first = reinterpret_cast<capnp::word*>(out.data()) + 1;
-  capnp::MallocMessageBuilder builder(kj::arrayPtr(first, estimate_words));
+  in_place_builder builder(kj::arrayPtr(first, estimate_words));
   fill(builder.initRoot<wire::Envelope>());
   const auto segments = builder.getSegmentsForOutput();
   if (segments.size() != 1 || segments[0].begin() != first)

@@ -1,0 +1,128 @@
+#pragma once
+
+// Sample messages shared by the suites of test_messages.
+
+#include "messages/codec.hpp"
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace deepcee::messages::testing {
+
+inline job_deployment sample_deployment() {
+  job_deployment d;
+  d.job = "cee-small";
+  d.node = "edge-1";
+  d.mode = time_mode::virtual_time;
+  auto& p = d.plan;
+  p.strategy = "deepcee";
+  p.model_name = "small";
+  p.model = runtime::model_config{2, 64, 4, 32, 256};
+  p.micro_batch_size = 4;
+  runtime::pipeline_plan a;
+  a.micro_batches = 3;
+  a.schedule = runtime::schedule_kind::zb_h1;
+  a.stages.push_back({{0, 1}, {3, 1}, 0, 2, runtime::compression::int8});
+  a.stages.push_back({{2}, {4}, 2, 4, runtime::compression::none});
+  runtime::pipeline_plan b;
+  b.micro_batches = 2;
+  b.schedule = runtime::schedule_kind::greedy;
+  b.stages.push_back({{3}, {4}, 0, 1, runtime::compression::bf16});
+  b.stages.push_back({{4}, {4}, 1, 4, runtime::compression::fp16});
+  p.pipelines = {a, b};
+  p.excluded.push_back({5, "link to cloud 100 Mbps cannot feed it"});
+  d.train.model = p.model;
+  d.train.optimizer.lr = 1e-3;
+  d.train.optimizer.warmup_steps = 7;
+  d.train.data.path = "/data/corpus.txt";
+  d.train.data.val_fraction = 0.1;
+  d.train.batch = 20;
+  d.train.steps = 30;
+  d.train.seed = 0xDEADBEEFCAFEull;
+  d.train.device = "cuda";
+  d.train.bf16 = true;
+  d.train.threads = 2;
+  d.train.eval_every = 5;
+  d.train.eval_batches = 3;
+  d.train.checkpoint_every = 10;
+  d.train.out = "runs/x";
+  d.train.metrics_format = "jsonl";
+  return d;
+}
+
+/// The refusal of a failed result, for test messages.
+template <class T>
+std::string why(const result<T>& r) {
+  return r.ok() ? std::string() : r.error().what;
+}
+
+inline step_start sample_step_start() {
+  return {12, {3, 2, 0}, 2.5e-4};
+}
+inline link_sample sample_link_sample() {
+  return {1, 4, 1 << 20, 10.25, 10.75};
+}
+inline step_stats sample_step_stats() {
+  return {12,
+          {{0, 0, 1.5, 0.25, 4096, 1 << 30, 0.0, 0}, {0, 1, 1.25, 0.5, 2048, 1 << 29, 41.5, 4096}}};
+}
+inline rebalance sample_rebalance() {
+  return {{4, 1}, 13};
+}
+inline heartbeat sample_heartbeat() {
+  return {"cloud-0", 77, 123.5};
+}
+inline error_report sample_error() {
+  return {"end-2", error_code::peer_down, "edge-1 disconnected during step 12"};
+}
+
+inline tensor_header sample_header(tensor_dtype d = tensor_dtype::f32) {
+  tensor_header h;
+  h.kind = tensor_kind::gradient;
+  h.step = 12;
+  h.micro_batch = 2;
+  h.pipeline = 1;
+  h.stage = 2;
+  h.first_sample = 1;
+  h.send_time = 3.75;
+  h.shape = {3, 5, 8};
+  h.dtype = d;
+  return h;
+}
+
+inline std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// One encoded sample of every message kind, with the decoder that accepts it.
+struct encoded_sample {
+  std::string name;
+  std::vector<uint8_t> bytes;
+  std::function<bool(std::span<const uint8_t>)> decodes; ///< true when decoding succeeded
+};
+
+inline std::vector<encoded_sample> every_kind() {
+  const auto values = random_values(3 * 5 * 8, 1);
+  return {
+      {"job_deployment", encode(sample_deployment()),
+       [](auto b) { return decode_job_deployment(b).ok(); }},
+      {"step_start", encode(sample_step_start()), [](auto b) { return decode_step_start(b).ok(); }},
+      {"tensor", encode_tensor(sample_header(tensor_dtype::int8), values),
+       [](auto b) { return decode_tensor(b).ok(); }},
+      {"link_sample", encode(sample_link_sample()),
+       [](auto b) { return decode_link_sample(b).ok(); }},
+      {"step_stats", encode(sample_step_stats()), [](auto b) { return decode_step_stats(b).ok(); }},
+      {"rebalance", encode(sample_rebalance()), [](auto b) { return decode_rebalance(b).ok(); }},
+      {"heartbeat", encode(sample_heartbeat()), [](auto b) { return decode_heartbeat(b).ok(); }},
+      {"error", encode(sample_error()), [](auto b) { return decode_error_report(b).ok(); }},
+  };
+}
+
+} // namespace deepcee::messages::testing
