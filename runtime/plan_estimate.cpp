@@ -1,0 +1,168 @@
+#include "runtime/plan_estimate.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+namespace deepcee::runtime {
+
+link_params effective_link(const cluster& c, int a, int b, link_model model) {
+  if (model == link_model::real || a == b)
+    return c.link_between(a, b);
+  return c.devices[size_t(a)].node == c.devices[size_t(b)].node ? c.links.same_node
+                                                                : c.links.same_region;
+}
+
+namespace {
+
+/// The slowest of a few representative pairs: stages are sets of devices that sit
+/// together, so the first few of each side see the same links as the rest.
+link_params slowest_link(const cluster& c, const std::vector<int>& from, const std::vector<int>& to,
+                         link_model model) {
+  link_params worst{0, std::numeric_limits<double>::infinity()};
+  size_t nf = std::min<size_t>(from.size(), 4), nt = std::min<size_t>(to.size(), 4);
+  for (size_t i = 0; i < nf; ++i)
+    for (size_t j = 0; j < nt; ++j) {
+      link_params l = effective_link(c, from[i], to[j], model);
+      worst.bandwidth_Bps = std::min(worst.bandwidth_Bps, l.bandwidth_Bps);
+      worst.latency_s = std::max(worst.latency_s, l.latency_s);
+    }
+  return worst;
+}
+
+} // namespace
+
+std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, int pipeline,
+                                       link_model model) {
+  const pipeline_plan& pp = p.pipelines[size_t(pipeline)];
+  const cluster& c = costs.cl();
+  const model_spec& spec = costs.profiles().model();
+  const int stages = static_cast<int>(pp.stages.size());
+  std::vector<stage_cost> out(static_cast<size_t>(stages));
+  for (int s = 0; s < stages; ++s) {
+    const stage_plan& st = pp.stages[size_t(s)];
+    stage_cost& sc = out[size_t(s)];
+    sc.f = sc.b = sc.w = 0;
+    sc.activation_bytes = sc.weight_grad_bytes = 0;
+    double state = costs.range_state(st.first_layer, st.last_layer);
+    double limit = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      int d = st.devices[i], n = st.samples[i];
+      sc.f = std::max(sc.f, costs.range_f(d, st.first_layer, st.last_layer, n));
+      sc.b = std::max(sc.b, costs.range_b(d, st.first_layer, st.last_layer, n));
+      sc.w = std::max(sc.w, costs.range_w(d, st.first_layer, st.last_layer, n));
+      sc.activation_bytes = std::max(sc.activation_bytes,
+                                     costs.range_act_until_b(d, st.first_layer, st.last_layer, n));
+      sc.weight_grad_bytes = std::max(sc.weight_grad_bytes,
+                                      costs.range_act_until_w(d, st.first_layer, st.last_layer, n));
+      limit = std::min(limit, 0.9 * c.devices[size_t(d)].memory_bytes - state);
+    }
+    sc.memory_limit = std::max(limit, 0.0);
+    sc.activation_bytes = std::max(sc.activation_bytes, 1.0);
+    sc.weight_grad_bytes = std::max(sc.weight_grad_bytes, 1.0);
+    if (s + 1 < stages) {
+      link_params l = slowest_link(c, st.devices, pp.stages[size_t(s) + 1].devices, model);
+      double bytes = double(spec.transfer_bytes(p.micro_batch_size, st.send_compression));
+      sc.comm_to_next = l.latency_s + bytes / l.bandwidth_Bps;
+    }
+  }
+  return out;
+}
+
+double allreduce_time(const cluster& c, const std::vector<int>& devices, double bytes,
+                      link_model model) {
+  const size_t n = devices.size();
+  if (n < 2 || bytes <= 0)
+    return 0;
+  auto ring = [&](const std::vector<int>& members, double payload) {
+    size_t k = members.size();
+    if (k < 2)
+      return 0.0;
+    double bw = std::numeric_limits<double>::infinity(), lat = 0;
+    for (size_t i = 0; i < k; ++i) {
+      link_params l = effective_link(c, members[i], members[(i + 1) % k], model);
+      bw = std::min(bw, l.bandwidth_Bps);
+      lat = std::max(lat, l.latency_s);
+    }
+    return 2.0 * double(k - 1) / double(k) * payload / bw + 2.0 * double(k - 1) * lat;
+  };
+  double flat = ring(devices, bytes);
+  // Hierarchical: reduce inside each node, a ring over one leader per node, broadcast.
+  std::map<int, std::vector<int>> by_node;
+  for (int d : devices)
+    by_node[c.devices[size_t(d)].node].push_back(d);
+  if (by_node.size() == 1 || by_node.size() == n)
+    return flat;
+  double intra = 0;
+  std::vector<int> leaders;
+  for (auto& [node, members] : by_node) {
+    intra = std::max(intra, ring(members, bytes));
+    leaders.push_back(members.front());
+  }
+  return std::min(flat, intra + ring(leaders, bytes));
+}
+
+plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
+                            double memory_fraction) {
+  const cluster& c = costs.cl();
+  const model_spec& spec = costs.profiles().model();
+  plan_estimate e;
+  std::map<int, std::vector<int>> holders_of_layer; // layer -> devices
+  std::map<int, std::pair<int, int>> range_of;      // device -> its layer range
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
+    const pipeline_plan& pp = p.pipelines[size_t(pi)];
+    auto sc = pipeline_costs(costs, p, pi, model);
+    const int stages = static_cast<int>(sc.size());
+    double makespan = 0;
+    try {
+      pipeline_schedule sched = pp.schedule == schedule_kind::greedy
+                                    ? make_greedy_schedule(sc, pp.micro_batches)
+                                    : make_schedule(pp.schedule, stages, pp.micro_batches);
+      makespan = time_schedule(sched, sc).makespan;
+    } catch (const std::invalid_argument&) {
+      // The greedy scheduler cannot hold one micro-batch: price it as ZB-H1 and say so.
+      e.fits = false;
+      makespan =
+          time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc).makespan;
+    }
+    e.pipeline_s = std::max(e.pipeline_s, makespan);
+    for (int s = 0; s < stages; ++s) {
+      const stage_plan& st = pp.stages[size_t(s)];
+      int flight = in_flight(pp.schedule, s, stages, pp.micro_batches);
+      double state = costs.range_state(st.first_layer, st.last_layer);
+      for (size_t i = 0; i < st.devices.size(); ++i) {
+        int d = st.devices[i];
+        double need = state + flight * costs.range_activation(d, st.first_layer, st.last_layer,
+                                                              st.samples[i]);
+        if (need > memory_fraction * c.devices[size_t(d)].memory_bytes)
+          e.fits = false;
+        range_of[d] = {st.first_layer, st.last_layer};
+        e.optimizer_s =
+            std::max(e.optimizer_s, 1.75 * state / c.devices[size_t(d)].mem_bandwidth_Bps);
+      }
+      for (int l = st.first_layer; l < st.last_layer; ++l)
+        holders_of_layer[l].insert(holders_of_layer[l].end(), st.devices.begin(), st.devices.end());
+    }
+  }
+  // Layers with the same holders are reduced together; a device takes part in the
+  // reductions of every holder set it belongs to, one after the other.
+  std::map<std::vector<int>, double> bytes_of_set;
+  for (auto& [l, hs] : holders_of_layer) {
+    std::sort(hs.begin(), hs.end());
+    bytes_of_set[hs] += double(spec.layers[size_t(l)].grad_bytes);
+  }
+  std::map<int, double> per_device;
+  for (const auto& [hs, bytes] : bytes_of_set) {
+    double t = allreduce_time(c, hs, bytes, model);
+    for (int d : hs)
+      per_device[d] += t;
+  }
+  for (const auto& [d, t] : per_device)
+    e.allreduce_s = std::max(e.allreduce_s, t);
+  e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
+  e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
+  return e;
+}
+
+} // namespace deepcee::runtime

@@ -1,0 +1,100 @@
+// deepcee plan: groups, the searched plan and the table of every strategy.
+#include "runtime/errors.hpp"
+#include "runtime/planner.hpp"
+#include "runtime/units.hpp"
+#include "tools/commands.hpp"
+#include "tools/plan_print.hpp"
+
+#include <memory>
+#include <optional>
+
+namespace deepcee::tools {
+namespace {
+
+struct plan_options {
+  std::string cluster, model = "gpt2-124m";
+  std::optional<int> batch;
+  std::optional<std::string> json, trace, profile;
+  int top_k = 0;
+};
+
+int run_plan(const plan_options& o) {
+  runtime::cluster c = runtime::load_cluster(o.cluster);
+  auto config = runtime::model_preset(o.model);
+  if (!config) {
+    std::string names;
+    for (const auto& n : runtime::model_preset_names())
+      names += (names.empty() ? "" : ", ") + n;
+    runtime::fail_input("--model", 0, "unknown model '" + o.model + "' (known: " + names + ")");
+  }
+  runtime::model_spec model = runtime::make_model_spec(*config, o.model);
+  runtime::measured_profile measured;
+  if (o.profile)
+    measured = runtime::load_measured_profile(*o.profile);
+  runtime::profile_table profiles(model, {}, measured);
+
+  runtime::planner_options po;
+  po.model_name = o.model;
+  po.source = o.cluster;
+  po.simulate_top_k = o.top_k;
+  if (o.batch) {
+    if (*o.batch < 1)
+      runtime::fail_input(o.cluster, 0,
+                          "--batch " + std::to_string(*o.batch) +
+                              ": the global batch must be at least 1");
+    po.global_batch = *o.batch;
+  }
+  runtime::planner_report r = runtime::plan_training(c, profiles, po);
+
+  std::printf("cluster %s: %zu devices, %zu nodes, %zu regions; model %s (%.1fM parameters), "
+              "global batch %d\n",
+              c.name.c_str(), c.devices.size(), c.nodes.size(), c.regions.size(), o.model.c_str(),
+              double(model.total_params()) / 1e6, r.global_batch);
+  print_groups(stdout, c, r.groups);
+  print_plan(stdout, c, model, r.best);
+  print_sim(stdout, r.best_sim);
+
+  std::printf("\n%-9s %12s %11s %8s %12s %10s\n", "strategy", "samples/s", "step", "bubble",
+              "peak mem", "vs deepcee");
+  for (const auto& row : r.strategies) {
+    if (!row.chosen) {
+      std::printf("%-9s %s\n", row.strategy.c_str(), row.error.c_str());
+      continue;
+    }
+    const auto& s = row.sim;
+    double ratio = r.best_sim.samples_per_s > 0 ? s.samples_per_s / r.best_sim.samples_per_s : 0;
+    std::printf("%-9s %12.2f %11s %7.1f%% %12s %9.3fx%s\n", row.strategy.c_str(), s.samples_per_s,
+                runtime::format_duration(s.step_time_s).c_str(), 100 * s.bubble_ratio,
+                runtime::format_bytes(s.peak_bytes).c_str(), ratio,
+                s.out_of_memory ? "  OUT OF MEMORY" : "");
+  }
+  std::printf("\nsearch: %.3f s, %d plans estimated, %d simulated; chosen from %s\n", r.search_s,
+              r.plans_estimated, r.plans_simulated, r.origin.c_str());
+
+  if (o.json) {
+    runtime::save_plan(r.best, *o.json);
+    std::printf("plan written to %s\n", o.json->c_str());
+  }
+  if (o.trace) {
+    write_trace_file(c, model, profiles, r.best, {}, *o.trace);
+    std::printf("trace written to %s\n", o.trace->c_str());
+  }
+  return 0;
+}
+
+} // namespace
+
+command_action add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<plan_options>();
+  CLI::App* cmd = app.add_subcommand("plan", "Search a training plan and compare strategies");
+  cmd->add_option("--cluster", o->cluster, "Cluster description (TOML)")->required();
+  cmd->add_option("--model", o->model, "Model preset")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Global batch in sequences (default: 0.5M tokens)");
+  cmd->add_option("--json", o->json, "Write the chosen plan (JSON) here");
+  cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of one step here");
+  cmd->add_option("--profile", o->profile, "Measured profile (TOML) overriding estimates");
+  cmd->add_option("--top-k", o->top_k, "Candidates the simulator scores (0: by cluster size)");
+  return [o] { return run_plan(*o); };
+}
+
+} // namespace deepcee::tools

@@ -1,0 +1,23 @@
+#pragma once
+
+#include "runtime/cluster.hpp"
+#include "runtime/grouping.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/simulator.hpp"
+
+#include <cstdio>
+
+/// Text views of groups, plans and simulation results for `deepcee plan` and
+/// `deepcee simulate`.
+namespace deepcee::tools {
+
+void print_groups(std::FILE* out, const runtime::cluster& c, const runtime::grouping& g);
+void print_plan(std::FILE* out, const runtime::cluster& c, const runtime::model_spec& model,
+                const runtime::plan& p);
+void print_sim(std::FILE* out, const runtime::sim_result& s);
+/// Writes the trace of one simulated step of `p` to `path`.
+void write_trace_file(const runtime::cluster& c, const runtime::model_spec& model,
+                      const runtime::profile_table& profiles, const runtime::plan& p,
+                      const runtime::link_timeline& timeline, const std::string& path);
+
+} // namespace deepcee::tools
