@@ -1,0 +1,122 @@
+#include "actors/coordinator.hpp"
+
+#include "runtime/lr_schedule.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
+
+void fail_step(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (st.pending)
+    st.pending->deliver(caf::make_error(caf::sec::runtime_error, why));
+  st.pending.reset();
+}
+
+void step_optimized(self_ptr self) {
+  auto& st = self->state;
+  if (++st.acks < static_cast<int>(st.stages.size()) || !st.pending)
+    return;
+  st.clock_s = st.result.end_s;
+  st.pending->deliver(st.result);
+  st.pending.reset();
+}
+
+/// Every stage reported: decide the norm, the rate and the step's virtual end.
+void all_reported(self_ptr self) {
+  auto& st = self->state;
+  const auto& plan = st.job->plan;
+  auto& r = st.result;
+  double loss = 0, squares = 0;
+  std::vector<std::vector<double>> ends(plan.pipelines.size());
+  for (size_t k = 0; k < st.reports.size(); ++k) {
+    auto& rep = *st.reports[k];
+    loss += rep.loss_sum;
+    squares += rep.grad_sum_squares;
+    ends[static_cast<size_t>(rep.pipeline)].push_back(rep.end_s);
+    r.compute_end_s = std::max(r.compute_end_s, rep.end_s);
+    for (const auto& op : rep.ops) {
+      r.ops.push_back(op);
+      r.op_stage.push_back(static_cast<int32_t>(k));
+    }
+  }
+  r.loss = loss / (static_cast<double>(plan.global_batch()) * plan.model.context);
+  r.grad_norm = std::sqrt(squares);
+  r.lr = runtime::learning_rate(st.job->train.optimizer, static_cast<int>(r.step),
+                                st.job->train.steps);
+  r.end_s = st.job->cluster->finish_step(ends);
+  st.acks = 0;
+  const optimize_order order{r.step, r.lr, r.grad_norm};
+  for (auto& stage : st.stages)
+    self->request(stage, caf::infinite, order)
+        .then([=](int64_t) { step_optimized(self); },
+              [=](caf::error& e) { fail_step(self, self->system().render(e)); });
+}
+
+coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
+                                                      std::shared_ptr<job_context> job,
+                                                      std::vector<stage_actor> stages) {
+  self->state.job = std::move(job);
+  self->state.stages = std::move(stages);
+  return {
+      [=](step_atom, int64_t step) -> caf::result<step_result> {
+        auto& st = self->state;
+        if (st.pending)
+          return caf::make_error(caf::sec::runtime_error,
+                                 "step " + std::to_string(step) + " asked while one runs");
+        st.result = step_result{};
+        st.result.step = step;
+        st.result.start_s = st.clock_s;
+        st.reports.assign(st.stages.size(), std::nullopt);
+        step_order order;
+        order.step = step;
+        order.start_s = st.clock_s;
+        for (const auto& p : st.job->plan.pipelines)
+          order.micro_batches.push_back(p.micro_batches);
+        for (auto& stage : st.stages)
+          self->send(stage, order);
+        st.pending = self->make_response_promise<step_result>();
+        return *st.pending;
+      },
+      [=](stage_report& rep) {
+        auto& st = self->state;
+        if (!rep.error.empty()) {
+          fail_step(self, rep.error);
+          return;
+        }
+        if (!st.pending || rep.step != st.result.step)
+          return; // a late report of a failed step
+        const int k = st.job->flat_index(rep.pipeline, rep.stage);
+        if (k < 0 || k >= static_cast<int>(st.reports.size()))
+          return;
+        st.reports[static_cast<size_t>(k)] = std::move(rep);
+        if (std::all_of(st.reports.begin(), st.reports.end(), [](const auto& x) { return x; })) {
+          try {
+            all_reported(self);
+          } catch (const std::exception& e) {
+            fail_step(self, e.what());
+          }
+        }
+      },
+  };
+}
+
+} // namespace
+
+coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
+                                    std::vector<stage_actor> stages) {
+  return sys.spawn(coordinator_behavior, std::move(job), std::move(stages));
+}
+
+} // namespace deepcee::actors

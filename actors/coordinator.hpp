@@ -1,0 +1,34 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+#include "actors/job_context.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// Drives the steps of a job. A step: step_order to every stage (with the micro-batch
+/// counts), one stage_report from each once its gradients are reduced, then the global
+/// norm, the learning rate and the virtual end of the step (all-reduce and optimizer
+/// times from the emulated cluster), then optimize_order to every stage; the step's result
+/// is the reply once all of them have stepped.
+struct coordinator_state {
+  static inline const char* name = "coordinator";
+  std::shared_ptr<job_context> job;
+  std::vector<stage_actor> stages; ///< flat order
+  double clock_s = 0;              ///< virtual time the next step starts at
+
+  std::optional<caf::typed_response_promise<step_result>> pending;
+  step_result result;
+  std::vector<std::optional<stage_report>> reports; ///< flat order
+  int acks = 0;
+};
+
+coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
+                                    std::vector<stage_actor> stages);
+
+} // namespace deepcee::actors

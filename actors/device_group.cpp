@@ -1,0 +1,165 @@
+#include "actors/device_group.hpp"
+
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace deepcee::actors {
+
+int layer_of_parameter(const std::string& name, int n_layer) {
+  if (name.rfind("transformer.wte", 0) == 0 || name.rfind("transformer.wpe", 0) == 0)
+    return 0;
+  const std::string block = "transformer.h.";
+  if (name.rfind(block, 0) == 0)
+    return std::stoi(name.substr(block.size())) + 1;
+  return n_layer + 1;
+}
+
+device_group::device_group(const runtime::model_config& model, const runtime::stage_plan& stage,
+                           uint64_t seed, const runtime::optimizer_config& optimizer)
+    : model_(model), stage_(stage), first_layer_(stage.first_layer), last_layer_(stage.last_layer) {
+  for (size_t j = 0; j < stage.devices.size(); ++j) {
+    kernels::backend_options o; // CPU, one OpenBLAS thread: devices are emulated
+    backends_.push_back(kernels::make_backend(o));
+    workers_.push_back(std::make_unique<kernels::stage_worker>(
+        *backends_.back(), model, first_layer_, last_layer_, seed, optimizer));
+    std::vector<std::vector<kernels::parameter*>> layers(
+        static_cast<size_t>(last_layer_ - first_layer_));
+    for (auto* p : workers_.back()->model().parameters())
+      layers.at(static_cast<size_t>(layer_of_parameter(p->name, model.n_layer) - first_layer_))
+          .push_back(p);
+    by_layer_.push_back(std::move(layers));
+  }
+}
+
+bool device_group::last() const {
+  return last_layer_ == model_.n_layer + 2;
+}
+
+const std::vector<kernels::parameter*>& device_group::params(size_t j, int layer) const {
+  if (layer < first_layer_ || layer >= last_layer_)
+    throw std::out_of_range("device_group: layer " + std::to_string(layer) + " not in [" +
+                            std::to_string(first_layer_) + ", " + std::to_string(last_layer_) +
+                            ")");
+  return by_layer_[j][static_cast<size_t>(layer - first_layer_)];
+}
+
+std::vector<float> device_group::forward(int micro, const std::vector<float>& input,
+                                         const runtime::token_batch& batch, int offset,
+                                         float loss_scale, double& loss_sum) {
+  const int64_t t = model_.context, c = model_.d_model;
+  const int b = std::accumulate(stage_.samples.begin(), stage_.samples.end(), 0);
+  if (!first() && static_cast<int64_t>(input.size()) != b * t * c)
+    throw std::invalid_argument("forward m" + std::to_string(micro) + ": activation of " +
+                                std::to_string(input.size()) + " values, expected " +
+                                std::to_string(b * t * c));
+  std::vector<float> out(last() ? 0 : static_cast<size_t>(b * t * c));
+  for (size_t j = 0; j < workers_.size(); ++j) {
+    auto [b0, b1] = kernels::sample_range(stage_, static_cast<int>(j));
+    const int n = b1 - b0;
+    if (n == 0)
+      continue;
+    auto& be = *backends_[j];
+    const auto rows = [&](const std::vector<int32_t>& v) {
+      auto first = v.begin() + (offset + b0) * t;
+      return std::vector<int32_t>(first, first + n * t);
+    };
+    kernels::tensor x = first() ? be.from_host(rows(batch.tokens), {n, t})
+                                : be.from_host(std::vector<float>(input.begin() + b0 * t * c,
+                                                                  input.begin() + b1 * t * c),
+                                               {n, t, c});
+    if (last()) {
+      kernels::tensor y = be.from_host(rows(batch.targets), {n, t});
+      auto losses = be.to_host<float>(workers_[j]->forward(micro, x, &y, loss_scale));
+      loss_sum += std::accumulate(losses.begin(), losses.end(), 0.0);
+    } else {
+      auto y = be.to_host<float>(workers_[j]->forward(micro, x, nullptr, loss_scale));
+      std::copy(y.begin(), y.end(), out.begin() + b0 * t * c);
+    }
+  }
+  return out;
+}
+
+std::vector<float> device_group::backward_input(int micro, const std::vector<float>& grad_output) {
+  const int64_t t = model_.context, c = model_.d_model;
+  const int b = std::accumulate(stage_.samples.begin(), stage_.samples.end(), 0);
+  if (!last() && static_cast<int64_t>(grad_output.size()) != b * t * c)
+    throw std::invalid_argument("backward m" + std::to_string(micro) + ": gradient of " +
+                                std::to_string(grad_output.size()) + " values, expected " +
+                                std::to_string(b * t * c));
+  std::vector<float> out(first() ? 0 : static_cast<size_t>(b * t * c));
+  for (size_t j = 0; j < workers_.size(); ++j) {
+    auto [b0, b1] = kernels::sample_range(stage_, static_cast<int>(j));
+    if (b1 == b0)
+      continue;
+    auto& be = *backends_[j];
+    kernels::tensor dy;
+    if (!last())
+      dy = be.from_host(
+          std::vector<float>(grad_output.begin() + b0 * t * c, grad_output.begin() + b1 * t * c),
+          {b1 - b0, t, c});
+    auto dx = workers_[j]->backward_input(micro, dy);
+    if (!first()) {
+      auto host = be.to_host<float>(dx);
+      std::copy(host.begin(), host.end(), out.begin() + b0 * t * c);
+    }
+  }
+  return out;
+}
+
+void device_group::backward_weight(int micro) {
+  for (size_t j = 0; j < workers_.size(); ++j) {
+    auto [b0, b1] = kernels::sample_range(stage_, static_cast<int>(j));
+    if (b1 > b0)
+      workers_[j]->backward_weight(micro);
+  }
+}
+
+size_t device_group::gradient_size(int first, int last) const {
+  size_t n = 0;
+  for (int l = first; l < last; ++l)
+    for (auto* p : params(0, l))
+      n += static_cast<size_t>(p->grad.numel());
+  return n;
+}
+
+std::vector<float> device_group::gradient_sum(int first, int last) {
+  std::vector<float> out(gradient_size(first, last), 0.0f);
+  for (size_t j = 0; j < workers_.size(); ++j) {
+    size_t at = 0;
+    for (int l = first; l < last; ++l)
+      for (auto* p : params(j, l)) {
+        auto g = backends_[j]->to_host<float>(p->grad);
+        for (size_t i = 0; i < g.size(); ++i)
+          out[at + i] += g[i];
+        at += g.size();
+      }
+  }
+  return out;
+}
+
+void device_group::set_gradients(int first, int last, const std::vector<float>& values) {
+  if (values.size() != gradient_size(first, last))
+    throw std::invalid_argument("set_gradients: " + std::to_string(values.size()) +
+                                " values for layers [" + std::to_string(first) + ", " +
+                                std::to_string(last) + "), expected " +
+                                std::to_string(gradient_size(first, last)));
+  for (size_t j = 0; j < workers_.size(); ++j) {
+    size_t at = 0;
+    for (int l = first; l < last; ++l)
+      for (auto* p : params(j, l)) {
+        const auto n = static_cast<size_t>(p->grad.numel());
+        backends_[j]->upload(p->grad, values.data() + at, n * sizeof(float));
+        at += n;
+      }
+  }
+}
+
+void device_group::optimizer_step(double lr, int step, double grad_norm) {
+  for (auto& w : workers_) {
+    w->optimizer().step(static_cast<float>(lr), step, grad_norm);
+    w->model().zero_grad();
+  }
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,34 @@
+#pragma once
+
+#include "actors/type_ids.hpp"
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <vector>
+
+/// The typed interfaces of the actors, in one header because stages and the coordinator
+/// name each other. Typed, so that a later remote connect is checked against them.
+namespace deepcee::actors {
+
+/// One pipeline stage: runs its schedule's op list for its layers on its device group,
+/// sends activations to the next stage and gradients to the previous one directly, then
+/// exchanges gradient shares with the other holders of its layers.
+using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_order>,
+                                     caf::reacts_to<tensor_msg>, caf::reacts_to<grad_share>,
+                                     caf::replies_to<optimize_order>::with<int64_t>>;
+
+/// Drives the job: starts steps, collects the stages' reports, decides the global norm and
+/// learning rate and orders the optimizer step.
+using coordinator_actor = caf::typed_actor<caf::replies_to<step_atom, int64_t>::with<step_result>,
+                                           caf::reacts_to<stage_report>>;
+
+/// Receives every link sample and keeps per-link statistics (its rebalancing policy is a
+/// later issue).
+using adapter_actor =
+    caf::typed_actor<caf::reacts_to<link_sample>,
+                     caf::replies_to<links_atom>::with<std::vector<link_summary>>,
+                     caf::replies_to<samples_atom>::with<std::vector<link_sample>>>;
+
+} // namespace deepcee::actors

@@ -1,0 +1,49 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+#include "runtime/virtual_cluster.hpp"
+
+#include <vector>
+
+namespace deepcee::actors {
+
+/// The send path of one stage: every transfer to a neighbour stage crosses its parts'
+/// links here. In virtual time each part waits for its link (FIFO), drains at the link's
+/// bandwidth and arrives after its latency (runtime::link_fifo); every part becomes a
+/// link_sample for the adapter. The links a stage sends on are its own, so the result does
+/// not depend on the host's delivery order (a WAN pipe shared by two stages' flows is thus
+/// modelled per sender; the simulator queues them together).
+class link_layer {
+public:
+  void set_adapter(adapter_actor adapter) { adapter_ = std::move(adapter); }
+
+  /// Records the transfer of one micro-batch sent at `send_s`; returns when its last
+  /// part arrives.
+  template <class Self>
+  double send(Self* self, const std::vector<runtime::transfer_part>& parts, double send_s,
+              link_sample meta) {
+    double arrival = send_s;
+    for (const auto& part : parts) {
+      const auto t = fifo_.send(part, send_s);
+      arrival = std::max(arrival, t.arrival_s);
+      if (adapter_) {
+        meta.from_device = part.from;
+        meta.to_device = part.to;
+        meta.link = part.link;
+        meta.bytes = part.bytes;
+        meta.send_s = send_s;
+        meta.start_s = t.start_s;
+        meta.drained_s = t.drained_s;
+        meta.arrival_s = t.arrival_s;
+        self->send(adapter_, meta);
+      }
+    }
+    return arrival;
+  }
+
+private:
+  runtime::link_fifo fifo_;
+  adapter_actor adapter_;
+};
+
+} // namespace deepcee::actors

@@ -1,0 +1,85 @@
+#include "actors/local_job.hpp"
+
+#include "actors/adapter_actor.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/stage_actor.hpp"
+#include "runtime/errors.hpp"
+
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace deepcee::actors {
+
+local_job::local_job(caf::actor_system& sys, const runtime::cluster& c,
+                     const runtime::profile_table& profile, const runtime::plan& plan,
+                     const runtime::train_config& train,
+                     std::shared_ptr<const runtime::text_corpus> corpus,
+                     std::chrono::milliseconds step_timeout)
+    : sys_(sys), job_(std::make_shared<job_context>()), timeout_(step_timeout) {
+  if (train.batch != plan.global_batch())
+    runtime::fail_input("job", 0,
+                        "training batch " + std::to_string(train.batch) +
+                            " differs from the plan's global batch " +
+                            std::to_string(plan.global_batch()));
+  corpus->require_context(plan.model.context);
+  job_->plan = plan;
+  job_->train = train;
+  job_->train.model = plan.model;
+  job_->corpus = std::move(corpus);
+  job_->cluster = std::make_shared<runtime::virtual_cluster>(c, profile.model(), profile, plan);
+  adapter_ = spawn_adapter(sys);
+  for (int p = 0; p < static_cast<int>(plan.pipelines.size()); ++p)
+    for (int s = 0; s < job_->stage_count(p); ++s)
+      stages_.push_back(spawn_stage(sys, job_, p, s));
+  coordinator_ = spawn_coordinator(sys, job_, stages_);
+  stage_wiring wiring;
+  for (auto& s : stages_)
+    wiring.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator_);
+  wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter_);
+  caf::scoped_actor self{sys};
+  for (auto& s : stages_)
+    self->send(s, wiring);
+}
+
+local_job::~local_job() {
+  caf::scoped_actor self{sys_};
+  for (auto& s : stages_)
+    self->send_exit(s, caf::exit_reason::user_shutdown);
+  self->send_exit(coordinator_, caf::exit_reason::user_shutdown);
+  self->send_exit(adapter_, caf::exit_reason::user_shutdown);
+}
+
+step_result local_job::step() {
+  caf::scoped_actor self{sys_};
+  step_result out;
+  std::string error;
+  self->request(coordinator_, timeout_, step_atom_v, static_cast<int64_t>(steps_done_ + 1))
+      .receive([&](step_result& r) { out = std::move(r); },
+               [&](caf::error& e) { error = sys_.render(e); });
+  if (!error.empty())
+    throw std::runtime_error("step " + std::to_string(steps_done_ + 1) + ": " + error);
+  ++steps_done_;
+  return out;
+}
+
+std::vector<link_summary> local_job::links() {
+  caf::scoped_actor self{sys_};
+  std::vector<link_summary> out;
+  self->request(adapter_, timeout_, links_atom_v)
+      .receive([&](std::vector<link_summary>& v) { out = std::move(v); }, [](caf::error&) {});
+  return out;
+}
+
+std::vector<link_sample> local_job::samples() {
+  caf::scoped_actor self{sys_};
+  std::vector<link_sample> out;
+  self->request(adapter_, timeout_, samples_atom_v)
+      .receive([&](std::vector<link_sample>& v) { out = std::move(v); }, [](caf::error&) {});
+  return out;
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,49 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+#include "actors/job_context.hpp"
+#include "runtime/cluster.hpp"
+#include "runtime/profile.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// Every actor of a job in one process (`deepcee run`): one stage actor per (pipeline,
+/// stage), the coordinator and the adapter, wired together. The caller drives steps; each
+/// waits at most `step_timeout` of real time, so a stuck actor is an error, not a hang.
+class local_job {
+public:
+  /// `train.batch` must equal the plan's global batch. Throws input_error when the plan
+  /// does not fit the cluster or the profile's model.
+  local_job(caf::actor_system& sys, const runtime::cluster& c,
+            const runtime::profile_table& profile, const runtime::plan& plan,
+            const runtime::train_config& train, std::shared_ptr<const runtime::text_corpus> corpus,
+            std::chrono::milliseconds step_timeout = std::chrono::minutes(2));
+  ~local_job();
+  local_job(const local_job&) = delete;
+  local_job& operator=(const local_job&) = delete;
+
+  /// Runs the next step; throws std::runtime_error with the failing actor's reason.
+  step_result step();
+  std::vector<link_summary> links();
+  std::vector<link_sample> samples();
+
+  const job_context& context() const { return *job_; }
+  int steps_done() const { return steps_done_; }
+
+private:
+  caf::actor_system& sys_;
+  std::shared_ptr<job_context> job_;
+  std::vector<stage_actor> stages_;
+  coordinator_actor coordinator_;
+  adapter_actor adapter_;
+  std::chrono::milliseconds timeout_;
+  int steps_done_ = 0;
+};
+
+} // namespace deepcee::actors

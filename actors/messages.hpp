@@ -1,0 +1,185 @@
+#pragma once
+
+#include <caf/actor_control_block.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+/// The values the actors exchange. Plain structs with CAF `inspect`, so a later
+/// multi-process job can send them as they are; activations and gradients will move to the
+/// Cap'n Proto codecs of messages/ once those land (the payload layout is theirs: fp32
+/// values of a whole micro-batch, row-major, with its shape). Times are virtual seconds.
+namespace deepcee::actors {
+
+enum class tensor_role : int32_t { activation = 0, gradient = 1 };
+
+/// Starts step `step` on a stage: the virtual time it starts at and each pipeline's
+/// micro-batch count (the adapter's rebalance will change them at step boundaries).
+struct step_order {
+  int64_t step = 0;
+  double start_s = 0;
+  std::vector<int32_t> micro_batches;
+};
+
+/// An activation (forward, to the next stage) or its gradient (backward, to the previous
+/// stage) of one whole micro-batch: values [b, T, C] in sample order.
+struct tensor_msg {
+  tensor_role role = tensor_role::activation;
+  int64_t step = 0;
+  int32_t pipeline = 0;
+  int32_t stage = 0; ///< the sender
+  int32_t micro = 0;
+  double arrival_s = 0; ///< when its last part arrived, from the link model
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+/// A stage's gradient sum (over its devices) of layers [first_layer, last_layer), the
+/// parameters of each layer in model order: one contribution to the all-reduce.
+struct grad_share {
+  int64_t step = 0;
+  int32_t pipeline = 0;
+  int32_t stage = 0;
+  int32_t first_layer = 0;
+  int32_t last_layer = 0;
+  std::vector<float> values;
+};
+
+/// One executed op of a stage, in virtual time (the trace's events).
+struct op_record {
+  int32_t kind = 0; ///< runtime::op_kind
+  int32_t micro = 0;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+/// A stage's step, once its gradients are reduced. `error` is set instead when a handler
+/// failed; the coordinator then fails the step with it.
+struct stage_report {
+  int64_t step = 0;
+  int32_t pipeline = 0;
+  int32_t stage = 0;
+  double end_s = 0;            ///< its last op's end
+  double loss_sum = 0;         ///< last stages: sum of per-token losses
+  double grad_sum_squares = 0; ///< pipeline 0's stages: of the reduced gradients
+  std::vector<op_record> ops;
+  std::string error;
+};
+
+/// The optimizer step after the all-reduce: every device of every stage steps with the
+/// global gradient norm (clipping) at the step's learning rate.
+struct optimize_order {
+  int64_t step = 0;
+  double lr = 0;
+  double grad_norm = 0;
+};
+
+/// One transfer on one link, recorded on the send path.
+struct link_sample {
+  int64_t step = 0;
+  int32_t role = 0; ///< tensor_role
+  int32_t micro = 0;
+  int32_t pipeline = 0;
+  int32_t stage = 0; ///< the sender
+  int32_t from_device = 0;
+  int32_t to_device = 0;
+  int32_t link = 0; ///< the FIFO resource (device pair, or WAN pipe between regions)
+  double bytes = 0; ///< as sent (compression counted)
+  double send_s = 0;
+  double start_s = 0;
+  double drained_s = 0;
+  double arrival_s = 0;
+};
+
+/// What the adapter knows about one link.
+struct link_summary {
+  int32_t link = 0;
+  int32_t from_device = 0; ///< of its first transfer
+  int32_t to_device = 0;
+  int64_t transfers = 0;
+  double bytes = 0;
+  double busy_s = 0;        ///< sum of drain times
+  double mean_delay_s = 0;  ///< mean of arrival - send (queueing included)
+  double bandwidth_Bps = 0; ///< bytes / busy_s as observed
+};
+
+/// Handles of a stage's peers, sent once after every actor exists (stages name each other).
+struct stage_wiring {
+  std::vector<caf::strong_actor_ptr> stages; ///< flat: pipeline by pipeline, stage by stage
+  caf::strong_actor_ptr coordinator;
+  caf::strong_actor_ptr adapter;
+};
+
+/// A finished step as the coordinator reports it.
+struct step_result {
+  int64_t step = 0;
+  double loss = 0;
+  double grad_norm = 0;
+  double lr = 0;
+  double start_s = 0;            ///< virtual
+  double end_s = 0;              ///< virtual, after all-reduce and optimizer
+  double compute_end_s = 0;      ///< virtual, the last stage's last op
+  std::vector<op_record> ops;    ///< all stages, flat order given by op_stage
+  std::vector<int32_t> op_stage; ///< flat stage index of each op
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_order& x) {
+  return f(caf::meta::type_name("step_order"), x.step, x.start_s, x.micro_batches);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
+  return f(caf::meta::type_name("tensor_msg"), x.role, x.step, x.pipeline, x.stage, x.micro,
+           x.arrival_s, x.shape, x.values);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, grad_share& x) {
+  return f(caf::meta::type_name("grad_share"), x.step, x.pipeline, x.stage, x.first_layer,
+           x.last_layer, x.values);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_record& x) {
+  return f(caf::meta::type_name("op_record"), x.kind, x.micro, x.start_s, x.end_s);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
+  return f(caf::meta::type_name("stage_report"), x.step, x.pipeline, x.stage, x.end_s, x.loss_sum,
+           x.grad_sum_squares, x.ops, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, optimize_order& x) {
+  return f(caf::meta::type_name("optimize_order"), x.step, x.lr, x.grad_norm);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_sample& x) {
+  return f(caf::meta::type_name("link_sample"), x.step, x.role, x.micro, x.pipeline, x.stage,
+           x.from_device, x.to_device, x.link, x.bytes, x.send_s, x.start_s, x.drained_s,
+           x.arrival_s);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_summary& x) {
+  return f(caf::meta::type_name("link_summary"), x.link, x.from_device, x.to_device, x.transfers,
+           x.bytes, x.busy_s, x.mean_delay_s, x.bandwidth_Bps);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
+  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_result& x) {
+  return f(caf::meta::type_name("step_result"), x.step, x.loss, x.grad_norm, x.lr, x.start_s,
+           x.end_s, x.compute_end_s, x.ops, x.op_stage);
+}
+
+} // namespace deepcee::actors

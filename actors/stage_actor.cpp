@@ -1,0 +1,333 @@
+#include "actors/stage_actor.hpp"
+
+#include "kernels/gpt/stage_worker.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = stage_actor::stateful_pointer<stage_state>;
+using runtime::op_kind;
+
+std::string where(const stage_state& st) {
+  return "pipeline " + std::to_string(st.pipeline) + " stage " + std::to_string(st.stage);
+}
+
+/// A failed handler never kills the actor: the coordinator fails the step with the reason.
+void report_error(self_ptr self, const std::string& what) {
+  auto& st = self->state;
+  st.running = false;
+  stage_report r;
+  r.step = st.step;
+  r.pipeline = st.pipeline;
+  r.stage = st.stage;
+  r.error = where(st) + ": " + what;
+  if (st.coordinator)
+    self->send(st.coordinator, std::move(r));
+}
+
+void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> values,
+                 double send_s) {
+  auto& st = self->state;
+  const bool forward = role == tensor_role::activation;
+  const int to = forward ? st.stage + 1 : st.stage - 1;
+  link_sample meta;
+  meta.step = st.step;
+  meta.role = static_cast<int32_t>(role);
+  meta.micro = micro;
+  meta.pipeline = st.pipeline;
+  meta.stage = st.stage;
+  const double arrival =
+      st.links.send(self, forward ? st.costs.act_parts : st.costs.grad_parts, send_s, meta);
+  const auto& m = st.job->plan.model;
+  tensor_msg msg;
+  msg.role = role;
+  msg.step = st.step;
+  msg.pipeline = st.pipeline;
+  msg.stage = st.stage;
+  msg.micro = micro;
+  msg.arrival_s = arrival;
+  msg.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
+  msg.values = std::move(values);
+  self->send(st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to))), std::move(msg));
+}
+
+/// Element offset of layer `l` inside a gradient vector that starts at layer `first`.
+size_t offset_of(stage_state& st, int first, int l) {
+  return st.group->gradient_size(first, l);
+}
+
+void try_reduce(self_ptr self) {
+  auto& st = self->state;
+  if (st.running || st.own_gradients.empty())
+    return;
+  const int first = st.group->first_layer(), last = st.group->last_layer();
+  const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
+  auto& shares = st.shares[st.step];
+  int covered = 0;
+  for (const auto& s : shares)
+    covered += s.last_layer - s.first_layer;
+  if (covered < (pipelines - 1) * (last - first))
+    return;
+  // Every holder sums the contributions in pipeline order, so all of them end with
+  // bit-identical gradients and hence identical weights.
+  std::vector<std::vector<float>> by_pipeline(static_cast<size_t>(pipelines));
+  by_pipeline[static_cast<size_t>(st.pipeline)] = std::move(st.own_gradients);
+  const size_t n = by_pipeline[static_cast<size_t>(st.pipeline)].size();
+  for (auto& s : shares) {
+    auto& dst = by_pipeline.at(static_cast<size_t>(s.pipeline));
+    dst.resize(n, 0.0f);
+    const size_t at = offset_of(st, first, s.first_layer);
+    if (at + s.values.size() > n)
+      throw std::invalid_argument("gradient share of layers [" + std::to_string(s.first_layer) +
+                                  ", " + std::to_string(s.last_layer) + ") does not fit");
+    std::copy(s.values.begin(), s.values.end(), dst.begin() + static_cast<ptrdiff_t>(at));
+  }
+  std::vector<float> total = std::move(by_pipeline[0]);
+  for (size_t q = 1; q < by_pipeline.size(); ++q)
+    for (size_t i = 0; i < n; ++i)
+      total[i] += by_pipeline[q][i];
+  double sum_squares = 0;
+  if (st.pipeline == 0) // pipeline 0 holds every layer exactly once
+    for (float v : total)
+      sum_squares += static_cast<double>(v) * v;
+  st.group->set_gradients(first, last, total);
+  st.shares.erase(st.step);
+  stage_report r;
+  r.step = st.step;
+  r.pipeline = st.pipeline;
+  r.stage = st.stage;
+  r.end_s = st.free_at;
+  r.loss_sum = st.loss_sum;
+  r.grad_sum_squares = sum_squares;
+  r.ops = std::move(st.records);
+  self->send(st.coordinator, std::move(r));
+}
+
+/// The op list is done: send this stage's gradient sums to the other holders of its layers.
+void finish_compute(self_ptr self) {
+  auto& st = self->state;
+  st.running = false;
+  const int first = st.group->first_layer(), last = st.group->last_layer();
+  st.own_gradients = st.group->gradient_sum(first, last);
+  const auto& plan = st.job->plan;
+  for (size_t q = 0; q < plan.pipelines.size(); ++q) {
+    if (static_cast<int>(q) == st.pipeline)
+      continue;
+    for (size_t t = 0; t < plan.pipelines[q].stages.size(); ++t) {
+      const auto& other = plan.pipelines[q].stages[t];
+      const int lo = std::max(first, other.first_layer), hi = std::min(last, other.last_layer);
+      if (lo >= hi)
+        continue;
+      grad_share share;
+      share.step = st.step;
+      share.pipeline = st.pipeline;
+      share.stage = st.stage;
+      share.first_layer = lo;
+      share.last_layer = hi;
+      const auto b = st.own_gradients.begin();
+      share.values.assign(b + static_cast<ptrdiff_t>(offset_of(st, first, lo)),
+                          b + static_cast<ptrdiff_t>(offset_of(st, first, hi)));
+      self->send(st.peers.at(static_cast<size_t>(
+                     st.job->flat_index(static_cast<int>(q), static_cast<int>(t)))),
+                 std::move(share));
+    }
+  }
+  try_reduce(self);
+}
+
+/// Runs ops in list order for as long as their inputs are there. Each op starts in virtual
+/// time when both the stage and its input are ready and lasts the profile's time.
+void advance(self_ptr self) {
+  auto& st = self->state;
+  const auto& plan = st.job->plan;
+  const auto& model = plan.model;
+  const float loss_scale =
+      1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * model.context);
+  auto& acts = st.activations[st.step];
+  auto& grads = st.gradients[st.step];
+  while (st.running && st.next_op < st.ops.size()) {
+    const auto op = st.ops[st.next_op];
+    const auto i = static_cast<size_t>(op.micro);
+    double ready = 0;
+    if (op.kind == op_kind::forward) {
+      if (st.group->first())
+        ready = st.free_at;
+      else if (auto it = acts.find(op.micro); it != acts.end())
+        ready = it->second.arrival_s;
+      else
+        return;
+    } else if (op.kind == op_kind::backward_input) {
+      if (st.group->last())
+        ready = st.f_end.at(i);
+      else if (auto it = grads.find(op.micro); it != grads.end())
+        ready = it->second.arrival_s;
+      else
+        return;
+    } else {
+      ready = st.b_end.at(i);
+    }
+    if (ready < 0)
+      throw std::logic_error(runtime::to_string(op) + " before its own dependency");
+    const double start = std::max(st.free_at, ready);
+    const double end = start + st.costs.op_time(op.kind);
+    switch (op.kind) {
+    case op_kind::forward: {
+      std::vector<float> input;
+      if (!st.group->first()) {
+        input = std::move(acts[op.micro].values);
+        acts.erase(op.micro);
+      }
+      auto out = st.group->forward(op.micro, input, st.batch,
+                                   kernels::micro_batch_offset(plan, st.pipeline, op.micro),
+                                   loss_scale, st.loss_sum);
+      st.f_end[i] = end;
+      if (!st.group->last())
+        send_tensor(self, tensor_role::activation, op.micro, std::move(out), end);
+      break;
+    }
+    case op_kind::backward_input: {
+      std::vector<float> dy;
+      if (!st.group->last()) {
+        dy = std::move(grads[op.micro].values);
+        grads.erase(op.micro);
+      }
+      auto dx = st.group->backward_input(op.micro, dy);
+      st.b_end[i] = end;
+      if (!st.group->first()) {
+        if (st.fused_backward)
+          st.pending_grad_out[op.micro] = std::move(dx);
+        else
+          send_tensor(self, tensor_role::gradient, op.micro, std::move(dx), end);
+      }
+      break;
+    }
+    case op_kind::backward_weight:
+      st.group->backward_weight(op.micro);
+      // A fused kernel releases the input gradient only when it ends.
+      if (auto it = st.pending_grad_out.find(op.micro); it != st.pending_grad_out.end()) {
+        send_tensor(self, tensor_role::gradient, op.micro, std::move(it->second), end);
+        st.pending_grad_out.erase(it);
+      }
+      break;
+    }
+    st.records.push_back({static_cast<int32_t>(op.kind), op.micro, start, end});
+    st.free_at = end;
+    ++st.next_op;
+  }
+  if (st.running && st.next_op == st.ops.size())
+    finish_compute(self);
+}
+
+void start_step(self_ptr self, const step_order& order) {
+  auto& st = self->state;
+  if (st.running)
+    throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
+                           std::to_string(st.step) + " runs");
+  const auto& plan = st.job->plan;
+  const int m = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
+  if (order.micro_batches.size() != plan.pipelines.size() ||
+      order.micro_batches[static_cast<size_t>(st.pipeline)] != m)
+    throw std::invalid_argument("micro-batch counts differ from the plan's (rebalancing is "
+                                "not implemented yet)");
+  st.step = order.step;
+  st.running = true;
+  st.next_op = 0;
+  st.free_at = order.start_s;
+  st.loss_sum = 0;
+  st.records.clear();
+  st.own_gradients.clear();
+  st.pending_grad_out.clear();
+  st.f_end.assign(static_cast<size_t>(m), -1.0);
+  st.b_end.assign(static_cast<size_t>(m), -1.0);
+  if (st.group->first() || st.group->last())
+    st.batch = st.job->corpus->sample_batch(runtime::corpus_split::train, plan.global_batch(),
+                                            plan.model.context, st.job->train.seed,
+                                            static_cast<uint64_t>(order.step));
+  advance(self);
+}
+
+stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_context> job,
+                                          int pipeline, int stage) {
+  auto& st = self->state;
+  st.job = job;
+  st.pipeline = pipeline;
+  st.stage = stage;
+  const auto& sp =
+      job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
+  st.group =
+      std::make_unique<device_group>(job->plan.model, sp, job->train.seed, job->train.optimizer);
+  const auto& schedule = job->cluster->schedule(pipeline);
+  st.ops = schedule.stages.at(static_cast<size_t>(stage));
+  st.fused_backward = schedule.fused_backward;
+  st.costs = job->cluster->stage(pipeline, stage);
+  return {
+      [=](const stage_wiring& w) {
+        auto& s = self->state;
+        s.peers.clear();
+        for (const auto& p : w.stages)
+          s.peers.push_back(caf::actor_cast<stage_actor>(p));
+        s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
+        s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
+      },
+      [=](const step_order& order) {
+        try {
+          start_step(self, order);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](tensor_msg& msg) {
+        try {
+          auto& s = self->state;
+          const int m = s.job->plan.pipelines[static_cast<size_t>(s.pipeline)].micro_batches;
+          if (msg.micro < 0 || msg.micro >= m || msg.step < s.step)
+            throw std::invalid_argument("tensor for step " + std::to_string(msg.step) +
+                                        " micro-batch " + std::to_string(msg.micro) +
+                                        " does not belong to this stage's step");
+          auto& slot = msg.role == tensor_role::activation ? s.activations : s.gradients;
+          slot[msg.step][msg.micro] = std::move(msg);
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](grad_share& share) {
+        try {
+          self->state.shares[share.step].push_back(std::move(share));
+          try_reduce(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](const optimize_order& order) -> caf::result<int64_t> {
+        try {
+          auto& s = self->state;
+          s.group->optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
+          s.activations.erase(order.step);
+          s.gradients.erase(order.step);
+          return order.step;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
+        }
+      },
+  };
+}
+
+} // namespace
+
+stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
+                        int stage) {
+  return sys.spawn(stage_behavior, std::move(job), pipeline, stage);
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,53 @@
+#pragma once
+
+#include "actors/device_group.hpp"
+#include "actors/interfaces.hpp"
+#include "actors/job_context.hpp"
+#include "actors/link_layer.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// A stage's state during a job. Inputs that arrive before their step starts (a neighbour
+/// may start earlier) wait in the per-step maps.
+struct stage_state {
+  static inline const char* name = "stage";
+
+  std::shared_ptr<job_context> job;
+  int pipeline = 0;
+  int stage = 0;
+  std::unique_ptr<device_group> group;
+  std::vector<runtime::schedule_op> ops;
+  bool fused_backward = false;
+  runtime::virtual_stage costs;
+  link_layer links;
+  std::vector<stage_actor> peers; ///< flat order
+  coordinator_actor coordinator;
+
+  // The current step.
+  int64_t step = 0;
+  bool running = false;
+  size_t next_op = 0;
+  double free_at = 0;
+  double loss_sum = 0;
+  runtime::token_batch batch;                         ///< first and last stages
+  std::vector<double> f_end, b_end;                   ///< per micro-batch, -1 until done
+  std::map<int, std::vector<float>> pending_grad_out; ///< fused: sent when W ends
+  std::vector<op_record> records;
+  std::vector<float> own_gradients; ///< set when the op list is done
+
+  // Inputs by step, then micro-batch; gradient shares by step, then sending pipeline.
+  std::map<int64_t, std::map<int, tensor_msg>> activations, gradients;
+  std::map<int64_t, std::vector<grad_share>> shares;
+};
+
+/// Spawns the actor of stage `stage` of pipeline `pipeline`; it builds its device group
+/// (one stage_worker per device) at once, so weights exist before the first step.
+stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
+                        int stage);
+
+} // namespace deepcee::actors

@@ -1,0 +1,39 @@
+#pragma once
+
+#include "actors/messages.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/type_id.hpp>
+
+/// The one CAF type-ID block of every type that crosses actors (STYLE point 3). It lives
+/// in actors/ while messages/ (Cap'n Proto codecs) is being written; it moves to
+/// messages/type_ids.hpp when the payloads become Cap'n Proto messages.
+CAF_BEGIN_TYPE_ID_BLOCK(deepcee, caf::first_custom_type_id)
+
+CAF_ADD_ATOM(deepcee, deepcee::actors, step_atom, "step")
+CAF_ADD_ATOM(deepcee, deepcee::actors, wire_atom, "wire")
+CAF_ADD_ATOM(deepcee, deepcee::actors, links_atom, "links")
+CAF_ADD_ATOM(deepcee, deepcee::actors, samples_atom, "samples")
+
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::step_order))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::tensor_msg))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::grad_share))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::op_record))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_report))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::optimize_order))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::link_sample))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::link_summary))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_wiring))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::step_result))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::op_record>))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_sample>))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_summary>))
+
+CAF_END_TYPE_ID_BLOCK(deepcee)
+
+namespace deepcee::actors {
+
+/// Registers the block; called by main and by every test fixture alike.
+void register_types(caf::actor_system_config& cfg);
+
+} // namespace deepcee::actors

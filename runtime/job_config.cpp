@@ -1,0 +1,109 @@
+#include "runtime/job_config.hpp"
+
+#include "runtime/errors.hpp"
+#include "runtime/model_spec.hpp"
+#include "runtime/train_config_toml.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string_view>
+
+namespace deepcee::runtime {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(time_mode m) {
+  switch (m) {
+  case time_mode::wall:
+    return "wall";
+  case time_mode::virtual_time:
+    return "virtual";
+  case time_mode::dry:
+    return "dry";
+  }
+  return "?";
+}
+
+namespace {
+
+int64_t line_of(const toml::node& n) {
+  return static_cast<int64_t>(n.source().begin.line);
+}
+
+std::string text_of(const toml::table& t, std::string_view key, const fs::path& source) {
+  const auto* n = t.get(key);
+  if (!n)
+    return {};
+  if (!n->is_string())
+    fail_input(source, line_of(*n), "'" + std::string(key) + "' must be a string");
+  return std::string(*n->value<std::string>());
+}
+
+} // namespace
+
+job_config load_job_config(const fs::path& path) {
+  job_config job;
+  job.source = path;
+  toml::table root;
+  try {
+    root = toml::parse_file(path.string());
+  } catch (const toml::parse_error& e) {
+    fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
+  }
+  for (const auto& [key, node] : root) {
+    static const std::string_view known[] = {"name", "time", "cluster", "plan", "model", "train"};
+    if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
+      fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
+  }
+  const fs::path dir = path.parent_path();
+  if (auto n = text_of(root, "name", path); !n.empty())
+    job.name = n;
+  const auto time = text_of(root, "time", path);
+  if (time == "wall")
+    job.time = time_mode::wall;
+  else if (time == "dry")
+    job.time = time_mode::dry;
+  else if (time.empty() || time == "virtual")
+    job.time = time_mode::virtual_time;
+  else
+    fail_input(path, line_of(*root.get("time")),
+               "time must be virtual, wall or dry, got '" + time + "'");
+
+  const auto cluster = text_of(root, "cluster", path);
+  if (cluster.empty())
+    fail_input(path, 0, "'cluster' (a cluster file) is required");
+  job.cluster_path = fs::path(cluster).is_absolute() ? fs::path(cluster) : dir / cluster;
+  job.cluster = load_cluster(job.cluster_path);
+
+  const auto plan = text_of(root, "plan", path);
+  if (!plan.empty() && plan != "auto")
+    job.plan_path = fs::path(plan).is_absolute() ? fs::path(plan) : dir / plan;
+
+  std::string train_text;
+  bool has_model_table = false;
+  if (const auto* t = root.get("train")) {
+    if (!t->is_table())
+      fail_input(path, line_of(*t), "'train' must be a table");
+    has_model_table = t->as_table()->contains("model");
+    std::ostringstream s;
+    s << *t->as_table();
+    train_text = s.str();
+  }
+  job.train = parse_train_config(train_text, path);
+  if (auto m = text_of(root, "model", path); !m.empty()) {
+    if (has_model_table)
+      fail_input(path, line_of(*root.get("model")),
+                 "give either model = \"preset\" or [train.model]");
+    auto preset = model_preset(m);
+    if (!preset)
+      fail_input(path, line_of(*root.get("model")), "unknown model preset '" + m + "'");
+    job.train.model = *preset;
+    job.model_name = m;
+  }
+  validate(job.train, path);
+  return job;
+}
+
+} // namespace deepcee::runtime

@@ -1,0 +1,43 @@
+#pragma once
+
+#include "runtime/cluster.hpp"
+#include "runtime/train_config.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace deepcee::runtime {
+
+/// How time passes in a job (DESIGN: Time). Only virtual runs today; wall and dry are
+/// parsed so that a job file names them, and refused by `deepcee run` until they exist.
+enum class time_mode { wall, virtual_time, dry };
+
+std::string_view to_string(time_mode m);
+
+/// A job file (TOML), parsed once:
+///
+///     name = "default"
+///     time = "virtual"                      # virtual | wall | dry
+///     cluster = "clusters/cee-small.toml"   # relative to the job file
+///     plan = "auto"                         # auto (the planner) or a plan JSON file
+///     model = "small"                       # a preset; or [train.model]
+///     [train]                               # the keys of a train config (single.toml)
+///     steps = 300
+///
+/// Every problem is an input_error naming the file (and the line where toml++ gives one).
+struct job_config {
+  std::filesystem::path source;
+  std::string name = "job";
+  time_mode time = time_mode::virtual_time;
+  std::filesystem::path cluster_path;
+  runtime::cluster cluster;
+  std::optional<std::filesystem::path> plan_path; ///< empty: plan = "auto"
+  std::string model_name = "custom";
+  train_config train;
+};
+
+job_config load_job_config(const std::filesystem::path& path);
+
+} // namespace deepcee::runtime

@@ -1,0 +1,121 @@
+#pragma once
+
+#include "actors/local_job.hpp"
+#include "actors/type_ids.hpp"
+#include "runtime/cluster.hpp"
+#include "runtime/model_spec.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/profile.hpp"
+#include "runtime/text_corpus.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include <memory>
+#include <string>
+
+namespace deepcee::actors::test {
+
+/// A real actor system with two workers (the host has two cores) and the job's types.
+struct system_fixture {
+  struct config : caf::actor_system_config {
+    config() {
+      register_types(*this);
+      set("scheduler.max-threads", 2);
+      set("logger.console", caf::atom("none"));
+    }
+  };
+  config cfg;
+  caf::actor_system sys{cfg};
+};
+
+/// Two regions joined by a slow WAN; seven devices of three kinds.
+inline runtime::cluster test_cluster() {
+  return runtime::parse_cluster(R"(
+name = "actors-test"
+[links]
+same_node = { bandwidth = "16GB/s", latency = "10us" }
+same_region = { bandwidth = "1Gbps", latency = "1ms" }
+cross_region = { bandwidth = "100Mbps", latency = "40ms" }
+[[region]]
+name = "cloud"
+tier = "cloud"
+[[region]]
+name = "edge"
+tier = "edge"
+[[node]]
+name = "c0"
+region = "cloud"
+devices = [{ kind = "A100-80GB", count = 2 }, { kind = "T4", count = 2 }]
+[[node]]
+name = "e0"
+region = "edge"
+devices = [{ kind = "Jetson-AGX-Orin", count = 3 }]
+)",
+                                "actors-test");
+}
+
+inline runtime::model_config tiny_model() {
+  runtime::model_config m;
+  m.n_layer = 2;
+  m.d_model = 32;
+  m.n_head = 2;
+  m.context = 16;
+  m.vocab = 256;
+  return m;
+}
+
+inline std::shared_ptr<const runtime::text_corpus> test_corpus() {
+  std::string train, validation;
+  const char* words[] = {"cloud ",    "edge ",  "end ",  "pipeline ", "stage ", "bubble ",
+                         "gradient ", "actor ", "link ", "zero ",     "the ",   "of "};
+  uint64_t x = 12345;
+  for (int i = 0; i < 6000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    (i % 10 == 9 ? validation : train) += words[(x >> 33) % 12];
+  }
+  return std::make_shared<const runtime::text_corpus>(
+      runtime::text_corpus::from_texts(train, validation, "actors-test-corpus"));
+}
+
+inline runtime::stage_plan stage(std::vector<int> devices, std::vector<int> samples, int first,
+                                 int last) {
+  runtime::stage_plan s;
+  s.devices = std::move(devices);
+  s.samples = std::move(samples);
+  s.first_layer = first;
+  s.last_layer = last;
+  return s;
+}
+
+/// Two asymmetric pipelines with data parallelism inside stages: pipeline 0 has three
+/// stages (the first split over two devices), pipeline 1 two (the last split), and
+/// different layer cuts, so the all-reduce crosses stage boundaries.
+inline runtime::plan two_pipeline_plan(runtime::schedule_kind kind) {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model_name = "custom";
+  p.model = tiny_model();
+  p.micro_batch_size = 2;
+  runtime::pipeline_plan a;
+  a.micro_batches = 4;
+  a.schedule = kind;
+  a.stages = {stage({0, 1}, {1, 1}, 0, 1), stage({2}, {2}, 1, 3), stage({4}, {2}, 3, 4)};
+  runtime::pipeline_plan b;
+  b.micro_batches = 2;
+  b.schedule = kind;
+  b.stages = {stage({3}, {2}, 0, 2), stage({5, 6}, {1, 1}, 2, 4)};
+  p.pipelines = {a, b};
+  return p;
+}
+
+inline runtime::train_config train_for(const runtime::plan& p, int steps) {
+  runtime::train_config t;
+  t.model = p.model;
+  t.batch = p.global_batch();
+  t.steps = steps;
+  t.seed = 7;
+  return t;
+}
+
+} // namespace deepcee::actors::test
