@@ -4,6 +4,7 @@
 #include "kernels/gpt/trainer.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/safetensors.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -34,12 +35,6 @@ runtime::train_config toy_config() {
   return c;
 }
 
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("deepcee-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 } // namespace
 
@@ -61,7 +56,8 @@ BOOST_AUTO_TEST_CASE(loss_falls) {
 BOOST_AUTO_TEST_CASE(checkpoint_round_trip_is_bit_exact) {
   auto be = make_backend({});
   auto corpus = toy_corpus();
-  fs::path dir = temp_dir("ckpt");
+  test::temp_dir tmp;
+  const fs::path& dir = tmp.path;
   trainer a(*be, toy_config(), corpus);
   a.train_step();
   a.train_step();
@@ -78,16 +74,14 @@ BOOST_AUTO_TEST_CASE(checkpoint_round_trip_is_bit_exact) {
   b.resume(dir / "a.safetensors");
   BOOST_TEST(b.steps_done() == 2);
   b.save(dir / "b.safetensors");
-  std::ifstream fa(dir / "a.safetensors", std::ios::binary), fb(dir / "b.safetensors", std::ios::binary);
-  std::string sa((std::istreambuf_iterator<char>(fa)), {}), sb((std::istreambuf_iterator<char>(fb)), {});
-  BOOST_TEST(sa == sb);
-  fs::remove_all(dir);
+  BOOST_TEST(test::slurp(dir / "a.safetensors") == test::slurp(dir / "b.safetensors"));
 }
 
 BOOST_AUTO_TEST_CASE(resume_continues_the_same_loss_curve) {
   auto be = make_backend({});
   auto corpus = toy_corpus();
-  fs::path dir = temp_dir("resume");
+  test::temp_dir tmp;
+  const fs::path& dir = tmp.path;
   trainer straight(*be, toy_config(), corpus);
   std::vector<double> expected;
   for (int i = 0; i < 6; ++i)
@@ -104,20 +98,19 @@ BOOST_AUTO_TEST_CASE(resume_continues_the_same_loss_curve) {
     BOOST_TEST(r.step == i + 1);
     BOOST_TEST(r.loss == expected[i]);
   }
-  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(bad_checkpoints_are_input_errors_and_change_nothing) {
   auto be = make_backend({});
   auto corpus = toy_corpus();
-  fs::path dir = temp_dir("bad");
+  test::temp_dir tmp;
+  const fs::path& dir = tmp.path;
   trainer a(*be, toy_config(), corpus);
   a.save(dir / "ok.safetensors");
 
   // Truncated.
   {
-    std::ifstream in(dir / "ok.safetensors", std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::string bytes = test::slurp(dir / "ok.safetensors");
     std::ofstream out(dir / "short.safetensors", std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
   }
@@ -145,7 +138,6 @@ BOOST_AUTO_TEST_CASE(bad_checkpoints_are_input_errors_and_change_nothing) {
   BOOST_CHECK_THROW(b.resume(dir / "shape.safetensors"), runtime::input_error);
   BOOST_TEST(be->to_host<float>(b.model().parameters()[0]->value) == before);
   BOOST_TEST(b.steps_done() == 0);
-  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

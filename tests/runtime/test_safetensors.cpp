@@ -14,31 +14,15 @@
 #include <optional>
 #include <string>
 #include <unistd.h>
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace deepcee::runtime;
 
 namespace {
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("deepcee-st-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using deepcee::test::slurp;
+using deepcee::test::temp_dir;
 
 /// A hand-made file: length prefix, header text as given, then `data_bytes` zero bytes.
 void write_raw(const fs::path& file, const std::string& header, size_t data_bytes,

@@ -9,27 +9,15 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace deepcee::runtime;
 
 namespace {
 
-/// A fresh directory under the system temp folder, removed with everything in it.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("deepcee-corpus-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+using deepcee::test::slurp;
+using deepcee::test::temp_dir;
 
 void write(const fs::path& file, const std::string& bytes) {
   fs::create_directories(file.parent_path());

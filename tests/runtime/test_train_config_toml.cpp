@@ -8,26 +8,15 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace deepcee::runtime;
 
 namespace {
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("deepcee-cfg-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+using deepcee::test::slurp;
+using deepcee::test::temp_dir;
 
 /// The message of the input_error that loading `text` from a file throws ("" if none).
 std::string load_error(const temp_dir& dir, const std::string& text, fs::path* file_out = nullptr) {
