@@ -30,6 +30,7 @@ struct options {
   std::string device = "cpu";
   bool bf16 = false;
   std::string torch = "bench/torch_gpt.py";
+  std::string python = "/usr/bin/python3";  ///< Debian's, where python3-torch installs
   bool no_torch = false;
 };
 
@@ -70,9 +71,9 @@ std::array<double, 3> time_layer(backend& be, layer& l, const tensor& input, con
 
 double torch_tokens_per_s(const options& o) {
   std::string cmd = fmt::format(
-      "python3 {} --layers {} --d-model {} --heads {} --context {} --batch {} --steps {} "
+      "{} {} --layers {} --d-model {} --heads {} --context {} --batch {} --steps {} "
       "--threads {} --device {} 2>/dev/null",
-      o.torch, o.model.n_layer, o.model.d_model, o.model.n_head, o.model.context, o.batch,
+      o.python, o.torch, o.model.n_layer, o.model.d_model, o.model.n_head, o.model.context, o.batch,
       o.steps, o.threads, o.device);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   char line[256];
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "cpu or cuda")->capture_default_str();
   app.add_flag("--bf16", o.bf16, "CUDA: bf16 matrix products");
   app.add_option("--torch", o.torch, "PyTorch reference script")->capture_default_str();
+  app.add_option("--python", o.python, "Python with PyTorch")->capture_default_str();
   app.add_flag("--no-torch", o.no_torch, "Skip the PyTorch reference");
   CLI11_PARSE(app, argc, argv);
 
