@@ -1,9 +1,8 @@
 #include "runtime/cluster.hpp"
 
 namespace deepcee::runtime {
-namespace {
 
-bool contains(const cluster& c, const link_endpoint& e, int dev) {
+bool endpoint_contains(const cluster& c, const link_endpoint& e, int dev) {
   const device& d = c.devices[static_cast<size_t>(dev)];
   switch (e.what) {
   case link_endpoint::scope::region:
@@ -15,6 +14,8 @@ bool contains(const cluster& c, const link_endpoint& e, int dev) {
   }
   return false;
 }
+
+namespace {
 
 int specificity(const link_endpoint& e) {
   switch (e.what) {
@@ -101,8 +102,8 @@ link_params cluster::link_between(int a, int b) const {
         o.from.what == link_endpoint::scope::region || o.to.what == link_endpoint::scope::region;
     if (regional && level == link_level::same_node)
       continue;
-    bool forward = contains(*this, o.from, a) && contains(*this, o.to, b);
-    bool backward = !o.directed && contains(*this, o.from, b) && contains(*this, o.to, a);
+    bool forward = endpoint_contains(*this, o.from, a) && endpoint_contains(*this, o.to, b);
+    bool backward = !o.directed && endpoint_contains(*this, o.from, b) && endpoint_contains(*this, o.to, a);
     if (!forward && !backward)
       continue;
     int score = specificity(o.from) + specificity(o.to);

@@ -76,6 +76,10 @@ struct link_endpoint {
   friend bool operator==(const link_endpoint&, const link_endpoint&) = default;
 };
 
+struct cluster;
+/// Whether device `dev` lies inside the region, node or device `e` names.
+bool endpoint_contains(const cluster& c, const link_endpoint& e, int dev);
+
 /// Overrides the default for every device pair (a, b) with a inside `from` and b inside
 /// `to` (and, unless `directed`, the pair the other way round as well). Fields left out
 /// fall back to the level default of that pair, not to a broader override.

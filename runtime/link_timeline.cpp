@@ -13,19 +13,6 @@ namespace deepcee::runtime {
 
 namespace {
 
-bool inside(const cluster& c, const link_endpoint& e, int dev) {
-  const device& d = c.devices[static_cast<size_t>(dev)];
-  switch (e.what) {
-  case link_endpoint::scope::region:
-    return d.region == e.index;
-  case link_endpoint::scope::node:
-    return d.node == e.index;
-  case link_endpoint::scope::device:
-    return d.id == e.index;
-  }
-  return false;
-}
-
 /// Index of the piece in force at t (pieces are sorted and the first starts at 0).
 size_t piece_at(const std::vector<link_timeline::piece>& pieces, double t) {
   size_t k = 0;
@@ -62,7 +49,7 @@ std::vector<link_timeline::piece> link_timeline::history(const cluster& c, int x
     if (regional && same_node)
       continue;
     const bool hit =
-        (inside(c, ch.a, x) && inside(c, ch.b, y)) || (inside(c, ch.a, y) && inside(c, ch.b, x));
+        (endpoint_contains(c, ch.a, x) && endpoint_contains(c, ch.b, y)) || (endpoint_contains(c, ch.a, y) && endpoint_contains(c, ch.b, x));
     if (!hit)
       continue;
     link_params next = out.back().params;
