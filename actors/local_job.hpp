@@ -34,6 +34,8 @@ public:
   std::vector<link_sample> samples();
 
   const job_context& context() const { return *job_; }
+  /// For tests that drive the scheduler themselves (CAF's test_coordinator).
+  const coordinator_actor& coordinator() const { return coordinator_; }
   int steps_done() const { return steps_done_; }
 
 private:

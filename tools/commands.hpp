@@ -12,6 +12,7 @@ using command_action = std::function<int()>;
 /// Each subcommand adds its options to `app` and returns the action that runs it.
 command_action add_train_command(CLI::App& app);
 command_action add_eval_command(CLI::App& app);
+command_action add_run_command(CLI::App& app);
 command_action add_plan_command(CLI::App& app);
 command_action add_simulate_command(CLI::App& app);
 

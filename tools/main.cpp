@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   };
   add(deepcee::tools::add_train_command);
   add(deepcee::tools::add_eval_command);
+  add(deepcee::tools::add_run_command);
   add(deepcee::tools::add_plan_command);
   add(deepcee::tools::add_simulate_command);
 

@@ -1,0 +1,170 @@
+// deepcee run: a whole job in one process, as actors, in virtual time on the emulated
+// cluster of its job file (configs/default.toml when none is given).
+#include "actors/local_job.hpp"
+#include "actors/run_trace.hpp"
+#include "actors/type_ids.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/job_config.hpp"
+#include "runtime/metrics_writer.hpp"
+#include "runtime/planner.hpp"
+#include "runtime/simulator.hpp"
+#include "runtime/train_config_toml.hpp"
+#include "tools/commands.hpp"
+#include "tools/plan_print.hpp"
+#include "tools/progress.hpp"
+#include "tools/run_directory.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#ifndef DEEPCEE_SOURCE_DIR
+#define DEEPCEE_SOURCE_DIR "."
+#endif
+
+namespace deepcee::tools {
+namespace {
+
+struct run_options {
+  std::optional<std::string> job;
+  std::optional<int> steps;
+  std::optional<uint64_t> seed;
+  std::optional<std::string> out;
+  std::optional<std::string> plan; ///< a plan file instead of the job's
+  int trace_steps = 3;
+  int step_timeout_s = 120;
+};
+
+/// configs/default.toml of the working directory, else of the source tree.
+std::filesystem::path default_job() {
+  const std::filesystem::path here = "configs/default.toml";
+  return std::filesystem::exists(here) ? here : std::filesystem::path(DEEPCEE_SOURCE_DIR) / here;
+}
+
+int run_job(const run_options& o) {
+  const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
+  auto job = runtime::load_job_config(path);
+  if (o.steps)
+    job.train.steps = *o.steps;
+  if (o.seed)
+    job.train.seed = *o.seed;
+  if (o.plan)
+    job.plan_path = std::filesystem::absolute(*o.plan);
+  runtime::validate(job.train, "command line");
+  if (job.time != runtime::time_mode::virtual_time)
+    runtime::fail_input(path, 0,
+                        "time = \"" + std::string(runtime::to_string(job.time)) +
+                            "\" is not implemented yet; only \"virtual\" runs");
+  auto corpus = std::make_shared<const runtime::text_corpus>(
+      runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
+  const auto spec = runtime::make_model_spec(job.train.model, job.model_name);
+  const runtime::profile_table profile(spec);
+
+  runtime::planner_options po;
+  po.model_name = job.model_name;
+  po.global_batch = job.train.batch;
+  po.source = job.cluster_path;
+  // The planner scores the baselines too; with a plan file it still gives their figures.
+  auto report = runtime::plan_training(job.cluster, profile, po);
+  runtime::plan plan = job.plan_path ? runtime::load_plan(*job.plan_path) : report.best;
+  runtime::validate_plan(plan, static_cast<int>(job.cluster.devices.size()),
+                         job.plan_path ? *job.plan_path : path);
+  if (plan.global_batch() != job.train.batch)
+    spdlog::info("global batch {} (the plan's) instead of {}", plan.global_batch(),
+                 job.train.batch);
+  job.train.batch = plan.global_batch();
+  job.train.model = plan.model;
+
+  std::printf("job %s: %s on %s (%zu devices), %d steps, time %s\n", job.name.c_str(),
+              job.model_name.c_str(), job.cluster.name.c_str(), job.cluster.devices.size(),
+              job.train.steps, std::string(runtime::to_string(job.time)).c_str());
+  print_groups(stdout, job.cluster, report.groups);
+  print_plan(stdout, job.cluster, spec, plan);
+
+  const auto dir = make_run_directory(o.out, job.train.out, "run");
+  runtime::save_plan(plan, dir / "plan.json");
+  runtime::metrics_writer log(dir / "metrics.csv", runtime::metrics_format::csv);
+
+  caf::actor_system_config cfg;
+  actors::register_types(cfg);
+  cfg.set("scheduler.max-threads", 2);
+  cfg.set("logger.console", caf::atom("none"));
+  caf::actor_system sys{cfg};
+  actors::local_job run(sys, job.cluster, profile, plan, job.train, corpus,
+                        std::chrono::seconds(o.step_timeout_s));
+
+  progress_bar bar(0, job.train.steps);
+  std::vector<actors::step_result> traced;
+  const auto start = std::chrono::steady_clock::now();
+  double virtual_s = 0, loss = 0;
+  for (int k = 1; k <= job.train.steps; ++k) {
+    auto r = run.step();
+    const double step_s = r.end_s - r.start_s;
+    virtual_s = r.end_s;
+    loss = r.loss;
+    const double real_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double sps = plan.global_batch() / step_s;
+    log.write({{"step", int64_t{r.step}},
+               {"loss", r.loss},
+               {"lr", r.lr},
+               {"grad_norm", r.grad_norm},
+               {"virtual_step_s", step_s},
+               {"virtual_time_s", r.end_s},
+               {"emulated_samples_per_s", sps},
+               {"real_elapsed_s", real_s}});
+    bar.update(k, fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", r.loss,
+                              sps, r.end_s));
+    if (k <= o.trace_steps)
+      traced.push_back(std::move(r));
+  }
+  bar.finish();
+  {
+    auto samples = run.samples();
+    const double trace_end = traced.empty() ? 0 : traced.back().end_s;
+    std::erase_if(samples, [&](const auto& s) { return s.start_s > trace_end; });
+    std::ofstream trace(dir / "trace.json");
+    actors::write_run_trace(trace, plan, traced, samples);
+  }
+  const double real_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double emulated = job.train.steps * plan.global_batch() / std::max(virtual_s, 1e-30);
+  runtime::sim_options so;
+  so.steps = 1;
+  const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
+  std::printf("\nsummary: %d steps, final loss %.4f, %.3f s emulated in %s real\n", job.train.steps,
+              loss, virtual_s, progress_bar::duration(real_s).c_str());
+  std::printf("  %-26s %12s\n", "emulated samples/s", "");
+  std::printf("  %-26s %12.2f\n", "this run (actors)", emulated);
+  std::printf("  %-26s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
+  for (const auto& s : report.strategies)
+    if (s.chosen)
+      std::printf("  %-26s %12.2f\n", ("simulator, " + s.strategy).c_str(), s.sim.samples_per_s);
+    else
+      std::printf("  %-26s %12s  (%s)\n", ("simulator, " + s.strategy).c_str(), "-",
+                  s.error.c_str());
+  std::printf("wrote %s: metrics.csv, plan.json, trace.json\n", dir.string().c_str());
+  return 0;
+}
+
+} // namespace
+
+command_action add_run_command(CLI::App& app) {
+  auto o = std::make_shared<run_options>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a whole job in one process (actors)");
+  cmd->add_option("job", o->job, "Job file (TOML; default: configs/default.toml)");
+  cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the job)");
+  cmd->add_option("--seed", o->seed, "Seed of weights and data sampling");
+  cmd->add_option("--plan", o->plan, "Plan file (JSON) instead of the job's plan");
+  cmd->add_option("--out", o->out, "Run directory (default: a new one under the job's out)");
+  cmd->add_option("--trace-steps", o->trace_steps, "Steps written to the trace");
+  cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");
+  return [o] { return run_job(*o); };
+}
+
+} // namespace deepcee::tools
