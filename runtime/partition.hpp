@@ -36,6 +36,9 @@ public:
   /// the speed that shares are proportional to.
   double speed(int device, int samples = 1) const;
 
+  /// Devices of one class have the same figures and cost the same.
+  int figure_class(int device) const { return figure_class_[size_t(device)]; }
+
   const cluster& cl() const { return *cluster_; }
   const profile_table& profiles() const { return *profiles_; }
 

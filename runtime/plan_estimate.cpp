@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace deepcee::runtime {
 
@@ -47,8 +49,11 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
     sc.activation_bytes = sc.weight_grad_bytes = 0;
     double state = costs.range_state(st.first_layer, st.last_layer);
     double limit = std::numeric_limits<double>::infinity();
+    std::set<std::tuple<int, int, double>> seen; // same class, samples and memory: same cost
     for (size_t i = 0; i < st.devices.size(); ++i) {
       int d = st.devices[i], n = st.samples[i];
+      if (!seen.emplace(costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes).second)
+        continue;
       sc.f = std::max(sc.f, costs.range_f(d, st.first_layer, st.last_layer, n));
       sc.b = std::max(sc.b, costs.range_b(d, st.first_layer, st.last_layer, n));
       sc.w = std::max(sc.w, costs.range_w(d, st.first_layer, st.last_layer, n));
@@ -108,8 +113,7 @@ plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model m
   const cluster& c = costs.cl();
   const model_spec& spec = costs.profiles().model();
   plan_estimate e;
-  std::map<int, std::vector<int>> holders_of_layer; // layer -> devices
-  std::map<int, std::pair<int, int>> range_of;      // device -> its layer range
+  std::set<int> cuts; // every stage boundary of every pipeline
   for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
     const pipeline_plan& pp = p.pipelines[size_t(pi)];
     auto sc = pipeline_costs(costs, p, pi, model);
@@ -131,26 +135,40 @@ plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model m
       const stage_plan& st = pp.stages[size_t(s)];
       int flight = in_flight(pp.schedule, s, stages, pp.micro_batches);
       double state = costs.range_state(st.first_layer, st.last_layer);
+      std::set<std::tuple<int, int, double>> seen;
       for (size_t i = 0; i < st.devices.size(); ++i) {
         int d = st.devices[i];
+        if (!seen.emplace(costs.figure_class(d), st.samples[i], c.devices[size_t(d)].memory_bytes)
+                 .second)
+          continue;
         double need = state + flight * costs.range_activation(d, st.first_layer, st.last_layer,
                                                               st.samples[i]);
         if (need > memory_fraction * c.devices[size_t(d)].memory_bytes)
           e.fits = false;
-        range_of[d] = {st.first_layer, st.last_layer};
         e.optimizer_s =
             std::max(e.optimizer_s, 1.75 * state / c.devices[size_t(d)].mem_bandwidth_Bps);
       }
-      for (int l = st.first_layer; l < st.last_layer; ++l)
-        holders_of_layer[l].insert(holders_of_layer[l].end(), st.devices.begin(), st.devices.end());
+      cuts.insert(st.first_layer);
+      cuts.insert(st.last_layer);
     }
   }
   // Layers with the same holders are reduced together; a device takes part in the
   // reductions of every holder set it belongs to, one after the other.
+  // Between consecutive cuts every layer has the same holders: one bucket per segment,
+  // buckets with the same holders merged.
   std::map<std::vector<int>, double> bytes_of_set;
-  for (auto& [l, hs] : holders_of_layer) {
+  for (auto it = cuts.begin(); it != cuts.end() && std::next(it) != cuts.end(); ++it) {
+    int a = *it, z = *std::next(it);
+    std::vector<int> hs;
+    for (const auto& pp : p.pipelines)
+      for (const auto& st : pp.stages)
+        if (st.first_layer <= a && a < st.last_layer)
+          hs.insert(hs.end(), st.devices.begin(), st.devices.end());
     std::sort(hs.begin(), hs.end());
-    bytes_of_set[hs] += double(spec.layers[size_t(l)].grad_bytes);
+    double bytes = 0;
+    for (int l = a; l < z; ++l)
+      bytes += double(spec.layers[size_t(l)].grad_bytes);
+    bytes_of_set[hs] += bytes;
   }
   std::map<int, double> per_device;
   for (const auto& [hs, bytes] : bytes_of_set) {
@@ -160,6 +178,23 @@ plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model m
   }
   for (const auto& [d, t] : per_device)
     e.allreduce_s = std::max(e.allreduce_s, t);
+  // Across regions the simulator sends every flow of a directed region pair through one
+  // shared pipe, so pipelines that cross the same WAN link queue behind each other: the
+  // step takes at least the pipe's total bytes over its bandwidth.
+  std::map<std::pair<int, int>, double> wan_s;
+  for (const auto& pp : p.pipelines)
+    for (size_t s = 0; s + 1 < pp.stages.size(); ++s) {
+      int a = pp.stages[s].devices.front(), b = pp.stages[s + 1].devices.front();
+      int ra = c.devices[size_t(a)].region, rb = c.devices[size_t(b)].region;
+      if (ra == rb)
+        continue;
+      double bytes = double(spec.transfer_bytes(p.micro_batch_size, pp.stages[s].send_compression));
+      double t = pp.micro_batches * bytes / effective_link(c, a, b, model).bandwidth_Bps;
+      wan_s[{ra, rb}] += t;
+      wan_s[{rb, ra}] += t;
+    }
+  for (const auto& [pair, t] : wan_s)
+    e.pipeline_s = std::max(e.pipeline_s, t);
   e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
   e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
   return e;

@@ -265,6 +265,7 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   context x{costs, groups, batch, options, {}, {}, {}, {}};
   search_outcome out;
   out.best_rate_with_group.assign(groups.network.size(), 0.0);
+  out.best_with_group.assign(groups.network.size(), std::nullopt);
   x.speed.resize(c.devices.size());
   x.net_of.assign(c.devices.size(), 0);
   x.compute_of.assign(c.devices.size(), 0);
@@ -297,14 +298,18 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   std::vector<search_candidate> pool;
   double best_step = std::numeric_limits<double>::infinity();
   auto consider = [&](plan p, const std::vector<int>& used_groups) {
-    if (lower_bound(costs, p) > 2.0 * best_step)
+    if (lower_bound(costs, p) > 1.5 * best_step)
       return;
     plan_estimate e = estimate_plan(costs, p, link_model::real, options.memory_fraction);
     ++out.estimated;
     if (e.fits)
-      for (int g : used_groups)
-        out.best_rate_with_group[size_t(g)] =
-            std::max(out.best_rate_with_group[size_t(g)], e.samples_per_s);
+      for (int g : used_groups) {
+        auto& slot = out.best_with_group[size_t(g)];
+        if (e.samples_per_s > out.best_rate_with_group[size_t(g)]) {
+          out.best_rate_with_group[size_t(g)] = e.samples_per_s;
+          slot = search_candidate{p, e, used_groups};
+        }
+      }
     if (e.fits)
       best_step = std::min(best_step, e.step_s);
     pool.push_back({std::move(p), e, used_groups});
@@ -316,6 +321,32 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   };
 
   std::set<std::vector<stage_list>> seen_layouts;
+  auto try_layout = [&](const std::vector<pipeline_layout>& layout, size_t widest, int pipes,
+                        const std::vector<int>& used_groups) {
+    const bool cross = crosses_regions(c, layout);
+    for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes),
+                      c.devices.size() > 256 ? 4 : 6)) {
+      for (schedule_kind kind : options.schedules) {
+        // Greedy is tried by the planner on the simulator's shortlist: it needs the
+        // real stage costs and is the slowest to build.
+        if (kind == schedule_kind::greedy)
+          continue;
+        for (compression comp : options.compressions) {
+          if (!cross && comp != compression::none)
+            continue;
+          build_options o;
+          o.strategy = "deepcee";
+          o.model_name = options.model_name;
+          o.micro_batch_size = b;
+          o.schedule = kind;
+          o.cross_region = comp;
+          o.memory_fraction = options.memory_fraction;
+          if (auto p = build_plan(costs, layout, batch, o))
+            consider(std::move(*p), used_groups);
+        }
+      }
+    }
+  };
   for (const auto& use : use_sets(x)) {
     auto groups_chain = chain(x, use);
     std::vector<int> used_groups;
@@ -354,28 +385,35 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
         }
         if (!ok || !seen_layouts.insert(key).second)
           continue;
-        const bool cross = crosses_regions(c, layout);
-        for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes), 6)) {
-          for (schedule_kind kind : options.schedules) {
-            // Greedy is tried by the planner on the simulator's shortlist: it needs the
-            // real stage costs and is the slowest to build.
-            if (kind == schedule_kind::greedy)
-              continue;
-            for (compression comp : options.compressions) {
-              if (!cross && comp != compression::none)
-                continue;
-              build_options o;
-              o.strategy = "deepcee";
-              o.model_name = options.model_name;
-              o.micro_batch_size = b;
-              o.schedule = kind;
-              o.cross_region = comp;
-              o.memory_fraction = options.memory_fraction;
-              if (auto p = build_plan(costs, layout, batch, o))
-                consider(std::move(*p), used_groups);
-            }
+        try_layout(layout, widest, pipes, used_groups);
+      }
+    }
+    // Kind-interleaved shapes (Metis's device groups, here priced on the real links and
+    // with every schedule and compression): devices sorted by speed and dealt to the
+    // pipelines, each pipeline cut into a few contiguous stages.
+    std::vector<int> sorted = use;
+    by_speed(x, sorted);
+    for (int pipes = 1; pipes <= static_cast<int>(sorted.size()) && pipes <= batch; pipes *= 2) {
+      stage_list lists(static_cast<size_t>(pipes));
+      for (size_t i = 0; i < sorted.size(); ++i)
+        lists[i % size_t(pipes)].push_back(sorted[i]);
+      int shortest = static_cast<int>(lists.back().size());
+      for (int stages = 1; stages <= std::min({shortest, layers, 4}); ++stages) {
+        std::vector<pipeline_layout> layout(static_cast<size_t>(pipes));
+        std::vector<stage_list> key;
+        size_t widest = 0;
+        for (int pi = 0; pi < pipes; ++pi) {
+          const auto& list = lists[size_t(pi)];
+          std::vector<int> cut = uniform_bounds(static_cast<int>(list.size()), stages);
+          for (int st = 0; st < stages; ++st) {
+            layout[size_t(pi)].stages.emplace_back(list.begin() + cut[size_t(st)],
+                                                   list.begin() + cut[size_t(st) + 1]);
+            widest = std::max(widest, layout[size_t(pi)].stages.back().size());
           }
+          key.push_back(layout[size_t(pi)].stages);
         }
+        if (seen_layouts.insert(key).second)
+          try_layout(layout, widest, pipes, used_groups);
       }
     }
   }

@@ -5,6 +5,7 @@
 #include "runtime/plan_estimate.hpp"
 #include "runtime/planner.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct search_outcome {
   int estimated = 0;
   /// Per network group: the best estimated samples/s of any plan that used it (0: none).
   std::vector<double> best_rate_with_group;
+  /// Per network group: the best-estimated plan that used it and fits memory, so the
+  /// planner can simulate it before saying why the group was left out.
+  std::vector<std::optional<search_candidate>> best_with_group;
   /// Devices that cannot hold any layer with one sample, with the reason.
   std::vector<excluded_device> too_small;
 };

@@ -1,0 +1,171 @@
+#include "runtime/cluster.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/planner.hpp"
+#include "runtime/profile.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+
+using namespace deepcee::runtime;
+
+namespace {
+
+std::filesystem::path cluster_file(const std::string& name) {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
+         "clusters" / (name + ".toml");
+}
+
+planner_report run(const cluster& c, const std::string& model, int batch = 0) {
+  profile_table profiles(make_model_spec(*model_preset(model), model));
+  planner_options o;
+  o.model_name = model;
+  o.global_batch = batch;
+  o.source = "test-cluster";
+  return plan_training(c, profiles, o);
+}
+
+double best_baseline(const planner_report& r) {
+  double best = 0;
+  for (const auto& row : r.strategies)
+    if (row.strategy != "deepcee" && row.chosen)
+      best = std::max(best, row.sim.samples_per_s);
+  return best;
+}
+
+/// Every issue-3 target that a scenario carries: a valid plan, no out-of-memory, at least
+/// every baseline's simulated throughput, and `factor` times the best one.
+void check_scenario(const std::string& name, const std::string& model, double factor) {
+  BOOST_TEST_CONTEXT(name << " " << model) {
+    cluster c = load_cluster(cluster_file(name));
+    planner_report r = run(c, model);
+    validate_plan(r.best, static_cast<int>(c.devices.size()), name);
+    BOOST_TEST(r.best.strategy == "deepcee");
+    BOOST_TEST(!r.best_sim.out_of_memory);
+    BOOST_TEST(r.strategies.size() == 5u);
+    for (const auto& row : r.strategies)
+      if (row.chosen)
+        BOOST_TEST(r.best_sim.samples_per_s >= row.sim.samples_per_s,
+                   row.strategy << " " << row.sim.samples_per_s << " > deepcee "
+                                << r.best_sim.samples_per_s);
+    BOOST_TEST(r.best_sim.samples_per_s >= factor * best_baseline(r));
+    BOOST_TEST(r.plans_simulated > 0);
+    BOOST_TEST(r.search_s < 10.0);
+  }
+}
+
+const char* const slow_corner = R"(
+[links]
+same_node = { bandwidth = "16GB/s", latency = "10us" }
+same_region = { bandwidth = "10Gbps", latency = "0.1ms" }
+cross_region = { bandwidth = "1Gbps", latency = "5ms" }
+[[region]]
+name = "dc"
+tier = "cloud"
+[[region]]
+name = "far"
+tier = "end"
+[[node]]
+name = "a"
+region = "dc"
+replicas = 2
+devices = [{ kind = "A100-80GB", count = 2 }]
+[[node]]
+name = "x"
+region = "far"
+devices = [{ kind = "RTX4090" }]
+[[link]]
+between = ["far", "dc"]
+bandwidth = "2Mbps"
+latency = "200ms"
+)";
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(planner)
+
+BOOST_AUTO_TEST_CASE(testbed_beats_every_baseline_by_1_3x) {
+  check_scenario("deepcee-testbed", "gpt2-124m", 1.3);
+  check_scenario("deepcee-testbed", "gpt2-355m", 1.3);
+}
+
+BOOST_AUTO_TEST_CASE(testbed_at_500mbps_beats_every_baseline) {
+  check_scenario("deepcee-testbed-500mbps", "gpt2-124m", 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(cee_mixed_beats_every_baseline_by_1_3x) {
+  check_scenario("cee-mixed", "gpt2-355m", 1.3);
+}
+
+BOOST_AUTO_TEST_CASE(datacenter_mixed_beats_every_baseline) {
+  check_scenario("datacenter-mixed", "gpt2-355m", 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_device_behind_a_very_slow_link_is_excluded_with_a_reason) {
+  cluster c = parse_cluster(slow_corner, "slow.toml");
+  planner_report r = run(c, "gpt2-124m", 64);
+  int far = *c.find_device("x/0");
+  auto it = std::find_if(r.best.excluded.begin(), r.best.excluded.end(),
+                         [&](const excluded_device& e) { return e.device == far; });
+  BOOST_REQUIRE(it != r.best.excluded.end());
+  BOOST_TEST(it->reason.find("Mbps") != std::string::npos, it->reason);
+  for (const auto& pp : r.best.pipelines)
+    for (const auto& st : pp.stages)
+      BOOST_TEST(std::count(st.devices.begin(), st.devices.end(), far) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(memory_limits_hold_for_a_model_that_needs_a_pipeline) {
+  // gpt2-1.5b's state (about 26 GB with the untied head) does not fit one 24 GB card, so
+  // every device must hold only part of the model.
+  cluster c = load_cluster(cluster_file("deepcee-testbed"));
+  planner_report r = run(c, "gpt2-1.5b", 64);
+  BOOST_TEST(!r.best_sim.out_of_memory);
+  for (const auto& d : r.best_sim.devices)
+    BOOST_TEST(d.peak_bytes <= d.memory_bytes);
+}
+
+BOOST_AUTO_TEST_CASE(a_model_larger_than_the_cluster_is_an_input_error_with_sizes) {
+  cluster c = parse_cluster(R"(
+[[region]]
+name = "r"
+tier = "cloud"
+[[node]]
+name = "n"
+region = "r"
+devices = [{ kind = "T4" }]
+)",
+                            "tiny.toml");
+  try {
+    run(c, "7b", 8);
+    BOOST_FAIL("expected input_error");
+  } catch (const input_error& e) {
+    std::string what = e.what();
+    BOOST_TEST(what.find("test-cluster") != std::string::npos, what);
+    BOOST_TEST(what.find("needs") != std::string::npos, what);
+    BOOST_TEST(what.find("in total") != std::string::npos, what);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_negative_batch_is_an_input_error) {
+  cluster c = load_cluster(cluster_file("cee-small"));
+  BOOST_CHECK_THROW(run(c, "gpt2-124m", -4), input_error);
+}
+
+BOOST_AUTO_TEST_CASE(the_search_is_deterministic) {
+  cluster c = load_cluster(cluster_file("cee-small"));
+  planner_report a = run(c, "gpt2-124m", 64);
+  planner_report b = run(c, "gpt2-124m", 64);
+  BOOST_TEST(plan_to_json(a.best) == plan_to_json(b.best));
+  BOOST_TEST(a.plans_estimated == b.plans_estimated);
+}
+
+BOOST_AUTO_TEST_CASE(default_batch_is_half_a_million_tokens) {
+  BOOST_TEST(default_global_batch(*model_preset("gpt2-124m")) == 512);
+  BOOST_TEST(default_global_batch(*model_preset("7b")) == 256);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
