@@ -1,0 +1,92 @@
+// Job files: the cluster relative to the job file, presets, train settings, bad input.
+#include "runtime/errors.hpp"
+#include "runtime/job_config.hpp"
+#include "runtime/model_spec.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace deepcee;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_dir {
+  fs::path path = fs::temp_directory_path() / ("deepcee-job-" + std::to_string(::getpid()));
+  temp_dir() {
+    fs::create_directories(path / "clusters");
+    std::ofstream(path / "clusters" / "two.toml") << R"(
+[[region]]
+name = "cloud"
+tier = "cloud"
+[[node]]
+name = "n0"
+region = "cloud"
+devices = [{ kind = "T4", count = 2 }]
+)";
+  }
+  ~temp_dir() { fs::remove_all(path); }
+  fs::path job(const std::string& text) const {
+    std::ofstream(path / "job.toml") << text;
+    return path / "job.toml";
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(job_config)
+
+BOOST_AUTO_TEST_CASE(reads_cluster_model_and_training) {
+  temp_dir d;
+  const auto job = runtime::load_job_config(d.job(R"(
+name = "t"
+time = "virtual"
+cluster = "clusters/two.toml"
+plan = "plans/x.json"
+model = "small"
+[train]
+steps = 7
+batch = 12
+seed = 3
+[train.optimizer]
+lr = 1e-3
+)"));
+  BOOST_CHECK_EQUAL(job.name, "t");
+  BOOST_CHECK(job.time == runtime::time_mode::virtual_time);
+  BOOST_CHECK_EQUAL(job.cluster.devices.size(), 2u);
+  BOOST_REQUIRE(job.plan_path);
+  BOOST_CHECK(*job.plan_path == d.path / "plans/x.json");
+  BOOST_CHECK_EQUAL(job.model_name, "small");
+  BOOST_CHECK_EQUAL(job.train.steps, 7);
+  BOOST_CHECK_EQUAL(job.train.batch, 12);
+  BOOST_CHECK_EQUAL(job.train.seed, 3u);
+  BOOST_CHECK_CLOSE(job.train.optimizer.lr, 1e-3, 1e-9);
+  BOOST_CHECK_EQUAL(job.train.model.d_model, runtime::model_preset("small")->d_model);
+}
+
+BOOST_AUTO_TEST_CASE(plan_auto_leaves_the_plan_to_the_planner) {
+  temp_dir d;
+  const auto job =
+      runtime::load_job_config(d.job("cluster = \"clusters/two.toml\"\nplan = \"auto\"\n"));
+  BOOST_CHECK(!job.plan_path);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_an_input_error) {
+  temp_dir d;
+  BOOST_CHECK_THROW(runtime::load_job_config(d.job("cluster = \"clusters/two.toml\"\nmodl = 1\n")),
+                    runtime::input_error);
+  BOOST_CHECK_THROW(runtime::load_job_config(d.job("plan = \"auto\"\n")), runtime::input_error);
+  BOOST_CHECK_THROW(
+      runtime::load_job_config(d.job("cluster = \"clusters/two.toml\"\ntime = \"later\"\n")),
+      runtime::input_error);
+  BOOST_CHECK_THROW(
+      runtime::load_job_config(d.job("cluster = \"clusters/two.toml\"\nmodel = \"huge\"\n")),
+      runtime::input_error);
+  BOOST_CHECK_THROW(runtime::load_job_config(d.job("cluster = \"clusters/none.toml\"\n")),
+                    runtime::input_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
