@@ -36,6 +36,7 @@ public:
   const job_context& context() const { return *job_; }
   /// For tests that drive the scheduler themselves (CAF's test_coordinator).
   const coordinator_actor& coordinator() const { return coordinator_; }
+  const std::vector<stage_actor>& stages() const { return stages_; }
   int steps_done() const { return steps_done_; }
 
 private:

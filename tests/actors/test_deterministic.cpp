@@ -63,4 +63,30 @@ BOOST_AUTO_TEST_CASE(two_steps_equal_single_device_training) {
   sched.run();
 }
 
+BOOST_AUTO_TEST_CASE(a_malformed_activation_fails_the_step_and_the_actor_lives_on) {
+  const auto plan = two_pipeline_plan(runtime::schedule_kind::one_f_one_b);
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  testing_config cfg;
+  caf::actor_system sys{cfg};
+  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+  {
+    actors::local_job job(sys, test_cluster(), profile, plan, train_for(plan, 2), test_corpus());
+    caf::scoped_actor self{sys};
+    // Pipeline 0's stage 1 gets an activation of the wrong size for step 1, micro-batch 0.
+    actors::tensor_msg bad;
+    bad.step = 1;
+    bad.values.assign(3, 1.0f);
+    self->send(job.stages()[1], bad);
+    sched.run();
+    auto rh = self->request(job.coordinator(), caf::infinite, actors::step_atom_v, int64_t{1});
+    sched.run();
+    std::string error;
+    rh.receive([](actors::step_result&) {}, [&](caf::error& e) { error = sys.render(e); });
+    BOOST_TEST_MESSAGE("step error: " << error);
+    BOOST_CHECK(error.find("pipeline 0 stage 1") != std::string::npos);
+    BOOST_CHECK(error.find("expected") != std::string::npos);
+  }
+  sched.run();
+}
+
 BOOST_AUTO_TEST_SUITE_END()
