@@ -14,7 +14,7 @@ namespace deepcee::runtime {
 struct baseline_request {
   std::string model_name;
   int global_batch = 0;
-  double memory_fraction = 0.9;
+  double memory_fraction = device::usable_memory_fraction;
   std::filesystem::path source; ///< the cluster file, for error messages
 };
 

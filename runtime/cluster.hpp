@@ -66,6 +66,11 @@ struct device {
   double mem_bandwidth_Bps = 0;
 
   double peak_flops(precision p) const { return p == precision::bf16 ? bf16_flops : fp32_flops; }
+  /// What training may fill: the rest holds the CUDA context, communication buffers and
+  /// allocator fragmentation. Plans, schedules and out-of-memory flags all count against it.
+  double usable_memory_bytes() const { return usable_memory_fraction * memory_bytes; }
+
+  static constexpr double usable_memory_fraction = 0.9;
 };
 
 /// Something a link override names: a whole region, a node, or one device.

@@ -79,7 +79,7 @@ struct split_request {
   std::vector<std::vector<int>> devices; ///< per stage
   std::vector<std::vector<int>> samples; ///< per stage, per device
   std::vector<int> in_flight;            ///< per stage
-  double memory_fraction = 0.9;          ///< share of a device's memory the plan may use
+  double memory_fraction = device::usable_memory_fraction;          ///< share of a device's memory the plan may use
   /// When false, memory is ignored (a baseline that does not model it); `fits` still
   /// reports whether the result fits.
   bool respect_memory = true;

@@ -26,7 +26,7 @@ struct build_options {
   bool proportional_samples = true; ///< false: equal samples per device
   bool proportional_micro = true;   ///< false: equal micro-batches per pipeline
   bool respect_memory = true;       ///< the layer split avoids out-of-memory stages
-  double memory_fraction = 0.9;
+  double memory_fraction = device::usable_memory_fraction;
   /// Which links weigh the pipelines' micro-batch counts (their bottleneck includes the
   /// slowest transfer between their stages).
   link_model links = link_model::real;

@@ -36,6 +36,6 @@ double allreduce_time(const cluster& c, const std::vector<int>& devices, double 
                       link_model model);
 
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
-                            double memory_fraction = 0.9);
+                            double memory_fraction = device::usable_memory_fraction);
 
 } // namespace deepcee::runtime

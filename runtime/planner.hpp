@@ -27,7 +27,7 @@ struct planner_options {
   /// size (the simulator's cost grows with devices and micro-batches).
   int simulate_top_k = 0;
   /// Share of a device's memory a plan may fill (the rest: CUDA context, fragmentation).
-  double memory_fraction = 0.9;
+  double memory_fraction = device::usable_memory_fraction;
   /// Score the baselines too and fall back to the best of them if the search found
   /// nothing faster (the search space contains them; this makes it a guarantee).
   bool compare_baselines = true;

@@ -66,7 +66,7 @@ void fill_stats(world& w, const plan& p, const profile_table& profile, sim_resul
       ds.peak_activation_bytes = peak_activations(ops, st.act_b[k], st.act_w[k]);
       ds.peak_bytes = ds.state_bytes + ds.peak_activation_bytes;
       ds.memory_bytes = dev.memory_bytes;
-      ds.out_of_memory = ds.peak_bytes > dev.memory_bytes;
+      ds.out_of_memory = ds.peak_bytes > dev.usable_memory_bytes();
       r.out_of_memory = r.out_of_memory || ds.out_of_memory;
       r.peak_bytes = std::max(r.peak_bytes, ds.peak_bytes);
       ss.bubble_ratio += 1.0 - ds.utilization;

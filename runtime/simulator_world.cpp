@@ -196,7 +196,7 @@ std::vector<stage_cost> stage_costs_of(world& w, int index, double at_s) {
     sc.weight_grad_bytes = *std::max_element(st.act_w.begin(), st.act_w.end());
     sc.memory_limit = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < st.devices.size(); ++k) {
-      const double free = w.c->devices[static_cast<size_t>(st.devices[k])].memory_bytes - st.state;
+      const double free = w.c->devices[static_cast<size_t>(st.devices[k])].usable_memory_bytes() - st.state;
       const double scale = st.act_b[k] > 0 ? sc.activation_bytes / st.act_b[k] : 1.0;
       sc.memory_limit = std::min(sc.memory_limit, free * scale);
     }
