@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# End-to-end checks of `deepcee plan` and `deepcee simulate`: a plan is written and
+# re-evaluated (under a link timeline, with a trace), and every kind of bad cluster or
+# plan gives one line naming the file (and line), exit code 2.
+#   cli_plan_test.sh PATH/TO/deepcee PATH/TO/configs
+set -u
+deepcee=$1
+configs=$2
+cluster=$configs/clusters/cee-small.toml
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect_error() {  # NAME PATTERN -- ARGS...
+  local name=$1 pattern=$2
+  shift 3
+  local err rc
+  err=$("$deepcee" "$@" 2>&1 >/dev/null)
+  rc=$?
+  [[ $rc == 2 ]] || fail "$name: exit code $rc, expected 2 ($err)"
+  [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "$name: expected one line, got: $err"
+  [[ $err =~ $pattern ]] || fail "$name: '$err' does not match '$pattern'"
+}
+
+for sub in plan simulate; do
+  "$deepcee" $sub --help >/dev/null || fail "deepcee $sub --help"
+done
+
+# A plan, its JSON and trace; then the saved plan re-simulated, slower on a slower link.
+out=$("$deepcee" plan --cluster "$cluster" --model small --batch 64 --json "$work/plan.json" --trace "$work/plan-trace.json") || fail "plan"
+for strategy in dp gpipe megatron metis deepcee; do
+  grep -q "^$strategy " <<<"$out" || fail "plan table has no row for $strategy"
+done
+grep -q '"format": *"deepcee-plan"' "$work/plan.json" || fail "plan JSON format"
+grep -q '"traceEvents"' "$work/plan-trace.json" || fail "plan trace"
+base=$("$deepcee" simulate --cluster "$cluster" --plan "$work/plan.json" | sed -n 's/^simulated: \([0-9.]*\) samples\/s.*/\1/p')
+[[ -n $base ]] || fail "simulate printed no throughput"
+cat >"$work/slow.toml" <<'TOML'
+[[change]]
+at = 0
+between = ["cloud0", "cloud0"]
+bandwidth = "1Mbps"
+latency = "100ms"
+TOML
+slow=$("$deepcee" simulate --cluster "$cluster" --plan "$work/plan.json" --timeline "$work/slow.toml" --trace "$work/sim-trace.json" | sed -n 's/^simulated: \([0-9.]*\) samples\/s.*/\1/p')
+[[ -n $slow ]] || fail "simulate with a timeline printed no throughput"
+awk -v a="$slow" -v b="$base" 'BEGIN { exit !(a < b) }' || fail "a slower link did not slow the plan ($slow vs $base samples/s)"
+grep -q '"traceEvents"' "$work/sim-trace.json" || fail "simulate trace"
+
+# Bad input.
+sed 's/kind = "T4"/kind = "T5"/' "$cluster" >"$work/kind.toml"
+(cat "$cluster"; printf '\n[[link]]\nbetween = ["cloud0", "nowhere"]\nbandwidth = "1Gbps"\n') >"$work/link.toml"
+sed 's/cross_region = { bandwidth = "100Mbps"/cross_region = { bandwidth = "0Mbps"/' "$cluster" >"$work/zero.toml"
+printf 'name = "tiny"\n[[region]]\nname = "r"\ntier = "edge"\n[[node]]\nname = "n0"\nregion = "r"\ndevices = [{ kind = "T4" }]\n' >"$work/tiny.toml"
+echo '{"format": "deepcee-plan"' >"$work/truncated.json"
+expect_error "unknown device kind" "kind\.toml:[0-9]+:.*T5" -- plan --cluster "$work/kind.toml" --model small
+expect_error "link to an unknown device" "link\.toml:[0-9]+:.*nowhere" -- plan --cluster "$work/link.toml" --model small
+expect_error "zero bandwidth" "zero\.toml:[0-9]+:.*bandwidth" -- plan --cluster "$work/zero.toml" --model small
+expect_error "model too large" "tiny\.toml:.*needs .* GB.* has? .* GB|tiny\.toml:.*needs" -- plan --cluster "$work/tiny.toml" --model gpt2-1.5b
+expect_error "batch of zero" "batch" -- plan --cluster "$cluster" --model small --batch 0
+expect_error "unknown model" "nosuch" -- plan --cluster "$cluster" --model nosuch
+expect_error "missing plan" "nothing\.json" -- simulate --cluster "$cluster" --plan "$work/nothing.json"
+expect_error "truncated plan" "truncated\.json" -- simulate --cluster "$cluster" --plan "$work/truncated.json"
+
+if ((failures > 0)); then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all plan/simulate CLI checks passed"
