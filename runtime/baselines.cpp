@@ -17,20 +17,6 @@ std::vector<int> all_devices(const cluster& c) {
   return v;
 }
 
-/// At most `keep` values spread over `values` (first and last always kept), so a batch
-/// with many divisors does not multiply the search.
-std::vector<int> thin(const std::vector<int>& values, size_t keep) {
-  if (values.size() <= keep)
-    return values;
-  std::vector<int> out;
-  for (size_t i = 0; i < keep; ++i) {
-    int v = values[i * (values.size() - 1) / (keep - 1)];
-    if (out.empty() || out.back() != v)
-      out.push_back(v);
-  }
-  return out;
-}
-
 [[noreturn]] void cannot_split(const baseline_request& r, const std::string& strategy,
                                const std::string& why) {
   fail_input(r.source, 0,

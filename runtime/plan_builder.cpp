@@ -93,4 +93,16 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
   return p;
 }
 
+std::vector<int> thin(const std::vector<int>& values, size_t keep) {
+  if (values.size() <= keep)
+    return values;
+  std::vector<int> out;
+  for (size_t i = 0; i < keep; ++i) {
+    int v = values[i * (values.size() - 1) / (keep - 1)];
+    if (out.empty() || out.back() != v)
+      out.push_back(v);
+  }
+  return out;
+}
+
 } // namespace deepcee::runtime

@@ -48,4 +48,8 @@ std::vector<int> stage_samples(const cost_cache& costs, const std::vector<int>& 
 /// Divisors of n in [lo, hi], ascending.
 std::vector<int> divisors_between(int n, int lo, int hi);
 
+/// At most `keep` values spread over `values` (first and last always kept), so a batch
+/// with many divisors does not multiply the search.
+std::vector<int> thin(const std::vector<int>& values, size_t keep);
+
 } // namespace deepcee::runtime

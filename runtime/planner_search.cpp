@@ -217,18 +217,6 @@ stage_list stages_of(const context& x, const std::vector<int>& slice, stage_mode
   return {slice};
 }
 
-std::vector<int> thin(const std::vector<int>& values, size_t keep) {
-  if (values.size() <= keep)
-    return values;
-  std::vector<int> out;
-  for (size_t i = 0; i < keep; ++i) {
-    int v = values[i * (values.size() - 1) / (keep - 1)];
-    if (out.empty() || out.back() != v)
-      out.push_back(v);
-  }
-  return out;
-}
-
 bool crosses_regions(const cluster& c, const std::vector<pipeline_layout>& layout) {
   for (const auto& pl : layout)
     for (size_t s = 0; s + 1 < pl.stages.size(); ++s)
