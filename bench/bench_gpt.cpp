@@ -1,8 +1,8 @@
 // Forward + B + W throughput per layer kind and for the whole model, beside PyTorch's
 // for the same model and batch (bench/torch_gpt.py), printed as a table.
 //   build/bench/bench_gpt                         # small CPU model, one thread
-//   build/bench/bench_gpt --device cuda --layers 12 --d-model 768 --heads 12 \
-//       --context 1024 --batch 8                  # GPT-2 124M on a GPU
+//   build/bench/bench_gpt --device cuda --layers 12 --d-model 768 --heads 12
+//       --context 1024 --batch 8                  # GPT-2 124M on a GPU (one line)
 #include "kernels/gpt/adamw.hpp"
 #include "kernels/gpt/embedding_layer.hpp"
 #include "kernels/gpt/gpt_model.hpp"
