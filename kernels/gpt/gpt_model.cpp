@@ -12,7 +12,7 @@ gpt_model::gpt_model(backend& be, const runtime::model_config& config, uint64_t 
 
 gpt_model::gpt_model(backend& be, const runtime::model_config& config, int first, int last,
                      uint64_t seed)
-  : be_(be), config_(config), first_(first), last_(last) {
+  : be_(be), config_(config) {
   if (first < 0 || last > layer_count(config) || first >= last)
     throw std::invalid_argument("gpt_model: layer range [" + std::to_string(first) + ", " +
                                 std::to_string(last) + ") is not inside [0, " +

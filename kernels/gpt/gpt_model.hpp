@@ -21,12 +21,7 @@ public:
 
   static int layer_count(const runtime::model_config& c) { return c.n_layer + 2; }
 
-  bool has_embedding() const { return first_ == 0; }
-  bool has_head() const { return last_ == layer_count(config_); }
-  int first_layer() const { return first_; }
-  int last_layer() const { return last_; }
   const runtime::model_config& config() const { return config_; }
-  backend& device() { return be_; }
 
   /// F of micro-batch `micro`. `input` is tokens [B, T] (i32) for a slice with the
   /// embedding, else the previous slice's activation [B, T, C]. A slice with the head
@@ -49,7 +44,6 @@ public:
 private:
   backend& be_;
   runtime::model_config config_;
-  int first_, last_;
   std::vector<std::unique_ptr<layer>> layers_;
   head_layer* head_ = nullptr;
 };
