@@ -11,24 +11,27 @@
 namespace deepcee::runtime {
 namespace {
 
-std::vector<int> all_devices(const cluster& c) {
-  std::vector<int> v(c.devices.size());
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
-
 [[noreturn]] void cannot_split(const baseline_request& r, const std::string& strategy,
                                const std::string& why) {
   fail_input(r.source, 0,
              strategy + ": global batch " + std::to_string(r.global_batch) + " " + why);
 }
 
-/// Nodes in config order as stages, merged in order when there are more nodes than layers.
-std::vector<std::vector<int>> node_stages(const cluster& c, int layers) {
+/// Nodes in config order as stages (each with only the request's devices), merged in order
+/// when there are more nodes than layers.
+std::vector<std::vector<int>> node_stages(const cluster& c, const baseline_request& r, int layers) {
+  std::vector<bool> allowed(c.devices.size(), r.devices.empty());
+  for (int d : r.devices)
+    allowed[size_t(d)] = true;
   std::vector<std::vector<int>> by_node;
-  for (const auto& n : c.nodes)
-    if (!n.devices.empty())
-      by_node.push_back(n.devices);
+  for (const auto& n : c.nodes) {
+    std::vector<int> mine;
+    for (int d : n.devices)
+      if (allowed[size_t(d)])
+        mine.push_back(d);
+    if (!mine.empty())
+      by_node.push_back(std::move(mine));
+  }
   int stages = std::min<int>(static_cast<int>(by_node.size()), layers);
   std::vector<int> cut = uniform_bounds(static_cast<int>(by_node.size()), stages);
   std::vector<std::vector<int>> out(static_cast<size_t>(stages));
@@ -39,10 +42,26 @@ std::vector<std::vector<int>> node_stages(const cluster& c, int layers) {
   return out;
 }
 
+/// Marks every device outside the request's subset as excluded, so a restricted baseline
+/// says which devices it left out and why.
+plan mark_restricted(plan p, const cluster& c, const baseline_request& r) {
+  if (r.devices.empty())
+    return p;
+  std::vector<bool> allowed(c.devices.size(), false);
+  for (int d : r.devices)
+    allowed[size_t(d)] = true;
+  p.excluded.clear();
+  for (size_t d = 0; d < c.devices.size(); ++d)
+    if (!allowed[d])
+      p.excluded.push_back(
+          {static_cast<int>(d), "baseline restricted to group " + r.restricted_to});
+  return p;
+}
+
 plan pipeline_baseline(const cost_cache& costs, const baseline_request& r, schedule_kind kind,
                        const std::string& name) {
   pipeline_layout layout;
-  layout.stages = node_stages(costs.cl(), costs.layer_count());
+  layout.stages = node_stages(costs.cl(), r, costs.layer_count());
   size_t widest = 0;
   for (const auto& s : layout.stages)
     widest = std::max(widest, s.size());
@@ -57,7 +76,7 @@ plan pipeline_baseline(const cost_cache& costs, const baseline_request& r, sched
     o.proportional_micro = false;
     o.memory_fraction = r.memory_fraction;
     if (auto p = build_plan(costs, {layout}, r.global_batch, o))
-      return *p;
+      return mark_restricted(std::move(*p), costs.cl(), r);
   }
   cannot_split(r, name,
                "has no micro-batch size giving each of " + std::to_string(widest) +
@@ -66,9 +85,17 @@ plan pipeline_baseline(const cost_cache& costs, const baseline_request& r, sched
 
 } // namespace
 
+std::vector<int> baseline_devices(const cluster& c, const baseline_request& r) {
+  if (!r.devices.empty())
+    return r.devices;
+  std::vector<int> v(c.devices.size());
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
 plan make_dp_plan(const cost_cache& costs, const baseline_request& r) {
   pipeline_layout layout;
-  layout.stages.push_back(all_devices(costs.cl()));
+  layout.stages.push_back(baseline_devices(costs.cl(), r));
   const int n = static_cast<int>(layout.stages[0].size());
   std::optional<plan> last;
   // Fewest micro-batches first: gradient accumulation only as far as memory needs it.
@@ -86,11 +113,12 @@ plan make_dp_plan(const cost_cache& costs, const baseline_request& r) {
       continue;
     split_request req{layout.stages, {p->pipelines[0].stages[0].samples}, {1}, r.memory_fraction};
     if (fits_memory(costs, req, {0, costs.layer_count()}))
-      return *p;
+      return mark_restricted(std::move(*p), costs.cl(), r);
     last = p;
   }
   if (last)
-    return *last; // nothing fits: the simulator reports the out-of-memory
+    return mark_restricted(std::move(*last), costs.cl(),
+                           r); // nothing fits: the simulator reports the out-of-memory
   cannot_split(r, "dp", "cannot give each of " + std::to_string(n) + " devices one sample");
 }
 
@@ -104,8 +132,8 @@ plan make_gpipe_plan(const cost_cache& costs, const baseline_request& r) {
 
 plan make_metis_plan(const cost_cache& costs, const baseline_request& r) {
   const cluster& c = costs.cl();
-  std::vector<int> order = all_devices(c);
-  std::vector<double> speed(order.size());
+  std::vector<int> order = baseline_devices(c, r);
+  std::vector<double> speed(c.devices.size());
   for (int d : order)
     speed[size_t(d)] = costs.speed(d, 1);
   std::stable_sort(order.begin(), order.end(),
@@ -159,7 +187,7 @@ plan make_metis_plan(const cost_cache& costs, const baseline_request& r) {
   }
   if (!best)
     cannot_split(r, "metis", "has no split over " + std::to_string(n) + " devices");
-  return *best;
+  return mark_restricted(std::move(*best), c, r);
 }
 
 } // namespace deepcee::runtime

@@ -4,10 +4,14 @@
 #include "runtime/plan.hpp"
 
 #include <string>
+#include <vector>
 
 /// The strategies deepcee is compared against. Each builds a plan that the same simulator
-/// scores, so the comparison is between strategies, not between cost models. Every
-/// baseline uses every device (none of them can leave a device out) and never compresses.
+/// scores, so the comparison is between strategies, not between cost models. A baseline
+/// uses every device it is given (none of them can leave a device out) and never
+/// compresses. By default it is given the whole cluster, as the planner issue specifies;
+/// `baseline_request::devices` restricts it to a subset (one network group), the way a
+/// user who would never run DDP across a WAN lays it out on the best region alone.
 /// Each throws input_error (naming `source`) when the global batch cannot be split its way.
 namespace deepcee::runtime {
 
@@ -16,11 +20,19 @@ struct baseline_request {
   int global_batch = 0;
   double memory_fraction = device::usable_memory_fraction;
   std::filesystem::path source; ///< the cluster file, for error messages
+  /// The devices the baseline may use, ascending; empty: every device of the cluster.
+  std::vector<int> devices;
+  /// Names the subset in the plan's `excluded` reasons ("baseline restricted to group
+  /// cloud"); only read when `devices` is not empty.
+  std::string restricted_to;
 };
 
-/// Data parallel: one pipeline of one stage holding every device, samples of a micro-batch
-/// split as equally as the batch allows; the fewest micro-batches (gradient accumulation)
-/// that fit every device's memory, and gradients ring all-reduced over all devices.
+/// The request's devices: `r.devices`, or every device of `c` when it is empty.
+std::vector<int> baseline_devices(const cluster& c, const baseline_request& r);
+
+/// Data parallel: one pipeline of one stage holding every device (of the request), samples of a
+/// micro-batch split as equally as the batch allows; the fewest micro-batches (gradient
+/// accumulation) that fit every device's memory, and gradients ring all-reduced over all devices.
 plan make_dp_plan(const cost_cache& costs, const baseline_request& request);
 
 /// Pipeline parallel the way Megatron users lay it out without tensor parallelism: one

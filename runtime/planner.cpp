@@ -45,6 +45,26 @@ void check_model_fits(const cluster& c, const model_spec& model,
                    " of state, more than the largest device's " + format_bytes(largest_device));
 }
 
+std::string network_group_name(const cluster& c, const network_group& g) {
+  std::set<int> regions;
+  for (int n : g.nodes)
+    regions.insert(c.nodes[size_t(n)].region);
+  size_t region_nodes = 0;
+  for (const auto& n : c.nodes)
+    region_nodes += regions.count(n.region);
+  std::string s;
+  if (region_nodes == g.nodes.size() && regions.size() <= 3) {
+    for (int reg : regions)
+      s += (s.empty() ? "" : "+") + c.regions[size_t(reg)].name;
+    return s;
+  }
+  for (size_t i = 0; i < g.nodes.size() && i < 3; ++i)
+    s += (i ? "," : "") + c.nodes[size_t(g.nodes[i])].name;
+  if (g.nodes.size() > 3)
+    s += ",+" + std::to_string(g.nodes.size() - 3);
+  return s;
+}
+
 namespace {
 
 bool faster(const sim_result& a, const sim_result& b) {
@@ -56,6 +76,19 @@ bool faster(const sim_result& a, const sim_result& b) {
 int auto_top_k(const cluster& c) {
   size_t n = c.devices.size();
   return n <= 64 ? 12 : n <= 256 ? 6 : 3;
+}
+
+/// Whether devices can hold the model's state between them and its largest layer on one
+/// device: the test check_model_fits applies to the whole cluster.
+bool devices_can_hold(const cluster& c, const std::vector<int>& devices, const model_spec& model) {
+  double total = 0, largest_device = 0, largest_layer = 0;
+  for (int d : devices) {
+    total += c.devices[size_t(d)].memory_bytes;
+    largest_device = std::max(largest_device, c.devices[size_t(d)].memory_bytes);
+  }
+  for (const auto& l : model.layers)
+    largest_layer = std::max(largest_layer, double(l.state_bytes()));
+  return double(model.total_state_bytes()) <= total && largest_layer <= largest_device;
 }
 
 std::string group_label(const cluster& c, const network_group& g) {
@@ -119,25 +152,96 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
     return simulate(c, model, profiles, p);
   };
 
-  // Baselines: each scored by the same simulator.
-  baseline_request br{options.model_name, r.global_batch, options.memory_fraction, options.source};
+  // Baselines: each scored by the same simulator, over every device (as the issue
+  // specifies) and restricted to each network group or region that can hold the model.
+  auto baselines_t0 = std::chrono::steady_clock::now();
+  baseline_request br;
+  br.model_name = options.model_name;
+  br.global_batch = r.global_batch;
+  br.memory_fraction = options.memory_fraction;
+  br.source = options.source;
+  // The subsets a restricted baseline may use: network groups, then regions, each once.
+  std::vector<std::pair<std::string, std::vector<int>>> subsets;
+  if (options.restricted_baselines) {
+    auto add = [&](std::string name, std::vector<int> devices) {
+      if (devices.empty() || devices.size() == c.devices.size() ||
+          !devices_can_hold(c, devices, model))
+        return;
+      for (const auto& s : subsets)
+        if (s.second == devices)
+          return;
+      subsets.emplace_back(std::move(name), std::move(devices));
+    };
+    for (const auto& ng : r.groups.network)
+      add(network_group_name(c, ng), ng.devices);
+    for (size_t reg = 0; reg < c.regions.size(); ++reg) {
+      std::vector<int> devices;
+      for (const auto& d : c.devices)
+        if (d.region == static_cast<int>(reg))
+          devices.push_back(d.id);
+      add(c.regions[reg].name, std::move(devices));
+    }
+    // On large clusters a baseline over one group costs seconds (metis's own search and a
+    // simulation of hundreds of devices), so only the groups with the most aggregate
+    // compute are tried: a baseline's best single group is among them in practice.
+    const size_t keep = c.devices.size() > 64 ? 3 : subsets.size();
+    if (subsets.size() > keep) {
+      auto compute = [&](const std::vector<int>& devices) {
+        double sum = 0;
+        for (int d : devices)
+          sum += costs.speed(d, 1);
+        return sum;
+      };
+      std::stable_sort(subsets.begin(), subsets.end(), [&](const auto& a, const auto& b) {
+        return compute(a.second) > compute(b.second);
+      });
+      subsets.resize(keep);
+    }
+  }
   using maker = plan (*)(const cost_cache&, const baseline_request&);
   const std::pair<const char*, maker> baselines[] = {{"dp", make_dp_plan},
                                                      {"gpipe", make_gpipe_plan},
                                                      {"megatron", make_megatron_plan},
                                                      {"metis", make_metis_plan}};
   for (const auto& [name, make] : baselines) {
+    auto score = [&, make = make](strategy_result& row, const baseline_request& req) {
+      try {
+        row.chosen = make(costs, req);
+        row.sim = simulate_plan(*row.chosen);
+      } catch (const input_error& e) {
+        row.chosen.reset();
+        row.error = e.what();
+      }
+    };
     strategy_result row;
     row.strategy = name;
-    try {
-      row.chosen = make(costs, br);
-      row.sim = simulate_plan(*row.chosen);
-    } catch (const input_error& e) {
-      row.chosen.reset();
-      row.error = e.what();
-    }
+    row.baseline = name;
+    score(row, br);
     r.strategies.push_back(std::move(row));
+
+    // The fastest single-group variant (fitting memory first), as its own row.
+    std::optional<strategy_result> best_group;
+    for (const auto& [subset_name, subset] : subsets) {
+      baseline_request rb = br;
+      rb.devices = subset;
+      rb.restricted_to = subset_name;
+      strategy_result v;
+      v.strategy = std::string(name) + " (" + subset_name + " only)";
+      v.baseline = name;
+      v.restricted_devices = subset;
+      v.restricted_to = subset_name;
+      score(v, rb);
+      bool better = !best_group || (v.chosen && !best_group->chosen) ||
+                    (v.chosen && best_group->chosen && faster(v.sim, best_group->sim));
+      if (better)
+        best_group = std::move(v);
+    }
+    if (best_group)
+      r.strategies.push_back(std::move(*best_group));
   }
+
+  r.baselines_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - baselines_t0).count();
 
   // The search: closed-form ranking, then the simulator on the shortlist.
   int top_k = options.simulate_top_k > 0 ? options.simulate_top_k : auto_top_k(c);
@@ -229,6 +333,13 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   }
   std::sort(best->excluded.begin(), best->excluded.end(),
             [](const auto& a, const auto& b) { return a.device < b.device; });
+
+  for (size_t i = 0; i < r.strategies.size(); ++i) {
+    const auto& row = r.strategies[i];
+    if (row.chosen &&
+        (r.best_baseline < 0 || faster(row.sim, r.strategies[size_t(r.best_baseline)].sim)))
+      r.best_baseline = static_cast<int>(i);
+  }
 
   r.best = *best;
   r.best_sim = best_sim;

@@ -5,6 +5,7 @@
 #include "tools/commands.hpp"
 #include "tools/plan_print.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -54,22 +55,36 @@ int run_plan(const plan_options& o) {
   print_plan(stdout, c, model, r.best);
   print_sim(stdout, r.best_sim);
 
-  std::printf("\n%-9s %12s %11s %8s %12s %10s\n", "strategy", "samples/s", "step", "bubble",
+  // Restricted baselines ("dp (cloud only)") need a wider first column.
+  int width = 9;
+  for (const auto& row : r.strategies)
+    width = std::max(width, static_cast<int>(row.strategy.size()));
+  std::printf("\n%-*s %12s %11s %8s %12s %10s\n", width, "strategy", "samples/s", "step", "bubble",
               "peak mem", "vs deepcee");
-  for (const auto& row : r.strategies) {
+  for (size_t i = 0; i < r.strategies.size(); ++i) {
+    const auto& row = r.strategies[i];
     if (!row.chosen) {
-      std::printf("%-9s %s\n", row.strategy.c_str(), row.error.c_str());
+      std::printf("%-*s %s\n", width, row.strategy.c_str(), row.error.c_str());
       continue;
     }
     const auto& s = row.sim;
     double ratio = r.best_sim.samples_per_s > 0 ? s.samples_per_s / r.best_sim.samples_per_s : 0;
-    std::printf("%-9s %12.2f %11s %7.1f%% %12s %9.3fx%s\n", row.strategy.c_str(), s.samples_per_s,
-                runtime::format_duration(s.step_time_s).c_str(), 100 * s.bubble_ratio,
-                runtime::format_bytes(s.peak_bytes).c_str(), ratio,
-                s.out_of_memory ? "  OUT OF MEMORY" : "");
+    std::printf("%-*s %12.2f %11s %7.1f%% %12s %9.3fx%s%s\n", width, row.strategy.c_str(),
+                s.samples_per_s, runtime::format_duration(s.step_time_s).c_str(),
+                100 * s.bubble_ratio, runtime::format_bytes(s.peak_bytes).c_str(), ratio,
+                s.out_of_memory ? "  OUT OF MEMORY" : "",
+                static_cast<int>(i) == r.best_baseline ? "  <- best baseline" : "");
   }
-  std::printf("\nsearch: %.3f s, %d plans estimated, %d simulated; chosen from %s\n", r.search_s,
-              r.plans_estimated, r.plans_simulated, r.origin.c_str());
+  if (r.best_baseline >= 0) {
+    const auto& b = r.strategies[size_t(r.best_baseline)];
+    std::printf("\nbest baseline: %s, %.2f samples/s%s; deepcee is %.2fx of it\n",
+                b.strategy.c_str(), b.sim.samples_per_s,
+                b.sim.out_of_memory ? " (OUT OF MEMORY)" : "",
+                b.sim.samples_per_s > 0 ? r.best_sim.samples_per_s / b.sim.samples_per_s : 0.0);
+  }
+  std::printf("\nsearch: %.3f s (baselines %.3f s), %d plans estimated, %d simulated; chosen "
+              "from %s\n",
+              r.search_s, r.baselines_s, r.plans_estimated, r.plans_simulated, r.origin.c_str());
 
   if (o.json) {
     runtime::save_plan(r.best, *o.json);

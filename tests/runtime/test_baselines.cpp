@@ -3,6 +3,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/planner.hpp"
 #include "runtime/profile.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -24,7 +25,16 @@ struct testbed {
   cluster c = load_cluster(cluster_file("deepcee-testbed"));
   profile_table profiles{make_model_spec(*model_preset("gpt2-124m"), "gpt2-124m")};
   cost_cache costs{c, profiles};
-  baseline_request request{"gpt2-124m", 64, 0.9, cluster_file("deepcee-testbed")};
+  baseline_request request = make_request();
+
+  baseline_request make_request() const {
+    baseline_request r;
+    r.model_name = "gpt2-124m";
+    r.global_batch = 64;
+    r.memory_fraction = 0.9;
+    r.source = cluster_file("deepcee-testbed");
+    return r;
+  }
 };
 
 std::set<int> devices_of(const plan& p) {
@@ -121,6 +131,33 @@ BOOST_AUTO_TEST_CASE(metis_uses_every_device_with_speed_proportional_shares) {
     BOOST_TEST(to_string(pp.schedule) == "1f1b");
     for (const auto& st : pp.stages)
       BOOST_TEST(to_string(st.send_compression) == "none");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(restricted_baselines_use_only_their_groups_devices) {
+  testbed t;
+  grouping g = planner_grouping(t.c, t.profiles.model());
+  BOOST_REQUIRE(g.network.size() > 1u); // the 100 Mbps WAN splits cloud from edge and end
+  const network_group& cloud = g.network.front();
+  BOOST_REQUIRE(std::count(cloud.devices.begin(), cloud.devices.end(), 0) == 1);
+  t.request.devices = cloud.devices;
+  t.request.restricted_to = network_group_name(t.c, cloud);
+  const std::set<int> mine(cloud.devices.begin(), cloud.devices.end());
+  for (auto make : {make_dp_plan, make_gpipe_plan, make_megatron_plan, make_metis_plan}) {
+    plan p = make(t.costs, t.request);
+    BOOST_TEST_CONTEXT(p.strategy) {
+      validate_plan(p, static_cast<int>(t.c.devices.size()), p.strategy);
+      BOOST_TEST(p.global_batch() == 64);
+      std::set<int> used = devices_of(p);
+      BOOST_TEST(std::includes(mine.begin(), mine.end(), used.begin(), used.end()));
+      // None of these baselines leaves a device of its own group out.
+      BOOST_TEST(used.size() == mine.size());
+      BOOST_TEST(p.excluded.size() == t.c.devices.size() - mine.size());
+      for (const auto& e : p.excluded) {
+        BOOST_TEST(!mine.count(e.device));
+        BOOST_TEST(e.reason == "baseline restricted to group " + t.request.restricted_to);
+      }
+    }
   }
 }
 
