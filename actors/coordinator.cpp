@@ -64,17 +64,39 @@ void all_reported(self_ptr self) {
               [=](caf::error& e) { fail_step(self, self->system().render(e)); });
 }
 
+void stage_lost(self_ptr self, const caf::down_msg& down) {
+  auto& st = self->state;
+  for (size_t k = 0; k < st.stages.size(); ++k) {
+    if (st.stages[k].address() != down.source)
+      continue;
+    if (st.lost.empty())
+      st.lost = "node " + st.stage_nodes.at(k) + " disconnected (" +
+                self->system().render(down.reason) + ")";
+    fail_step(self, st.lost);
+    return;
+  }
+}
+
 coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
                                                       std::shared_ptr<job_context> job,
-                                                      std::vector<stage_actor> stages) {
+                                                      std::vector<stage_actor> stages,
+                                                      std::vector<std::string> stage_nodes) {
   self->state.job = std::move(job);
   self->state.stages = std::move(stages);
+  self->state.stage_nodes = std::move(stage_nodes);
+  if (!self->state.stage_nodes.empty()) {
+    self->set_down_handler([=](caf::down_msg& down) { stage_lost(self, down); });
+    for (auto& stage : self->state.stages)
+      self->monitor(stage);
+  }
   return {
       [=](step_atom, int64_t step) -> caf::result<step_result> {
         auto& st = self->state;
         if (st.pending)
           return caf::make_error(caf::sec::runtime_error,
                                  "step " + std::to_string(step) + " asked while one runs");
+        if (!st.lost.empty())
+          return caf::make_error(caf::sec::runtime_error, st.lost);
         st.result = step_result{};
         st.result.step = step;
         st.result.start_s = st.clock_s;
@@ -115,8 +137,9 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
 } // namespace
 
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
-                                    std::vector<stage_actor> stages) {
-  return sys.spawn(coordinator_behavior, std::move(job), std::move(stages));
+                                    std::vector<stage_actor> stages,
+                                    std::vector<std::string> stage_nodes) {
+  return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes));
 }
 
 } // namespace deepcee::actors

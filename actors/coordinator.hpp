@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace deepcee::actors {
@@ -19,8 +20,10 @@ namespace deepcee::actors {
 struct coordinator_state {
   static inline const char* name = "coordinator";
   std::shared_ptr<job_context> job;
-  std::vector<stage_actor> stages; ///< flat order
-  double clock_s = 0;              ///< virtual time the next step starts at
+  std::vector<stage_actor> stages;      ///< flat order
+  std::vector<std::string> stage_nodes; ///< flat order: the node each stage runs on
+  std::string lost;                     ///< set once a stage's node went away
+  double clock_s = 0;                   ///< virtual time the next step starts at
 
   std::optional<caf::typed_response_promise<step_result>> pending;
   step_result result;
@@ -28,7 +31,11 @@ struct coordinator_state {
   int acks = 0;
 };
 
+/// With `stage_nodes` (a multi-process job) the coordinator monitors every stage: a stage
+/// that goes away (its node disconnected or died) fails the running step and every later
+/// one with a message naming that node, instead of leaving the step waiting.
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
-                                    std::vector<stage_actor> stages);
+                                    std::vector<stage_actor> stages,
+                                    std::vector<std::string> stage_nodes = {});
 
 } // namespace deepcee::actors

@@ -6,6 +6,7 @@
 #include <caf/typed_actor.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 /// The typed interfaces of the actors, in one header because stages and the coordinator
@@ -30,5 +31,14 @@ using adapter_actor =
     caf::typed_actor<caf::reacts_to<link_sample>,
                      caf::replies_to<links_atom>::with<std::vector<link_summary>>,
                      caf::replies_to<samples_atom>::with<std::vector<link_sample>>>;
+
+/// Published by the coordinator's node of a multi-process job: the other nodes join it with
+/// their stage actors; `await` answers with every stage once all nodes have joined, or an
+/// error naming the missing nodes when the connect timeout passes. `stop` ends the job: the
+/// registry quits with the reason (empty: success), which the other nodes watch for.
+using node_registry_actor =
+    caf::typed_actor<caf::replies_to<node_join>::with<int32_t>,
+                     caf::replies_to<await_atom>::with<stage_wiring>, caf::reacts_to<timeout_atom>,
+                     caf::reacts_to<stop_atom, std::string>>;
 
 } // namespace deepcee::actors

@@ -13,23 +13,52 @@
 
 namespace deepcee::actors {
 
-local_job::local_job(caf::actor_system& sys, const runtime::cluster& c,
-                     const runtime::profile_table& profile, const runtime::plan& plan,
-                     const runtime::train_config& train,
-                     std::shared_ptr<const runtime::text_corpus> corpus,
-                     std::chrono::milliseconds step_timeout)
-    : sys_(sys), job_(std::make_shared<job_context>()), timeout_(step_timeout) {
+std::shared_ptr<job_context> make_job_context(const runtime::cluster& c,
+                                              const runtime::profile_table& profile,
+                                              const runtime::plan& plan,
+                                              const runtime::train_config& train,
+                                              std::shared_ptr<const runtime::text_corpus> corpus) {
+  auto job = std::make_shared<job_context>();
   if (train.batch != plan.global_batch())
     runtime::fail_input("job", 0,
                         "training batch " + std::to_string(train.batch) +
                             " differs from the plan's global batch " +
                             std::to_string(plan.global_batch()));
   corpus->require_context(plan.model.context);
-  job_->plan = plan;
-  job_->train = train;
-  job_->train.model = plan.model;
-  job_->corpus = std::move(corpus);
-  job_->cluster = std::make_shared<runtime::virtual_cluster>(c, profile.model(), profile, plan);
+  job->plan = plan;
+  job->train = train;
+  job->train.model = plan.model;
+  job->corpus = std::move(corpus);
+  job->cluster = std::make_shared<runtime::virtual_cluster>(c, profile.model(), profile, plan);
+  return job;
+}
+
+std::vector<int> stage_owners(const runtime::cluster& c, const runtime::plan& plan) {
+  std::vector<int> owner;
+  for (size_t p = 0; p < plan.pipelines.size(); ++p)
+    for (size_t s = 0; s < plan.pipelines[p].stages.size(); ++s) {
+      const auto& devices = plan.pipelines[p].stages[s].devices;
+      const int node = c.devices.at(static_cast<size_t>(devices.at(0))).node;
+      for (int d : devices)
+        if (c.devices.at(static_cast<size_t>(d)).node != node)
+          runtime::fail_input(
+              "plan", 0,
+              "pipeline " + std::to_string(p) + " stage " + std::to_string(s) + " spans nodes " +
+                  c.nodes[static_cast<size_t>(node)].name + " and " +
+                  c.nodes[static_cast<size_t>(c.devices[static_cast<size_t>(d)].node)].name +
+                  " (a stage's devices must share one process)");
+      owner.push_back(node);
+    }
+  return owner;
+}
+
+local_job::local_job(caf::actor_system& sys, const runtime::cluster& c,
+                     const runtime::profile_table& profile, const runtime::plan& plan,
+                     const runtime::train_config& train,
+                     std::shared_ptr<const runtime::text_corpus> corpus,
+                     std::chrono::milliseconds step_timeout)
+    : sys_(sys), job_(make_job_context(c, profile, plan, train, std::move(corpus))),
+      timeout_(step_timeout) {
   adapter_ = spawn_adapter(sys);
   for (int p = 0; p < static_cast<int>(plan.pipelines.size()); ++p)
     for (int s = 0; s < job_->stage_count(p); ++s)

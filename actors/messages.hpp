@@ -125,6 +125,21 @@ struct step_result {
   std::vector<int32_t> op_stage; ///< flat stage index of each op
 };
 
+/// A node of a multi-process job announces its stage actors to the coordinator's node.
+/// `job` fingerprints the job file as the node read it (plan and training settings), so a
+/// node started with a different file is refused instead of computing something else.
+struct node_join {
+  std::string node;
+  std::string job;
+  std::vector<int32_t> stages; ///< flat indices
+  std::vector<caf::strong_actor_ptr> handles;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_join& x) {
+  return f(caf::meta::type_name("node_join"), x.node, x.job, x.stages, x.handles);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_order& x) {
   return f(caf::meta::type_name("step_order"), x.step, x.start_s, x.micro_batches);

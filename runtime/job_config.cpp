@@ -41,6 +41,54 @@ std::string text_of(const toml::table& t, std::string_view key, const fs::path& 
   return std::string(*n->value<std::string>());
 }
 
+/// [[node]] tables give each cluster node's host and port; `coordinator` names the node
+/// that drives the job.
+void read_nodes(const toml::table& root, const fs::path& path, job_config& job) {
+  if (const auto* n = root.get("connect_timeout")) {
+    const auto v = n->value<double>();
+    if (!v || *v <= 0)
+      fail_input(path, line_of(*n), "connect_timeout must be a positive number of seconds");
+    job.connect_timeout_s = *v;
+  }
+  if (const auto* n = root.get("node")) {
+    if (!n->is_array_of_tables())
+      fail_input(path, line_of(*n), "'node' must be an array of tables ([[node]])");
+    std::vector<bool> seen(job.cluster.nodes.size(), false);
+    for (const auto& e : *n->as_array()) {
+      const auto& t = *e.as_table();
+      for (const auto& [key, v] : t)
+        if (key != "name" && key != "host" && key != "port")
+          fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [[node]]");
+      const auto name = text_of(t, "name", path);
+      const auto index = job.cluster.find_node(name);
+      if (!index)
+        fail_input(path, line_of(e),
+                   "[[node]] '" + name + "' is not a node of cluster '" + job.cluster.name + "'");
+      if (seen[static_cast<size_t>(*index)])
+        fail_input(path, line_of(e), "[[node]] '" + name + "' given twice");
+      seen[static_cast<size_t>(*index)] = true;
+      auto& nd = job.cluster.nodes[static_cast<size_t>(*index)];
+      if (t.contains("host"))
+        nd.host = text_of(t, "host", path);
+      if (const auto* p = t.get("port")) {
+        const auto v = p->value<int64_t>();
+        if (!v || *v < 1 || *v > 65535)
+          fail_input(path, line_of(*p), "port of node '" + name + "' must be in 1..65535");
+        nd.port = static_cast<int>(*v);
+      }
+    }
+  }
+  if (auto c = text_of(root, "coordinator", path); !c.empty()) {
+    const auto index = job.cluster.find_node(c);
+    if (!index)
+      fail_input(path, line_of(*root.get("coordinator")),
+                 "coordinator '" + c + "' is not a node of cluster '" + job.cluster.name + "'");
+    job.coordinator_node = *index;
+  }
+  if (job.cluster.nodes.empty())
+    fail_input(path, 0, "cluster '" + job.cluster.name + "' has no nodes");
+}
+
 } // namespace
 
 job_config load_job_config(const fs::path& path) {
@@ -53,7 +101,9 @@ job_config load_job_config(const fs::path& path) {
     fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
   }
   for (const auto& [key, node] : root) {
-    static const std::string_view known[] = {"name", "time", "cluster", "plan", "model", "train"};
+    static const std::string_view known[] = {"name",  "time",        "cluster",         "plan",
+                                             "model", "coordinator", "connect_timeout", "train",
+                                             "node"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -103,6 +153,7 @@ job_config load_job_config(const fs::path& path) {
     job.model_name = m;
   }
   validate(job.train, path);
+  read_nodes(root, path, job);
   return job;
 }
 

@@ -25,6 +25,12 @@ std::string_view to_string(time_mode m);
 ///     model = "small"                       # a preset; or [train.model]
 ///     [train]                               # the keys of a train config (single.toml)
 ///     steps = 300
+///     coordinator = "c0"                    # the node that drives the job (default: first)
+///     connect_timeout = 5                   # seconds a node waits for the others
+///     [[node]]                              # where a cluster node's process listens
+///     name = "c0"                           # (overrides the cluster file's host and port)
+///     host = "127.0.0.1"
+///     port = 45001
 ///
 /// Every problem is an input_error naming the file (and the line where toml++ gives one).
 struct job_config {
@@ -36,6 +42,8 @@ struct job_config {
   std::optional<std::filesystem::path> plan_path; ///< empty: plan = "auto"
   std::string model_name = "custom";
   train_config train;
+  int coordinator_node = 0;     ///< index into cluster.nodes
+  double connect_timeout_s = 5; ///< joining, and the coordinator's wait for every node
 };
 
 job_config load_job_config(const std::filesystem::path& path);

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(deepcee::tools::add_run_command);
   add(deepcee::tools::add_plan_command);
   add(deepcee::tools::add_simulate_command);
+  add(deepcee::tools::add_node_command);
 
   try {
     app.parse(argc, argv);

@@ -89,4 +89,40 @@ BOOST_AUTO_TEST_CASE(bad_input_is_an_input_error) {
                     runtime::input_error);
 }
 
+BOOST_AUTO_TEST_CASE(nodes_give_host_port_and_coordinator) {
+  temp_dir d;
+  const auto job = runtime::load_job_config(d.job(R"(cluster = "clusters/two.toml"
+coordinator = "n0"
+connect_timeout = 2.5
+[[node]]
+name = "n0"
+host = "10.0.0.1"
+port = 4711
+)"));
+  BOOST_CHECK_EQUAL(job.coordinator_node, 0);
+  BOOST_CHECK_CLOSE(job.connect_timeout_s, 2.5, 1e-9);
+  BOOST_CHECK_EQUAL(job.cluster.nodes[0].host, "10.0.0.1");
+  BOOST_CHECK_EQUAL(job.cluster.nodes[0].port, 4711);
+}
+
+/// Each bad node section is an input_error naming the file and the line.
+BOOST_AUTO_TEST_CASE(bad_nodes_name_file_and_line) {
+  temp_dir d;
+  const auto expect = [&](const std::string& text, const std::string& where) {
+    try {
+      runtime::load_job_config(d.job(text));
+      BOOST_ERROR("no error for: " << text);
+    } catch (const runtime::input_error& e) {
+      const std::string what = e.what();
+      BOOST_CHECK_MESSAGE(what.find(where) != std::string::npos, what << " lacks " << where);
+    }
+  };
+  const std::string head = "cluster = \"clusters/two.toml\"\n";
+  expect(head + "[[node]]\nname = \"n9\"\n", "job.toml:2");
+  expect(head + "[[node]]\nname = \"n0\"\nport = 70000\n", "job.toml:4");
+  expect(head + "[[node]]\nname = \"n0\"\nhots = \"x\"\n", "job.toml:4");
+  expect(head + "coordinator = \"n7\"\n", "job.toml:2");
+  expect(head + "connect_timeout = -1\n", "job.toml:2");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

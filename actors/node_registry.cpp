@@ -1,0 +1,124 @@
+#include "actors/node_registry.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <cstdio>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = node_registry_actor::stateful_pointer<node_registry_state>;
+
+bool complete(const node_registry_state& st) {
+  for (size_t n = 0; n < st.joined.size(); ++n)
+    if (!st.joined[n] && !st.expected[n].empty())
+      return false;
+  return true;
+}
+
+void try_deliver(self_ptr self) {
+  auto& st = self->state;
+  if (!st.waiting)
+    return;
+  if (!st.failure.empty())
+    st.waiting->deliver(caf::make_error(caf::sec::runtime_error, st.failure));
+  else if (complete(st))
+    st.waiting->deliver(st.wiring);
+  else
+    return;
+  st.waiting.reset();
+}
+
+caf::error refuse(const std::string& why) {
+  return caf::make_error(caf::sec::runtime_error, why);
+}
+
+node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string job,
+                                                     std::vector<std::string> names,
+                                                     std::vector<int> owner, int local,
+                                                     std::vector<stage_actor> local_stages,
+                                                     std::chrono::milliseconds timeout) {
+  auto& st = self->state;
+  st.job = std::move(job);
+  st.node_names = std::move(names);
+  st.expected.assign(st.node_names.size(), {});
+  st.joined.assign(st.node_names.size(), false);
+  st.wiring.stages.resize(owner.size());
+  size_t next_local = 0;
+  for (size_t k = 0; k < owner.size(); ++k) {
+    if (owner[k] == local)
+      st.wiring.stages[k] = caf::actor_cast<caf::strong_actor_ptr>(local_stages.at(next_local++));
+    else
+      st.expected.at(static_cast<size_t>(owner[k])).push_back(static_cast<int32_t>(k));
+  }
+  self->delayed_send(self, timeout, timeout_atom_v);
+  return {
+      [=](node_join& j) -> caf::result<int32_t> {
+        auto& s = self->state;
+        size_t n = 0;
+        while (n < s.node_names.size() && s.node_names[n] != j.node)
+          ++n;
+        if (n == s.node_names.size() || s.expected[n].empty())
+          return refuse("node '" + j.node + "' holds no stage of this job");
+        if (s.joined[n])
+          return refuse("node '" + j.node + "' joined twice");
+        if (j.job != s.job)
+          return refuse("node '" + j.node +
+                        "' read a different job (plan or training settings) than the "
+                        "coordinator");
+        if (j.stages != s.expected[n] || j.handles.size() != j.stages.size())
+          return refuse("node '" + j.node + "' offers other stages than the plan gives it");
+        if (!s.failure.empty())
+          return refuse(s.failure);
+        for (size_t i = 0; i < j.stages.size(); ++i)
+          s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(j.handles[i]);
+        s.joined[n] = true;
+        std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(), j.stages.size());
+        try_deliver(self);
+        return static_cast<int32_t>(n);
+      },
+      [=](await_atom) -> caf::result<stage_wiring> {
+        auto& s = self->state;
+        s.waiting = self->make_response_promise<stage_wiring>();
+        auto promise = *s.waiting;
+        try_deliver(self);
+        return promise;
+      },
+      [=](timeout_atom) {
+        auto& s = self->state;
+        if (complete(s))
+          return;
+        std::string missing;
+        for (size_t n = 0; n < s.joined.size(); ++n)
+          if (!s.joined[n] && !s.expected[n].empty())
+            missing += (missing.empty() ? "" : ", ") + s.node_names[n];
+        s.failure = "node(s) " + missing + " did not join within " +
+                    std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s";
+        try_deliver(self);
+      },
+      [=](stop_atom, const std::string& why) {
+        if (why.empty())
+          self->quit(caf::exit_reason::normal);
+        else
+          self->quit(caf::make_error(caf::sec::runtime_error, why));
+      },
+  };
+}
+
+} // namespace
+
+node_registry_actor spawn_node_registry(caf::actor_system& sys, std::string job,
+                                        std::vector<std::string> node_names,
+                                        const std::vector<int>& owner, int local,
+                                        const std::vector<stage_actor>& local_stages,
+                                        std::chrono::milliseconds timeout) {
+  return sys.spawn(registry_behavior, std::move(job), std::move(node_names), owner, local,
+                   local_stages, timeout);
+}
+
+} // namespace deepcee::actors

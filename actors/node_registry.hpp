@@ -1,0 +1,35 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// Who must join and what has: `expected` holds the flat stage indices each remote node
+/// owns, so a join that claims other stages is refused.
+struct node_registry_state {
+  static inline const char* name = "node_registry";
+  std::string job; ///< the coordinator's fingerprint of the job
+  std::vector<std::string> node_names;
+  std::vector<std::vector<int32_t>> expected; ///< per node: its flat stages (empty: local)
+  std::vector<bool> joined;
+  stage_wiring wiring; ///< flat; local stages filled at spawn
+  std::optional<caf::typed_response_promise<stage_wiring>> waiting;
+  std::string failure; ///< set once the timeout passed
+};
+
+/// `owner[k]` is the node of flat stage k; `local` that of the calling process, whose
+/// stages (`local_stages`, flat) are there at once. The rest must join within `timeout`.
+node_registry_actor spawn_node_registry(caf::actor_system& sys, std::string job,
+                                        std::vector<std::string> node_names,
+                                        const std::vector<int>& owner, int local,
+                                        const std::vector<stage_actor>& local_stages,
+                                        std::chrono::milliseconds timeout);
+
+} // namespace deepcee::actors

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# A job as three node processes on loopback: the same losses as single-device training,
+# and every failure (a node that never joins, a port in use, a wrong job file, a node lost
+# mid-step, an absent coordinator) ends every process non-zero within bounded time, with
+# one line naming the node.
+#   multiprocess_test.sh PATH/TO/deepcee CONFIGS_DIR
+set -u
+deepcee=$1
+configs=$(cd "$2" && pwd)
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Three free ports: bound to port 0 by the kernel, released just before the nodes start.
+read -r p0 p1 p2 < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(3)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+
+mkdir -p "$work/data"
+for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+
+# write_job FILE STEPS SEED CONNECT_TIMEOUT
+write_job() {
+  cat >"$1" <<TOML
+name = "multiprocess-test"
+time = "virtual"
+cluster = "$configs/local-cluster/cluster.toml"
+plan = "$configs/local-cluster/plan.json"
+coordinator = "n0"
+connect_timeout = $4
+[[node]]
+name = "n0"
+host = "127.0.0.1"
+port = $p0
+[[node]]
+name = "n1"
+host = "127.0.0.1"
+port = $p1
+[[node]]
+name = "n2"
+host = "127.0.0.1"
+port = $p2
+[train]
+seed = $3
+steps = $2
+batch = 12
+out = "$work/runs"
+[train.model]
+n_layer = 2
+d_model = 32
+n_head = 2
+context = 16
+[train.data]
+path = "$work/data"
+TOML
+}
+
+# start NAME JOB LOG: one node in the background; its pid is in pid_NAME.
+start() {
+  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$1-$RANDOM" >"$3" 2>&1 &
+  pids+=($!)
+  eval "pid_$1=$!"
+}
+# finish NAME: waits for the node; its exit code is in rc.
+finish() {
+  local p
+  eval "p=\$pid_$1"
+  wait "$p"
+  rc=$?
+}
+
+# 1. Same math: 20 steps as three processes equal single-device training.
+steps=20
+write_job "$work/job.toml" $steps 7 10
+cat >"$work/single.toml" <<TOML
+seed = 7
+steps = $steps
+batch = 12
+threads = 1
+eval_every = 1000
+[model]
+n_layer = 2
+d_model = 32
+n_head = 2
+context = 16
+[data]
+path = "$work/data"
+TOML
+"$deepcee" train --config "$work/single.toml" --out "$work/single" >/dev/null 2>&1 || fail "deepcee train"
+for n in n1 n2 n0; do start $n "$work/job.toml" "$work/$n.log"; done
+for n in n0 n1 n2; do
+  finish $n
+  [[ $rc == 0 ]] || fail "same math: node $n exit $rc: $(tail -3 "$work/$n.log")"
+done
+grep '^step ' "$work/n0.log" | awk '{print $2","$4}' >"$work/nodes.csv"
+python3 - "$work/single/metrics.csv" "$work/nodes.csv" $steps <<'PY' || fail "same math: losses differ"
+import csv, sys
+want = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
+got = {int(s): float(l) for s, l in (line.strip().split(",") for line in open(sys.argv[2]))}
+steps = int(sys.argv[3])
+assert len(got) == steps, f"{len(got)} steps from the nodes, expected {steps}"
+worst = max(abs(got[k] - want[k]) / abs(want[k]) for k in range(1, steps + 1))
+print(f"same math: worst relative loss difference over {steps} steps {worst:.2e}")
+sys.exit(0 if worst <= 1e-3 else 1)
+PY
+
+# expect_failure LOG PATTERN: one line from deepcee that matches.
+expect_line() {
+  local got
+  got=$(grep '^deepcee node' "$1")
+  [[ $(printf '%s\n' "$got" | grep -c .) == 1 ]] || fail "$1: expected one failure line, got: $(cat "$1")"
+  [[ $got =~ $2 ]] || fail "$1: '$got' does not match '$2'"
+}
+
+# 2. A node that never joins: the coordinator gives up after the connect timeout, naming it.
+write_job "$work/short.toml" 5 7 2
+start n0 "$work/short.toml" "$work/missing-n0.log"
+start n1 "$work/short.toml" "$work/missing-n1.log"
+t0=$SECONDS
+finish n0; [[ $rc == 1 ]] || fail "missing node: coordinator should exit 1"
+finish n1; [[ $rc != 0 ]] || fail "missing node: n1 should exit non-zero"
+(( SECONDS - t0 <= 15 )) || fail "missing node: took $((SECONDS - t0)) s"
+expect_line "$work/missing-n0.log" "node n0: node\(s\) n2 did not join within 2"
+expect_line "$work/missing-n1.log" "node n1: job stopped by n0: node\(s\) n2 did not join"
+
+# 3. A port in use: the node names itself and the port.
+python3 -c "
+import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', $p0)); s.listen(); time.sleep(30)" &
+holder=$!
+pids+=($holder)
+sleep 0.5
+start n0 "$work/short.toml" "$work/port.log"
+finish n0; [[ $rc == 1 ]] || fail "port in use: exit code"
+expect_line "$work/port.log" "node n0: port $p0 on 127.0.0.1 is in use"
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+
+# 4. A wrong job file on one node: refused by name, and the job stops.
+write_job "$work/other.toml" 5 8 2
+start n0 "$work/short.toml" "$work/wrong-n0.log"
+start n1 "$work/short.toml" "$work/wrong-n1.log"
+start n2 "$work/other.toml" "$work/wrong-n2.log"
+finish n2; [[ $rc == 1 ]] || fail "wrong job: n2 exit code"
+finish n0; [[ $rc == 1 ]] || fail "wrong job: n0 exit code"
+finish n1; [[ $rc != 0 ]] || fail "wrong job: n1 exit code"
+expect_line "$work/wrong-n2.log" "node n2: refused by the coordinator's node n0: node 'n2' read a different job"
+
+# 5. A node lost mid-step: the others stop within seconds, naming it.
+write_job "$work/long.toml" 100000 7 10
+for n in n1 n2 n0; do start $n "$work/long.toml" "$work/lost-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/lost-n0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -9 -P "$pid_n2" # the node itself, under its timeout wrapper
+t0=$SECONDS
+finish n0; [[ $rc == 1 ]] || fail "lost node: n0 exit code"
+finish n1; [[ $rc == 1 ]] || fail "lost node: n1 exit code"
+(( SECONDS - t0 <= 15 )) || fail "lost node: took $((SECONDS - t0)) s"
+expect_line "$work/lost-n0.log" "node n0: step [0-9]+: node n2 disconnected"
+expect_line "$work/lost-n1.log" "node n1: job stopped by n0: step [0-9]+: node n2 disconnected"
+
+# 6. No coordinator: a node gives up after the connect timeout, naming the coordinator.
+start n1 "$work/short.toml" "$work/alone.log"
+finish n1; [[ $rc == 1 ]] || fail "no coordinator: exit code"
+expect_line "$work/alone.log" "node n1: could not reach the coordinator's node n0 at 127.0.0.1:$p0 within 2"
+
+if ((failures)); then
+  echo "$failures failure(s); logs:"
+  for f in "$work"/*.log; do echo "== $f"; cat "$f"; done
+  exit 1
+fi
+grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,alone}*.log
+echo "multiprocess: all checks passed"

@@ -1,0 +1,303 @@
+// deepcee node JOB --name N: one node (process) of a multi-process job. The coordinator's
+// node publishes a registry through CAF's middleman; the others connect to it, spawn the
+// stage actors of their devices and join; then the coordinator wires the stages to each
+// other (activations and gradients go node to node) and runs the steps. Every failure
+// (a node that never joins, a port in use, a lost peer) ends every process non-zero with
+// one line naming the node.
+#include "actors/adapter_actor.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/local_job.hpp"
+#include "actors/node_registry.hpp"
+#include "actors/stage_actor.hpp"
+#include "actors/type_ids.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/job_config.hpp"
+#include "runtime/metrics_writer.hpp"
+#include "runtime/planner.hpp"
+#include "runtime/train_config_toml.hpp"
+#include "tools/commands.hpp"
+#include "tools/run_directory.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+namespace deepcee::tools {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct node_options {
+  std::string job;
+  std::string name;
+  std::optional<int> steps;
+  std::optional<std::string> out;
+  std::optional<double> connect_timeout_s;
+  int step_timeout_s = 60;
+};
+
+/// The reason an actor gave, without CAF's error(...) wrapping when it is our own text.
+std::string reason_text(caf::actor_system& sys, const caf::error& e) {
+  const auto& ctx = e.context();
+  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  return sys.render(e);
+}
+
+/// Ends the local actors however the node leaves, so the actor system's destructor (which
+/// waits for every actor) cannot hang.
+struct actor_guard {
+  caf::actor_system& sys;
+  std::vector<caf::strong_actor_ptr> actors;
+  ~actor_guard() {
+    caf::scoped_actor self{sys};
+    for (auto& a : actors)
+      self->send_exit(caf::actor_cast<caf::actor>(a), caf::exit_reason::user_shutdown);
+  }
+};
+
+/// What every node must have read alike: a node started with another file is refused.
+std::string fingerprint(const runtime::plan& plan, const runtime::train_config& t) {
+  const auto text = runtime::plan_to_json(plan) + "|" + std::to_string(t.seed) + "|" +
+                    std::to_string(t.steps) + "|" + std::to_string(t.batch) + "|" +
+                    t.data.path.string();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(text));
+  return buf;
+}
+
+struct node_setup {
+  runtime::job_config job;
+  runtime::plan plan;
+  int me = 0;
+  std::vector<int> owner; ///< flat stage -> node
+  std::shared_ptr<actors::job_context> context;
+};
+
+node_setup prepare(const node_options& o) {
+  node_setup s;
+  s.job = runtime::load_job_config(o.job);
+  auto& job = s.job;
+  if (o.steps)
+    job.train.steps = *o.steps;
+  if (o.connect_timeout_s)
+    job.connect_timeout_s = *o.connect_timeout_s;
+  runtime::validate(job.train, "command line");
+  if (job.time != runtime::time_mode::virtual_time)
+    runtime::fail_input(o.job, 0, "only time = \"virtual\" runs");
+  const auto me = job.cluster.find_node(o.name);
+  if (!me)
+    runtime::fail_input(
+        o.job, 0, "node '" + o.name + "' is not a node of cluster '" + job.cluster.name + "'");
+  s.me = *me;
+  const auto spec = runtime::make_model_spec(job.train.model, job.model_name);
+  const runtime::profile_table profile(spec);
+  if (job.plan_path) {
+    s.plan = runtime::load_plan(*job.plan_path);
+  } else {
+    runtime::planner_options po;
+    po.model_name = job.model_name;
+    po.global_batch = job.train.batch;
+    po.source = job.cluster_path;
+    s.plan = runtime::plan_training(job.cluster, profile, po).best;
+  }
+  runtime::validate_plan(s.plan, static_cast<int>(job.cluster.devices.size()),
+                         job.plan_path ? *job.plan_path : std::filesystem::path(o.job));
+  job.train.batch = s.plan.global_batch();
+  job.train.model = s.plan.model;
+  s.owner = actors::stage_owners(job.cluster, s.plan);
+  auto corpus = std::make_shared<const runtime::text_corpus>(
+      runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
+  s.context = actors::make_job_context(job.cluster, profile, s.plan, job.train, corpus);
+  return s;
+}
+
+std::string host_of(const runtime::node& n) {
+  return n.host.empty() ? "127.0.0.1" : n.host;
+}
+
+[[noreturn]] void fail(const std::string& node, const std::string& what) {
+  throw std::runtime_error("node " + node + ": " + what);
+}
+
+int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
+                    const std::vector<actors::stage_actor>& local, actor_guard& guard) {
+  const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
+  std::vector<std::string> names;
+  for (const auto& n : s.job.cluster.nodes)
+    names.push_back(n.name);
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
+  auto registry = actors::spawn_node_registry(sys, fingerprint(s.plan, s.job.train), names, s.owner,
+                                              s.me, local, timeout);
+  guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(registry));
+  const auto host = host_of(me);
+  if (auto port =
+          sys.middleman().publish(registry, static_cast<uint16_t>(me.port), host.c_str(), true);
+      !port)
+    fail(me.name, "port " + std::to_string(me.port) + " on " + host + " is in use or unusable (" +
+                      sys.render(port.error()) + ")");
+  std::fprintf(stderr, "node %s: coordinator at %s:%d, waiting up to %.1f s for the others\n",
+               me.name.c_str(), host.c_str(), me.port, s.job.connect_timeout_s);
+  caf::scoped_actor self{sys};
+  // Ends the job on every node: they watch the registry and exit with its reason.
+  auto finish = [&](const std::string& error) {
+    self->send(registry, actors::stop_atom_v, error);
+    std::this_thread::sleep_for(300ms); // lets the down messages leave before the sockets
+    if (!error.empty())
+      fail(me.name, error);
+  };
+  actors::stage_wiring wiring;
+  std::string error;
+  self->request(registry, caf::infinite, actors::await_atom_v)
+      .receive([&](actors::stage_wiring& w) { wiring = std::move(w); },
+               [&](caf::error& e) { error = reason_text(sys, e); });
+  if (!error.empty())
+    finish(error);
+  std::vector<actors::stage_actor> stages;
+  std::vector<std::string> stage_nodes;
+  for (size_t k = 0; k < wiring.stages.size(); ++k) {
+    stages.push_back(caf::actor_cast<actors::stage_actor>(wiring.stages[k]));
+    stage_nodes.push_back(names[static_cast<size_t>(s.owner[k])]);
+  }
+  auto adapter = actors::spawn_adapter(sys);
+  auto coordinator = actors::spawn_coordinator(sys, s.context, stages, stage_nodes);
+  guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(adapter));
+  guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(coordinator));
+  wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator);
+  wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter);
+  for (auto& stage : stages)
+    self->send(stage, wiring);
+
+  const auto dir = make_run_directory(o.out, s.job.train.out, "node");
+  runtime::save_plan(s.plan, dir / "plan.json");
+  runtime::metrics_writer log(dir / "metrics.csv", runtime::metrics_format::csv);
+  for (int k = 1; k <= s.job.train.steps && error.empty(); ++k) {
+    self->request(coordinator, std::chrono::seconds(o.step_timeout_s), actors::step_atom_v,
+                  static_cast<int64_t>(k))
+        .receive(
+            [&](actors::step_result& r) {
+              log.write({{"step", int64_t{r.step}},
+                         {"loss", r.loss},
+                         {"lr", r.lr},
+                         {"grad_norm", r.grad_norm},
+                         {"virtual_step_s", r.end_s - r.start_s}});
+              std::printf("step %d loss %.6f\n", k, r.loss);
+              std::fflush(stdout);
+            },
+            [&](caf::error& e) {
+              error = "step " + std::to_string(k) + ": " + reason_text(sys, e);
+            });
+  }
+  finish(error);
+  std::printf("wrote %s: metrics.csv, plan.json\n", dir.string().c_str());
+  return 0;
+}
+
+int run_member(caf::actor_system& sys, node_setup& s,
+               const std::vector<actors::stage_actor>& local) {
+  const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
+  const auto& boss = s.job.cluster.nodes[static_cast<size_t>(s.job.coordinator_node)];
+  // Its own port, so that its peers connect to it directly (automatic connections).
+  // SO_REUSEADDR lets a restarted job bind past TIME_WAIT; a live listener still refuses.
+  const auto host = host_of(me);
+  if (auto port = sys.middleman().open(static_cast<uint16_t>(me.port), host.c_str(), true); !port)
+    fail(me.name, "port " + std::to_string(me.port) + " on " + host + " is in use or unusable (" +
+                      sys.render(port.error()) + ")");
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
+  std::optional<actors::node_registry_actor> registry;
+  while (!registry) {
+    if (auto r = sys.middleman().remote_actor<actors::node_registry_actor>(
+            host_of(boss), static_cast<uint16_t>(boss.port)))
+      registry = *r;
+    else if (std::chrono::steady_clock::now() > deadline)
+      fail(me.name, "could not reach the coordinator's node " + boss.name + " at " + host_of(boss) +
+                        ":" + std::to_string(boss.port) + " within " +
+                        std::to_string(s.job.connect_timeout_s).substr(0, 4) + " s");
+    else
+      std::this_thread::sleep_for(100ms);
+  }
+  actors::node_join join;
+  join.node = me.name;
+  join.job = fingerprint(s.plan, s.job.train);
+  size_t next = 0;
+  for (size_t k = 0; k < s.owner.size(); ++k)
+    if (s.owner[k] == s.me) {
+      join.stages.push_back(static_cast<int32_t>(k));
+      join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(local[next++]));
+    }
+  caf::scoped_actor self{sys};
+  std::string error;
+  self->monitor(*registry);
+  self->request(*registry, std::chrono::seconds(10), join)
+      .receive([](int32_t) {}, [&](caf::error& e) { error = reason_text(sys, e); });
+  if (!error.empty())
+    fail(me.name, "refused by the coordinator's node " + boss.name + ": " + error);
+  std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", me.name.c_str(),
+               boss.name.c_str(), host_of(boss).c_str(), boss.port, join.stages.size());
+  caf::error reason;
+  bool done = false;
+  while (!done)
+    self->receive([&](caf::down_msg& d) {
+      reason = d.reason;
+      done = true;
+    });
+  if (reason && reason != caf::exit_reason::normal) {
+    if (reason == caf::exit_reason::remote_link_unreachable)
+      fail(me.name, "lost the coordinator's node " + boss.name);
+    fail(me.name, "job stopped by " + boss.name + ": " + reason_text(sys, reason));
+  }
+  std::fprintf(stderr, "node %s: job done\n", me.name.c_str());
+  return 0;
+}
+
+int run_node(const node_options& o) {
+  auto s = prepare(o);
+  caf::actor_system_config cfg;
+  actors::register_types(cfg);
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.enable-automatic-connections", true);
+  cfg.set("scheduler.max-threads", 2);
+  cfg.set("logger.console", caf::atom("none"));
+  caf::actor_system sys{cfg};
+  actor_guard guard{sys, {}};
+  std::vector<actors::stage_actor> local;
+  for (size_t p = 0, k = 0; p < s.plan.pipelines.size(); ++p)
+    for (size_t t = 0; t < s.plan.pipelines[p].stages.size(); ++t, ++k)
+      if (s.owner[k] == s.me) {
+        local.push_back(
+            actors::spawn_stage(sys, s.context, static_cast<int>(p), static_cast<int>(t)));
+        guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(local.back()));
+      }
+  if (s.me == s.job.coordinator_node)
+    return run_coordinator(sys, s, o, local, guard);
+  return run_member(sys, s, local);
+}
+
+} // namespace
+
+command_action add_node_command(CLI::App& app) {
+  auto o = std::make_shared<node_options>();
+  CLI::App* cmd = app.add_subcommand("node", "Run one node (process) of a multi-process job");
+  cmd->add_option("job", o->job, "Job file (TOML) naming the nodes")->required();
+  cmd->add_option("--name", o->name, "This node's name in the job's cluster")->required();
+  cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the job)");
+  cmd->add_option("--out", o->out, "Run directory of the coordinator's node");
+  cmd->add_option("--connect-timeout", o->connect_timeout_s,
+                  "Seconds to wait for the other nodes (overrides the job)");
+  cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");
+  return [o] { return run_node(*o); };
+}
+
+} // namespace deepcee::tools
