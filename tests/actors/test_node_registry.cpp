@@ -1,0 +1,130 @@
+// The parts of a multi-process job that need no sockets: which node runs which stage, the
+// registry's joins and timeout, and the coordinator failing a step when a node goes away.
+#include "actor_test_util.hpp"
+
+#include "actors/coordinator.hpp"
+#include "actors/node_registry.hpp"
+#include "actors/stage_actor.hpp"
+#include "runtime/errors.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+
+using namespace deepcee;
+using namespace deepcee::actors::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// The job of the same-math tests, with its stages spawned in this process.
+struct job_fixture : system_fixture {
+  runtime::cluster cluster = test_cluster();
+  runtime::plan plan = two_pipeline_plan(runtime::schedule_kind::one_f_one_b);
+  runtime::profile_table profile{runtime::make_model_spec(plan.model)};
+  std::shared_ptr<actors::job_context> ctx =
+      actors::make_job_context(cluster, profile, plan, train_for(plan, 3), test_corpus());
+  std::vector<int> owner = actors::stage_owners(cluster, plan);
+  std::vector<actors::stage_actor> stages;
+  caf::scoped_actor self{sys};
+
+  job_fixture() {
+    for (int p = 0; p < 2; ++p)
+      for (int s = 0; s < ctx->stage_count(p); ++s)
+        stages.push_back(actors::spawn_stage(sys, ctx, p, s));
+  }
+  ~job_fixture() {
+    for (auto& s : stages)
+      self->send_exit(s, caf::exit_reason::user_shutdown);
+  }
+  std::vector<actors::stage_actor> on(int node) const {
+    std::vector<actors::stage_actor> out;
+    for (size_t k = 0; k < owner.size(); ++k)
+      if (owner[k] == node)
+        out.push_back(stages[k]);
+    return out;
+  }
+  /// The registry's answer to `await`: the wiring, or the error's text.
+  std::string await(const actors::node_registry_actor& r, actors::stage_wiring* out = nullptr) {
+    std::string error;
+    self->request(r, 10s, actors::await_atom_v)
+        .receive(
+            [&](actors::stage_wiring& w) {
+              if (out)
+                *out = std::move(w);
+            },
+            [&](caf::error& e) { error = sys.render(e); });
+    return error;
+  }
+  void stop(const actors::node_registry_actor& r) { self->send(r, actors::stop_atom_v, ""); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(node_registry)
+
+BOOST_AUTO_TEST_CASE(stages_belong_to_the_node_of_their_devices) {
+  job_fixture f;
+  BOOST_CHECK((f.owner == std::vector<int>{0, 0, 1, 0, 1}));
+  auto split = f.plan;
+  split.pipelines[0].stages[0].devices = {0, 4};
+  BOOST_CHECK_THROW(actors::stage_owners(f.cluster, split), runtime::input_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_never_joins_is_named_after_the_timeout) {
+  job_fixture f;
+  auto r = actors::spawn_node_registry(f.sys, "job", {"c0", "e0"}, f.owner, 0, f.on(0), 200ms);
+  const auto error = f.await(r);
+  BOOST_CHECK_MESSAGE(error.find("node(s) e0 did not join within 0.20 s") != std::string::npos,
+                      error);
+  f.stop(r);
+}
+
+BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
+  job_fixture f;
+  auto r = actors::spawn_node_registry(f.sys, "job", {"c0", "e0"}, f.owner, 0, f.on(0), 10s);
+  actors::node_join join;
+  join.node = "e0";
+  join.job = "another job";
+  join.stages = {2, 4};
+  for (auto& s : f.on(1))
+    join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  const auto ask = [&](const actors::node_join& j) {
+    std::string error;
+    f.self->request(r, 10s, j).receive([](int32_t) {},
+                                       [&](caf::error& e) { error = f.sys.render(e); });
+    return error;
+  };
+  BOOST_CHECK(ask(join).find("read a different job") != std::string::npos);
+  join.job = "job";
+  auto wrong = join;
+  wrong.stages = {1, 4};
+  BOOST_CHECK(ask(wrong).find("other stages") != std::string::npos);
+  auto stranger = join;
+  stranger.node = "x9";
+  BOOST_CHECK(ask(stranger).find("holds no stage") != std::string::npos);
+  BOOST_CHECK_EQUAL(ask(join), "");
+  BOOST_CHECK(ask(join).find("joined twice") != std::string::npos);
+  actors::stage_wiring w;
+  BOOST_CHECK_EQUAL(f.await(r, &w), "");
+  BOOST_REQUIRE_EQUAL(w.stages.size(), f.stages.size());
+  for (size_t k = 0; k < w.stages.size(); ++k)
+    BOOST_CHECK(w.stages[k] == caf::actor_cast<caf::strong_actor_ptr>(f.stages[k]));
+  f.stop(r);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_stage_fails_the_step_naming_its_node) {
+  job_fixture f;
+  auto coordinator =
+      actors::spawn_coordinator(f.sys, f.ctx, f.stages, {"c0", "c0", "e0", "c0", "e0"});
+  f.self->send_exit(f.stages[4], caf::exit_reason::kill);
+  std::string error;
+  for (int attempt = 0; attempt < 2; ++attempt) // the down message may trail the first ask
+    f.self->request(coordinator, 10s, actors::step_atom_v, int64_t{1})
+        .receive([](actors::step_result&) {}, [&](caf::error& e) { error = f.sys.render(e); });
+  BOOST_CHECK_MESSAGE(error.find("node e0 disconnected") != std::string::npos, error);
+  f.self->send_exit(coordinator, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
