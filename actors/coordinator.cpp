@@ -46,6 +46,7 @@ void all_reported(self_ptr self) {
     squares += rep.grad_sum_squares;
     ends[static_cast<size_t>(rep.pipeline)].push_back(rep.end_s);
     r.compute_end_s = std::max(r.compute_end_s, rep.end_s);
+    r.dropped += rep.dropped;
     for (const auto& op : rep.ops) {
       r.ops.push_back(op);
       r.op_stage.push_back(static_cast<int32_t>(k));

@@ -24,7 +24,9 @@ struct step_order {
 };
 
 /// An activation (forward, to the next stage) or its gradient (backward, to the previous
-/// stage) of one whole micro-batch: values [b, T, C] in sample order.
+/// stage) of one whole micro-batch: values [b, T, C] in sample order, carried as the bytes
+/// of a Cap'n Proto tensor message (messages/codec.hpp), which the receiver validates before
+/// use. The plain fields route it; the header inside must agree with them.
 struct tensor_msg {
   tensor_role role = tensor_role::activation;
   int64_t step = 0;
@@ -32,8 +34,8 @@ struct tensor_msg {
   int32_t stage = 0; ///< the sender
   int32_t micro = 0;
   double arrival_s = 0; ///< when its last part arrived, from the link model
-  std::vector<int64_t> shape;
-  std::vector<float> values;
+  std::vector<uint8_t> bytes;
+  std::vector<float> values; ///< the decoded payload, filled by the receiver only
 };
 
 /// A stage's gradient sum (over its devices) of layers [first_layer, last_layer), the
@@ -65,6 +67,7 @@ struct stage_report {
   double loss_sum = 0;         ///< last stages: sum of per-token losses
   double grad_sum_squares = 0; ///< pipeline 0's stages: of the reduced gradients
   std::vector<op_record> ops;
+  int64_t dropped = 0; ///< malformed messages this stage dropped so far
   std::string error;
 };
 
@@ -123,6 +126,7 @@ struct step_result {
   double compute_end_s = 0;      ///< virtual, the last stage's last op
   std::vector<op_record> ops;    ///< all stages, flat order given by op_stage
   std::vector<int32_t> op_stage; ///< flat stage index of each op
+  int64_t dropped = 0;           ///< malformed messages the stages dropped so far
 };
 
 /// A node of a multi-process job announces its stage actors to the coordinator's node.
@@ -148,7 +152,7 @@ typename Inspector::result_type inspect(Inspector& f, step_order& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
   return f(caf::meta::type_name("tensor_msg"), x.role, x.step, x.pipeline, x.stage, x.micro,
-           x.arrival_s, x.shape, x.values);
+           x.arrival_s, x.bytes);
 }
 
 template <class Inspector>
@@ -165,7 +169,7 @@ typename Inspector::result_type inspect(Inspector& f, op_record& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
   return f(caf::meta::type_name("stage_report"), x.step, x.pipeline, x.stage, x.end_s, x.loss_sum,
-           x.grad_sum_squares, x.ops, x.error);
+           x.grad_sum_squares, x.ops, x.dropped, x.error);
 }
 
 template <class Inspector>
@@ -194,7 +198,7 @@ typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
   return f(caf::meta::type_name("step_result"), x.step, x.loss, x.grad_norm, x.lr, x.start_s,
-           x.end_s, x.compute_end_s, x.ops, x.op_stage);
+           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped);
 }
 
 } // namespace deepcee::actors

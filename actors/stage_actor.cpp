@@ -1,7 +1,9 @@
 #include "actors/stage_actor.hpp"
 
 #include "kernels/gpt/stage_worker.hpp"
+#include "messages/codec.hpp"
 
+#include <caf/actor_ostream.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
@@ -35,6 +37,32 @@ void report_error(self_ptr self, const std::string& what) {
     self->send(st.coordinator, std::move(r));
 }
 
+/// Decodes and validates a received tensor against what this stage expects (its pipeline,
+/// the neighbour that sends this role, the routing fields, [b, T, C]); fills msg.values.
+/// Returns why it is unusable, or an empty string.
+std::string accept_tensor(stage_state& st, tensor_msg& msg) {
+  auto decoded = messages::decode_tensor(std::move(msg.bytes));
+  if (!decoded)
+    return decoded.error().what;
+  const auto& h = decoded->header;
+  const bool forward = msg.role == tensor_role::activation;
+  const auto& m = st.job->plan.model;
+  const std::vector<int64_t> shape{st.job->plan.micro_batch_size, m.context, m.d_model};
+  if ((h.kind == messages::tensor_kind::activation) != forward || h.step != msg.step ||
+      h.micro_batch != msg.micro || h.pipeline != st.pipeline || msg.pipeline != st.pipeline ||
+      h.stage != msg.stage || h.stage != (forward ? st.stage - 1 : st.stage + 1) ||
+      h.first_sample != 0)
+    return "header of step " + std::to_string(h.step) + " micro-batch " +
+           std::to_string(h.micro_batch) + " from pipeline " + std::to_string(h.pipeline) +
+           " stage " + std::to_string(h.stage) + " is not one this stage expects";
+  if (h.shape != shape)
+    return "tensor of " + std::to_string(h.rows() * h.cols()) + " values, expected " +
+           std::to_string(shape[0] * shape[1] * shape[2]);
+  msg.values.resize(static_cast<size_t>(h.rows() * h.cols()));
+  messages::decompress(*decoded, msg.values);
+  return {};
+}
+
 void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> values,
                  double send_s) {
   auto& st = self->state;
@@ -49,6 +77,14 @@ void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> 
   const double arrival =
       st.links.send(self, forward ? st.costs.act_parts : st.costs.grad_parts, send_s, meta);
   const auto& m = st.job->plan.model;
+  messages::tensor_header h;
+  h.kind = forward ? messages::tensor_kind::activation : messages::tensor_kind::gradient;
+  h.step = st.step;
+  h.micro_batch = micro;
+  h.pipeline = st.pipeline;
+  h.stage = st.stage;
+  h.send_time = send_s;
+  h.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
   tensor_msg msg;
   msg.role = role;
   msg.step = st.step;
@@ -56,8 +92,7 @@ void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> 
   msg.stage = st.stage;
   msg.micro = micro;
   msg.arrival_s = arrival;
-  msg.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
-  msg.values = std::move(values);
+  msg.bytes = messages::encode_tensor(h, values); // the one serialization of the send path
   self->send(st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to))), std::move(msg));
 }
 
@@ -110,6 +145,7 @@ void try_reduce(self_ptr self) {
   r.loss_sum = st.loss_sum;
   r.grad_sum_squares = sum_squares;
   r.ops = std::move(st.records);
+  r.dropped = st.dropped;
   self->send(st.coordinator, std::move(r));
 }
 
@@ -289,6 +325,14 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [=](tensor_msg& msg) {
         try {
           auto& s = self->state;
+          // A malformed message is dropped, counted and logged: the step goes on with the
+          // well-formed one, or the coordinator's step timeout names the stuck stage.
+          if (auto why = accept_tensor(s, msg); !why.empty()) {
+            ++s.dropped;
+            caf::aout(self) << where(s) << ": dropped a malformed tensor (" << why << "), "
+                            << s.dropped << " so far" << std::endl;
+            return;
+          }
           const int m = s.job->plan.pipelines[static_cast<size_t>(s.pipeline)].micro_batches;
           if (msg.micro < 0 || msg.micro >= m || msg.step < s.step)
             throw std::invalid_argument("tensor for step " + std::to_string(msg.step) +

@@ -39,6 +39,7 @@ struct stage_state {
   std::map<int, std::vector<float>> pending_grad_out; ///< fused: sent when W ends
   std::vector<op_record> records;
   std::vector<float> own_gradients; ///< set when the op list is done
+  int64_t dropped = 0;              ///< malformed messages so far
 
   // Inputs by step, then micro-batch; gradient shares by step, then sending pipeline.
   std::map<int64_t, std::map<int, tensor_msg>> activations, gradients;
