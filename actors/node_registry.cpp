@@ -67,14 +67,18 @@ node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string 
           return refuse("node '" + j.node + "' holds no stage of this job");
         if (s.joined[n])
           return refuse("node '" + j.node + "' joined twice");
-        if (j.job != s.job)
-          return refuse("node '" + j.node +
-                        "' read a different job (plan or training settings) than the "
-                        "coordinator");
-        if (j.stages != s.expected[n] || j.handles.size() != j.stages.size())
-          return refuse("node '" + j.node + "' offers other stages than the plan gives it");
         if (!s.failure.empty())
           return refuse(s.failure);
+        // A node that read another job can never join: the job fails now, not at the timeout.
+        if (j.job != s.job)
+          s.failure = "node '" + j.node +
+                      "' read a different job (plan or training settings) than the coordinator";
+        else if (j.stages != s.expected[n] || j.handles.size() != j.stages.size())
+          s.failure = "node '" + j.node + "' offers other stages than the plan gives it";
+        if (!s.failure.empty()) {
+          try_deliver(self);
+          return refuse(s.failure);
+        }
         for (size_t i = 0; i < j.stages.size(); ++i)
           s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(j.handles[i]);
         s.joined[n] = true;

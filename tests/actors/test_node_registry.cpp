@@ -96,11 +96,7 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
                                        [&](caf::error& e) { error = f.sys.render(e); });
     return error;
   };
-  BOOST_CHECK(ask(join).find("read a different job") != std::string::npos);
   join.job = "job";
-  auto wrong = join;
-  wrong.stages = {1, 4};
-  BOOST_CHECK(ask(wrong).find("other stages") != std::string::npos);
   auto stranger = join;
   stranger.node = "x9";
   BOOST_CHECK(ask(stranger).find("holds no stage") != std::string::npos);
@@ -112,6 +108,29 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   for (size_t k = 0; k < w.stages.size(); ++k)
     BOOST_CHECK(w.stages[k] == caf::actor_cast<caf::strong_actor_ptr>(f.stages[k]));
   f.stop(r);
+}
+
+/// A node with another job file, or claiming other stages, fails the job at once.
+BOOST_AUTO_TEST_CASE(a_node_with_another_job_fails_the_job_at_once) {
+  for (const bool other_job : {true, false}) {
+    job_fixture f;
+    auto r = actors::spawn_node_registry(f.sys, "job", {"c0", "e0"}, f.owner, 0, f.on(0), 30s);
+    actors::node_join join;
+    join.node = "e0";
+    join.job = other_job ? "another job" : "job";
+    join.stages = other_job ? std::vector<int32_t>{2, 4} : std::vector<int32_t>{1, 4};
+    for (auto& s : f.on(1))
+      join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+    std::string error;
+    f.self->request(r, 10s, join)
+        .receive([](int32_t) {}, [&](caf::error& e) { error = f.sys.render(e); });
+    const auto want =
+        other_job ? "node 'e0' read a different job" : "node 'e0' offers other stages";
+    BOOST_CHECK_MESSAGE(error.find(want) != std::string::npos, error);
+    const auto failed = f.await(r); // long before the 30 s timeout
+    BOOST_CHECK_MESSAGE(failed.find(want) != std::string::npos, failed);
+    f.stop(r);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_stage_fails_the_step_naming_its_node) {

@@ -77,8 +77,8 @@ finish() {
   rc=$?
 }
 
-# 1. Same math: 20 steps as three processes equal single-device training.
-steps=20
+# 1. Same math: 30 steps as three processes equal single-device training.
+steps=30
 write_job "$work/job.toml" $steps 7 10
 cat >"$work/single.toml" <<TOML
 seed = 7
@@ -128,6 +128,7 @@ t0=$SECONDS
 finish n0; [[ $rc == 1 ]] || fail "missing node: coordinator should exit 1"
 finish n1; [[ $rc != 0 ]] || fail "missing node: n1 should exit non-zero"
 (( SECONDS - t0 <= 15 )) || fail "missing node: took $((SECONDS - t0)) s"
+echo "missing node: every process ended within $((SECONDS - t0)) s"
 expect_line "$work/missing-n0.log" "node n0: node\(s\) n2 did not join within 2"
 expect_line "$work/missing-n1.log" "node n1: job stopped by n0: node\(s\) n2 did not join"
 
@@ -144,15 +145,21 @@ expect_line "$work/port.log" "node n0: port $p0 on 127.0.0.1 is in use"
 kill $holder 2>/dev/null
 wait $holder 2>/dev/null
 
-# 4. A wrong job file on one node: refused by name, and the job stops.
-write_job "$work/other.toml" 5 8 2
-start n0 "$work/short.toml" "$work/wrong-n0.log"
-start n1 "$work/short.toml" "$work/wrong-n1.log"
+# 4. A wrong job file on one node: refused by name, and the job stops at once.
+write_job "$work/patient.toml" 5 7 10
+write_job "$work/other.toml" 5 8 10
+t0=$SECONDS
+start n0 "$work/patient.toml" "$work/wrong-n0.log"
+start n1 "$work/patient.toml" "$work/wrong-n1.log"
 start n2 "$work/other.toml" "$work/wrong-n2.log"
 finish n2; [[ $rc == 1 ]] || fail "wrong job: n2 exit code"
 finish n0; [[ $rc == 1 ]] || fail "wrong job: n0 exit code"
 finish n1; [[ $rc != 0 ]] || fail "wrong job: n1 exit code"
+(( SECONDS - t0 <= 6 )) || fail "wrong job: took $((SECONDS - t0)) s, the connect timeout is 10 s"
+echo "wrong job: every process ended within $((SECONDS - t0)) s"
 expect_line "$work/wrong-n2.log" "node n2: refused by the coordinator's node n0: node 'n2' read a different job"
+expect_line "$work/wrong-n0.log" "node n0: node 'n2' read a different job"
+expect_line "$work/wrong-n1.log" "node n1: job stopped by n0: node 'n2' read a different job"
 
 # 5. A node lost mid-step: the others stop within seconds, naming it.
 write_job "$work/long.toml" 100000 7 10
@@ -163,6 +170,7 @@ t0=$SECONDS
 finish n0; [[ $rc == 1 ]] || fail "lost node: n0 exit code"
 finish n1; [[ $rc == 1 ]] || fail "lost node: n1 exit code"
 (( SECONDS - t0 <= 15 )) || fail "lost node: took $((SECONDS - t0)) s"
+echo "lost node: every process ended within $((SECONDS - t0)) s of the kill"
 expect_line "$work/lost-n0.log" "node n0: step [0-9]+: node n2 disconnected"
 expect_line "$work/lost-n1.log" "node n1: job stopped by n0: step [0-9]+: node n2 disconnected"
 
