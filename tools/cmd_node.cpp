@@ -20,6 +20,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
@@ -203,6 +204,36 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   return 0;
 }
 
+/// The join's answer, or the registry's end, whichever comes first: a blocking request
+/// would wait out its whole timeout when the coordinator's node ends the job meanwhile
+/// (another node failed), because a lost proxy does not answer pending requests.
+std::string join_registry(caf::actor_system& sys, caf::scoped_actor& self,
+                          const actors::node_registry_actor& registry, actors::node_join join) {
+  auto waiter = caf::actor_cast<caf::actor>(self);
+  sys.spawn([waiter, registry, join](caf::event_based_actor* a) {
+    a->monitor(registry);
+    a->set_down_handler([a, waiter](caf::down_msg&) {
+      a->send(waiter, std::string("it ended the job before this node joined"));
+      a->quit();
+    });
+    a->request(registry, caf::infinite, join)
+        .then(
+            [a, waiter](int32_t) {
+              a->send(waiter, std::string());
+              a->quit();
+            },
+            [a, waiter](caf::error& e) {
+              a->send(waiter, e == caf::sec::request_receiver_down
+                                  ? std::string("it ended the job before this node joined")
+                                  : reason_text(a->system(), e));
+              a->quit();
+            });
+  });
+  std::string error;
+  self->receive([&](std::string& e) { error = std::move(e); });
+  return error;
+}
+
 int run_member(caf::actor_system& sys, node_setup& s,
                const std::vector<actors::stage_actor>& local) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
@@ -238,10 +269,8 @@ int run_member(caf::actor_system& sys, node_setup& s,
       join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(local[next++]));
     }
   caf::scoped_actor self{sys};
-  std::string error;
   self->monitor(*registry);
-  self->request(*registry, std::chrono::seconds(10), join)
-      .receive([](int32_t) {}, [&](caf::error& e) { error = reason_text(sys, e); });
+  const auto error = join_registry(sys, self, *registry, join);
   if (!error.empty())
     fail(me.name, "refused by the coordinator's node " + boss.name + ": " + error);
   std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", me.name.c_str(),
