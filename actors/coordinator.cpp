@@ -78,10 +78,31 @@ void stage_lost(self_ptr self, const caf::down_msg& down) {
   }
 }
 
+/// The stages a timed-out step still waits for, as "pipeline p stage s (node n)".
+std::string missing_stages(const coordinator_state& st) {
+  std::string out;
+  const bool reported = std::all_of(st.reports.begin(), st.reports.end(),
+                                    [](const auto& x) { return x.has_value(); });
+  for (size_t k = 0; k < st.stages.size(); ++k) {
+    if (!reported && st.reports[k].has_value())
+      continue;
+    int p = 0, s = static_cast<int>(k);
+    while (s >= st.job->stage_count(p))
+      s -= st.job->stage_count(p++);
+    out += (out.empty() ? "" : ", ") +
+           ("pipeline " + std::to_string(p) + " stage " + std::to_string(s));
+    if (!st.stage_nodes.empty())
+      out += " (node " + st.stage_nodes[k] + ")";
+  }
+  return (reported ? "no optimizer acknowledgement among " : "no report from ") + out;
+}
+
 coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
                                                       std::shared_ptr<job_context> job,
                                                       std::vector<stage_actor> stages,
-                                                      std::vector<std::string> stage_nodes) {
+                                                      std::vector<std::string> stage_nodes,
+                                                      std::chrono::milliseconds step_timeout) {
+  self->state.step_timeout = step_timeout;
   self->state.job = std::move(job);
   self->state.stages = std::move(stages);
   self->state.stage_nodes = std::move(stage_nodes);
@@ -110,7 +131,16 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         for (auto& stage : st.stages)
           self->send(stage, order);
         st.pending = self->make_response_promise<step_result>();
+        if (st.step_timeout.count() > 0)
+          self->delayed_send(self, st.step_timeout, timeout_atom_v, step);
         return *st.pending;
+      },
+      [=](timeout_atom, int64_t step) {
+        auto& st = self->state;
+        if (!st.pending || st.result.step != step)
+          return; // that step has ended
+        fail_step(self, missing_stages(st) + " within " +
+                            std::to_string(st.step_timeout.count() / 1000.0).substr(0, 4) + " s");
       },
       [=](stage_report& rep) {
         auto& st = self->state;
@@ -139,8 +169,10 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
 
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
                                     std::vector<stage_actor> stages,
-                                    std::vector<std::string> stage_nodes) {
-  return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes));
+                                    std::vector<std::string> stage_nodes,
+                                    std::chrono::milliseconds step_timeout) {
+  return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes),
+                   step_timeout);
 }
 
 } // namespace deepcee::actors

@@ -5,6 +5,7 @@
 
 #include <caf/typed_response_promise.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,10 +21,11 @@ namespace deepcee::actors {
 struct coordinator_state {
   static inline const char* name = "coordinator";
   std::shared_ptr<job_context> job;
-  std::vector<stage_actor> stages;      ///< flat order
-  std::vector<std::string> stage_nodes; ///< flat order: the node each stage runs on
-  std::string lost;                     ///< set once a stage's node went away
-  double clock_s = 0;                   ///< virtual time the next step starts at
+  std::vector<stage_actor> stages;           ///< flat order
+  std::vector<std::string> stage_nodes;      ///< flat order: the node each stage runs on
+  std::string lost;                          ///< set once a stage's node went away
+  std::chrono::milliseconds step_timeout{0}; ///< 0: none
+  double clock_s = 0;                        ///< virtual time the next step starts at
 
   std::optional<caf::typed_response_promise<step_result>> pending;
   step_result result;
@@ -34,8 +36,11 @@ struct coordinator_state {
 /// With `stage_nodes` (a multi-process job) the coordinator monitors every stage: a stage
 /// that goes away (its node disconnected or died) fails the running step and every later
 /// one with a message naming that node, instead of leaving the step waiting.
+/// With a `step_timeout`, a step that outlives it fails naming the stages (and nodes) it
+/// still waits for: a hung peer is an error, not a hang.
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
                                     std::vector<stage_actor> stages,
-                                    std::vector<std::string> stage_nodes = {});
+                                    std::vector<std::string> stage_nodes = {},
+                                    std::chrono::milliseconds step_timeout = {});
 
 } // namespace deepcee::actors

@@ -22,8 +22,11 @@ using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_t
 
 /// Drives the job: starts steps, collects the stages' reports, decides the global norm and
 /// learning rate and orders the optimizer step.
-using coordinator_actor = caf::typed_actor<caf::replies_to<step_atom, int64_t>::with<step_result>,
-                                           caf::reacts_to<stage_report>>;
+/// `timeout` (sent to itself) fails a step that outlives the step timeout, naming the
+/// stages it still waits for.
+using coordinator_actor =
+    caf::typed_actor<caf::replies_to<step_atom, int64_t>::with<step_result>,
+                     caf::reacts_to<stage_report>, caf::reacts_to<timeout_atom, int64_t>>;
 
 /// Receives every link sample and keeps per-link statistics (its rebalancing policy is a
 /// later issue).

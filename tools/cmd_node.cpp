@@ -171,7 +171,8 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
     stage_nodes.push_back(names[static_cast<size_t>(s.owner[k])]);
   }
   auto adapter = actors::spawn_adapter(sys);
-  auto coordinator = actors::spawn_coordinator(sys, s.context, stages, stage_nodes);
+  auto coordinator = actors::spawn_coordinator(sys, s.context, stages, stage_nodes,
+                                               std::chrono::seconds(o.step_timeout_s));
   guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(adapter));
   guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(coordinator));
   wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator);
@@ -183,7 +184,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   runtime::save_plan(s.plan, dir / "plan.json");
   runtime::metrics_writer log(dir / "metrics.csv", runtime::metrics_format::csv);
   for (int k = 1; k <= s.job.train.steps && error.empty(); ++k) {
-    self->request(coordinator, std::chrono::seconds(o.step_timeout_s), actors::step_atom_v,
+    self->request(coordinator, std::chrono::seconds(2 * o.step_timeout_s), actors::step_atom_v,
                   static_cast<int64_t>(k))
         .receive(
             [&](actors::step_result& r) {

@@ -63,9 +63,9 @@ path = "$work/data"
 TOML
 }
 
-# start NAME JOB LOG: one node in the background; its pid is in pid_NAME.
+# start NAME JOB LOG [OPTIONS...]: one node in the background; its pid is in pid_NAME.
 start() {
-  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$1-$RANDOM" >"$3" 2>&1 &
+  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$1-$RANDOM" "${@:4}" >"$3" 2>&1 &
   pids+=($!)
   eval "pid_$1=$!"
 }
@@ -175,7 +175,22 @@ echo "lost node: every process ended within $((SECONDS - t0)) s of the kill"
 expect_line "$work/lost-n0.log" "node n0: step [0-9]+: node n2 disconnected"
 expect_line "$work/lost-n1.log" "node n1: job stopped by n0: step [0-9]+: node n2 disconnected"
 
-# 6. No coordinator: a node gives up after the connect timeout, naming the coordinator.
+# 6. A node that hangs mid-step (stopped, its connections open): the step timeout names it.
+for n in n1 n2 n0; do start $n "$work/long.toml" "$work/hung-$n.log" --step-timeout 2; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/hung-n0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -STOP -P "$pid_n2"
+t0=$SECONDS
+finish n0; [[ $rc == 1 ]] || fail "hung node: n0 exit code"
+finish n1; [[ $rc == 1 ]] || fail "hung node: n1 exit code"
+(( SECONDS - t0 <= 10 )) || fail "hung node: took $((SECONDS - t0)) s"
+echo "hung node: n0 and n1 ended within $((SECONDS - t0)) s of the stop"
+pkill -CONT -P "$pid_n2"
+finish n2; [[ $rc != 0 ]] || fail "hung node: n2 should exit non-zero once resumed"
+expect_line "$work/hung-n0.log" "node n0: step [0-9]+: no report from .*\(node n2\).* within 2.00 s"
+# Resumed, n2 reads either the coordinator's last word or the closed connection.
+expect_line "$work/hung-n2.log" "node n2: (job stopped by n0: step [0-9]+: no report|lost the coordinator's node n0)"
+
+# 7. No coordinator: a node gives up after the connect timeout, naming the coordinator.
 start n1 "$work/short.toml" "$work/alone.log"
 finish n1; [[ $rc == 1 ]] || fail "no coordinator: exit code"
 expect_line "$work/alone.log" "node n1: could not reach the coordinator's node n0 at 127.0.0.1:$p0 within 2"
@@ -185,5 +200,5 @@ if ((failures)); then
   for f in "$work"/*.log; do echo "== $f"; cat "$f"; done
   exit 1
 fi
-grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,alone}*.log
+grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,alone}*.log
 echo "multiprocess: all checks passed"
