@@ -1,6 +1,7 @@
 #include "runtime/text_corpus.hpp"
 
 #include "runtime/errors.hpp"
+#include "runtime/splitmix.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,15 +15,6 @@ namespace deepcee::runtime {
 namespace fs = std::filesystem;
 
 namespace {
-
-/// splitmix64: a stateless 64-bit mixer, so a batch's offsets are a pure function of
-/// (seed, step) with no generator state to save in a checkpoint.
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 /// Domain separators so that train steps, validation-split steps and the fixed
 /// validation set never draw from the same stream.

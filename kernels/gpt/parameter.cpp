@@ -1,16 +1,13 @@
 #include "kernels/gpt/parameter.hpp"
 
+#include "runtime/splitmix.hpp"
+
 #include <cmath>
 
 namespace deepcee::kernels {
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using runtime::splitmix64;
 
 double unit_open(uint64_t bits) {  // (0, 1)
   return (static_cast<double>(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0);
