@@ -60,21 +60,27 @@ std::vector<float> device_group::forward(int micro, const std::vector<float>& in
     if (n == 0)
       continue;
     auto& be = *backends_[j];
+    // Each device's rows go straight from the received (or sampled) buffer to its backend
+    // and back: no copy beside the message's one deserialization and serialization.
     const auto rows = [&](const std::vector<int32_t>& v) {
-      auto first = v.begin() + (offset + b0) * t;
-      return std::vector<int32_t>(first, first + n * t);
+      kernels::tensor r = be.alloc({n, t}, kernels::dtype::i32);
+      be.upload(r, v.data() + (offset + b0) * t, r.bytes());
+      return r;
     };
-    kernels::tensor x = first() ? be.from_host(rows(batch.tokens), {n, t})
-                                : be.from_host(std::vector<float>(input.begin() + b0 * t * c,
-                                                                  input.begin() + b1 * t * c),
-                                               {n, t, c});
+    kernels::tensor x;
+    if (first()) {
+      x = rows(batch.tokens);
+    } else {
+      x = be.alloc({n, t, c});
+      be.upload(x, input.data() + b0 * t * c, x.bytes());
+    }
     if (last()) {
-      kernels::tensor y = be.from_host(rows(batch.targets), {n, t});
+      kernels::tensor y = rows(batch.targets);
       auto losses = be.to_host<float>(workers_[j]->forward(micro, x, &y, loss_scale));
       loss_sum += std::accumulate(losses.begin(), losses.end(), 0.0);
     } else {
-      auto y = be.to_host<float>(workers_[j]->forward(micro, x, nullptr, loss_scale));
-      std::copy(y.begin(), y.end(), out.begin() + b0 * t * c);
+      kernels::tensor y = workers_[j]->forward(micro, x, nullptr, loss_scale);
+      be.download(y, out.data() + b0 * t * c, y.bytes());
     }
   }
   return out;
@@ -94,15 +100,13 @@ std::vector<float> device_group::backward_input(int micro, const std::vector<flo
       continue;
     auto& be = *backends_[j];
     kernels::tensor dy;
-    if (!last())
-      dy = be.from_host(
-          std::vector<float>(grad_output.begin() + b0 * t * c, grad_output.begin() + b1 * t * c),
-          {b1 - b0, t, c});
-    auto dx = workers_[j]->backward_input(micro, dy);
-    if (!first()) {
-      auto host = be.to_host<float>(dx);
-      std::copy(host.begin(), host.end(), out.begin() + b0 * t * c);
+    if (!last()) {
+      dy = be.alloc({b1 - b0, t, c});
+      be.upload(dy, grad_output.data() + b0 * t * c, dy.bytes());
     }
+    auto dx = workers_[j]->backward_input(micro, dy);
+    if (!first())
+      be.download(dx, out.data() + b0 * t * c, dx.bytes());
   }
   return out;
 }

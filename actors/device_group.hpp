@@ -46,7 +46,6 @@ public:
   /// Every device steps AdamW with the global norm, then clears its gradients.
   void optimizer_step(double lr, int step, double grad_norm);
 
-  kernels::stage_worker& worker(size_t j) { return *workers_[j]; }
 
 private:
   const std::vector<kernels::parameter*>& params(size_t j, int layer) const;

@@ -29,7 +29,6 @@ struct job_context {
       n += stage_count(q);
     return n + stage;
   }
-  int total_stages() const { return flat_index(static_cast<int>(plan.pipelines.size()), 0); }
 };
 
 } // namespace deepcee::actors

@@ -36,6 +36,22 @@ struct gemm_desc {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
+/// The descriptor of a product of densely packed row-major matrices (every leading
+/// dimension is the stored row length), the only kind the GPT layers use.
+inline gemm_desc packed_gemm(bool trans_a, bool trans_b, int m, int n, int k, float beta = 0.0f) {
+  gemm_desc d;
+  d.trans_a = trans_a;
+  d.trans_b = trans_b;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.beta = beta;
+  d.lda = trans_a ? m : k;
+  d.ldb = trans_b ? k : n;
+  d.ldc = n;
+  return d;
+}
+
 struct adamw_step {
   float lr = 0;
   float beta1 = 0.9f;

@@ -61,7 +61,7 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
                                      costs.range_act_until_b(d, st.first_layer, st.last_layer, n));
       sc.weight_grad_bytes = std::max(sc.weight_grad_bytes,
                                       costs.range_act_until_w(d, st.first_layer, st.last_layer, n));
-      limit = std::min(limit, 0.9 * c.devices[size_t(d)].memory_bytes - state);
+      limit = std::min(limit, c.devices[size_t(d)].usable_memory_bytes() - state);
     }
     sc.memory_limit = std::max(limit, 0.0);
     sc.activation_bytes = std::max(sc.activation_bytes, 1.0);

@@ -6,9 +6,9 @@
 namespace deepcee::kernels {
 
 head_layer::head_layer(backend& be, int vocab, int d_model, uint64_t seed)
-  : be_(be), ln_f_(be, "transformer.ln_f", d_model, seed),
-    lm_head_(make_parameter(be, "lm_head.weight", {vocab, d_model}, init_kind::normal, 0.02f,
-                            seed)) {}
+    : be_(be), ln_f_(be, "transformer.ln_f", d_model, seed),
+      lm_head_(
+          make_parameter(be, "lm_head.weight", {vocab, d_model}, init_kind::normal, 0.02f, seed)) {}
 
 void head_layer::set_targets(int micro, const tensor& targets, float loss_scale) {
   if (targets.type() != dtype::i32)
@@ -26,15 +26,9 @@ tensor head_layer::forward(int micro, const tensor& x) {
                                 shape_string(s.target.targets.shape()) + " do not match");
   s.ln_out = ln_f_.forward(be_, x, s.ln);
   tensor logits = be_.alloc({n, V});
-  gemm_desc d;  // logits = ln_out lm_head^T
-  d.trans_b = true;
-  d.m = static_cast<int>(n);
-  d.n = V;
-  d.k = C;
-  d.lda = C;
-  d.ldb = C;
-  d.ldc = V;
-  be_.gemm(d, s.ln_out.f32(), lm_head_.value.f32(), logits.f32());
+  // logits = ln_out lm_head^T
+  be_.gemm(packed_gemm(false, true, static_cast<int>(n), V, C), s.ln_out.f32(),
+           lm_head_.value.f32(), logits.f32());
   tensor losses = be_.alloc({n});
   s.probs = be_.alloc({n, V});
   be_.cross_entropy_forward(losses.f32(), s.probs.f32(), logits.f32(), s.target.targets.i32(), n,
@@ -48,18 +42,13 @@ tensor head_layer::backward_input(int micro, const tensor&) {
   int64_t n = s.probs.dim(0);
   int V = static_cast<int>(lm_head_.value.dim(0)), C = static_cast<int>(lm_head_.value.dim(1));
   weight_state w;
-  w.d_logits = s.probs;  // overwritten in place: probs are not needed after this
+  w.d_logits = s.probs; // overwritten in place: probs are not needed after this
   be_.cross_entropy_backward(w.d_logits.f32(), s.probs.f32(), s.target.targets.i32(),
                              s.target.scale, n, V);
   w.d_ln_out = be_.alloc({n, C});
-  gemm_desc d;  // d_ln_out = d_logits lm_head
-  d.m = static_cast<int>(n);
-  d.n = C;
-  d.k = V;
-  d.lda = V;
-  d.ldb = C;
-  d.ldc = C;
-  be_.gemm(d, w.d_logits.f32(), lm_head_.value.f32(), w.d_ln_out.f32());
+  // d_ln_out = d_logits lm_head
+  be_.gemm(packed_gemm(false, false, static_cast<int>(n), C, V), w.d_logits.f32(),
+           lm_head_.value.f32(), w.d_ln_out.f32());
   tensor dx = ln_f_.backward_input(be_, w.d_ln_out, s.ln).reshaped(s.ln.x.shape());
   w.ln = std::move(s.ln);
   w.ln_out = std::move(s.ln_out);
@@ -71,16 +60,9 @@ void head_layer::backward_weight(int micro) {
   weight_state w = take_state(weight_states_, micro, name(), "W");
   int64_t n = w.d_logits.dim(0);
   int V = static_cast<int>(lm_head_.value.dim(0)), C = static_cast<int>(lm_head_.value.dim(1));
-  gemm_desc d;  // d lm_head += d_logits^T ln_out
-  d.trans_a = true;
-  d.m = V;
-  d.n = C;
-  d.k = static_cast<int>(n);
-  d.beta = 1.0f;
-  d.lda = V;
-  d.ldb = C;
-  d.ldc = C;
-  be_.gemm(d, w.d_logits.f32(), w.ln_out.f32(), lm_head_.grad.f32());
+  // d lm_head += d_logits^T ln_out
+  be_.gemm(packed_gemm(true, false, V, C, static_cast<int>(n), 1.0f), w.d_logits.f32(),
+           w.ln_out.f32(), lm_head_.grad.f32());
   ln_f_.backward_weight(be_, w.d_ln_out, w.ln);
 }
 

@@ -23,14 +23,9 @@ tensor linear_forward(backend& be, const tensor& x, const parameter& w, const pa
   int64_t in = w.value.dim(0), out = w.value.dim(1);
   require_width(x, in, "input");
   tensor y = be.alloc(with_last(x.shape(), out));
-  gemm_desc d;
-  d.m = static_cast<int>(rows_of(x));
-  d.n = static_cast<int>(out);
-  d.k = static_cast<int>(in);
-  d.lda = d.k;
-  d.ldb = d.n;
-  d.ldc = d.n;
-  be.gemm(d, x.f32(), w.value.f32(), y.f32());
+  be.gemm(packed_gemm(false, false, static_cast<int>(rows_of(x)), static_cast<int>(out),
+                      static_cast<int>(in)),
+          x.f32(), w.value.f32(), y.f32());
   be.add_bias(y.f32(), b.value.f32(), rows_of(y), out);
   return y;
 }
@@ -39,15 +34,9 @@ tensor linear_backward_input(backend& be, const tensor& dy, const parameter& w) 
   int64_t in = w.value.dim(0), out = w.value.dim(1);
   require_width(dy, out, "output gradient");
   tensor dx = be.alloc(with_last(dy.shape(), in));
-  gemm_desc d;
-  d.trans_b = true;
-  d.m = static_cast<int>(rows_of(dy));
-  d.n = static_cast<int>(in);
-  d.k = static_cast<int>(out);
-  d.lda = d.k;
-  d.ldb = static_cast<int>(out);
-  d.ldc = d.n;
-  be.gemm(d, dy.f32(), w.value.f32(), dx.f32());
+  be.gemm(packed_gemm(false, true, static_cast<int>(rows_of(dy)), static_cast<int>(in),
+                      static_cast<int>(out)),
+          dy.f32(), w.value.f32(), dx.f32());
   return dx;
 }
 
@@ -56,16 +45,9 @@ void linear_backward_weight(backend& be, const tensor& x, const tensor& dy, para
   int64_t in = w.value.dim(0), out = w.value.dim(1);
   require_width(x, in, "input");
   require_width(dy, out, "output gradient");
-  gemm_desc d;
-  d.trans_a = true;
-  d.m = static_cast<int>(in);
-  d.n = static_cast<int>(out);
-  d.k = static_cast<int>(rows_of(x));
-  d.beta = 1.0f;
-  d.lda = static_cast<int>(in);
-  d.ldb = static_cast<int>(out);
-  d.ldc = static_cast<int>(out);
-  be.gemm(d, x.f32(), dy.f32(), w.grad.f32());
+  be.gemm(packed_gemm(true, false, static_cast<int>(in), static_cast<int>(out),
+                      static_cast<int>(rows_of(x)), 1.0f),
+          x.f32(), dy.f32(), w.grad.f32());
   be.bias_backward(b.grad.f32(), dy.f32(), rows_of(dy), out);
 }
 

@@ -3,11 +3,11 @@
 // stay together. bf16 matrix products get a looser tolerance.
 #include "kernels/gpt/adamw.hpp"
 #include "kernels/gpt/gpt_model.hpp"
+#include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
-#include <random>
 
 using namespace deepcee;
 using namespace deepcee::kernels;
@@ -23,23 +23,6 @@ runtime::model_config model() {
   return c;
 }
 
-std::vector<int32_t> tokens(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> v(n);
-  for (auto& t : v)
-    t = static_cast<int32_t>(rng() % 256);
-  return v;
-}
-
-double rel(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 1e-12;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::abs(double(a[i]) - b[i]));
-    den = std::max(den, std::abs(double(b[i])));
-  }
-  return num / den;
-}
-
 struct run {
   std::vector<float> losses;
   std::vector<std::vector<float>> grads, weights;
@@ -53,8 +36,8 @@ run train(backend& be, int steps) {
   run r;
   for (int s = 0; s < steps; ++s) {
     m.zero_grad();
-    tensor x = be.from_host(tokens(B * c.context, 2 * s), {B, c.context});
-    tensor y = be.from_host(tokens(B * c.context, 2 * s + 1), {B, c.context});
+    tensor x = be.from_host(test::random_tokens(B * c.context, 256, 2 * s), {B, c.context});
+    tensor y = be.from_host(test::random_tokens(B * c.context, 256, 2 * s + 1), {B, c.context});
     auto l = be.to_host<float>(m.forward(0, x, &y, 1.0f / (B * c.context)));
     double mean = 0;
     for (float v : l)
@@ -79,16 +62,16 @@ void compare(matmul_precision precision, double tolerance) {
   o.precision = precision;
   auto gpu = make_backend(o);
   run a = train(*cpu, 3), b = train(*gpu, 3);
-  BOOST_TEST(rel(b.losses, a.losses) <= tolerance);
+  BOOST_TEST(test::max_rel_diff(b.losses, a.losses) <= tolerance);
   for (size_t i = 0; i < a.grads.size(); ++i) {
     BOOST_TEST_INFO("gradient " << i);
-    BOOST_TEST(rel(b.grads[i], a.grads[i]) <= 10 * tolerance);
+    BOOST_TEST(test::max_rel_diff(b.grads[i], a.grads[i]) <= 10 * tolerance);
   }
   // Adam turns gradients below rounding noise into steps of +-lr, so after 3 steps at
   // lr 1e-3 weights may differ by a few 1e-3 where a gradient was near zero.
   for (size_t i = 0; i < a.weights.size(); ++i) {
     BOOST_TEST_INFO("weights " << i);
-    BOOST_TEST(rel(b.weights[i], a.weights[i]) <= std::max(10 * tolerance, 5e-3));
+    BOOST_TEST(test::max_rel_diff(b.weights[i], a.weights[i]) <= std::max(10 * tolerance, 5e-3));
   }
 }
 
@@ -96,8 +79,12 @@ void compare(matmul_precision precision, double tolerance) {
 
 BOOST_AUTO_TEST_SUITE(cuda_model)
 
-BOOST_AUTO_TEST_CASE(fp32_matches_cpu) { compare(matmul_precision::fp32, 1e-4); }
+BOOST_AUTO_TEST_CASE(fp32_matches_cpu) {
+  compare(matmul_precision::fp32, 1e-4);
+}
 
-BOOST_AUTO_TEST_CASE(bf16_matches_cpu_loosely) { compare(matmul_precision::bf16, 2e-2); }
+BOOST_AUTO_TEST_CASE(bf16_matches_cpu_loosely) {
+  compare(matmul_precision::bf16, 2e-2);
+}
 
 BOOST_AUTO_TEST_SUITE_END()
