@@ -16,6 +16,7 @@
 #include "runtime/planner.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/job_setup.hpp"
 #include "tools/run_directory.hpp"
 
 #include <caf/actor_system.hpp>
@@ -85,40 +86,19 @@ struct node_setup {
 };
 
 node_setup prepare(const node_options& o) {
+  auto r = resolve_job(o.job, {o.steps, std::nullopt, std::nullopt}, false);
   node_setup s;
-  s.job = runtime::load_job_config(o.job);
-  auto& job = s.job;
-  if (o.steps)
-    job.train.steps = *o.steps;
+  s.job = std::move(r.job);
   if (o.connect_timeout_s)
-    job.connect_timeout_s = *o.connect_timeout_s;
-  runtime::validate(job.train, "command line");
-  if (job.time != runtime::time_mode::virtual_time)
-    runtime::fail_input(o.job, 0, "only time = \"virtual\" runs");
-  const auto me = job.cluster.find_node(o.name);
+    s.job.connect_timeout_s = *o.connect_timeout_s;
+  const auto me = s.job.cluster.find_node(o.name);
   if (!me)
     runtime::fail_input(
-        o.job, 0, "node '" + o.name + "' is not a node of cluster '" + job.cluster.name + "'");
+        o.job, 0, "node '" + o.name + "' is not a node of cluster '" + s.job.cluster.name + "'");
   s.me = *me;
-  const auto spec = runtime::make_model_spec(job.train.model, job.model_name);
-  const runtime::profile_table profile(spec);
-  if (job.plan_path) {
-    s.plan = runtime::load_plan(*job.plan_path);
-  } else {
-    runtime::planner_options po;
-    po.model_name = job.model_name;
-    po.global_batch = job.train.batch;
-    po.source = job.cluster_path;
-    s.plan = runtime::plan_training(job.cluster, profile, po).best;
-  }
-  runtime::validate_plan(s.plan, static_cast<int>(job.cluster.devices.size()),
-                         job.plan_path ? *job.plan_path : std::filesystem::path(o.job));
-  job.train.batch = s.plan.global_batch();
-  job.train.model = s.plan.model;
-  s.owner = actors::stage_owners(job.cluster, s.plan);
-  auto corpus = std::make_shared<const runtime::text_corpus>(
-      runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
-  s.context = actors::make_job_context(job.cluster, profile, s.plan, job.train, corpus);
+  s.plan = std::move(r.plan);
+  s.owner = actors::stage_owners(s.job.cluster, s.plan);
+  s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/simulator.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/job_setup.hpp"
 #include "tools/plan_print.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
@@ -48,37 +49,13 @@ std::filesystem::path default_job() {
 
 int run_job(const run_options& o) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
-  auto job = runtime::load_job_config(path);
-  if (o.steps)
-    job.train.steps = *o.steps;
-  if (o.seed)
-    job.train.seed = *o.seed;
-  if (o.plan)
-    job.plan_path = std::filesystem::absolute(*o.plan);
-  runtime::validate(job.train, "command line");
-  if (job.time != runtime::time_mode::virtual_time)
-    runtime::fail_input(path, 0,
-                        "time = \"" + std::string(runtime::to_string(job.time)) +
-                            "\" is not implemented yet; only \"virtual\" runs");
-  auto corpus = std::make_shared<const runtime::text_corpus>(
-      runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
-  const auto spec = runtime::make_model_spec(job.train.model, job.model_name);
-  const runtime::profile_table profile(spec);
-
-  runtime::planner_options po;
-  po.model_name = job.model_name;
-  po.global_batch = job.train.batch;
-  po.source = job.cluster_path;
-  // The planner scores the baselines too; with a plan file it still gives their figures.
-  auto report = runtime::plan_training(job.cluster, profile, po);
-  runtime::plan plan = job.plan_path ? runtime::load_plan(*job.plan_path) : report.best;
-  runtime::validate_plan(plan, static_cast<int>(job.cluster.devices.size()),
-                         job.plan_path ? *job.plan_path : path);
-  if (plan.global_batch() != job.train.batch)
-    spdlog::info("global batch {} (the plan's) instead of {}", plan.global_batch(),
-                 job.train.batch);
-  job.train.batch = plan.global_batch();
-  job.train.model = plan.model;
+  auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
+  auto& job = r.job;
+  const auto& profile = r.profile;
+  const auto& spec = profile.model();
+  const auto& report = *r.report;
+  const auto& plan = r.plan;
+  const auto& corpus = r.corpus;
 
   std::printf("job %s: %s on %s (%zu devices), %d steps, time %s\n", job.name.c_str(),
               job.model_name.c_str(), job.cluster.name.c_str(), job.cluster.devices.size(),
@@ -139,14 +116,14 @@ int run_job(const run_options& o) {
   const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
   std::printf("\nsummary: %d steps, final loss %.4f, %.3f s emulated in %s real\n", job.train.steps,
               loss, virtual_s, progress_bar::duration(real_s).c_str());
-  std::printf("  %-26s %12s\n", "emulated samples/s", "");
-  std::printf("  %-26s %12.2f\n", "this run (actors)", emulated);
-  std::printf("  %-26s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
+  std::printf("  %-32s %12s\n", "emulated samples/s", "");
+  std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
+  std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
   for (const auto& s : report.strategies)
     if (s.chosen)
-      std::printf("  %-26s %12.2f\n", ("simulator, " + s.strategy).c_str(), s.sim.samples_per_s);
+      std::printf("  %-32s %12.2f\n", ("simulator, " + s.strategy).c_str(), s.sim.samples_per_s);
     else
-      std::printf("  %-26s %12s  (%s)\n", ("simulator, " + s.strategy).c_str(), "-",
+      std::printf("  %-32s %12s  (%s)\n", ("simulator, " + s.strategy).c_str(), "-",
                   s.error.c_str());
   std::printf("wrote %s: metrics.csv, plan.json, trace.json\n", dir.string().c_str());
   return 0;

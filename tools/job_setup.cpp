@@ -1,0 +1,48 @@
+#include "tools/job_setup.hpp"
+
+#include "runtime/errors.hpp"
+#include "runtime/train_config_toml.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace deepcee::tools {
+
+resolved_job resolve_job(const std::filesystem::path& file, const job_overrides& o,
+                         bool always_plan) {
+  auto job = runtime::load_job_config(file);
+  if (o.steps)
+    job.train.steps = *o.steps;
+  if (o.seed)
+    job.train.seed = *o.seed;
+  if (o.plan)
+    job.plan_path = std::filesystem::absolute(*o.plan);
+  runtime::validate(job.train, "command line");
+  if (job.time != runtime::time_mode::virtual_time)
+    runtime::fail_input(file, 0,
+                        "time = \"" + std::string(runtime::to_string(job.time)) +
+                            "\" is not implemented yet; only \"virtual\" runs");
+  auto corpus = std::make_shared<const runtime::text_corpus>(
+      runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
+  runtime::profile_table profile(runtime::make_model_spec(job.train.model, job.model_name));
+
+  std::optional<runtime::planner_report> report;
+  if (always_plan || !job.plan_path) {
+    runtime::planner_options po;
+    po.model_name = job.model_name;
+    po.global_batch = job.train.batch;
+    po.source = job.cluster_path;
+    report = runtime::plan_training(job.cluster, profile, po);
+  }
+  runtime::plan plan = job.plan_path ? runtime::load_plan(*job.plan_path) : report->best;
+  runtime::validate_plan(plan, static_cast<int>(job.cluster.devices.size()),
+                         job.plan_path ? *job.plan_path : file);
+  if (plan.global_batch() != job.train.batch)
+    spdlog::info("global batch {} (the plan's) instead of {}", plan.global_batch(),
+                 job.train.batch);
+  job.train.batch = plan.global_batch();
+  job.train.model = plan.model;
+  return {std::move(job), std::move(profile), std::move(report), std::move(plan),
+          std::move(corpus)};
+}
+
+} // namespace deepcee::tools

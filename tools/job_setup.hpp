@@ -1,0 +1,40 @@
+#pragma once
+
+#include "runtime/job_config.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/planner.hpp"
+#include "runtime/profile.hpp"
+#include "runtime/text_corpus.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace deepcee::tools {
+
+/// Command-line values that replace a job file's.
+struct job_overrides {
+  std::optional<int> steps;
+  std::optional<uint64_t> seed;
+  std::optional<std::string> plan; ///< a plan file instead of the job's
+};
+
+/// A job ready to run: its file with the overrides, the profile of its model, the plan and
+/// the data. `deepcee run` and `deepcee node` start from the same one.
+struct resolved_job {
+  runtime::job_config job;
+  runtime::profile_table profile;                ///< holds the model spec
+  std::optional<runtime::planner_report> report; ///< when the planner ran
+  runtime::plan plan;
+  std::shared_ptr<const runtime::text_corpus> corpus;
+};
+
+/// Loads a job file, applies the overrides and checks that it can run (virtual time),
+/// takes its plan file or runs the planner (`always_plan` runs the planner beside a plan
+/// file too, for its baseline figures), and fits the training settings to the plan.
+/// Bad input is an input_error naming the file.
+resolved_job resolve_job(const std::filesystem::path& file, const job_overrides& o,
+                         bool always_plan);
+
+} // namespace deepcee::tools
