@@ -21,6 +21,7 @@ struct context {
   std::vector<double> speed;   ///< per device, samples/s at one sample
   std::vector<int> net_of;     ///< device -> network group
   std::vector<int> compute_of; ///< device -> compute group, numbered fastest first per group
+  std::vector<int> node_of;    ///< device -> node
   std::vector<bool> usable;
 };
 
@@ -62,7 +63,6 @@ stage_list parts_by(const context& x, const std::vector<int>& devices,
 
 /// Which devices take part (level 1).
 std::vector<std::vector<int>> use_sets(const context& x) {
-  const cluster& c = x.costs.cl();
   std::vector<std::vector<int>> per_group(x.groups.network.size());
   for (size_t g = 0; g < x.groups.network.size(); ++g)
     for (int d : x.groups.network[g].devices)
@@ -108,10 +108,7 @@ std::vector<std::vector<int>> use_sets(const context& x) {
     std::set<int> groups_in;
     for (int d : base)
       groups_in.insert(x.net_of[size_t(d)]);
-    std::vector<int> node_key(c.devices.size());
-    for (const auto& d : c.devices)
-      node_key[size_t(d.id)] = d.node;
-    stage_list nodes = parts_by(x, base, node_key);
+    stage_list nodes = parts_by(x, base, x.node_of);
     if (groups_in.size() == 1 && nodes.size() > 1 && nodes.size() <= 16) {
       std::stable_sort(nodes.begin(), nodes.end(), [&](const auto& a, const auto& b) {
         return sum_speed(x, a) > sum_speed(x, b);
@@ -161,13 +158,9 @@ std::vector<std::vector<int>> chain(const context& x, const std::vector<int>& de
 /// Level 3: P slices of equal speed (longest processing time first), whole nodes where
 /// there are at least P of them. Empty when the group has fewer than P devices.
 stage_list slices(const context& x, const std::vector<int>& group, int pipelines) {
-  const cluster& c = x.costs.cl();
   if (static_cast<int>(group.size()) < pipelines)
     return {};
-  std::vector<int> node_key(c.devices.size());
-  for (const auto& d : c.devices)
-    node_key[size_t(d.id)] = d.node;
-  stage_list items = parts_by(x, group, node_key);
+  stage_list items = parts_by(x, group, x.node_of);
   if (static_cast<int>(items.size()) < pipelines) {
     items.clear();
     std::vector<int> sorted = group;
@@ -193,16 +186,11 @@ enum class stage_mode { whole, nodes, compute, devices };
 
 /// Level 4: the stages of one slice.
 stage_list stages_of(const context& x, const std::vector<int>& slice, stage_mode mode) {
-  const cluster& c = x.costs.cl();
   switch (mode) {
   case stage_mode::whole:
     return {slice};
-  case stage_mode::nodes: {
-    std::vector<int> node_key(c.devices.size());
-    for (const auto& d : c.devices)
-      node_key[size_t(d.id)] = d.node;
-    return parts_by(x, slice, node_key);
-  }
+  case stage_mode::nodes:
+    return parts_by(x, slice, x.node_of);
   case stage_mode::compute:
     return parts_by(x, slice, x.compute_of);
   case stage_mode::devices: {
@@ -250,12 +238,15 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
                                  const planner_options& options, size_t keep) {
   const cluster& c = costs.cl();
   const int layers = costs.layer_count();
-  context x{costs, groups, batch, options, {}, {}, {}, {}};
+  context x{costs, groups, batch, options, {}, {}, {}, {}, {}};
   search_outcome out;
   out.best_rate_with_group.assign(groups.network.size(), 0.0);
   out.best_with_group.assign(groups.network.size(), std::nullopt);
   x.speed.resize(c.devices.size());
   x.net_of.assign(c.devices.size(), 0);
+  x.node_of.resize(c.devices.size());
+  for (const auto& d : c.devices)
+    x.node_of[size_t(d.id)] = d.node;
   x.compute_of.assign(c.devices.size(), 0);
   x.usable.assign(c.devices.size(), true);
   int compute_id = 0;
