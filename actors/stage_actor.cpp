@@ -3,15 +3,17 @@
 #include "kernels/gpt/stage_worker.hpp"
 #include "messages/codec.hpp"
 
-#include <caf/actor_ostream.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <variant>
 
 namespace deepcee::actors {
 
@@ -37,29 +39,71 @@ void report_error(self_ptr self, const std::string& what) {
     self->send(st.coordinator, std::move(r));
 }
 
-/// Decodes and validates a received tensor against what this stage expects (its pipeline,
-/// the neighbour that sends this role, the routing fields, [b, T, C]); fills msg.values.
-/// Returns why it is unusable, or an empty string.
-std::string accept_tensor(stage_state& st, tensor_msg& msg) {
+/// A received tensor after validation, routed by its header.
+struct accepted_tensor {
+  tensor_role role = tensor_role::activation;
+  int64_t step = 0;
+  int micro = 0;
+  received_tensor tensor;
+};
+
+/// Decodes and validates a received tensor against what this stage expects: an activation
+/// from the previous stage or a gradient from the next one of its own pipeline, for the
+/// running or the next step, a micro-batch of the plan's, shaped [b, T, C]. Returns the
+/// tensor, or why it is unusable.
+std::variant<accepted_tensor, std::string> accept_tensor(stage_state& st, tensor_msg& msg) {
   auto decoded = messages::decode_tensor(std::move(msg.bytes));
   if (!decoded)
     return decoded.error().what;
   const auto& h = decoded->header;
-  const bool forward = msg.role == tensor_role::activation;
-  const auto& m = st.job->plan.model;
-  const std::vector<int64_t> shape{st.job->plan.micro_batch_size, m.context, m.d_model};
-  if ((h.kind == messages::tensor_kind::activation) != forward || h.step != msg.step ||
-      h.micro_batch != msg.micro || h.pipeline != st.pipeline || msg.pipeline != st.pipeline ||
-      h.stage != msg.stage || h.stage != (forward ? st.stage - 1 : st.stage + 1) ||
-      h.first_sample != 0)
-    return "header of step " + std::to_string(h.step) + " micro-batch " +
-           std::to_string(h.micro_batch) + " from pipeline " + std::to_string(h.pipeline) +
-           " stage " + std::to_string(h.stage) + " is not one this stage expects";
+  const bool forward = h.kind == messages::tensor_kind::activation;
+  const auto& plan = st.job->plan;
+  const auto& m = plan.model;
+  const int micro_batches = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
+  const std::vector<int64_t> shape{plan.micro_batch_size, m.context, m.d_model};
+  const auto what = "tensor of step " + std::to_string(h.step) + " micro-batch " +
+                    std::to_string(h.micro_batch) + " from pipeline " +
+                    std::to_string(h.pipeline) + " stage " + std::to_string(h.stage);
+  if (h.kind == messages::tensor_kind::gradient_share || h.pipeline != st.pipeline ||
+      h.stage != (forward ? st.stage - 1 : st.stage + 1) || h.first_sample != 0)
+    return what + " does not come from a neighbour of this stage";
+  // A neighbour runs the same step or, once the optimizer step is done, the next one.
+  if (h.step < st.step || h.step > st.step + 1 || h.micro_batch >= micro_batches)
+    return what + " belongs to no step or micro-batch of this stage (step " +
+           std::to_string(st.step) + ", " + std::to_string(micro_batches) + " micro-batches)";
   if (h.shape != shape)
-    return "tensor of " + std::to_string(h.rows() * h.cols()) + " values, expected " +
+    return what + " has " + std::to_string(h.rows() * h.cols()) + " values, expected " +
            std::to_string(shape[0] * shape[1] * shape[2]);
-  msg.values.resize(static_cast<size_t>(h.rows() * h.cols()));
-  messages::decompress(*decoded, msg.values);
+  accepted_tensor out;
+  out.role = forward ? tensor_role::activation : tensor_role::gradient;
+  out.step = h.step;
+  out.micro = h.micro_batch;
+  out.tensor.arrival_s = h.arrival_time;
+  out.tensor.values.resize(static_cast<size_t>(h.rows() * h.cols()));
+  messages::decompress(*decoded, out.tensor.values);
+  return out;
+}
+
+/// Why a gradient share (already decoded and validated as a message) cannot be one for
+/// this stage: another pipeline's holder of some of its layers, for its running or next
+/// step, with one value per parameter of those layers. Empty when it can.
+std::string check_share(const stage_state& st, const grad_share& share) {
+  const int first = st.group->first_layer(), last = st.group->last_layer();
+  const auto what = "gradient share of step " + std::to_string(share.step) + " layers [" +
+                    std::to_string(share.first_layer) + ", " + std::to_string(share.last_layer) +
+                    ") from pipeline " + std::to_string(share.pipeline);
+  if (share.pipeline == st.pipeline ||
+      share.pipeline >= static_cast<int>(st.job->plan.pipelines.size()))
+    return what + " comes from no other pipeline";
+  if (share.step < st.step || share.step > st.step + 1)
+    return what + " belongs to no step of this stage (step " + std::to_string(st.step) + ")";
+  if (share.first_layer < first || share.last_layer > last)
+    return what + " is outside this stage's layers [" + std::to_string(first) + ", " +
+           std::to_string(last) + ")";
+  const size_t want = st.group->gradient_size(share.first_layer, share.last_layer);
+  if (share.values.size() != want)
+    return what + " has " + std::to_string(share.values.size()) + " values, expected " +
+           std::to_string(want);
   return {};
 }
 
@@ -84,14 +128,9 @@ void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> 
   h.pipeline = st.pipeline;
   h.stage = st.stage;
   h.send_time = send_s;
+  h.arrival_time = arrival;
   h.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
   tensor_msg msg;
-  msg.role = role;
-  msg.step = st.step;
-  msg.pipeline = st.pipeline;
-  msg.stage = st.stage;
-  msg.micro = micro;
-  msg.arrival_s = arrival;
   msg.bytes = messages::encode_tensor(h, values); // the one serialization of the send path
   self->send(st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to))), std::move(msg));
 }
@@ -327,19 +366,16 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           auto& s = self->state;
           // A malformed message is dropped, counted and logged: the step goes on with the
           // well-formed one, or the coordinator's step timeout names the stuck stage.
-          if (auto why = accept_tensor(s, msg); !why.empty()) {
+          auto accepted = accept_tensor(s, msg);
+          if (auto* why = std::get_if<std::string>(&accepted)) {
             ++s.dropped;
-            caf::aout(self) << where(s) << ": dropped a malformed tensor (" << why << "), "
-                            << s.dropped << " so far" << std::endl;
+            spdlog::warn("{}: dropped a malformed tensor ({}), {} so far", where(s), *why,
+                         s.dropped);
             return;
           }
-          const int m = s.job->plan.pipelines[static_cast<size_t>(s.pipeline)].micro_batches;
-          if (msg.micro < 0 || msg.micro >= m || msg.step < s.step)
-            throw std::invalid_argument("tensor for step " + std::to_string(msg.step) +
-                                        " micro-batch " + std::to_string(msg.micro) +
-                                        " does not belong to this stage's step");
-          auto& slot = msg.role == tensor_role::activation ? s.activations : s.gradients;
-          slot[msg.step][msg.micro] = std::move(msg);
+          auto& t = std::get<accepted_tensor>(accepted);
+          auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
+          slot[t.step][t.micro] = std::move(t.tensor);
           advance(self);
         } catch (const std::exception& e) {
           report_error(self, e.what());
@@ -347,6 +383,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](grad_share& share) {
         try {
+          auto& s = self->state;
+          if (auto why = check_share(s, share); !why.empty()) {
+            ++s.dropped;
+            spdlog::warn("{}: dropped a malformed {}, {} so far", where(s), why, s.dropped);
+            return;
+          }
           self->state.shares[share.step].push_back(std::move(share));
           try_reduce(self);
         } catch (const std::exception& e) {

@@ -12,6 +12,12 @@
 
 namespace deepcee::actors {
 
+/// A validated activation or gradient waiting for its op.
+struct received_tensor {
+  double arrival_s = 0; ///< when its last part arrived, from the sender's link model
+  std::vector<float> values;
+};
+
 /// A stage's state during a job. Inputs that arrive before their step starts (a neighbour
 /// may start earlier) wait in the per-step maps.
 struct stage_state {
@@ -42,7 +48,7 @@ struct stage_state {
   int64_t dropped = 0;              ///< malformed messages so far
 
   // Inputs by step, then micro-batch; gradient shares by step, then sending pipeline.
-  std::map<int64_t, std::map<int, tensor_msg>> activations, gradients;
+  std::map<int64_t, std::map<int, received_tensor>> activations, gradients;
   std::map<int64_t, std::vector<grad_share>> shares;
 };
 

@@ -24,6 +24,9 @@ std::vector<uint8_t> encode(const step_stats& m);
 std::vector<uint8_t> encode(const rebalance& m);
 std::vector<uint8_t> encode(const heartbeat& m);
 std::vector<uint8_t> encode(const error_report& m);
+std::vector<uint8_t> encode(const optimize_order& m);
+std::vector<uint8_t> encode(const stage_report& m);
+std::vector<uint8_t> encode(const node_join& m);
 
 /// Largest payload of one tensor message (Cap'n Proto's limit on a Data field); a larger
 /// tensor is sent in slices of samples (tensor_header::first_sample).
@@ -46,6 +49,9 @@ result<step_stats> decode_step_stats(std::span<const uint8_t> bytes);
 result<rebalance> decode_rebalance(std::span<const uint8_t> bytes);
 result<heartbeat> decode_heartbeat(std::span<const uint8_t> bytes);
 result<error_report> decode_error_report(std::span<const uint8_t> bytes);
+result<optimize_order> decode_optimize_order(std::span<const uint8_t> bytes);
+result<stage_report> decode_stage_report(std::span<const uint8_t> bytes);
+result<node_join> decode_node_join(std::span<const uint8_t> bytes);
 
 /// Copies the bytes once into an aligned buffer that the result's payload view points into.
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);

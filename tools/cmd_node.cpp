@@ -6,6 +6,7 @@
 // one line naming the node.
 #include "actors/adapter_actor.hpp"
 #include "actors/coordinator.hpp"
+#include "actors/heartbeat_actor.hpp"
 #include "actors/local_job.hpp"
 #include "actors/node_registry.hpp"
 #include "actors/stage_actor.hpp"
@@ -27,6 +28,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -110,6 +112,22 @@ std::string host_of(const runtime::node& n) {
   throw std::runtime_error("node " + node + ": " + what);
 }
 
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(std::llround(seconds * 1e3));
+}
+
+/// This node's heartbeat actor (actors/heartbeat_actor.hpp): `expect` names the peers it
+/// must hear from from now on; `notify` is told (stop_atom, reason) when one falls silent.
+actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const node_setup& s,
+                                        std::vector<std::string> expect, caf::actor notify,
+                                        actor_guard& guard) {
+  auto beats = actors::spawn_heartbeat(
+      sys, s.job.cluster.nodes[static_cast<size_t>(s.me)].name, millis(s.job.heartbeat_interval_s),
+      millis(s.job.heartbeat_timeout_s), std::move(expect), std::move(notify));
+  guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(beats));
+  return beats;
+}
+
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
                     const std::vector<actors::stage_actor>& local, actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
@@ -118,8 +136,9 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
     names.push_back(n.name);
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
+  auto beats = start_heartbeat(sys, s, {}, {}, guard); // learns each node at its join
   auto registry = actors::spawn_node_registry(sys, fingerprint(s.plan, s.job.train), names, s.owner,
-                                              s.me, local, timeout);
+                                              s.me, local, timeout, beats);
   guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(registry));
   const auto host = host_of(me);
   if (auto port =
@@ -159,6 +178,8 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter);
   for (auto& stage : stages)
     self->send(stage, wiring);
+  // A silent node fails the running step (and every later one), naming it.
+  self->send(beats, actors::stop_atom_v, caf::actor_cast<caf::actor>(coordinator));
 
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
@@ -216,7 +237,7 @@ std::string join_registry(caf::actor_system& sys, caf::scoped_actor& self,
 }
 
 int run_member(caf::actor_system& sys, node_setup& s,
-               const std::vector<actors::stage_actor>& local) {
+               const std::vector<actors::stage_actor>& local, actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   const auto& boss = s.job.cluster.nodes[static_cast<size_t>(s.job.coordinator_node)];
   // Its own port, so that its peers connect to it directly (automatic connections).
@@ -251,18 +272,29 @@ int run_member(caf::actor_system& sys, node_setup& s,
     }
   caf::scoped_actor self{sys};
   self->monitor(*registry);
+  // Silence of the coordinator's node (hung, its connection still open) ends this node.
+  join.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(
+      start_heartbeat(sys, s, {boss.name}, caf::actor_cast<caf::actor>(self), guard));
   const auto error = join_registry(sys, self, *registry, join);
   if (!error.empty())
     fail(me.name, "refused by the coordinator's node " + boss.name + ": " + error);
   std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", me.name.c_str(),
                boss.name.c_str(), host_of(boss).c_str(), boss.port, join.stages.size());
   caf::error reason;
+  std::string silent;
   bool done = false;
   while (!done)
-    self->receive([&](caf::down_msg& d) {
-      reason = d.reason;
-      done = true;
-    });
+    self->receive(
+        [&](caf::down_msg& d) {
+          reason = d.reason;
+          done = true;
+        },
+        [&](actors::stop_atom, std::string& why) {
+          silent = std::move(why);
+          done = true;
+        });
+  if (!silent.empty())
+    fail(me.name, silent);
   if (reason && reason != caf::exit_reason::normal) {
     if (reason == caf::exit_reason::remote_link_unreachable)
       fail(me.name, "lost the coordinator's node " + boss.name);
@@ -272,8 +304,19 @@ int run_member(caf::actor_system& sys, node_setup& s,
   return 0;
 }
 
+/// Says how many messages from other nodes this process refused, however it ends.
+struct dropped_note {
+  std::string node;
+  ~dropped_note() {
+    if (const auto n = actors::dropped_wire_messages(); n > 0)
+      std::fprintf(stderr, "node %s: dropped %lld malformed message(s) from other nodes\n",
+                   node.c_str(), static_cast<long long>(n));
+  }
+};
+
 int run_node(const node_options& o) {
   auto s = prepare(o);
+  dropped_note note{o.name};
   caf::actor_system_config cfg;
   actors::register_types(cfg);
   cfg.load<caf::io::middleman>();
@@ -292,7 +335,7 @@ int run_node(const node_options& o) {
       }
   if (s.me == s.job.coordinator_node)
     return run_coordinator(sys, s, o, local, guard);
-  return run_member(sys, s, local);
+  return run_member(sys, s, local, guard);
 }
 
 } // namespace

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A job as three node processes on loopback: the same losses as single-device training,
-# and every failure (a node that never joins, a port in use, a wrong job file, a node lost
-# mid-step, an absent coordinator) ends every process non-zero within bounded time, with
-# one line naming the node.
+# A job as three node processes on loopback: the same losses as single-device training for
+# every schedule, and every failure (a node that never joins, a port in use, a wrong job
+# file, a node lost mid-step, a hung node or coordinator, an absent coordinator) ends every
+# process non-zero within bounded time, with one line naming the node.
 #   multiprocess_test.sh PATH/TO/deepcee CONFIGS_DIR
 set -u
 deepcee=$1
@@ -27,15 +27,16 @@ print(*[x.getsockname()[1] for x in s])')
 mkdir -p "$work/data"
 for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
 
-# write_job FILE STEPS SEED CONNECT_TIMEOUT
+# write_job FILE STEPS SEED CONNECT_TIMEOUT [PLAN [EXTRA_TOP_LEVEL_LINE]]
 write_job() {
   cat >"$1" <<TOML
 name = "multiprocess-test"
 time = "virtual"
 cluster = "$configs/local-cluster/cluster.toml"
-plan = "$configs/local-cluster/plan.json"
+plan = "${5:-$configs/local-cluster/plan.json}"
 coordinator = "n0"
 connect_timeout = $4
+${6:-}
 [[node]]
 name = "n0"
 host = "127.0.0.1"
@@ -77,9 +78,9 @@ finish() {
   rc=$?
 }
 
-# 1. Same math: 30 steps as three processes equal single-device training.
+# 1. Same math: 30 steps as three processes equal single-device training, for every
+#    schedule (the local cluster's plan with its pipelines' schedule replaced).
 steps=30
-write_job "$work/job.toml" $steps 7 10
 cat >"$work/single.toml" <<TOML
 seed = 7
 steps = $steps
@@ -95,22 +96,33 @@ context = 16
 path = "$work/data"
 TOML
 "$deepcee" train --config "$work/single.toml" --out "$work/single" >/dev/null 2>&1 || fail "deepcee train"
-for n in n1 n2 n0; do start $n "$work/job.toml" "$work/$n.log"; done
-for n in n0 n1 n2; do
-  finish $n
-  [[ $rc == 0 ]] || fail "same math: node $n exit $rc: $(tail -3 "$work/$n.log")"
-done
-grep '^step ' "$work/n0.log" | awk '{print $2","$4}' >"$work/nodes.csv"
-python3 - "$work/single/metrics.csv" "$work/nodes.csv" $steps <<'PY' || fail "same math: losses differ"
+for schedule in gpipe 1f1b zb-h1 zb-h2 greedy; do
+  python3 - "$configs/local-cluster/plan.json" "$work/plan-$schedule.json" "$schedule" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for p in plan["pipelines"]:
+    p["schedule"] = sys.argv[3]
+json.dump(plan, open(sys.argv[2], "w"), indent=1)
+PY
+  write_job "$work/job-$schedule.toml" $steps 7 10 "$work/plan-$schedule.json"
+  t0=$SECONDS
+  for n in n1 n2 n0; do start $n "$work/job-$schedule.toml" "$work/$schedule-$n.log"; done
+  for n in n0 n1 n2; do
+    finish $n
+    [[ $rc == 0 ]] || fail "same math $schedule: node $n exit $rc: $(tail -3 "$work/$schedule-$n.log")"
+  done
+  grep '^step ' "$work/$schedule-n0.log" | awk '{print $2","$4}' >"$work/nodes-$schedule.csv"
+  python3 - "$work/single/metrics.csv" "$work/nodes-$schedule.csv" $steps $schedule $((SECONDS - t0)) <<'PY' || fail "same math $schedule: losses differ"
 import csv, sys
 want = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
 got = {int(s): float(l) for s, l in (line.strip().split(",") for line in open(sys.argv[2]))}
 steps = int(sys.argv[3])
 assert len(got) == steps, f"{len(got)} steps from the nodes, expected {steps}"
 worst = max(abs(got[k] - want[k]) / abs(want[k]) for k in range(1, steps + 1))
-print(f"same math: worst relative loss difference over {steps} steps {worst:.2e}")
+print(f"same math ({sys.argv[4]}, {sys.argv[5]} s): worst relative loss difference over {steps} steps {worst:.2e}")
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
+done
 
 # expect_failure LOG PATTERN: one line from deepcee that matches.
 expect_line() {
@@ -190,7 +202,25 @@ finish n2; [[ $rc != 0 ]] || fail "hung node: n2 should exit non-zero once resum
 # they never acknowledge it: either way the coordinator names the stages it waits for.
 expect_line "$work/hung-n0.log" "node n0: step [0-9]+: (no report from|no optimizer acknowledgement among) .*\(node n2\).* within 2.00 s"
 # Resumed, n2 reads either the coordinator's last word or the closed connection.
-expect_line "$work/hung-n2.log" "node n2: (job stopped by n0: step [0-9]+: no (report|optimizer acknowledgement)|lost the coordinator's node n0)"
+# (or, its heartbeat clock resuming before its sockets are read, the coordinator's silence).
+expect_line "$work/hung-n2.log" "node n2: (job stopped by n0: step [0-9]+: no (report|optimizer acknowledgement)|lost the coordinator's node n0|node n0 is silent)"
+
+# 6b. A coordinator's node that hangs mid-run (stopped, its connections open): the others
+#     hear no heartbeat and stop, naming it.
+write_job "$work/beats.toml" 100000 7 10 "" "heartbeat_interval = 0.25
+heartbeat_timeout = 1.5"
+for n in n1 n2 n0; do start $n "$work/beats.toml" "$work/silent-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/silent-n0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -STOP -P "$pid_n0"
+t0=$SECONDS
+finish n1; [[ $rc == 1 ]] || fail "silent coordinator: n1 exit code $rc"
+finish n2; [[ $rc == 1 ]] || fail "silent coordinator: n2 exit code $rc"
+(( SECONDS - t0 <= 8 )) || fail "silent coordinator: took $((SECONDS - t0)) s"
+echo "silent coordinator: n1 and n2 ended within $((SECONDS - t0)) s of the stop"
+pkill -KILL -P "$pid_n0"
+finish n0
+expect_line "$work/silent-n1.log" "node n1: node n0 is silent: no heartbeat for 1.5 s"
+expect_line "$work/silent-n2.log" "node n2: node n0 is silent: no heartbeat for 1.5 s"
 
 # 7. No coordinator: a node gives up after the connect timeout, naming the coordinator.
 start n1 "$work/short.toml" "$work/alone.log"
@@ -202,5 +232,5 @@ if ((failures)); then
   for f in "$work"/*.log; do echo "== $f"; cat "$f"; done
   exit 1
 fi
-grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,alone}*.log
+grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,silent,alone}*.log
 echo "multiprocess: all checks passed"
