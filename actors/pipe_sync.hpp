@@ -65,7 +65,8 @@ public:
                const runtime::send_bounds& b) {
     if (!active_ || step <= 0)
       return;
-    const runtime::step_time act{step, b.activation}, grad{step, b.gradient};
+    const auto act = runtime::finite_promise({step, b.activation});
+    const auto grad = runtime::finite_promise({step, b.gradient});
     const auto promise = [&](runtime::step_time& sent, runtime::step_time now, int to,
                              tensor_role role) {
       if (to < 0 || !(sent < now))
@@ -77,7 +78,7 @@ public:
     promise(sent_act_, act, next_flat_, tensor_role::activation);
     promise(sent_grad_, grad, prev_flat_, tensor_role::gradient);
     for (auto& p : my_pipes_) {
-      runtime::step_time bound{step, runtime::never_s};
+      auto bound = runtime::finite_promise({step, runtime::never_s});
       if (p.activations && act < bound)
         bound = act;
       if (p.gradients && grad < bound)

@@ -28,6 +28,17 @@ struct step_time {
   friend bool operator==(const step_time& a, const step_time& b) = default;
 };
 
+/// The same promise with a finite time, as it can cross a process: CAF 0.17's serializer
+/// loops forever on an infinite double. "Nothing more in step k" ({k, +inf}) becomes
+/// "nothing before step k + 1" ({k + 1, lowest}), which no transfer can tell apart.
+inline step_time finite_promise(step_time t) {
+  if (t.time_s == std::numeric_limits<double>::infinity())
+    return {t.step + 1, std::numeric_limits<double>::lowest()};
+  if (t.time_s == -std::numeric_limits<double>::infinity())
+    return {t.step, std::numeric_limits<double>::lowest()};
+  return t;
+}
+
 class pipe_order {
 public:
   /// One submitted transfer; `id` is the caller's handle for its details.

@@ -74,8 +74,10 @@ double min_transit(const std::vector<transfer_part>& parts) {
 }
 
 double arrival_bound(double send_s, double transit_s) {
-  if (send_s == unknown_s || send_s == never_s)
+  if (send_s == never_s)
     return send_s;
+  if (send_s <= std::numeric_limits<double>::lowest())
+    return unknown_s;
   const double bound = send_s + transit_s * (1.0 - 1e-9);
   return bound - 8 * std::numeric_limits<double>::epsilon() * std::abs(bound);
 }
