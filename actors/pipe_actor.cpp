@@ -18,9 +18,8 @@ int sender_of(const pipe_state& st, int pipeline, int stage) {
   const auto& plan = st.job->plan;
   if (pipeline < 0 || pipeline >= static_cast<int>(plan.pipelines.size()) || stage < 0 ||
       stage >= st.job->stage_count(pipeline))
-    throw std::invalid_argument("pipe of link " + std::to_string(st.link.link) +
-                                ": no stage " + std::to_string(stage) + " in pipeline " +
-                                std::to_string(pipeline));
+    throw std::invalid_argument("pipe of link " + std::to_string(st.link.link) + ": no stage " +
+                                std::to_string(stage) + " in pipeline " + std::to_string(pipeline));
   return st.job->flat_index(pipeline, stage);
 }
 
@@ -81,8 +80,7 @@ void report(self_ptr self, int64_t step, int pipeline, int stage, const std::str
 }
 
 pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_context> job,
-                                        runtime::shared_link link,
-                                        std::vector<stage_actor> stages,
+                                        runtime::shared_link link, std::vector<stage_actor> stages,
                                         coordinator_actor coordinator, adapter_actor adapter) {
   auto& st = self->state;
   st.job = std::move(job);

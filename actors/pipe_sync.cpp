@@ -21,9 +21,8 @@ int pipe_index(const std::vector<runtime::shared_link>& links, int link) {
 
 int count_shared(const std::vector<runtime::shared_link>& links,
                  const std::vector<runtime::transfer_part>& parts) {
-  return static_cast<int>(std::count_if(parts.begin(), parts.end(), [&](const auto& p) {
-    return pipe_index(links, p.link) >= 0;
-  }));
+  return static_cast<int>(std::count_if(
+      parts.begin(), parts.end(), [&](const auto& p) { return pipe_index(links, p.link) >= 0; }));
 }
 
 } // namespace

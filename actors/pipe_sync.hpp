@@ -110,8 +110,8 @@ private:
   bool active_ = false;
   int pipeline_ = 0, stage_ = 0;
   int prev_flat_ = -1, next_flat_ = -1;
-  route routes_[2];              ///< by tensor_role
-  int expected_[2] = {0, 0};     ///< by role: pipe notices per received transfer
+  route routes_[2];               ///< by tensor_role
+  int expected_[2] = {0, 0};      ///< by role: pipe notices per received transfer
   double in_transit_[2] = {0, 0}; ///< by role: least transit of a received transfer
   std::vector<my_pipe> my_pipes_;
   std::vector<pipe_actor> pipes_;

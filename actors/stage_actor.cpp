@@ -74,9 +74,8 @@ void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> 
   meta.micro = micro;
   meta.pipeline = st.pipeline;
   meta.stage = st.stage;
-  const double arrival = st.sync.send(self, st.links, role,
-                                      forward ? st.costs.act_parts : st.costs.grad_parts, send_s,
-                                      meta);
+  const double arrival = st.sync.send(
+      self, st.links, role, forward ? st.costs.act_parts : st.costs.grad_parts, send_s, meta);
   const auto& m = st.job->plan.model;
   messages::tensor_header h;
   h.kind = forward ? messages::tensor_kind::activation : messages::tensor_kind::gradient;
@@ -200,8 +199,8 @@ void run_ready_ops(self_ptr self) {
       if (st.group->first())
         ready = st.free_at;
       else if (auto it = acts.find(op.micro);
-               it != acts.end() && st.sync.settle(tensor_role::activation, st.step, op.micro,
-                                                  it->second.arrival_s))
+               it != acts.end() &&
+               st.sync.settle(tensor_role::activation, st.step, op.micro, it->second.arrival_s))
         ready = it->second.arrival_s;
       else
         return;
@@ -209,8 +208,8 @@ void run_ready_ops(self_ptr self) {
       if (st.group->last())
         ready = st.f_end.at(i);
       else if (auto it = grads.find(op.micro);
-               it != grads.end() && st.sync.settle(tensor_role::gradient, st.step, op.micro,
-                                                   it->second.arrival_s))
+               it != grads.end() &&
+               st.sync.settle(tensor_role::gradient, st.step, op.micro, it->second.arrival_s))
         ready = it->second.arrival_s;
       else
         return;

@@ -26,7 +26,7 @@ struct stage_state {
   bool fused_backward = false;
   runtime::virtual_stage costs;
   link_layer links;
-  pipe_sync sync; ///< shared links: pipes and promises (virtual time)
+  pipe_sync sync;                 ///< shared links: pipes and promises (virtual time)
   std::vector<stage_actor> peers; ///< flat order
   coordinator_actor coordinator;
 

@@ -18,12 +18,12 @@ constexpr double unknown_s = -std::numeric_limits<double>::infinity();
 /// where nothing is known yet.
 struct stage_progress {
   const std::vector<schedule_op>* ops = nullptr;
-  size_t next_op = 0;  ///< the first op not executed yet
-  double free_at = 0;  ///< the end of the last executed op (the step's start before)
-  bool first = false;  ///< no previous stage: forward inputs are the stage's own data
-  bool last = false;   ///< no next stage: the loss gives the backward inputs
-  bool fused_backward = false; ///< the input gradient leaves when W ends (B and W fused)
-  double f = 0, b = 0, w = 0;  ///< op durations
+  size_t next_op = 0;               ///< the first op not executed yet
+  double free_at = 0;               ///< the end of the last executed op (the step's start before)
+  bool first = false;               ///< no previous stage: forward inputs are the stage's own data
+  bool last = false;                ///< no next stage: the loss gives the backward inputs
+  bool fused_backward = false;      ///< the input gradient leaves when W ends (B and W fused)
+  double f = 0, b = 0, w = 0;       ///< op durations
   std::vector<double> f_end, b_end; ///< per micro-batch: executed ops' ends, else unknown_s
   /// Per micro-batch: a lower bound on when the activation (gradient) that F (B) needs
   /// arrives; the exact arrival once known. Unused for the first (last) stage.

@@ -107,19 +107,19 @@ std::vector<scenario> scenarios() {
       {"2 pipelines (3 + 2 stages), gpipe", two_pipeline_plan(runtime::schedule_kind::gpipe)});
   out.push_back(
       {"2 pipelines (3 + 2 stages), zb-h2", two_pipeline_plan(runtime::schedule_kind::zb_h2)});
-  out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, 1f1b",
-                 shared_wan_plan(runtime::schedule_kind::one_f_one_b,
-                                 runtime::schedule_kind::one_f_one_b),
-                 slow_wan_cluster()});
+  out.push_back(
+      {"3 pipelines sharing a 2 Mbps WAN both ways, 1f1b",
+       shared_wan_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b),
+       slow_wan_cluster()});
   out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, zb-h1 + greedy",
                  shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy),
                  slow_wan_cluster()});
   out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, gpipe + zb-h2",
                  shared_wan_plan(runtime::schedule_kind::gpipe, runtime::schedule_kind::zb_h2),
                  slow_wan_cluster()});
-  out.push_back({"3 pipelines sharing a 100 Mbps WAN both ways, zb-h1 + 1f1b",
-                 shared_wan_plan(runtime::schedule_kind::zb_h1,
-                                 runtime::schedule_kind::one_f_one_b)});
+  out.push_back(
+      {"3 pipelines sharing a 100 Mbps WAN both ways, zb-h1 + 1f1b",
+       shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b)});
   return out;
 }
 
@@ -135,7 +135,8 @@ BOOST_AUTO_TEST_CASE(step_time_matches_simulator) {
 BOOST_AUTO_TEST_CASE(hybrid_plan_sharing_the_cee_small_wan_matches_simulator) {
   // The saved hybrid plan: both pipelines' first stages send over the one cloud->edge pipe
   // and their second stages' gradients share the edge->cloud one.
-  check_against_simulator("cee-small hybrid", runtime::load_cluster(config_file("clusters/cee-small.toml")),
+  check_against_simulator("cee-small hybrid",
+                          runtime::load_cluster(config_file("clusters/cee-small.toml")),
                           runtime::load_plan(config_file("plans/cee-small-hybrid.json")), 2);
 }
 
@@ -144,9 +145,9 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_host) {
   // with and without shared links.
   const auto cluster = slow_wan_cluster();
   const auto corpus = test_corpus();
-  for (const auto& plan : {two_pipeline_plan(runtime::schedule_kind::zb_h1),
-                           shared_wan_plan(runtime::schedule_kind::zb_h1,
-                                           runtime::schedule_kind::greedy)}) {
+  for (const auto& plan :
+       {two_pipeline_plan(runtime::schedule_kind::zb_h1),
+        shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy)}) {
     const runtime::profile_table profile(runtime::make_model_spec(plan.model));
     std::vector<actors::step_result> first;
     for (int run = 0; run < 3; ++run) {
