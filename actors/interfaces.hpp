@@ -18,7 +18,13 @@ namespace deepcee::actors {
 /// exchanges gradient shares with the other holders of its layers.
 using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_order>,
                                      caf::reacts_to<tensor_msg>, caf::reacts_to<grad_share>,
-                                     caf::replies_to<optimize_order>::with<int64_t>>;
+                                     caf::replies_to<optimize_order>::with<int64_t>,
+                                     caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>>;
+
+/// One link that several stages send on in virtual time (a WAN pipe crossed by several
+/// pipelines): it orders their transfers by send time with conservative synchronisation
+/// and tells each receiver when its part arrives (pipe_actor.hpp).
+using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to<send_horizon>>;
 
 /// Drives the job: starts steps, collects the stages' reports, decides the global norm and
 /// learning rate and orders the optimizer step.

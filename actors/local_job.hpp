@@ -57,6 +57,7 @@ private:
   std::vector<stage_actor> stages_;
   coordinator_actor coordinator_;
   adapter_actor adapter_;
+  std::vector<caf::strong_actor_ptr> pipes_; ///< one per shared link
   std::chrono::milliseconds timeout_;
   int steps_done_ = 0;
 };

@@ -117,6 +117,7 @@ struct stage_wiring {
   std::vector<caf::strong_actor_ptr> stages; ///< flat: pipeline by pipeline, stage by stage
   caf::strong_actor_ptr coordinator;
   caf::strong_actor_ptr adapter;
+  std::vector<caf::strong_actor_ptr> pipes; ///< one per runtime::shared_links() entry
 };
 
 /// A finished step as the coordinator reports it.
@@ -198,7 +199,7 @@ typename Inspector::result_type inspect(Inspector& f, heartbeat& x) {
 /// Actor handles only: CAF's own addressing, CAF-serialized.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
-  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter);
+  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes);
 }
 
 template <class Inspector>

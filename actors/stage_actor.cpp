@@ -118,8 +118,8 @@ void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> 
   meta.micro = micro;
   meta.pipeline = st.pipeline;
   meta.stage = st.stage;
-  const double arrival =
-      st.links.send(self, forward ? st.costs.act_parts : st.costs.grad_parts, send_s, meta);
+  const double arrival = st.sync.send(
+      self, st.links, role, forward ? st.costs.act_parts : st.costs.grad_parts, send_s, meta);
   const auto& m = st.job->plan.model;
   messages::tensor_header h;
   h.kind = forward ? messages::tensor_kind::activation : messages::tensor_kind::gradient;
@@ -222,7 +222,7 @@ void finish_compute(self_ptr self) {
 
 /// Runs ops in list order for as long as their inputs are there. Each op starts in virtual
 /// time when both the stage and its input are ready and lasts the profile's time.
-void advance(self_ptr self) {
+void run_ready_ops(self_ptr self) {
   auto& st = self->state;
   const auto& plan = st.job->plan;
   const auto& model = plan.model;
@@ -237,14 +237,18 @@ void advance(self_ptr self) {
     if (op.kind == op_kind::forward) {
       if (st.group->first())
         ready = st.free_at;
-      else if (auto it = acts.find(op.micro); it != acts.end())
+      else if (auto it = acts.find(op.micro);
+               it != acts.end() &&
+               st.sync.settle(tensor_role::activation, st.step, op.micro, it->second.arrival_s))
         ready = it->second.arrival_s;
       else
         return;
     } else if (op.kind == op_kind::backward_input) {
       if (st.group->last())
         ready = st.f_end.at(i);
-      else if (auto it = grads.find(op.micro); it != grads.end())
+      else if (auto it = grads.find(op.micro);
+               it != grads.end() &&
+               st.sync.settle(tensor_role::gradient, st.step, op.micro, it->second.arrival_s))
         ready = it->second.arrival_s;
       else
         return;
@@ -303,6 +307,14 @@ void advance(self_ptr self) {
     finish_compute(self);
 }
 
+/// Runs what can run, then promises the next send times to pipes and neighbours.
+void advance(self_ptr self) {
+  run_ready_ops(self);
+  auto& st = self->state;
+  if (st.sync.active())
+    st.sync.publish(self, st.peers, st.step, runtime::next_send_bounds(progress_of(st)));
+}
+
 void start_step(self_ptr self, const step_order& order) {
   auto& st = self->state;
   if (st.running)
@@ -345,6 +357,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
   st.fused_backward = schedule.fused_backward;
   st.costs = job->cluster->stage(pipeline, stage);
+  st.sync.init(*job, pipeline, stage);
   return {
       [=](const stage_wiring& w) {
         auto& s = self->state;
@@ -353,6 +366,11 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           s.peers.push_back(caf::actor_cast<stage_actor>(p));
         s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
         s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
+        try {
+          s.sync.wire(w.pipes);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
       },
       [=](const step_order& order) {
         try {
@@ -404,6 +422,22 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           return order.step;
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
+        }
+      },
+      [=](const send_horizon& h) {
+        try {
+          self->state.sync.on_horizon(h);
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](const pipe_arrival& a) {
+        try {
+          self->state.sync.on_arrival(a);
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
         }
       },
   };

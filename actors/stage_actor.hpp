@@ -4,6 +4,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
 #include "actors/link_layer.hpp"
+#include "actors/pipe_sync.hpp"
 
 #include <map>
 #include <memory>
@@ -31,6 +32,7 @@ struct stage_state {
   bool fused_backward = false;
   runtime::virtual_stage costs;
   link_layer links;
+  pipe_sync sync;                 ///< shared links: pipes and promises (virtual time)
   std::vector<stage_actor> peers; ///< flat order
   coordinator_actor coordinator;
 
@@ -51,6 +53,9 @@ struct stage_state {
   std::map<int64_t, std::map<int, received_tensor>> activations, gradients;
   std::map<int64_t, std::vector<grad_share>> shares;
 };
+
+/// What the stage knows now, for the lower bounds on its next send times (pipe_sync).
+runtime::stage_progress progress_of(const stage_state& st);
 
 /// Spawns the actor of stage `stage` of pipeline `pipeline`; it builds its device group
 /// (one stage_worker per device) at once, so weights exist before the first step.

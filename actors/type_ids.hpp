@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/messages.hpp"
+#include "actors/pipe_messages.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/type_id.hpp>
@@ -31,6 +32,10 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_wiring))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::step_result))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::node_join))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::heartbeat))
+// Shared links in virtual time (pipe_actor.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::pipe_request))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::send_horizon))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::pipe_arrival))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::op_record>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_sample>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_summary>))

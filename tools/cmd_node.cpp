@@ -9,6 +9,7 @@
 #include "actors/heartbeat_actor.hpp"
 #include "actors/local_job.hpp"
 #include "actors/node_registry.hpp"
+#include "actors/pipe_actor.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/errors.hpp"
@@ -176,6 +177,10 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(coordinator));
   wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator);
   wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter);
+  // Shared links' pipes live here; stages on every node reach them through the wiring.
+  wiring.pipes = actors::spawn_pipes(sys, s.context, stages, coordinator, adapter);
+  for (const auto& pipe : wiring.pipes)
+    guard.actors.push_back(pipe);
   for (auto& stage : stages)
     self->send(stage, wiring);
   // A silent node fails the running step (and every later one), naming it.

@@ -66,7 +66,7 @@ TOML
 
 # start NAME JOB LOG [OPTIONS...]: one node in the background; its pid is in pid_NAME.
 start() {
-  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$1-$RANDOM" "${@:4}" >"$3" 2>&1 &
+  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$(basename "$3" .log)" "${@:4}" >"$3" 2>&1 &
   pids+=($!)
   eval "pid_$1=$!"
 }
@@ -123,6 +123,18 @@ print(f"same math ({sys.argv[4]}, {sys.argv[5]} s): worst relative loss differen
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
 done
+
+# 1b. Virtual time across processes: the plan's two pipelines share the cloud-edge WAN
+# pipe in both directions (ordered by pipe actors on n0), and every step's virtual time
+# equals the one-process run's, bit for bit.
+"$deepcee" run "$work/job-greedy.toml" --out "$work/one" >/dev/null 2>&1 || fail "deepcee run of the job"
+python3 - "$work/one/metrics.csv" "$work/out-greedy-n0/metrics.csv" <<'PY' || fail "virtual time: nodes differ from one process"
+import csv, sys
+one = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[1]))]
+nodes = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[2]))]
+assert one and one == nodes, f"one process {one[:3]}..., nodes {nodes[:3]}..."
+print(f"virtual time: {len(one)} steps equal in one process and as nodes ({one[0]:.6f} s each)")
+PY
 
 # expect_failure LOG PATTERN: one line from deepcee that matches.
 expect_line() {
