@@ -97,7 +97,7 @@ heartbeat_actor spawn_heartbeat(caf::actor_system& sys, std::string node,
                                 std::chrono::milliseconds interval,
                                 std::chrono::milliseconds timeout,
                                 std::vector<std::string> expect, caf::actor notify) {
-  return sys.spawn<caf::detached>(heartbeat_behavior, std::move(node), interval, timeout,
+  return sys.spawn(heartbeat_behavior, std::move(node), interval, timeout,
                                   std::move(expect), std::move(notify));
 }
 

@@ -36,8 +36,10 @@ struct heartbeat_state {
 
 /// `expect` are peers that must be heard from at once (a node expects the coordinator's
 /// node, counted from now); the coordinator's node adds the others as they join (`peer`).
-/// Runs on its own thread (detached), so that long compute handlers on the scheduler's
-/// threads cannot delay its beats into a false alarm.
+/// Runs on the scheduler, not detached: CAF 0.17 keeps an actor whose handle crossed a node
+/// in its registry, and a detached actor's thread then never ends, so the process would hang
+/// at exit. A compute handler can therefore delay a beat by one op: keep heartbeat_timeout
+/// well above the longest op.
 heartbeat_actor spawn_heartbeat(caf::actor_system& sys, std::string node,
                                 std::chrono::milliseconds interval,
                                 std::chrono::milliseconds timeout,
