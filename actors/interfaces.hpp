@@ -15,10 +15,13 @@ namespace deepcee::actors {
 
 /// One pipeline stage: runs its schedule's op list for its layers on its device group,
 /// sends activations to the next stage and gradients to the previous one directly, then
-/// exchanges gradient shares with the other holders of its layers.
+/// exchanges gradient shares with the other holders of its layers. Between steps, `snapshot`
+/// answers with its layers' weights and moments (checkpoints) and `restore` loads them.
 using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_order>,
                                      caf::reacts_to<tensor_msg>, caf::reacts_to<grad_share>,
-                                     caf::replies_to<optimize_order>::with<int64_t>>;
+                                     caf::replies_to<optimize_order>::with<int64_t>,
+                                     caf::replies_to<snapshot_atom>::with<stage_snapshot>,
+                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
 
 /// Drives the job: starts steps, collects the stages' reports, decides the global norm and
 /// learning rate and orders the optimizer step.
