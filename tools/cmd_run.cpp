@@ -95,6 +95,7 @@ int run_job(const run_options& o) {
   };
   const int first_step = run.steps_done() + 1;
   double virtual_s = 0, loss = NAN, val_loss = NAN;
+  int val_step = 0;
   while (run.steps_done() < job.train.steps && !interrupted.raised()) {
     auto r = run.step();
     const int k = static_cast<int>(r.step);
@@ -117,6 +118,7 @@ int run_job(const run_options& o) {
       const auto params = run.gather_parameters();
       if (files.eval_due(k)) {
         val_loss = files.evaluate(params, k, *corpus, real_s);
+        val_step = k;
         bar.message(fmt::format("step {}: validation loss {:.4f}", k, val_loss));
       }
       if (files.checkpoint_due(k))
@@ -141,10 +143,11 @@ int run_job(const run_options& o) {
   runtime::sim_options so;
   so.steps = 1;
   const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
-  std::printf("\n%s: %d steps (%d to %d), final loss %.4f, validation loss %.4f, %.3f s emulated "
-              "in %s real\n",
+  std::printf("\n%s: %d steps (%d to %d), final loss %.4f, validation loss %.4f at step %d, "
+              "%.3f s emulated in %s real\n",
               interrupted.raised() ? "interrupted" : "summary", steps_run, first_step,
-              run.steps_done(), loss, val_loss, virtual_s, progress_bar::duration(real_s).c_str());
+              run.steps_done(), loss, val_loss, val_step, virtual_s,
+              progress_bar::duration(real_s).c_str());
   std::printf("  %-32s %12s\n", "emulated samples/s", "");
   std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
   std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
