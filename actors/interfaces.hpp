@@ -15,11 +15,14 @@ namespace deepcee::actors {
 
 /// One pipeline stage: runs its schedule's op list for its layers on its device group,
 /// sends activations to the next stage and gradients to the previous one directly, then
-/// exchanges gradient shares with the other holders of its layers.
+/// exchanges gradient shares with the other holders of its layers. Between steps, `snapshot`
+/// answers with its layers' weights and moments (checkpoints) and `restore` loads them.
 using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_order>,
                                      caf::reacts_to<tensor_msg>, caf::reacts_to<grad_share>,
                                      caf::replies_to<optimize_order>::with<int64_t>,
-                                     caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>>;
+                                     caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
+                                     caf::replies_to<snapshot_atom>::with<stage_snapshot>,
+                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
 
 /// One link that several stages send on in virtual time (a WAN pipe crossed by several
 /// pipelines): it orders their transfers by send time with conservative synchronisation

@@ -1,6 +1,7 @@
 #include "actors/local_job.hpp"
 
 #include "actors/adapter_actor.hpp"
+#include "actors/checkpoint_transfer.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/pipe_actor.hpp"
 #include "actors/stage_actor.hpp"
@@ -100,6 +101,16 @@ step_result local_job::step() {
     throw std::runtime_error("step " + std::to_string(steps_done_ + 1) + ": " + error);
   ++steps_done_;
   return out;
+}
+
+std::vector<kernels::parameter_state> local_job::gather_parameters() {
+  return actors::gather_parameters(sys_, *job_, stages_, timeout_);
+}
+
+void local_job::restore(const std::vector<kernels::parameter_state>& params, int step,
+                        const std::filesystem::path& source) {
+  restore_stages(sys_, *job_, stages_, params, step, source, timeout_);
+  steps_done_ = step;
 }
 
 std::vector<link_summary> local_job::links() {

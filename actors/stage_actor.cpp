@@ -1,7 +1,9 @@
 #include "actors/stage_actor.hpp"
 
+#include "actors/stage_checkpoint.hpp"
 #include "kernels/gpt/stage_worker.hpp"
 #include "messages/codec.hpp"
+#include "runtime/errors.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
@@ -438,6 +440,23 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           advance(self);
         } catch (const std::exception& e) {
           report_error(self, e.what());
+        }
+      },
+      [=](snapshot_atom) -> caf::result<stage_snapshot> {
+        try {
+          return take_snapshot(self->state);
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
+        }
+      },
+      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        try {
+          restore_snapshot(self->state, snapshot);
+          return snapshot.step;
+        } catch (const runtime::input_error& e) { // the file's fault: named as such
+          return caf::make_error(caf::sec::invalid_argument, std::string(e.what()));
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
         }
       },
   };

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/checkpoint_messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/pipe_messages.hpp"
 
@@ -39,6 +40,11 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::pipe_arrival))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::op_record>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_sample>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_summary>))
+CAF_ADD_ATOM(deepcee, deepcee::actors, snapshot_atom, "snapshot")
+CAF_ADD_ATOM(deepcee, deepcee::actors, restore_atom, "restore")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::kernels::parameter_state))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::kernels::parameter_state>))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_snapshot))
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -5,6 +5,7 @@
 // (a node that never joins, a port in use, a lost peer) ends every process non-zero with
 // one line naming the node.
 #include "actors/adapter_actor.hpp"
+#include "actors/checkpoint_transfer.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/heartbeat_actor.hpp"
 #include "actors/local_job.hpp"
@@ -18,6 +19,7 @@
 #include "runtime/planner.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/job_checkpoint.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/run_directory.hpp"
 
@@ -46,6 +48,7 @@ struct node_options {
   std::string name;
   std::optional<int> steps;
   std::optional<std::string> out;
+  std::optional<std::string> metrics, resume; ///< the coordinator's node reads them
   std::optional<double> connect_timeout_s;
   int step_timeout_s = 60;
 };
@@ -86,6 +89,7 @@ struct node_setup {
   int me = 0;
   std::vector<int> owner; ///< flat stage -> node
   std::shared_ptr<actors::job_context> context;
+  std::optional<kernels::checkpoint_contents> resume; ///< the coordinator's node only
 };
 
 node_setup prepare(const node_options& o) {
@@ -102,6 +106,8 @@ node_setup prepare(const node_options& o) {
   s.plan = std::move(r.plan);
   s.owner = actors::stage_owners(s.job.cluster, s.plan);
   s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus);
+  if (o.resume && s.me == s.job.coordinator_node)
+    s.resume = read_resume_checkpoint(*o.resume, s.plan.model);
   return s;
 }
 
@@ -186,28 +192,78 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   // A silent node fails the running step (and every later one), naming it.
   self->send(beats, actors::stop_atom_v, caf::actor_cast<caf::actor>(coordinator));
 
+  const auto wait = std::chrono::seconds(2 * o.step_timeout_s);
+  int done = 0;
+  if (s.resume) {
+    try {
+      actors::restore_stages(sys, *s.context, stages, s.resume->params, s.resume->info.step,
+                             *o.resume, wait);
+    } catch (const runtime::input_error& e) {
+      self->send(registry, actors::stop_atom_v, std::string(e.what()));
+      std::this_thread::sleep_for(300ms);
+      throw;
+    } catch (const std::exception& e) {
+      finish(e.what());
+    }
+    done = s.resume->info.step;
+    s.resume.reset(); // the stages hold their copies
+  }
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
-  runtime::metrics_writer log(dir / "metrics.csv", runtime::metrics_format::csv);
-  for (int k = 1; k <= s.job.train.steps && error.empty(); ++k) {
-    self->request(coordinator, std::chrono::seconds(2 * o.step_timeout_s), actors::step_atom_v,
-                  static_cast<int64_t>(k))
+  job_files files(dir, s.job.train, o.metrics);
+  const auto gather = [&] { return actors::gather_parameters(sys, *s.context, stages, wait); };
+  interrupt_flag interrupted;
+  const auto start = std::chrono::steady_clock::now();
+  while (done < s.job.train.steps && error.empty() && !interrupted.raised()) {
+    const int k = done + 1;
+    self->request(coordinator, wait, actors::step_atom_v, static_cast<int64_t>(k))
         .receive(
             [&](actors::step_result& r) {
-              log.write({{"step", int64_t{r.step}},
-                         {"loss", r.loss},
-                         {"lr", r.lr},
-                         {"grad_norm", r.grad_norm},
-                         {"virtual_step_s", r.end_s - r.start_s}});
+              files.metrics().write({{"step", int64_t{r.step}},
+                                     {"loss", r.loss},
+                                     {"lr", r.lr},
+                                     {"grad_norm", r.grad_norm},
+                                     {"virtual_step_s", r.end_s - r.start_s}});
               std::printf("step %d loss %.6f\n", k, r.loss);
               std::fflush(stdout);
+              done = k;
             },
             [&](caf::error& e) {
               error = "step " + std::to_string(k) + ": " + reason_text(sys, e);
             });
+    if (done != k || !(files.eval_due(k) || files.checkpoint_due(k)))
+      continue;
+    try {
+      const auto params = gather();
+      if (files.eval_due(k)) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::printf("validation loss %.6f at step %d\n",
+                    files.evaluate(params, k, *s.context->corpus, elapsed), k);
+      }
+      if (files.checkpoint_due(k)) {
+        files.save(params, k);
+        std::printf("checkpoint at step %d: %s\n", k, files.checkpoint().string().c_str());
+        std::fflush(stdout);
+      }
+    } catch (const std::exception& e) {
+      error = "step " + std::to_string(k) + ": " + e.what();
+    }
   }
-  finish(error);
-  std::printf("wrote %s: metrics.csv, plan.json\n", dir.string().c_str());
+  // A failed step leaves the stages mid-step: the last checkpoint stays as it is.
+  if (!error.empty())
+    finish(error);
+  files.save(gather(), done);
+  std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
+  std::printf("wrote %s: %s, plan.json\n", dir.string().c_str(), files.names().c_str());
+  if (interrupted.raised()) { // the other nodes end non-zero, naming the reason
+    self->send(registry, actors::stop_atom_v,
+               "interrupted (Ctrl-C) after step " + std::to_string(done) + ", checkpoint saved");
+    std::this_thread::sleep_for(300ms);
+    std::fprintf(stderr, "node %s: interrupted after step %d\n", me.name.c_str(), done);
+    return 130;
+  }
+  finish("");
   return 0;
 }
 
@@ -352,6 +408,11 @@ command_action add_node_command(CLI::App& app) {
   cmd->add_option("--name", o->name, "This node's name in the job's cluster")->required();
   cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the job)");
   cmd->add_option("--out", o->out, "Run directory of the coordinator's node");
+  cmd->add_option("--metrics", o->metrics, "csv or jsonl (overrides the job)")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  cmd->add_option(
+      "--resume", o->resume,
+      "Continue from this checkpoint (read by the coordinator's node; others ignore it)");
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to wait for the other nodes (overrides the job)");
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");

@@ -10,6 +10,7 @@
 #include "runtime/simulator.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/job_checkpoint.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/plan_print.hpp"
 #include "tools/progress.hpp"
@@ -37,6 +38,7 @@ struct run_options {
   std::optional<uint64_t> seed;
   std::optional<std::string> out;
   std::optional<std::string> plan; ///< a plan file instead of the job's
+  std::optional<std::string> metrics, resume;
   int trace_steps = 3;
   int step_timeout_s = 120;
 };
@@ -63,9 +65,9 @@ int run_job(const run_options& o) {
   print_groups(stdout, job.cluster, report.groups);
   print_plan(stdout, job.cluster, spec, plan);
 
-  const auto dir = make_run_directory(o.out, job.train.out, "run");
-  runtime::save_plan(plan, dir / "plan.json");
-  runtime::metrics_writer log(dir / "metrics.csv", runtime::metrics_format::csv);
+  std::optional<kernels::checkpoint_contents> resume;
+  if (o.resume)
+    resume = read_resume_checkpoint(*o.resume, plan.model);
 
   caf::actor_system_config cfg;
   actors::register_types(cfg);
@@ -74,18 +76,33 @@ int run_job(const run_options& o) {
   caf::actor_system sys{cfg};
   actors::local_job run(sys, job.cluster, profile, plan, job.train, corpus,
                         std::chrono::seconds(o.step_timeout_s));
+  if (resume) {
+    run.restore(resume->params, resume->info.step, *o.resume);
+    resume.reset(); // the stages hold their copies
+  }
+  // Only once every input has been checked, so that bad input leaves nothing behind.
+  const auto dir = make_run_directory(o.out, job.train.out, "run");
+  runtime::save_plan(plan, dir / "plan.json");
+  job_files files(dir, job.train, o.metrics);
+  auto& log = files.metrics();
 
-  progress_bar bar(0, job.train.steps);
+  interrupt_flag interrupted;
+  progress_bar bar(run.steps_done(), job.train.steps);
   std::vector<actors::step_result> traced;
   const auto start = std::chrono::steady_clock::now();
-  double virtual_s = 0, loss = 0;
-  for (int k = 1; k <= job.train.steps; ++k) {
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const int first_step = run.steps_done() + 1;
+  double virtual_s = 0, loss = NAN, val_loss = NAN;
+  int val_step = 0;
+  while (run.steps_done() < job.train.steps && !interrupted.raised()) {
     auto r = run.step();
+    const int k = static_cast<int>(r.step);
     const double step_s = r.end_s - r.start_s;
     virtual_s = r.end_s;
     loss = r.loss;
-    const double real_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double real_s = elapsed();
     const double sps = plan.global_batch() / step_s;
     log.write({{"step", int64_t{r.step}},
                {"loss", r.loss},
@@ -97,10 +114,21 @@ int run_job(const run_options& o) {
                {"real_elapsed_s", real_s}});
     bar.update(k, fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", r.loss,
                               sps, r.end_s));
-    if (k <= o.trace_steps)
+    if (files.eval_due(k) || files.checkpoint_due(k)) {
+      const auto params = run.gather_parameters();
+      if (files.eval_due(k)) {
+        val_loss = files.evaluate(params, k, *corpus, real_s);
+        val_step = k;
+        bar.message(fmt::format("step {}: validation loss {:.4f}", k, val_loss));
+      }
+      if (files.checkpoint_due(k))
+        files.save(params, k);
+    }
+    if (k - first_step < o.trace_steps)
       traced.push_back(std::move(r));
   }
   bar.finish();
+  files.save(run.gather_parameters(), run.steps_done());
   {
     auto samples = run.samples();
     const double trace_end = traced.empty() ? 0 : traced.back().end_s;
@@ -110,12 +138,16 @@ int run_job(const run_options& o) {
   }
   const double real_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double emulated = job.train.steps * plan.global_batch() / std::max(virtual_s, 1e-30);
+  const int steps_run = run.steps_done() - first_step + 1;
+  const double emulated = steps_run * plan.global_batch() / std::max(virtual_s, 1e-30);
   runtime::sim_options so;
   so.steps = 1;
   const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
-  std::printf("\nsummary: %d steps, final loss %.4f, %.3f s emulated in %s real\n", job.train.steps,
-              loss, virtual_s, progress_bar::duration(real_s).c_str());
+  std::printf("\n%s: %d steps (%d to %d), final loss %.4f, validation loss %.4f at step %d, "
+              "%.3f s emulated in %s real\n",
+              interrupted.raised() ? "interrupted" : "summary", steps_run, first_step,
+              run.steps_done(), loss, val_loss, val_step, virtual_s,
+              progress_bar::duration(real_s).c_str());
   std::printf("  %-32s %12s\n", "emulated samples/s", "");
   std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
   std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
@@ -125,8 +157,8 @@ int run_job(const run_options& o) {
     else
       std::printf("  %-32s %12s  (%s)\n", ("simulator, " + s.strategy).c_str(), "-",
                   s.error.c_str());
-  std::printf("wrote %s: metrics.csv, plan.json, trace.json\n", dir.string().c_str());
-  return 0;
+  std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
+  return interrupted.raised() ? 130 : 0;
 }
 
 } // namespace
@@ -139,6 +171,9 @@ command_action add_run_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of weights and data sampling");
   cmd->add_option("--plan", o->plan, "Plan file (JSON) instead of the job's plan");
   cmd->add_option("--out", o->out, "Run directory (default: a new one under the job's out)");
+  cmd->add_option("--metrics", o->metrics, "csv or jsonl (overrides the job)")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  cmd->add_option("--resume", o->resume, "Continue from this checkpoint (deepcee run or train)");
   cmd->add_option("--trace-steps", o->trace_steps, "Steps written to the trace");
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");
   return [o] { return run_job(*o); };
