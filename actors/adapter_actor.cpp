@@ -1,4 +1,5 @@
 #include "actors/adapter_actor.hpp"
+#include "actors/wire_format.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -11,6 +12,7 @@ namespace {
 using self_ptr = adapter_actor::stateful_pointer<adapter_state>;
 
 adapter_actor::behavior_type adapter_behavior(self_ptr self) {
+  self->set_default_handler(drop_unexpected);
   return {
       [=](const link_sample& s) {
         auto& st = self->state;

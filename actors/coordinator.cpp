@@ -1,4 +1,5 @@
 #include "actors/coordinator.hpp"
+#include "actors/wire_format.hpp"
 
 #include "runtime/lr_schedule.hpp"
 
@@ -104,6 +105,7 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
                                                       std::vector<stage_actor> stages,
                                                       std::vector<std::string> stage_nodes,
                                                       std::chrono::milliseconds step_timeout) {
+  self->set_default_handler(drop_unexpected);
   self->state.step_timeout = step_timeout;
   self->state.job = std::move(job);
   self->state.stages = std::move(stages);

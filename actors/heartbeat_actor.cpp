@@ -1,4 +1,5 @@
 #include "actors/heartbeat_actor.hpp"
+#include "actors/wire_format.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -54,6 +55,7 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
                                                   std::chrono::milliseconds timeout,
                                                   std::vector<std::string> expect,
                                                   caf::actor notify) {
+  self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.node = std::move(node);
   st.interval = interval;

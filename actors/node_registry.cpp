@@ -1,4 +1,5 @@
 #include "actors/node_registry.hpp"
+#include "actors/wire_format.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
@@ -44,6 +45,7 @@ node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string 
                                                      std::vector<stage_actor> local_stages,
                                                      std::chrono::milliseconds timeout,
                                                      heartbeat_actor beats) {
+  self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.beats = std::move(beats);
   st.job = std::move(job);

@@ -1,4 +1,5 @@
 #include "actors/pipe_actor.hpp"
+#include "actors/wire_format.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -82,6 +83,7 @@ void report(self_ptr self, int64_t step, int pipeline, int stage, const std::str
 pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_context> job,
                                         runtime::shared_link link, std::vector<stage_actor> stages,
                                         coordinator_actor coordinator, adapter_actor adapter) {
+  self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.job = std::move(job);
   st.order = std::make_unique<runtime::pipe_order>(link.senders);

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <caf/meta/type_name.hpp>
+#include "actors/wire_format.hpp"
 
 #include <cstdint>
 
@@ -43,21 +43,20 @@ struct pipe_arrival {
   double arrival_s = 0;
 };
 
+// Each crosses nodes as its validated Cap'n Proto message (wire_format.hpp).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pipe_request& x) {
-  return f(caf::meta::type_name("pipe_request"), x.step, x.role, x.pipeline, x.stage, x.micro,
-           x.part, x.send_s);
+  return inspect_as_wire(f, x, "pipe_request");
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, send_horizon& x) {
-  return f(caf::meta::type_name("send_horizon"), x.step, x.time_s, x.pipeline, x.stage, x.role);
+  return inspect_as_wire(f, x, "send_horizon");
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pipe_arrival& x) {
-  return f(caf::meta::type_name("pipe_arrival"), x.step, x.role, x.pipeline, x.stage, x.micro,
-           x.arrival_s);
+  return inspect_as_wire(f, x, "pipe_arrival");
 }
 
 } // namespace deepcee::actors

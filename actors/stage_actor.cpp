@@ -1,4 +1,5 @@
 #include "actors/stage_actor.hpp"
+#include "actors/wire_format.hpp"
 
 #include "actors/stage_checkpoint.hpp"
 #include "kernels/gpt/stage_worker.hpp"
@@ -347,6 +348,7 @@ void start_step(self_ptr self, const step_order& order) {
 
 stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_context> job,
                                           int pipeline, int stage) {
+  self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.job = job;
   st.pipeline = pipeline;

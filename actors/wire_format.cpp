@@ -1,8 +1,11 @@
 #include "actors/wire_format.hpp"
 
 #include "actors/messages.hpp"
+#include "actors/pipe_messages.hpp"
 #include "messages/codec.hpp"
 
+#include <caf/message.hpp>
+#include <caf/message_view.hpp>
 #include <caf/sec.hpp>
 #include <spdlog/spdlog.h>
 
@@ -35,6 +38,12 @@ caf::error load(const std::vector<uint8_t>& bytes, Decode decode, Assign assign)
 }
 
 } // namespace
+
+caf::result<caf::message> drop_unexpected(caf::scheduled_actor*, caf::message_view& x) {
+  if (!x.content().empty()) // an empty one was refused in from_wire, and logged there
+    spdlog::warn("dropped a message of unexpected type ({} element(s))", x.content().size());
+  return caf::message{};
+}
 
 int64_t dropped_wire_messages() {
   return dropped.load();
@@ -191,6 +200,38 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, heartbeat& x) {
     x.node = std::move(m.node);
     x.sequence = m.sequence;
     x.time_s = m.time;
+  });
+}
+
+std::vector<uint8_t> to_wire(const pipe_request& x) {
+  return wire::encode(
+      wire::pipe_request{x.step, x.role, x.pipeline, x.stage, x.micro, x.part, x.send_s});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_request& x) {
+  return load(bytes, wire::decode_pipe_request, [&](wire::pipe_request m) {
+    x = {m.step, m.role, m.pipeline, m.stage, m.micro_batch, m.part, m.send_time};
+  });
+}
+
+std::vector<uint8_t> to_wire(const send_horizon& x) {
+  return wire::encode(wire::send_horizon{x.step, x.time_s, x.pipeline, x.stage, x.role});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, send_horizon& x) {
+  return load(bytes, wire::decode_send_horizon, [&](wire::send_horizon m) {
+    x = {m.step, m.time, m.pipeline, m.stage, m.role};
+  });
+}
+
+std::vector<uint8_t> to_wire(const pipe_arrival& x) {
+  return wire::encode(
+      wire::pipe_arrival{x.step, x.role, x.pipeline, x.stage, x.micro, x.arrival_s});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_arrival& x) {
+  return load(bytes, wire::decode_pipe_arrival, [&](wire::pipe_arrival m) {
+    x = {m.step, m.role, m.pipeline, m.stage, m.micro_batch, m.arrival_time};
   });
 }
 

@@ -1,6 +1,10 @@
 #pragma once
 
 #include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
+#include <caf/result.hpp>
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/save_callback.hpp>
 #include <caf/meta/type_name.hpp>
@@ -33,6 +37,9 @@ struct optimize_order;
 struct link_sample;
 struct node_join;
 struct heartbeat;
+struct pipe_request;
+struct send_horizon;
+struct pipe_arrival;
 
 std::vector<uint8_t> to_wire(const step_order& x);
 std::vector<uint8_t> to_wire(const grad_share& x);
@@ -41,6 +48,9 @@ std::vector<uint8_t> to_wire(const optimize_order& x);
 std::vector<uint8_t> to_wire(const link_sample& x);
 std::vector<uint8_t> to_wire(const node_join& x); ///< all but the handles
 std::vector<uint8_t> to_wire(const heartbeat& x);
+std::vector<uint8_t> to_wire(const pipe_request& x);
+std::vector<uint8_t> to_wire(const send_horizon& x);
+std::vector<uint8_t> to_wire(const pipe_arrival& x);
 
 /// Fills `x` from validated bytes, or leaves it alone and returns why they were refused.
 caf::error from_wire(const std::vector<uint8_t>& bytes, step_order& x);
@@ -50,6 +60,14 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, optimize_order& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, link_sample& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, node_join& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, heartbeat& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_request& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, send_horizon& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_arrival& x);
+
+/// The default handler of every actor that receives messages from other nodes. A message
+/// whose bytes `from_wire` refused reaches the actor empty; it is dropped without a reply
+/// (CAF's default would answer the sender with an error, and that error kills the sender).
+caf::result<caf::message> drop_unexpected(caf::scheduled_actor* self, caf::message_view& x);
 
 /// Messages this process refused in `from_wire` so far.
 int64_t dropped_wire_messages();

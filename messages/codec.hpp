@@ -27,6 +27,9 @@ std::vector<uint8_t> encode(const error_report& m);
 std::vector<uint8_t> encode(const optimize_order& m);
 std::vector<uint8_t> encode(const stage_report& m);
 std::vector<uint8_t> encode(const node_join& m);
+std::vector<uint8_t> encode(const pipe_request& m);
+std::vector<uint8_t> encode(const send_horizon& m);
+std::vector<uint8_t> encode(const pipe_arrival& m);
 
 /// Largest payload of one tensor message (Cap'n Proto's limit on a Data field); a larger
 /// tensor is sent in slices of samples (tensor_header::first_sample).
@@ -52,6 +55,9 @@ result<error_report> decode_error_report(std::span<const uint8_t> bytes);
 result<optimize_order> decode_optimize_order(std::span<const uint8_t> bytes);
 result<stage_report> decode_stage_report(std::span<const uint8_t> bytes);
 result<node_join> decode_node_join(std::span<const uint8_t> bytes);
+result<pipe_request> decode_pipe_request(std::span<const uint8_t> bytes);
+result<send_horizon> decode_send_horizon(std::span<const uint8_t> bytes);
+result<pipe_arrival> decode_pipe_arrival(std::span<const uint8_t> bytes);
 
 /// Copies the bytes once into an aligned buffer that the result's payload view points into.
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);

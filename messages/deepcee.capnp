@@ -203,6 +203,34 @@ struct Error {
   message @2 :Text;
 }
 
+# Conservative synchronisation of a link several stages send on (actors/pipe_actor.hpp).
+struct PipeRequest {
+  step @0 :Int64;
+  role @1 :UInt8;      # 0 activation, 1 gradient
+  pipeline @2 :Int32;
+  stage @3 :Int32;     # the sender
+  microBatch @4 :Int32;
+  part @5 :Int32;      # index into the sender's transfer parts of that role
+  sendTime @6 :Float64;
+}
+
+struct SendHorizon {
+  step @0 :Int64;
+  time @1 :Float64;    # the sender's next transfers leave at this time or later
+  pipeline @2 :Int32;
+  stage @3 :Int32;
+  role @4 :Int8;      # 0 activation, 1 gradient, -1 every role (a promise to a pipe)
+}
+
+struct PipeArrival {
+  step @0 :Int64;
+  role @1 :UInt8;
+  pipeline @2 :Int32;
+  stage @3 :Int32;     # the sender
+  microBatch @4 :Int32;
+  arrivalTime @5 :Float64;
+}
+
 struct Envelope {
   union {
     jobDeployment @0 :JobDeployment;
@@ -216,5 +244,8 @@ struct Envelope {
     optimizeOrder @8 :OptimizeOrder;
     stageReport @9 :StageReport;
     nodeJoin @10 :NodeJoin;
+    pipeRequest @11 :PipeRequest;
+    sendHorizon @12 :SendHorizon;
+    pipeArrival @13 :PipeArrival;
   }
 }

@@ -26,6 +26,12 @@ std::string_view to_string(message_kind k) {
     return "stage_report";
   case message_kind::node_join:
     return "node_join";
+  case message_kind::pipe_request:
+    return "pipe_request";
+  case message_kind::send_horizon:
+    return "send_horizon";
+  case message_kind::pipe_arrival:
+    return "pipe_arrival";
   }
   return "unknown";
 }

@@ -27,7 +27,10 @@ enum class message_kind : uint8_t {
   error,
   optimize_order,
   stage_report,
-  node_join
+  node_join,
+  pipe_request,
+  send_horizon,
+  pipe_arrival
 };
 
 std::string_view to_string(message_kind k);
@@ -59,6 +62,39 @@ struct optimize_order {
   double learning_rate = 0.0;
   double grad_norm = 0.0;
   friend bool operator==(const optimize_order&, const optimize_order&) = default;
+};
+
+/// A transfer part put on a shared link, a sender's promise about its next sends, and a
+/// shared link's verdict on when a part arrives (actors/pipe_actor.hpp). `role` is 0 for
+/// activations, 1 for gradients.
+struct pipe_request {
+  int64_t step = 0;
+  int role = 0;
+  int pipeline = 0;
+  int stage = 0;
+  int micro_batch = 0;
+  int part = 0;
+  double send_time = 0.0;
+  friend bool operator==(const pipe_request&, const pipe_request&) = default;
+};
+
+struct send_horizon {
+  int64_t step = 0;
+  double time = 0.0; ///< finite; may be the lowest double ("nothing before this step")
+  int pipeline = 0;
+  int stage = 0;
+  int role = 0; ///< -1: every role (a promise to a pipe)
+  friend bool operator==(const send_horizon&, const send_horizon&) = default;
+};
+
+struct pipe_arrival {
+  int64_t step = 0;
+  int role = 0;
+  int pipeline = 0;
+  int stage = 0;
+  int micro_batch = 0;
+  double arrival_time = 0.0;
+  friend bool operator==(const pipe_arrival&, const pipe_arrival&) = default;
 };
 
 /// Everything about an activation or gradient except its bytes.

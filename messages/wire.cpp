@@ -109,6 +109,12 @@ std::optional<message_kind> kind_of(wire::Envelope::Which which) {
     return message_kind::stage_report;
   case wire::Envelope::NODE_JOIN:
     return message_kind::node_join;
+  case wire::Envelope::PIPE_REQUEST:
+    return message_kind::pipe_request;
+  case wire::Envelope::SEND_HORIZON:
+    return message_kind::send_horizon;
+  case wire::Envelope::PIPE_ARRIVAL:
+    return message_kind::pipe_arrival;
   }
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 
 #include "actors/heartbeat_actor.hpp"
 #include "actors/messages.hpp"
+#include "actors/pipe_messages.hpp"
 #include "actors/wire_format.hpp"
 #include "messages/codec.hpp"
 
@@ -18,6 +19,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <limits>
 #include <random>
 
 using namespace deepcee;
@@ -120,6 +122,35 @@ BOOST_AUTO_TEST_CASE(every_crossing_struct_round_trips_through_caf_serialization
 
   const auto h = round_trip(sys, actors::heartbeat{"n1", 42, 17.5});
   BOOST_TEST((std::tie(h.node, h.sequence, h.time_s) == std::make_tuple("n1", 42ul, 17.5)));
+
+  const auto pr = round_trip(sys, actors::pipe_request{6, 1, 2, 3, 4, 5, 0.125});
+  BOOST_TEST((std::tie(pr.step, pr.role, pr.pipeline, pr.stage, pr.micro, pr.part, pr.send_s) ==
+              std::make_tuple(6L, 1, 2, 3, 4, 5, 0.125)));
+  // "Nothing before step 9" is the lowest finite double: it must cross unchanged.
+  const double lowest = std::numeric_limits<double>::lowest();
+  const auto hz = round_trip(sys, actors::send_horizon{9, lowest, 1, 2, 0});
+  BOOST_TEST((std::tie(hz.step, hz.time_s, hz.pipeline, hz.stage, hz.role) ==
+              std::make_tuple(9L, lowest, 1, 2, 0)));
+  const auto a = round_trip(sys, actors::pipe_arrival{6, 0, 1, 2, 3, 0.75});
+  BOOST_TEST((std::tie(a.step, a.role, a.pipeline, a.stage, a.micro, a.arrival_s) ==
+              std::make_tuple(6L, 0, 1, 2, 3, 0.75)));
+}
+
+BOOST_AUTO_TEST_CASE(malformed_pipe_messages_are_refused) {
+  const auto before = actors::dropped_wire_messages();
+  auto refused = [&](auto bad, auto& out) { return !deserialize(sys, serialize(sys, bad), out); };
+  actors::pipe_request out{1, 0, 0, 1, 0, 0, 0.5};
+  BOOST_TEST(refused(actors::pipe_request{1, 2, 0, 1, 0, 0, 0.5}, out));  // unknown role
+  BOOST_TEST(refused(actors::pipe_request{1, 0, 0, 1, -1, 0, 0.5}, out)); // negative micro
+  BOOST_TEST(refused(actors::pipe_request{1, 0, 0, 1, 0, 0, -0.5}, out)); // negative time
+  actors::send_horizon horizon{2, 1.0, 0, 0, 0};
+  BOOST_TEST(refused(actors::send_horizon{2, std::nan(""), 0, 0, 0}, horizon));
+  actors::pipe_arrival arrival{2, 0, 0, 0, 0, 1.0};
+  BOOST_TEST(refused(actors::pipe_arrival{-2, 0, 0, 0, 0, 1.0}, arrival));
+  BOOST_TEST(actors::dropped_wire_messages() - before == 5);
+  BOOST_TEST(out.send_s == 0.5);
+  BOOST_TEST(horizon.time_s == 1.0);
+  BOOST_TEST(arrival.step == 2);
 }
 
 BOOST_AUTO_TEST_CASE(refused_bytes_are_counted_and_leave_the_value_alone) {
@@ -184,7 +215,8 @@ BOOST_AUTO_TEST_CASE(the_middleman_drops_a_refused_message_and_the_actor_lives_o
   caf::actor_system a{cfg_a}, b{cfg_b};
   caf::scoped_actor sink{a};
   auto sink_handle = caf::actor_cast<caf::actor>(sink);
-  auto receiver = a.spawn([sink_handle](caf::event_based_actor*) -> caf::behavior {
+  auto receiver = a.spawn([sink_handle](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(actors::drop_unexpected);
     return {[sink_handle](actors::step_order& o) { caf::anon_send(sink_handle, o.step); }};
   });
   auto port = a.middleman().publish(receiver, 0, "127.0.0.1");
@@ -192,11 +224,17 @@ BOOST_AUTO_TEST_CASE(the_middleman_drops_a_refused_message_and_the_actor_lives_o
   auto remote = b.middleman().remote_actor("127.0.0.1", *port);
   BOOST_REQUIRE(remote);
   const auto before = actors::dropped_wire_messages();
-  caf::anon_send(*remote, actors::step_order{-5, 0.0, {1}}); // encoded, refused on load
-  caf::anon_send(*remote, actors::step_order{6, 2.0, {1}});
+  // Sent by an actor: the refused message must not come back to it as an error (that error
+  // would kill a sending stage).
+  caf::scoped_actor sender{b};
+  sender->send(*remote, actors::step_order{-5, 0.0, {1}}); // encoded, refused on load
+  sender->send(*remote, actors::step_order{6, 2.0, {1}});
   int64_t got = -1;
   sink->receive([&](int64_t step) { got = step; }, caf::after(5s) >> [] {});
   BOOST_TEST(got == 6);
+  bool answered = false;
+  sender->receive([&](caf::error&) { answered = true; }, caf::after(300ms) >> [] {});
+  BOOST_TEST(!answered);
   BOOST_TEST(actors::dropped_wire_messages() - before == 1);
   caf::anon_send_exit(receiver, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(*remote, caf::exit_reason::user_shutdown);

@@ -24,6 +24,12 @@ void decode_with_all(std::span<const uint8_t> b) {
   (void)decode_rebalance(b);
   (void)decode_heartbeat(b);
   (void)decode_error_report(b);
+  (void)decode_optimize_order(b);
+  (void)decode_stage_report(b);
+  (void)decode_node_join(b);
+  (void)decode_pipe_request(b);
+  (void)decode_send_horizon(b);
+  (void)decode_pipe_arrival(b);
 }
 
 template <class R>

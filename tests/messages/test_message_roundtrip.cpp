@@ -109,6 +109,9 @@ BOOST_AUTO_TEST_CASE(control_messages_round_trip) {
   check_round_trip(sample_optimize_order(), [](auto b) { return decode_optimize_order(b); });
   check_round_trip(sample_stage_report(), [](auto b) { return decode_stage_report(b); });
   check_round_trip(sample_node_join(), [](auto b) { return decode_node_join(b); });
+  check_round_trip(pipe_request{3, 1, 1, 2, 5, 0, 0.25}, [](auto b) { return decode_pipe_request(b); });
+  check_round_trip(send_horizon{3, -1.5, 1, 2, 1}, [](auto b) { return decode_send_horizon(b); });
+  check_round_trip(pipe_arrival{3, 0, 1, 2, 5, 0.5}, [](auto b) { return decode_pipe_arrival(b); });
 }
 
 BOOST_AUTO_TEST_CASE(extreme_but_valid_values_round_trip) {
