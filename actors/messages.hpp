@@ -1,5 +1,7 @@
 #pragma once
 
+#include "messages/types.hpp"
+
 #include <caf/actor_control_block.hpp>
 #include <caf/meta/type_name.hpp>
 
@@ -33,9 +35,12 @@ struct tensor_msg {
   int32_t pipeline = 0;
   int32_t stage = 0; ///< the sender
   int32_t micro = 0;
-  double arrival_s = 0; ///< when its last part arrived, from the link model
+  double arrival_s = 0; ///< when its last part arrived: link model, or real (wall)
   std::vector<uint8_t> bytes;
-  std::vector<float> values; ///< the decoded payload, filled by the receiver only
+  // Filled by the receiver only: the decoded message, whose payload is read in place, and
+  // the payload widened to fp32 when it travelled compressed.
+  messages::tensor_message decoded;
+  std::vector<float> values;
 };
 
 /// A stage's gradient sum (over its devices) of layers [first_layer, last_layer), the
@@ -121,9 +126,9 @@ struct step_result {
   double loss = 0;
   double grad_norm = 0;
   double lr = 0;
-  double start_s = 0;            ///< virtual
-  double end_s = 0;              ///< virtual, after all-reduce and optimizer
-  double compute_end_s = 0;      ///< virtual, the last stage's last op
+  double start_s = 0;            ///< virtual (real in wall mode)
+  double end_s = 0;              ///< after all-reduce and optimizer
+  double compute_end_s = 0;      ///< the last stage's last op
   std::vector<op_record> ops;    ///< all stages, flat order given by op_stage
   std::vector<int32_t> op_stage; ///< flat stage index of each op
   int64_t dropped = 0;           ///< malformed messages the stages dropped so far

@@ -10,8 +10,12 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace deepcee::actors {
 
@@ -38,10 +42,14 @@ void report_error(self_ptr self, const std::string& what) {
 }
 
 /// Decodes and validates a received tensor against what this stage expects (its pipeline,
-/// the neighbour that sends this role, the routing fields, [b, T, C]); fills msg.values.
-/// Returns why it is unusable, or an empty string.
+/// the neighbour that sends this role, the routing fields, [b, T, C]); fills msg.decoded
+/// (and msg.values when the payload travelled compressed). Dry mode's tensors carry no
+/// payload. Returns why it is unusable, or an empty string.
 std::string accept_tensor(stage_state& st, tensor_msg& msg) {
-  auto decoded = messages::decode_tensor(std::move(msg.bytes));
+  auto& counts = st.job->counts;
+  const auto* received = msg.bytes.data();
+  auto decoded = st.job->dry() ? messages::decode_tensor_header(msg.bytes)
+                               : messages::decode_tensor(std::move(msg.bytes));
   if (!decoded)
     return decoded.error().what;
   const auto& h = decoded->header;
@@ -58,24 +66,41 @@ std::string accept_tensor(stage_state& st, tensor_msg& msg) {
   if (h.shape != shape)
     return "tensor of " + std::to_string(h.rows() * h.cols()) + " values, expected " +
            std::to_string(shape[0] * shape[1] * shape[2]);
-  msg.values.resize(static_cast<size_t>(h.rows() * h.cols()));
-  messages::decompress(*decoded, msg.values);
+  msg.decoded = std::move(*decoded);
+  if (st.job->dry())
+    return {};
+  if (msg.decoded.buffer.bytes.data() != received)
+    ++counts.payload_copies; // the received bytes were not word aligned
+  ++counts.deserializations;
+  if (const auto& kept = msg.decoded.header; kept.dtype != messages::tensor_dtype::f32) {
+    msg.values.resize(static_cast<size_t>(kept.rows() * kept.cols()));
+    messages::decompress(msg.decoded, msg.values);
+    ++counts.payload_copies; // the widened values are uploaded once more
+  }
   return {};
 }
 
-void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> values,
-                 double send_s) {
+/// The fp32 values of an accepted tensor: its f32 payload read in place (a Data field is
+/// word aligned), or the values it was widened to.
+std::span<const float> values_of(const tensor_msg& msg) {
+  if (msg.decoded.header.dtype != messages::tensor_dtype::f32)
+    return msg.values;
+  const auto& p = msg.decoded.payload;
+  return {reinterpret_cast<const float*>(p.data()), p.size() / sizeof(float)};
+}
+
+/// Writes one op's output [b, T, C] into `out`; wall mode measures the op's end inside.
+using compute_fn = std::function<void(std::span<float> out)>;
+
+/// Computes the tensor of an op straight into a new message to the neighbour and sends it.
+/// `end_s` is the op's end, the send time: given in virtual and dry time, measured once
+/// `compute` returns in wall time. Dry mode sends the header alone.
+void send_tensor(self_ptr self, tensor_role role, int micro, double& end_s,
+                 const compute_fn& compute) {
   auto& st = self->state;
+  auto& counts = st.job->counts;
   const bool forward = role == tensor_role::activation;
   const int to = forward ? st.stage + 1 : st.stage - 1;
-  link_sample meta;
-  meta.step = st.step;
-  meta.role = static_cast<int32_t>(role);
-  meta.micro = micro;
-  meta.pipeline = st.pipeline;
-  meta.stage = st.stage;
-  const double arrival =
-      st.links.send(self, forward ? st.costs.act_parts : st.costs.grad_parts, send_s, meta);
   const auto& m = st.job->plan.model;
   messages::tensor_header h;
   h.kind = forward ? messages::tensor_kind::activation : messages::tensor_kind::gradient;
@@ -83,7 +108,6 @@ void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> 
   h.micro_batch = micro;
   h.pipeline = st.pipeline;
   h.stage = st.stage;
-  h.send_time = send_s;
   h.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
   tensor_msg msg;
   msg.role = role;
@@ -91,9 +115,42 @@ void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> 
   msg.pipeline = st.pipeline;
   msg.stage = st.stage;
   msg.micro = micro;
-  msg.arrival_s = arrival;
-  msg.bytes = messages::encode_tensor(h, values); // the one serialization of the send path
-  self->send(st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to))), std::move(msg));
+  if (st.job->dry()) {
+    h.send_time = end_s;
+    msg.bytes = messages::encode_tensor_header(h);
+  } else {
+    // The one serialization of the send path: the devices write into the payload.
+    msg.bytes = messages::encode_tensor_with(h, [&](std::span<float> out) {
+      compute(out);
+      if (st.job->wall())
+        end_s = st.job->real_now_s();
+      h.send_time = end_s;
+    });
+    ++counts.serializations;
+  }
+  ++counts.messages;
+  link_sample meta;
+  meta.step = st.step;
+  meta.role = static_cast<int32_t>(role);
+  meta.micro = micro;
+  meta.pipeline = st.pipeline;
+  meta.stage = st.stage;
+  const auto& parts = forward ? st.costs.act_parts : st.costs.grad_parts;
+  const auto peer = st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to)));
+  if (!st.job->wall()) {
+    msg.arrival_s = st.links.send(self, parts, end_s, meta);
+    self->send(peer, std::move(msg));
+  } else if (st.job->mode.shape_links) {
+    // The link model's FIFO and drain times, in real seconds: the message leaves when its
+    // last part would have arrived, by a timer, so the actor goes on meanwhile.
+    const double now = st.job->real_now_s();
+    msg.arrival_s = st.links.send(self, parts, now, meta);
+    const auto wait = std::chrono::duration<double>(std::max(0.0, msg.arrival_s - now));
+    self->delayed_send(peer, std::chrono::duration_cast<std::chrono::microseconds>(wait),
+                       std::move(msg));
+  } else {
+    self->send(peer, std::move(msg)); // the receiver reports the real transfer
+  }
 }
 
 /// Element offset of layer `l` inside a gradient vector that starts at layer `first`.
@@ -153,6 +210,17 @@ void try_reduce(self_ptr self) {
 void finish_compute(self_ptr self) {
   auto& st = self->state;
   st.running = false;
+  if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
+    stage_report r;
+    r.step = st.step;
+    r.pipeline = st.pipeline;
+    r.stage = st.stage;
+    r.end_s = st.free_at;
+    r.ops = std::move(st.records);
+    r.dropped = st.dropped;
+    self->send(st.coordinator, std::move(r));
+    return;
+  }
   const int first = st.group->first_layer(), last = st.group->last_layer();
   st.own_gradients = st.group->gradient_sum(first, last);
   const auto& plan = st.job->plan;
@@ -181,12 +249,14 @@ void finish_compute(self_ptr self) {
   try_reduce(self);
 }
 
-/// Runs ops in list order for as long as their inputs are there. Each op starts in virtual
-/// time when both the stage and its input are ready and lasts the profile's time.
+/// Runs ops in list order for as long as their inputs are there. In virtual and dry time
+/// an op starts when both the stage and its input are ready and lasts the profile's time;
+/// in wall time it starts now and lasts what it takes. Dry mode skips the math.
 void advance(self_ptr self) {
   auto& st = self->state;
   const auto& plan = st.job->plan;
   const auto& model = plan.model;
+  const bool wall = st.job->wall(), math = !st.job->dry();
   const float loss_scale =
       1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * model.context);
   auto& acts = st.activations[st.step];
@@ -196,14 +266,14 @@ void advance(self_ptr self) {
     const auto i = static_cast<size_t>(op.micro);
     double ready = 0;
     if (op.kind == op_kind::forward) {
-      if (st.group->first())
+      if (st.first)
         ready = st.free_at;
       else if (auto it = acts.find(op.micro); it != acts.end())
         ready = it->second.arrival_s;
       else
         return;
     } else if (op.kind == op_kind::backward_input) {
-      if (st.group->last())
+      if (st.last)
         ready = st.f_end.at(i);
       else if (auto it = grads.find(op.micro); it != grads.end())
         ready = it->second.arrival_s;
@@ -214,44 +284,71 @@ void advance(self_ptr self) {
     }
     if (ready < 0)
       throw std::logic_error(runtime::to_string(op) + " before its own dependency");
-    const double start = std::max(st.free_at, ready);
-    const double end = start + st.costs.op_time(op.kind);
+    const double start = wall ? st.job->real_now_s() : std::max(st.free_at, ready);
+    double end = wall ? start : start + st.costs.op_time(op.kind);
+    const auto measure_end = [&] {
+      if (wall)
+        end = st.job->real_now_s();
+    };
     switch (op.kind) {
     case op_kind::forward: {
-      std::vector<float> input;
-      if (!st.group->first()) {
-        input = std::move(acts[op.micro].values);
+      tensor_msg input;
+      if (!st.first) {
+        input = std::move(acts[op.micro]);
         acts.erase(op.micro);
       }
-      auto out = st.group->forward(op.micro, input, st.batch,
-                                   kernels::micro_batch_offset(plan, st.pipeline, op.micro),
-                                   loss_scale, st.loss_sum);
+      const auto compute = [&](std::span<float> out) {
+        if (math)
+          st.group->forward(op.micro, values_of(input), st.batch,
+                            kernels::micro_batch_offset(plan, st.pipeline, op.micro), loss_scale,
+                            st.loss_sum, out);
+      };
+      if (st.last) {
+        compute({});
+        measure_end();
+      } else {
+        send_tensor(self, tensor_role::activation, op.micro, end, compute);
+      }
       st.f_end[i] = end;
-      if (!st.group->last())
-        send_tensor(self, tensor_role::activation, op.micro, std::move(out), end);
       break;
     }
     case op_kind::backward_input: {
-      std::vector<float> dy;
-      if (!st.group->last()) {
-        dy = std::move(grads[op.micro].values);
+      tensor_msg dy;
+      if (!st.last) {
+        dy = std::move(grads[op.micro]);
         grads.erase(op.micro);
       }
-      auto dx = st.group->backward_input(op.micro, dy);
-      st.b_end[i] = end;
-      if (!st.group->first()) {
-        if (st.fused_backward)
-          st.pending_grad_out[op.micro] = std::move(dx);
-        else
-          send_tensor(self, tensor_role::gradient, op.micro, std::move(dx), end);
+      const auto compute = [&](std::span<float> out) {
+        if (math)
+          st.group->backward_input(op.micro, values_of(dy), out);
+      };
+      if (st.first) {
+        compute({});
+        measure_end();
+      } else if (st.fused_backward) {
+        // A fused kernel releases the input gradient only when W ends: it waits in a
+        // staging buffer (one payload copy more, see send at W).
+        auto& staged = st.pending_grad_out[op.micro];
+        staged.assign(math ? st.group->boundary_size() : 0, 0.0f);
+        compute(staged);
+        measure_end();
+      } else {
+        send_tensor(self, tensor_role::gradient, op.micro, end, compute);
       }
+      st.b_end[i] = end;
       break;
     }
     case op_kind::backward_weight:
-      st.group->backward_weight(op.micro);
-      // A fused kernel releases the input gradient only when it ends.
+      if (math)
+        st.group->backward_weight(op.micro);
+      measure_end();
       if (auto it = st.pending_grad_out.find(op.micro); it != st.pending_grad_out.end()) {
-        send_tensor(self, tensor_role::gradient, op.micro, std::move(it->second), end);
+        const auto& staged = it->second;
+        if (math)
+          ++st.job->counts.payload_copies;
+        send_tensor(self, tensor_role::gradient, op.micro, end, [&](std::span<float> out) {
+          std::copy(staged.begin(), staged.end(), out.begin());
+        });
         st.pending_grad_out.erase(it);
       }
       break;
@@ -285,11 +382,30 @@ void start_step(self_ptr self, const step_order& order) {
   st.pending_grad_out.clear();
   st.f_end.assign(static_cast<size_t>(m), -1.0);
   st.b_end.assign(static_cast<size_t>(m), -1.0);
-  if (st.group->first() || st.group->last())
+  if (!st.job->dry() && (st.first || st.last))
     st.batch = st.job->corpus->sample_batch(runtime::corpus_split::train, plan.global_batch(),
                                             plan.model.context, st.job->train.seed,
                                             static_cast<uint64_t>(order.step));
   advance(self);
+}
+
+/// Wall mode without shaping: the transfer ends when it is here, so the receiver reports it
+/// (as sent by the neighbour, over the neighbour's parts).
+void report_arrival(self_ptr self, tensor_msg& msg) {
+  auto& st = self->state;
+  msg.arrival_s = st.job->real_now_s();
+  const auto& sender = st.job->cluster->stage(msg.pipeline, msg.stage);
+  const bool forward = msg.role == tensor_role::activation;
+  link_sample meta;
+  meta.step = msg.step;
+  meta.role = static_cast<int32_t>(msg.role);
+  meta.micro = msg.micro;
+  meta.pipeline = msg.pipeline;
+  meta.stage = msg.stage;
+  const double send_s = std::min(msg.decoded.header.send_time, msg.arrival_s);
+  st.links.report_real(self, forward ? sender.act_parts : sender.grad_parts,
+                       static_cast<double>(msg.decoded.buffer.bytes.size()), send_s, msg.arrival_s,
+                       meta);
 }
 
 stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_context> job,
@@ -300,8 +416,11 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
   st.stage = stage;
   const auto& sp =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
-  st.group =
-      std::make_unique<device_group>(job->plan.model, sp, job->train.seed, job->train.optimizer);
+  st.first = sp.first_layer == 0;
+  st.last = sp.last_layer == job->plan.model.n_layer + 2;
+  if (!job->dry())
+    st.group =
+        std::make_unique<device_group>(job->plan.model, sp, job->train.seed, job->train.optimizer);
   const auto& schedule = job->cluster->schedule(pipeline);
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
   st.fused_backward = schedule.fused_backward;
@@ -314,9 +433,20 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           s.peers.push_back(caf::actor_cast<stage_actor>(p));
         s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
         s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
+        if (auto order = std::exchange(s.unwired_order, std::nullopt)) {
+          try {
+            start_step(self, *order);
+          } catch (const std::exception& e) {
+            report_error(self, e.what());
+          }
+        }
       },
       [=](const step_order& order) {
         try {
+          if (self->state.peers.empty()) {
+            self->state.unwired_order = order;
+            return;
+          }
           start_step(self, order);
         } catch (const std::exception& e) {
           report_error(self, e.what());
@@ -338,6 +468,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
             throw std::invalid_argument("tensor for step " + std::to_string(msg.step) +
                                         " micro-batch " + std::to_string(msg.micro) +
                                         " does not belong to this stage's step");
+          if (s.job->wall() && !s.job->mode.shape_links)
+            report_arrival(self, msg);
           auto& slot = msg.role == tensor_role::activation ? s.activations : s.gradients;
           slot[msg.step][msg.micro] = std::move(msg);
           advance(self);
@@ -356,7 +488,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [=](const optimize_order& order) -> caf::result<int64_t> {
         try {
           auto& s = self->state;
-          s.group->optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
+          if (s.group)
+            s.group->optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
           s.activations.erase(order.step);
           s.gradients.erase(order.step);
           return order.step;

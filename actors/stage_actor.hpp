@@ -20,13 +20,17 @@ struct stage_state {
   std::shared_ptr<job_context> job;
   int pipeline = 0;
   int stage = 0;
-  std::unique_ptr<device_group> group;
+  std::unique_ptr<device_group> group; ///< none in dry mode: no weights, no kernels
+  bool first = false, last = false;    ///< holds the embedding / the head
   std::vector<runtime::schedule_op> ops;
   bool fused_backward = false;
   runtime::virtual_stage costs;
   link_layer links;
   std::vector<stage_actor> peers; ///< flat order
   coordinator_actor coordinator;
+  /// A step order that came before the wiring (they come from different senders, so CAF
+  /// does not order them): it starts once the stage knows its peers.
+  std::optional<step_order> unwired_order;
 
   // The current step.
   int64_t step = 0;
@@ -47,7 +51,9 @@ struct stage_state {
 };
 
 /// Spawns the actor of stage `stage` of pipeline `pipeline`; it builds its device group
-/// (one stage_worker per device) at once, so weights exist before the first step.
+/// (one stage_worker per device) at once, so weights exist before the first step (dry mode
+/// builds none). The job's time mode decides how op and transfer times come about:
+/// virtual and dry carry the emulated cluster's times on the messages, wall measures them.
 stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
                         int stage);
 

@@ -26,6 +26,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -98,7 +99,8 @@ node_setup prepare(const node_options& o) {
   s.me = *me;
   s.plan = std::move(r.plan);
   s.owner = actors::stage_owners(s.job.cluster, s.plan);
-  s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus);
+  s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus,
+                                       {s.job.time, s.job.shape_links});
   return s;
 }
 
@@ -168,12 +170,17 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
                   static_cast<int64_t>(k))
         .receive(
             [&](actors::step_result& r) {
+              const bool wall = s.job.time == runtime::time_mode::wall;
               log.write({{"step", int64_t{r.step}},
                          {"loss", r.loss},
                          {"lr", r.lr},
                          {"grad_norm", r.grad_norm},
-                         {"virtual_step_s", r.end_s - r.start_s}});
-              std::printf("step %d loss %.6f\n", k, r.loss);
+                         {wall ? "wall_step_s" : "virtual_step_s", r.end_s - r.start_s}});
+              if (wall)
+                std::printf("step %d loss %.6f | %.1f real samples/s\n", k, r.loss,
+                            s.plan.global_batch() / std::max(r.end_s - r.start_s, 1e-30));
+              else
+                std::printf("step %d loss %.6f\n", k, r.loss);
               std::fflush(stdout);
             },
             [&](caf::error& e) {

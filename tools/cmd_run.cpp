@@ -1,5 +1,6 @@
-// deepcee run: a whole job in one process, as actors, in virtual time on the emulated
-// cluster of its job file (configs/default.toml when none is given).
+// deepcee run: a whole job in one process, as actors, in the time mode of its job file
+// (configs/default.toml when none is given): virtual time on the emulated cluster, wall
+// (real) time, or dry (virtual time without the math).
 #include "actors/local_job.hpp"
 #include "actors/run_trace.hpp"
 #include "actors/type_ids.hpp"
@@ -72,31 +73,53 @@ int run_job(const run_options& o) {
   cfg.set("scheduler.max-threads", 2);
   cfg.set("logger.console", caf::atom("none"));
   caf::actor_system sys{cfg};
+  const bool wall = job.time == runtime::time_mode::wall;
+  const bool dry = job.time == runtime::time_mode::dry;
+  if (dry)
+    std::printf("dry mode: the math is skipped, losses are not computed\n");
+  if (wall && job.shape_links)
+    std::printf("wall mode: transfers wait on the sender side as the cluster's links say\n");
   actors::local_job run(sys, job.cluster, profile, plan, job.train, corpus,
-                        std::chrono::seconds(o.step_timeout_s));
+                        std::chrono::seconds(o.step_timeout_s), {job.time, job.shape_links});
 
   progress_bar bar(0, job.train.steps);
   std::vector<actors::step_result> traced;
   const auto start = std::chrono::steady_clock::now();
-  double virtual_s = 0, loss = 0;
+  double virtual_s = 0, loss = 0, first_start_s = 0;
   for (int k = 1; k <= job.train.steps; ++k) {
     auto r = run.step();
+    if (k == 1)
+      first_start_s = r.start_s;
     const double step_s = r.end_s - r.start_s;
     virtual_s = r.end_s;
     loss = r.loss;
     const double real_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double sps = plan.global_batch() / step_s;
-    log.write({{"step", int64_t{r.step}},
-               {"loss", r.loss},
-               {"lr", r.lr},
-               {"grad_norm", r.grad_norm},
-               {"virtual_step_s", step_s},
-               {"virtual_time_s", r.end_s},
-               {"emulated_samples_per_s", sps},
-               {"real_elapsed_s", real_s}});
-    bar.update(k, fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", r.loss,
-                              sps, r.end_s));
+    if (wall) {
+      log.write({{"step", int64_t{r.step}},
+                 {"loss", r.loss},
+                 {"lr", r.lr},
+                 {"grad_norm", r.grad_norm},
+                 {"wall_step_s", step_s},
+                 {"samples_per_s", sps},
+                 {"real_elapsed_s", real_s}});
+      bar.update(k, fmt::format("loss {:.4f} | {:.1f} real samples/s", r.loss, sps));
+    } else {
+      log.write({{"step", int64_t{r.step}},
+                 {"loss", r.loss},
+                 {"lr", r.lr},
+                 {"grad_norm", r.grad_norm},
+                 {"virtual_step_s", step_s},
+                 {"virtual_time_s", r.end_s},
+                 {"emulated_samples_per_s", sps},
+                 {"real_elapsed_s", real_s}});
+      bar.update(k, dry ? fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | "
+                                      "virtual {:.3f} s",
+                                      sps, r.end_s)
+                        : fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s",
+                                      r.loss, sps, r.end_s));
+    }
     if (k <= o.trace_steps)
       traced.push_back(std::move(r));
   }
@@ -114,10 +137,21 @@ int run_job(const run_options& o) {
   runtime::sim_options so;
   so.steps = 1;
   const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
-  std::printf("\nsummary: %d steps, final loss %.4f, %.3f s emulated in %s real\n", job.train.steps,
-              loss, virtual_s, progress_bar::duration(real_s).c_str());
-  std::printf("  %-32s %12s\n", "emulated samples/s", "");
-  std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
+  if (wall) {
+    std::printf("\nsummary: %d steps, final loss %.4f, %s real\n", job.train.steps, loss,
+                progress_bar::duration(real_s).c_str());
+    std::printf("  %-32s %12s\n", "real samples/s", "");
+    std::printf("  %-32s %12.2f\n", "this run (actors, wall time)",
+                job.train.steps * plan.global_batch() / std::max(virtual_s - first_start_s, 1e-30));
+    std::printf("  %-32s %12s\n", "emulated samples/s", "");
+  } else {
+    std::printf("\nsummary: %d steps, %s, %.3f s emulated in %s real\n", job.train.steps,
+                dry ? "losses not computed (dry mode)"
+                    : fmt::format("final loss {:.4f}", loss).c_str(),
+                virtual_s, progress_bar::duration(real_s).c_str());
+    std::printf("  %-32s %12s\n", "emulated samples/s", "");
+    std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
+  }
   std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
   for (const auto& s : report.strategies)
     if (s.chosen)

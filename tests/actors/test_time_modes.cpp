@@ -1,0 +1,197 @@
+// Wall and dry time: the math does not depend on the time mode, wall mode measures real
+// time (and with shaped links waits at least as long as the link model says), dry mode
+// gives virtual mode's times without computing anything.
+#include "actor_test_util.hpp"
+
+#include "runtime/virtual_cluster.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+
+using namespace deepcee;
+using namespace deepcee::actors::test;
+
+namespace {
+
+/// A job's steps and what its tensor paths counted.
+struct run_output {
+  std::vector<actors::step_result> steps;
+  int64_t messages = 0, serializations = 0, deserializations = 0, payload_copies = 0;
+};
+
+run_output run_steps(const runtime::cluster& c, const runtime::plan& plan, int steps,
+                     actors::run_mode mode) {
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  system_fixture f;
+  actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
+                        std::chrono::seconds(60), mode);
+  run_output out;
+  for (int k = 0; k < steps; ++k)
+    out.steps.push_back(job.step());
+  const auto& n = job.context().counts;
+  out.messages = n.messages;
+  out.serializations = n.serializations;
+  out.deserializations = n.deserializations;
+  out.payload_copies = n.payload_copies;
+  return out;
+}
+
+constexpr actors::run_mode virtual_mode{runtime::time_mode::virtual_time, false};
+constexpr actors::run_mode wall_mode{runtime::time_mode::wall, false};
+constexpr actors::run_mode shaped_wall_mode{runtime::time_mode::wall, true};
+constexpr actors::run_mode dry_mode{runtime::time_mode::dry, false};
+
+/// One pipeline over a slow WAN: cloud A100 -> edge Jetson.
+runtime::plan wan_pipeline(runtime::schedule_kind kind) {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model = tiny_model();
+  p.micro_batch_size = 2;
+  runtime::pipeline_plan a;
+  a.micro_batches = 4;
+  a.schedule = kind;
+  a.stages = {stage({0}, {2}, 0, 2), stage({4}, {2}, 2, 4)};
+  p.pipelines = {a};
+  return p;
+}
+
+/// test_cluster with a 2 Mbps WAN: one 4 KiB activation of the tiny model drains in 16 ms.
+runtime::cluster slow_wan_cluster() {
+  auto c = runtime::parse_cluster(R"(
+name = "slow-wan"
+[links]
+same_node = { bandwidth = "16GB/s", latency = "10us" }
+same_region = { bandwidth = "1Gbps", latency = "1ms" }
+cross_region = { bandwidth = "2Mbps", latency = "5ms" }
+[[region]]
+name = "cloud"
+tier = "cloud"
+[[region]]
+name = "edge"
+tier = "edge"
+[[node]]
+name = "c0"
+region = "cloud"
+devices = [{ kind = "A100-80GB", count = 2 }, { kind = "T4", count = 2 }]
+[[node]]
+name = "e0"
+region = "edge"
+devices = [{ kind = "Jetson-AGX-Orin", count = 3 }]
+)",
+                                  "slow-wan");
+  return c;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(wall_time)
+
+BOOST_AUTO_TEST_CASE(losses_are_bit_identical_to_virtual_time) {
+  const auto cluster = test_cluster();
+  for (auto kind : {runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b}) {
+    const auto plan = two_pipeline_plan(kind);
+    const auto want = run_steps(cluster, plan, 3, virtual_mode).steps;
+    const auto got = run_steps(cluster, plan, 3, wall_mode).steps;
+    for (size_t k = 0; k < want.size(); ++k) {
+      BOOST_CHECK_EQUAL(got[k].loss, want[k].loss);
+      BOOST_CHECK_EQUAL(got[k].grad_norm, want[k].grad_norm);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(times_are_real_seconds_in_step_order) {
+  const auto plan = two_pipeline_plan(runtime::schedule_kind::zb_h2);
+  const auto begin = std::chrono::steady_clock::now();
+  const auto steps = run_steps(test_cluster(), plan, 3, wall_mode).steps;
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  double previous_end = 0;
+  for (const auto& r : steps) {
+    BOOST_CHECK_GE(r.start_s, previous_end);
+    BOOST_CHECK_LE(r.compute_end_s, r.end_s);
+    BOOST_CHECK_LE(r.end_s, elapsed); // real seconds since the job began, not emulated ones
+    for (const auto& op : r.ops) {
+      BOOST_CHECK_LE(r.start_s, op.start_s);
+      BOOST_CHECK_LE(op.start_s, op.end_s);
+      BOOST_CHECK_LE(op.end_s, r.compute_end_s);
+    }
+    previous_end = r.end_s;
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_activation_is_serialized_once_and_deserialized_once) {
+  const auto out =
+      run_steps(test_cluster(), wan_pipeline(runtime::schedule_kind::zb_h1), 2, wall_mode);
+  // 2 steps x 4 micro-batches x (activation + gradient) over one boundary.
+  BOOST_CHECK_EQUAL(out.messages, 16);
+  BOOST_CHECK_EQUAL(out.serializations, 16);
+  BOOST_CHECK_EQUAL(out.deserializations, 16);
+  BOOST_CHECK_EQUAL(out.payload_copies, 0);
+  // A fused backward (1F1B) holds each input gradient until W ends: one staging copy each.
+  const auto fused =
+      run_steps(test_cluster(), wan_pipeline(runtime::schedule_kind::one_f_one_b), 2, wall_mode);
+  BOOST_CHECK_EQUAL(fused.serializations, 16);
+  BOOST_CHECK_EQUAL(fused.payload_copies, 8);
+}
+
+BOOST_AUTO_TEST_CASE(shaped_links_make_the_sender_wait_as_the_link_model_says) {
+  const auto cluster = slow_wan_cluster();
+  const auto plan = wan_pipeline(runtime::schedule_kind::zb_h1);
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const runtime::virtual_cluster vc(cluster, profile.model(), profile, plan);
+  // Each sender's transfers of a step queue on its own FIFO link: even if all of them were
+  // sent at the step's start, the last would arrive only after all of them drained.
+  double bound = 0;
+  for (const auto* parts : {&vc.stage(0, 0).act_parts, &vc.stage(0, 1).grad_parts}) {
+    runtime::link_fifo fifo;
+    double last = 0;
+    for (int micro = 0; micro < plan.pipelines[0].micro_batches; ++micro)
+      for (const auto& part : *parts)
+        last = std::max(last, fifo.send(part, 0).arrival_s);
+    bound = std::max(bound, last);
+  }
+  BOOST_TEST_MESSAGE("shaped lower bound per step " << bound * 1e3 << " ms");
+  BOOST_REQUIRE_GT(bound, 0.05);
+  const auto want = run_steps(cluster, plan, 2, virtual_mode).steps;
+  const auto got = run_steps(cluster, plan, 2, shaped_wall_mode).steps;
+  for (size_t k = 0; k < got.size(); ++k) {
+    BOOST_TEST_MESSAGE("shaped wall step " << k + 1 << ": " << (got[k].end_s - got[k].start_s) * 1e3
+                                           << " ms");
+    BOOST_CHECK_GE(got[k].compute_end_s - got[k].start_s, bound);
+    BOOST_CHECK_EQUAL(got[k].loss, want[k].loss);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(dry_time)
+
+BOOST_AUTO_TEST_CASE(times_are_bit_identical_to_virtual_time) {
+  const auto cluster = test_cluster();
+  for (auto kind : {runtime::schedule_kind::gpipe, runtime::schedule_kind::zb_h2,
+                    runtime::schedule_kind::greedy}) {
+    const auto plan = two_pipeline_plan(kind);
+    const auto want = run_steps(cluster, plan, 3, virtual_mode).steps;
+    const auto dry = run_steps(cluster, plan, 3, dry_mode);
+    const auto& got = dry.steps;
+    for (size_t k = 0; k < want.size(); ++k) {
+      BOOST_CHECK_EQUAL(got[k].start_s, want[k].start_s);
+      BOOST_CHECK_EQUAL(got[k].compute_end_s, want[k].compute_end_s);
+      BOOST_CHECK_EQUAL(got[k].end_s, want[k].end_s);
+      BOOST_CHECK_EQUAL(got[k].loss, 0.0); // not computed
+      BOOST_REQUIRE_EQUAL(got[k].ops.size(), want[k].ops.size());
+      for (size_t i = 0; i < got[k].ops.size(); ++i) {
+        BOOST_CHECK_EQUAL(got[k].op_stage[i], want[k].op_stage[i]);
+        BOOST_CHECK_EQUAL(got[k].ops[i].start_s, want[k].ops[i].start_s);
+        BOOST_CHECK_EQUAL(got[k].ops[i].end_s, want[k].ops[i].end_s);
+      }
+    }
+    // Messages went, carrying headers only.
+    BOOST_CHECK_GT(dry.messages, 0);
+    BOOST_CHECK_EQUAL(dry.serializations, 0);
+    BOOST_CHECK_EQUAL(dry.deserializations, 0);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
