@@ -3,6 +3,7 @@
 // gives virtual mode's times without computing anything.
 #include "actor_test_util.hpp"
 
+#include "runtime/simulator.hpp"
 #include "runtime/virtual_cluster.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -81,6 +82,53 @@ devices = [{ kind = "Jetson-AGX-Orin", count = 3 }]
 )",
                                   "slow-wan");
   return c;
+}
+
+
+/// 64 A100s on eight nodes in two regions.
+runtime::cluster a100_cluster() {
+  std::string text = R"(
+name = "a100-64"
+[links]
+same_node = { bandwidth = "300GB/s", latency = "5us" }
+same_region = { bandwidth = "100Gbps", latency = "20us" }
+cross_region = { bandwidth = "10Gbps", latency = "10ms" }
+[[region]]
+name = "east"
+tier = "cloud"
+[[region]]
+name = "west"
+tier = "cloud"
+)";
+  for (int n = 0; n < 8; ++n)
+    text += "[[node]]\nname = \"n" + std::to_string(n) + "\"\nregion = \"" +
+            (n < 4 ? "east" : "west") + "\"\ndevices = [{ kind = \"A100-80GB\", count = 8 }]\n";
+  return runtime::parse_cluster(text, "a100-64");
+}
+
+/// A 13B-parameter GPT over two pipelines of 32 one-device stages each: far beyond what
+/// this machine could compute (weights alone would take 52 GB per replica).
+runtime::plan gpt13b_plan() {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model_name = "custom";
+  p.model.n_layer = 40;
+  p.model.d_model = 5120;
+  p.model.n_head = 40;
+  p.model.context = 2048;
+  p.model.vocab = 50257;
+  p.micro_batch_size = 1;
+  constexpr int stages = 32, units = 40 + 2; // embedding, 40 blocks, head
+  for (int q = 0; q < 2; ++q) {
+    runtime::pipeline_plan pp;
+    pp.micro_batches = 64;
+    pp.schedule = runtime::schedule_kind::zb_h1;
+    for (int s = 0; s < stages; ++s)
+      pp.stages.push_back(stage({q * stages + s}, {1}, s * units / stages,
+                                (s + 1) * units / stages));
+    p.pipelines.push_back(pp);
+  }
+  return p;
 }
 
 } // namespace
@@ -192,6 +240,33 @@ BOOST_AUTO_TEST_CASE(times_are_bit_identical_to_virtual_time) {
     BOOST_CHECK_EQUAL(dry.serializations, 0);
     BOOST_CHECK_EQUAL(dry.deserializations, 0);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_job_far_too_large_to_compute_runs_at_the_simulators_times) {
+  const auto cluster = a100_cluster();
+  const auto plan = gpt13b_plan();
+  const auto spec = runtime::make_model_spec(plan.model);
+  BOOST_REQUIRE_GT(static_cast<double>(spec.total_params()), 12e9);
+  const runtime::profile_table profile(spec);
+  constexpr int steps = 2;
+  runtime::sim_options so;
+  so.steps = steps;
+  const auto sim = runtime::simulate(cluster, spec, profile, plan, {}, so);
+  const auto begin = std::chrono::steady_clock::now();
+  const auto dry = run_steps(cluster, plan, steps, dry_mode);
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  BOOST_TEST_MESSAGE("dry 13B job, 2 x 32 stages, " << steps << " steps: " << elapsed << " s");
+  for (int k = 0; k < steps; ++k) {
+    const auto& r = dry.steps[static_cast<size_t>(k)];
+    const double predicted = sim.step_times_s[static_cast<size_t>(k)];
+    BOOST_TEST_MESSAGE("step " << k + 1 << ": dry " << r.end_s - r.start_s << " s, simulator "
+                               << predicted << " s");
+    BOOST_CHECK_CLOSE(r.end_s - r.start_s, predicted, 1e-6);
+  }
+  // 2 pipelines x 31 boundaries x 64 micro-batches x (activation + gradient) per step.
+  BOOST_CHECK_EQUAL(dry.messages, steps * 2 * 31 * 64 * 2);
+  BOOST_CHECK_LT(elapsed, 30.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -22,10 +22,10 @@ BOOST_AUTO_TEST_CASE(writing_into_the_payload_gives_encode_tensors_bytes) {
     std::copy(values.begin(), values.end(), out.begin());
     late.send_time = h.send_time; // a field set while writing still reaches the header
   });
-  BOOST_TEST(got == want);
+  BOOST_TEST((got == want));
   auto decoded = decode_tensor(got);
   BOOST_REQUIRE(decoded);
-  BOOST_TEST(decoded->header == h);
+  BOOST_TEST((decoded->header == h));
 }
 
 BOOST_AUTO_TEST_CASE(only_f32_is_written_in_place) {
@@ -40,7 +40,7 @@ BOOST_AUTO_TEST_CASE(header_only_tensor_keeps_its_header_and_carries_no_payload)
   BOOST_TEST(bytes.size() <= 256u);
   auto decoded = decode_tensor_header(bytes);
   BOOST_REQUIRE(decoded);
-  BOOST_TEST(decoded->header == h);
+  BOOST_TEST((decoded->header == h));
   BOOST_TEST(decoded->payload.empty());
   // Neither kind passes for the other: a header-only tensor is no real one, and a real one
   // is no header-only one.
