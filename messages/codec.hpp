@@ -39,9 +39,9 @@ std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const 
 
 /// An f32 tensor whose producer writes its values straight into the message's payload
 /// (`write` gets header.rows() * header.cols() floats): the send path's one serialization
-/// is then the producer's own write, with no staging buffer. The header is written after
-/// `write` returns, so `write` may still set its fields through a reference the caller
-/// holds (the send time of an op that ends inside it). Other dtypes throw
+/// is then the producer's own write, with no staging buffer. The send time is read again
+/// after `write` returns, so `write` may still set it through a reference the caller holds
+/// (an op that ends inside it); the bytes equal encode_tensor's. Other dtypes throw
 /// std::invalid_argument (they need encode_tensor's conversion pass).
 std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
                                         const std::function<void(std::span<float>)>& write);

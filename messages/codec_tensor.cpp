@@ -159,10 +159,11 @@ std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
                                 " cannot be written in place (f32 only)");
   return detail::build(tensor_words(header, n), [&](wire::Envelope::Builder e) {
     auto t = e.initTensor();
+    write_header(t, header); // in encode_tensor's order, so the bytes are the same
     auto data = t.initPayload(static_cast<unsigned>(n));
     // A Data field starts on a word boundary, so its bytes are aligned floats.
     write(std::span<float>(reinterpret_cast<float*>(data.begin()), data.size() / sizeof(float)));
-    write_header(t, header); // after `write`, which may still set header fields
+    t.setSendTime(header.send_time); // `write` may have set it (a scalar: written in place)
   });
 }
 

@@ -20,7 +20,7 @@ BOOST_AUTO_TEST_CASE(writing_into_the_payload_gives_encode_tensors_bytes) {
   const auto got = encode_tensor_with(late, [&](std::span<float> out) {
     BOOST_REQUIRE_EQUAL(out.size(), values.size());
     std::copy(values.begin(), values.end(), out.begin());
-    late.send_time = h.send_time; // a field set while writing still reaches the header
+    late.send_time = h.send_time; // the send time set while writing still reaches the header
   });
   BOOST_TEST((got == want));
   auto decoded = decode_tensor(got);
