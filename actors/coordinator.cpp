@@ -6,6 +6,7 @@
 #include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -54,6 +55,7 @@ void all_reported(self_ptr self) {
       r.op_stage.push_back(static_cast<int32_t>(k));
     }
   }
+  r.dropped += st.dropped;
   r.loss = loss / (static_cast<double>(plan.global_batch()) * plan.model.context);
   r.grad_norm = std::sqrt(squares);
   r.lr = runtime::learning_rate(st.job->train.optimizer, static_cast<int>(r.step),
@@ -147,6 +149,12 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         fail_step(self, missing_stages(st) + " within " +
                             std::to_string(st.step_timeout.count() / 1000.0).substr(0, 4) + " s");
       },
+      [=](stop_atom, const std::string& why) {
+        auto& st = self->state;
+        if (st.lost.empty())
+          st.lost = why;
+        fail_step(self, st.lost);
+      },
       [=](stage_report& rep) {
         auto& st = self->state;
         if (!rep.error.empty()) {
@@ -155,9 +163,15 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         }
         if (!st.pending || rep.step != st.result.step)
           return; // a late report of a failed step
-        const int k = st.job->flat_index(rep.pipeline, rep.stage);
-        if (k < 0 || k >= static_cast<int>(st.reports.size()))
+        const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
+        if (rep.pipeline >= pipelines || rep.stage >= st.job->stage_count(rep.pipeline)) {
+          ++st.dropped;
+          spdlog::warn("coordinator: dropped a report of pipeline {} stage {}, which the plan "
+                       "does not have; {} so far",
+                       rep.pipeline, rep.stage, st.dropped);
           return;
+        }
+        const int k = st.job->flat_index(rep.pipeline, rep.stage);
         st.reports[static_cast<size_t>(k)] = std::move(rep);
         if (std::all_of(st.reports.begin(), st.reports.end(), [](const auto& x) { return x; })) {
           try {

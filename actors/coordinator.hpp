@@ -32,6 +32,7 @@ struct coordinator_state {
   step_result result;
   std::vector<std::optional<stage_report>> reports; ///< flat order
   int acks = 0;
+  int64_t dropped = 0; ///< reports naming no stage of the job
 };
 
 /// With `stage_nodes` (a multi-process job) the coordinator monitors every stage: a stage

@@ -1,5 +1,8 @@
 #include "actors/device_group.hpp"
 
+#include "runtime/errors.hpp"
+
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -170,6 +173,55 @@ void device_group::optimizer_step(double lr, int step, double grad_norm) {
     w->optimizer().step(static_cast<float>(lr), step, grad_norm);
     w->model().zero_grad();
   }
+}
+
+std::vector<kernels::parameter_state> device_group::parameter_states() {
+  std::vector<kernels::parameter_state> out;
+  for (size_t j = 0; j < workers_.size(); ++j) {
+    auto& be = *backends_[j];
+    auto& opt = workers_[j]->optimizer();
+    const auto& params = opt.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      kernels::parameter_state s{
+          params[i]->name, params[i]->value.shape(), be.to_host<float>(params[i]->value),
+          be.to_host<float>(opt.first_moments()[i]), be.to_host<float>(opt.second_moments()[i])};
+      if (j == 0) {
+        out.push_back(std::move(s));
+        continue;
+      }
+      const auto& first = out.at(i);
+      if (s.name != first.name || s.value != first.value || s.exp_avg != first.exp_avg ||
+          s.exp_avg_sq != first.exp_avg_sq)
+        throw std::logic_error("device " + std::to_string(j) + " of the stage holds another '" +
+                               s.name + "' than device 0");
+    }
+  }
+  return out;
+}
+
+void device_group::load_parameter_states(const std::vector<kernels::parameter_state>& states,
+                                         const std::filesystem::path& source) {
+  for (const auto& s : states) {
+    int layer = -1;
+    try {
+      layer = layer_of_parameter(s.name, model_.n_layer);
+    } catch (const std::exception&) { // "transformer.h.x...": not a block number
+    }
+    bool known = layer >= first_layer_ && layer < last_layer_;
+    if (known) {
+      const auto& ps = params(0, layer);
+      known = std::any_of(ps.begin(), ps.end(), [&](auto* p) { return p->name == s.name; });
+    }
+    if (!known)
+      runtime::fail_input(source, 0,
+                          "tensor '" + s.name + "' is not a parameter of layers [" +
+                              std::to_string(first_layer_) + ", " + std::to_string(last_layer_) +
+                              ") of the job's model");
+  }
+  // The first device checks every tensor before any is copied; the others match alike.
+  for (size_t j = 0; j < workers_.size(); ++j)
+    kernels::load_parameter_states(states, *backends_[j], workers_[j]->model(),
+                                   &workers_[j]->optimizer(), source);
 }
 
 } // namespace deepcee::actors

@@ -1,10 +1,12 @@
 #pragma once
 
 #include "kernels/backend.hpp"
+#include "kernels/gpt/checkpoint.hpp"
 #include "kernels/gpt/stage_worker.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/text_corpus.hpp"
 
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <vector>
@@ -50,6 +52,16 @@ public:
   size_t gradient_size(int first, int last) const;
   /// Every device steps AdamW with the global norm, then clears its gradients.
   void optimizer_step(double lr, int step, double grad_norm);
+
+  /// Weights and AdamW moments of the group's layers, in model order. Every device holds
+  /// the same (they step on the same reduced gradients): a device that differs from the
+  /// first is a bug and throws std::logic_error naming the tensor.
+  std::vector<kernels::parameter_state> parameter_states();
+  /// Loads weights and moments into every device; a missing tensor, another shape or a
+  /// tensor that is not one of the group's layers throws input_error naming `source`, and
+  /// then nothing is changed.
+  void load_parameter_states(const std::vector<kernels::parameter_state>& states,
+                             const std::filesystem::path& source);
 
 private:
   const std::vector<kernels::parameter*>& params(size_t j, int layer) const;

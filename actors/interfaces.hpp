@@ -15,18 +15,29 @@ namespace deepcee::actors {
 
 /// One pipeline stage: runs its schedule's op list for its layers on its device group,
 /// sends activations to the next stage and gradients to the previous one directly, then
-/// exchanges gradient shares with the other holders of its layers.
+/// exchanges gradient shares with the other holders of its layers. Between steps, `snapshot`
+/// answers with its layers' weights and moments (checkpoints) and `restore` loads them.
 using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_order>,
                                      caf::reacts_to<tensor_msg>, caf::reacts_to<grad_share>,
-                                     caf::replies_to<optimize_order>::with<int64_t>>;
+                                     caf::replies_to<optimize_order>::with<int64_t>,
+                                     caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
+                                     caf::replies_to<snapshot_atom>::with<stage_snapshot>,
+                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+
+/// One link that several stages send on in virtual time (a WAN pipe crossed by several
+/// pipelines): it orders their transfers by send time with conservative synchronisation
+/// and tells each receiver when its part arrives (pipe_actor.hpp).
+using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to<send_horizon>>;
 
 /// Drives the job: starts steps, collects the stages' reports, decides the global norm and
 /// learning rate and orders the optimizer step.
 /// `timeout` (sent to itself) fails a step that outlives the step timeout, naming the
-/// stages it still waits for.
+/// stages it still waits for. `stop` (from the heartbeat actor: a node fell silent) fails
+/// the running step and every later one with the given reason.
 using coordinator_actor =
     caf::typed_actor<caf::replies_to<step_atom, int64_t>::with<step_result>,
-                     caf::reacts_to<stage_report>, caf::reacts_to<timeout_atom, int64_t>>;
+                     caf::reacts_to<stage_report>, caf::reacts_to<timeout_atom, int64_t>,
+                     caf::reacts_to<stop_atom, std::string>>;
 
 /// Receives every link sample and keeps per-link statistics (its rebalancing policy is a
 /// later issue).
@@ -43,5 +54,15 @@ using node_registry_actor =
     caf::typed_actor<caf::replies_to<node_join>::with<int32_t>,
                      caf::replies_to<await_atom>::with<stage_wiring>, caf::reacts_to<timeout_atom>,
                      caf::reacts_to<stop_atom, std::string>>;
+
+/// One per node of a multi-process job (actors/heartbeat_actor.hpp): beats to its peers
+/// every interval and reports a peer it has not heard from within the timeout.
+/// `peer` names a peer to beat to (the coordinator's node learns each node at its join);
+/// `stop` names the actor to tell (stop_atom, reason) when a peer falls silent;
+/// `timeout` is its own tick.
+using heartbeat_actor =
+    caf::typed_actor<caf::reacts_to<heartbeat>,
+                     caf::reacts_to<peer_atom, std::string, caf::strong_actor_ptr>,
+                     caf::reacts_to<stop_atom, caf::actor>, caf::reacts_to<timeout_atom>>;
 
 } // namespace deepcee::actors

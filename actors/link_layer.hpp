@@ -10,9 +10,10 @@ namespace deepcee::actors {
 /// The send path of one stage: every transfer to a neighbour stage crosses its parts'
 /// links here. In virtual time each part waits for its link (FIFO), drains at the link's
 /// bandwidth and arrives after its latency (runtime::link_fifo); every part becomes a
-/// link_sample for the adapter. The links a stage sends on are its own, so the result does
-/// not depend on the host's delivery order (a WAN pipe shared by two stages' flows is thus
-/// modelled per sender; the simulator queues them together).
+/// link_sample for the adapter. It gets only the links that this stage alone sends on, so
+/// the result does not depend on the host's delivery order; parts on a link that other
+/// stages use too (a WAN pipe crossed by several pipelines) go to that link's pipe actor
+/// instead (pipe_sync.hpp, pipe_actor.hpp).
 class link_layer {
 public:
   void set_adapter(adapter_actor adapter) { adapter_ = std::move(adapter); }

@@ -1,7 +1,9 @@
 #include "actors/local_job.hpp"
 
 #include "actors/adapter_actor.hpp"
+#include "actors/checkpoint_transfer.hpp"
 #include "actors/coordinator.hpp"
+#include "actors/pipe_actor.hpp"
 #include "actors/stage_actor.hpp"
 #include "runtime/errors.hpp"
 
@@ -65,12 +67,16 @@ local_job::local_job(caf::actor_system& sys, const runtime::cluster& c,
   for (int p = 0; p < static_cast<int>(plan.pipelines.size()); ++p)
     for (int s = 0; s < job_->stage_count(p); ++s)
       stages_.push_back(spawn_stage(sys, job_, p, s));
-  coordinator_ = spawn_coordinator(sys, job_, stages_);
+  // The coordinator's own step timeout names the stages a stuck step waits for; the
+  // request below waits longer, so that this named failure is what the caller sees.
+  coordinator_ = spawn_coordinator(sys, job_, stages_, {}, step_timeout);
   stage_wiring wiring;
   for (auto& s : stages_)
     wiring.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
   wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator_);
   wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter_);
+  pipes_ = spawn_pipes(sys, job_, stages_, coordinator_, adapter_);
+  wiring.pipes = pipes_;
   caf::scoped_actor self{sys};
   for (auto& s : stages_)
     self->send(s, wiring);
@@ -82,19 +88,31 @@ local_job::~local_job() {
     self->send_exit(s, caf::exit_reason::user_shutdown);
   self->send_exit(coordinator_, caf::exit_reason::user_shutdown);
   self->send_exit(adapter_, caf::exit_reason::user_shutdown);
+  for (auto& p : pipes_)
+    self->send_exit(caf::actor_cast<caf::actor>(p), caf::exit_reason::user_shutdown);
 }
 
 step_result local_job::step() {
   caf::scoped_actor self{sys_};
   step_result out;
   std::string error;
-  self->request(coordinator_, timeout_, step_atom_v, static_cast<int64_t>(steps_done_ + 1))
+  self->request(coordinator_, 2 * timeout_, step_atom_v, static_cast<int64_t>(steps_done_ + 1))
       .receive([&](step_result& r) { out = std::move(r); },
                [&](caf::error& e) { error = sys_.render(e); });
   if (!error.empty())
     throw std::runtime_error("step " + std::to_string(steps_done_ + 1) + ": " + error);
   ++steps_done_;
   return out;
+}
+
+std::vector<kernels::parameter_state> local_job::gather_parameters() {
+  return actors::gather_parameters(sys_, *job_, stages_, timeout_);
+}
+
+void local_job::restore(const std::vector<kernels::parameter_state>& params, int step,
+                        const std::filesystem::path& source) {
+  restore_stages(sys_, *job_, stages_, params, step, source, timeout_);
+  steps_done_ = step;
 }
 
 std::vector<link_summary> local_job::links() {

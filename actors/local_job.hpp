@@ -2,6 +2,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
+#include "kernels/gpt/checkpoint.hpp"
 #include "runtime/cluster.hpp"
 #include "runtime/profile.hpp"
 
@@ -42,6 +43,13 @@ public:
 
   /// Runs the next step; throws std::runtime_error with the failing actor's reason.
   step_result step();
+  /// The whole model's weights and AdamW moments, from the stages (for a checkpoint).
+  std::vector<kernels::parameter_state> gather_parameters();
+  /// Loads a checkpoint's tensors into every stage; the next step is `step + 1`. Tensors
+  /// that do not fit the job's model are an input_error naming `source`; each stage then
+  /// keeps its own weights, but stages checked before may hold the file's: do not run it.
+  void restore(const std::vector<kernels::parameter_state>& params, int step,
+               const std::filesystem::path& source);
   std::vector<link_summary> links();
   std::vector<link_sample> samples();
 
@@ -57,6 +65,7 @@ private:
   std::vector<stage_actor> stages_;
   coordinator_actor coordinator_;
   adapter_actor adapter_;
+  std::vector<caf::strong_actor_ptr> pipes_; ///< one per shared link
   std::chrono::milliseconds timeout_;
   int steps_done_ = 0;
 };

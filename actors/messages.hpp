@@ -1,6 +1,6 @@
 #pragma once
 
-#include "messages/types.hpp"
+#include "actors/wire_format.hpp"
 
 #include <caf/actor_control_block.hpp>
 #include <caf/meta/type_name.hpp>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-/// The values the actors exchange. Plain structs with CAF `inspect`, so a later
-/// multi-process job can send them as they are; activations and gradients will move to the
-/// Cap'n Proto codecs of messages/ once those land (the payload layout is theirs: fp32
-/// values of a whole micro-batch, row-major, with its shape). Times are virtual seconds.
+/// The values the actors exchange. Plain structs with CAF `inspect`; those that can cross a
+/// node cross it as Cap'n Proto bytes validated on load (actors/wire_format.hpp). The rest
+/// (op_record inside a report, link_summary, step_result) stay in the coordinator's
+/// process. Times are virtual seconds (real seconds since the job started in wall mode).
 namespace deepcee::actors {
 
 enum class tensor_role : int32_t { activation = 0, gradient = 1 };
@@ -26,21 +26,12 @@ struct step_order {
 };
 
 /// An activation (forward, to the next stage) or its gradient (backward, to the previous
-/// stage) of one whole micro-batch: values [b, T, C] in sample order, carried as the bytes
-/// of a Cap'n Proto tensor message (messages/codec.hpp), which the receiver validates before
-/// use. The plain fields route it; the header inside must agree with them.
+/// stage) of one whole micro-batch: values [b, T, C] in sample order, as the bytes of a
+/// Cap'n Proto tensor message (messages/codec.hpp) and nothing else: the receiving stage
+/// decodes them once, in its handler, and routes by the validated header (kind, step,
+/// micro-batch, sender, arrival time), which needs the stage's own step and neighbours.
 struct tensor_msg {
-  tensor_role role = tensor_role::activation;
-  int64_t step = 0;
-  int32_t pipeline = 0;
-  int32_t stage = 0; ///< the sender
-  int32_t micro = 0;
-  double arrival_s = 0; ///< when its last part arrived: link model, or real (wall)
   std::vector<uint8_t> bytes;
-  // Filled by the receiver only: the decoded message, whose payload is read in place, and
-  // the payload widened to fp32 when it travelled compressed.
-  messages::tensor_message decoded;
-  std::vector<float> values;
 };
 
 /// A stage's gradient sum (over its devices) of layers [first_layer, last_layer), the
@@ -113,11 +104,20 @@ struct link_summary {
   double bandwidth_Bps = 0; ///< bytes / busy_s as observed
 };
 
+/// "This node is alive", sent by every node to the coordinator's node and back every
+/// heartbeat interval (actors/heartbeat_actor.hpp).
+struct heartbeat {
+  std::string node;
+  uint64_t sequence = 0;
+  double time_s = 0; ///< wall seconds since the sender started beating
+};
+
 /// Handles of a stage's peers, sent once after every actor exists (stages name each other).
 struct stage_wiring {
   std::vector<caf::strong_actor_ptr> stages; ///< flat: pipeline by pipeline, stage by stage
   caf::strong_actor_ptr coordinator;
   caf::strong_actor_ptr adapter;
+  std::vector<caf::strong_actor_ptr> pipes; ///< one per runtime::shared_links() entry
 };
 
 /// A finished step as the coordinator reports it.
@@ -142,28 +142,27 @@ struct node_join {
   std::string job;
   std::vector<int32_t> stages; ///< flat indices
   std::vector<caf::strong_actor_ptr> handles;
+  caf::strong_actor_ptr heartbeat; ///< the node's heartbeat actor (may be empty)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_join& x) {
-  return f(caf::meta::type_name("node_join"), x.node, x.job, x.stages, x.handles);
+  return inspect_as_wire(f, x, "node_join", x.handles, x.heartbeat);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_order& x) {
-  return f(caf::meta::type_name("step_order"), x.step, x.start_s, x.micro_batches);
+  return inspect_as_wire(f, x, "step_order");
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
-  return f(caf::meta::type_name("tensor_msg"), x.role, x.step, x.pipeline, x.stage, x.micro,
-           x.arrival_s, x.bytes);
+  return f(caf::meta::type_name("tensor_msg"), x.bytes);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, grad_share& x) {
-  return f(caf::meta::type_name("grad_share"), x.step, x.pipeline, x.stage, x.first_layer,
-           x.last_layer, x.values);
+  return inspect_as_wire(f, x, "grad_share");
 }
 
 template <class Inspector>
@@ -173,20 +172,17 @@ typename Inspector::result_type inspect(Inspector& f, op_record& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
-  return f(caf::meta::type_name("stage_report"), x.step, x.pipeline, x.stage, x.end_s, x.loss_sum,
-           x.grad_sum_squares, x.ops, x.dropped, x.error);
+  return inspect_as_wire(f, x, "stage_report");
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, optimize_order& x) {
-  return f(caf::meta::type_name("optimize_order"), x.step, x.lr, x.grad_norm);
+  return inspect_as_wire(f, x, "optimize_order");
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, link_sample& x) {
-  return f(caf::meta::type_name("link_sample"), x.step, x.role, x.micro, x.pipeline, x.stage,
-           x.from_device, x.to_device, x.link, x.bytes, x.send_s, x.start_s, x.drained_s,
-           x.arrival_s);
+  return inspect_as_wire(f, x, "link_sample");
 }
 
 template <class Inspector>
@@ -196,8 +192,14 @@ typename Inspector::result_type inspect(Inspector& f, link_summary& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, heartbeat& x) {
+  return inspect_as_wire(f, x, "heartbeat");
+}
+
+/// Actor handles only: CAF's own addressing, CAF-serialized.
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
-  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter);
+  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes);
 }
 
 template <class Inspector>

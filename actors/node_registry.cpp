@@ -42,8 +42,10 @@ node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string 
                                                      std::vector<std::string> names,
                                                      std::vector<int> owner, int local,
                                                      std::vector<stage_actor> local_stages,
-                                                     std::chrono::milliseconds timeout) {
+                                                     std::chrono::milliseconds timeout,
+                                                     heartbeat_actor beats) {
   auto& st = self->state;
+  st.beats = std::move(beats);
   st.job = std::move(job);
   st.node_names = std::move(names);
   st.expected.assign(st.node_names.size(), {});
@@ -82,6 +84,8 @@ node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string 
         for (size_t i = 0; i < j.stages.size(); ++i)
           s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(j.handles[i]);
         s.joined[n] = true;
+        if (s.beats && j.heartbeat)
+          self->send(s.beats, peer_atom_v, j.node, std::move(j.heartbeat));
         std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(), j.stages.size());
         try_deliver(self);
         return static_cast<int32_t>(n);
@@ -120,9 +124,10 @@ node_registry_actor spawn_node_registry(caf::actor_system& sys, std::string job,
                                         std::vector<std::string> node_names,
                                         const std::vector<int>& owner, int local,
                                         const std::vector<stage_actor>& local_stages,
-                                        std::chrono::milliseconds timeout) {
+                                        std::chrono::milliseconds timeout,
+                                        heartbeat_actor beats) {
   return sys.spawn(registry_behavior, std::move(job), std::move(node_names), owner, local,
-                   local_stages, timeout);
+                   local_stages, timeout, std::move(beats));
 }
 
 } // namespace deepcee::actors

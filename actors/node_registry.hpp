@@ -22,14 +22,17 @@ struct node_registry_state {
   stage_wiring wiring; ///< flat; local stages filled at spawn
   std::optional<caf::typed_response_promise<stage_wiring>> waiting;
   std::string failure; ///< set once the timeout passed
+  heartbeat_actor beats; ///< learns each joined node's heartbeat actor (may be empty)
 };
 
 /// `owner[k]` is the node of flat stage k; `local` that of the calling process, whose
 /// stages (`local_stages`, flat) are there at once. The rest must join within `timeout`.
+/// `beats`, when given, is told each joined node's heartbeat actor.
 node_registry_actor spawn_node_registry(caf::actor_system& sys, std::string job,
                                         std::vector<std::string> node_names,
                                         const std::vector<int>& owner, int local,
                                         const std::vector<stage_actor>& local_stages,
-                                        std::chrono::milliseconds timeout);
+                                        std::chrono::milliseconds timeout,
+                                        heartbeat_actor beats = {});
 
 } // namespace deepcee::actors

@@ -1,19 +1,23 @@
 #include "actors/stage_actor.hpp"
 
+#include "actors/stage_checkpoint.hpp"
 #include "actors/stage_tensors.hpp"
 #include "kernels/gpt/stage_worker.hpp"
+#include "runtime/errors.hpp"
 
-#include <caf/actor_ostream.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 
 namespace deepcee::actors {
 
@@ -37,6 +41,31 @@ void report_error(self_ptr self, const std::string& what) {
   r.error = where(st) + ": " + what;
   if (st.coordinator)
     self->send(st.coordinator, std::move(r));
+}
+
+/// Why a gradient share (already decoded and validated as a message) cannot be one for
+/// this stage: another pipeline's holder of some of its layers, for its running or next
+/// step, with one value per parameter of those layers. Empty when it can.
+std::string check_share(const stage_state& st, const grad_share& share) {
+  if (!st.group)
+    return "gradient share in dry mode, where no stage has gradients";
+  const int first = st.group->first_layer(), last = st.group->last_layer();
+  const auto what = "gradient share of step " + std::to_string(share.step) + " layers [" +
+                    std::to_string(share.first_layer) + ", " + std::to_string(share.last_layer) +
+                    ") from pipeline " + std::to_string(share.pipeline);
+  if (share.pipeline == st.pipeline ||
+      share.pipeline >= static_cast<int>(st.job->plan.pipelines.size()))
+    return what + " comes from no other pipeline";
+  if (share.step < st.step || share.step > st.step + 1)
+    return what + " belongs to no step of this stage (step " + std::to_string(st.step) + ")";
+  if (share.first_layer < first || share.last_layer > last)
+    return what + " is outside this stage's layers [" + std::to_string(first) + ", " +
+           std::to_string(last) + ")";
+  const size_t want = st.group->gradient_size(share.first_layer, share.last_layer);
+  if (share.values.size() != want)
+    return what + " has " + std::to_string(share.values.size()) + " values, expected " +
+           std::to_string(want);
+  return {};
 }
 
 /// Element offset of layer `l` inside a gradient vector that starts at layer `first`.
@@ -138,7 +167,7 @@ void finish_compute(self_ptr self) {
 /// Runs ops in list order for as long as their inputs are there. In virtual and dry time
 /// an op starts when both the stage and its input are ready and lasts the profile's time;
 /// in wall time it starts now and lasts what it takes. Dry mode skips the math.
-void advance(self_ptr self) {
+void run_ready_ops(self_ptr self) {
   auto& st = self->state;
   const auto& plan = st.job->plan;
   const auto& model = plan.model;
@@ -154,14 +183,18 @@ void advance(self_ptr self) {
     if (op.kind == op_kind::forward) {
       if (st.first)
         ready = st.free_at;
-      else if (auto it = acts.find(op.micro); it != acts.end())
+      else if (auto it = acts.find(op.micro);
+               it != acts.end() &&
+               st.sync.settle(tensor_role::activation, st.step, op.micro, it->second.arrival_s))
         ready = it->second.arrival_s;
       else
         return;
     } else if (op.kind == op_kind::backward_input) {
       if (st.last)
         ready = st.f_end.at(i);
-      else if (auto it = grads.find(op.micro); it != grads.end())
+      else if (auto it = grads.find(op.micro);
+               it != grads.end() &&
+               st.sync.settle(tensor_role::gradient, st.step, op.micro, it->second.arrival_s))
         ready = it->second.arrival_s;
       else
         return;
@@ -178,7 +211,7 @@ void advance(self_ptr self) {
     };
     switch (op.kind) {
     case op_kind::forward: {
-      tensor_msg input;
+      received_tensor input;
       if (!st.first) {
         input = std::move(acts[op.micro]);
         acts.erase(op.micro);
@@ -199,7 +232,7 @@ void advance(self_ptr self) {
       break;
     }
     case op_kind::backward_input: {
-      tensor_msg dy;
+      received_tensor dy;
       if (!st.last) {
         dy = std::move(grads[op.micro]);
         grads.erase(op.micro);
@@ -247,6 +280,14 @@ void advance(self_ptr self) {
     finish_compute(self);
 }
 
+/// Runs what can run, then promises the next send times to pipes and neighbours.
+void advance(self_ptr self) {
+  run_ready_ops(self);
+  auto& st = self->state;
+  if (st.sync.active())
+    st.sync.publish(self, st.peers, st.step, runtime::next_send_bounds(progress_of(st)));
+}
+
 void start_step(self_ptr self, const step_order& order) {
   auto& st = self->state;
   if (st.running)
@@ -292,6 +333,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
   st.fused_backward = schedule.fused_backward;
   st.costs = job->cluster->stage(pipeline, stage);
+  st.sync.init(*job, pipeline, stage);
   return {
       [=](const stage_wiring& w) {
         auto& s = self->state;
@@ -300,12 +342,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           s.peers.push_back(caf::actor_cast<stage_actor>(p));
         s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
         s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
-        if (auto order = std::exchange(s.unwired_order, std::nullopt)) {
-          try {
+        try {
+          s.sync.wire(w.pipes);
+          if (auto order = std::exchange(s.unwired_order, std::nullopt))
             start_step(self, *order);
-          } catch (const std::exception& e) {
-            report_error(self, e.what());
-          }
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
         }
       },
       [=](const step_order& order) {
@@ -324,21 +366,18 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           auto& s = self->state;
           // A malformed message is dropped, counted and logged: the step goes on with the
           // well-formed one, or the coordinator's step timeout names the stuck stage.
-          if (auto why = accept_tensor(s, msg); !why.empty()) {
+          auto accepted = accept_tensor(s, msg);
+          if (auto* why = std::get_if<std::string>(&accepted)) {
             ++s.dropped;
-            caf::aout(self) << where(s) << ": dropped a malformed tensor (" << why << "), "
-                            << s.dropped << " so far" << std::endl;
+            spdlog::warn("{}: dropped a malformed tensor ({}), {} so far", where(s), *why,
+                         s.dropped);
             return;
           }
-          const int m = s.job->plan.pipelines[static_cast<size_t>(s.pipeline)].micro_batches;
-          if (msg.micro < 0 || msg.micro >= m || msg.step < s.step)
-            throw std::invalid_argument("tensor for step " + std::to_string(msg.step) +
-                                        " micro-batch " + std::to_string(msg.micro) +
-                                        " does not belong to this stage's step");
+          auto& t = std::get<accepted_tensor>(accepted);
           if (s.job->wall() && !s.job->mode.shape_links)
-            report_arrival(self, msg);
-          auto& slot = msg.role == tensor_role::activation ? s.activations : s.gradients;
-          slot[msg.step][msg.micro] = std::move(msg);
+            report_arrival(self, t);
+          auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
+          slot[t.step][t.micro] = std::move(t.tensor);
           advance(self);
         } catch (const std::exception& e) {
           report_error(self, e.what());
@@ -346,6 +385,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](grad_share& share) {
         try {
+          auto& s = self->state;
+          if (auto why = check_share(s, share); !why.empty()) {
+            ++s.dropped;
+            spdlog::warn("{}: dropped a malformed {}, {} so far", where(s), why, s.dropped);
+            return;
+          }
           self->state.shares[share.step].push_back(std::move(share));
           try_reduce(self);
         } catch (const std::exception& e) {
@@ -360,6 +405,39 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           s.activations.erase(order.step);
           s.gradients.erase(order.step);
           return order.step;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
+        }
+      },
+      [=](const send_horizon& h) {
+        try {
+          self->state.sync.on_horizon(h);
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](const pipe_arrival& a) {
+        try {
+          self->state.sync.on_arrival(a);
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](snapshot_atom) -> caf::result<stage_snapshot> {
+        try {
+          return take_snapshot(self->state);
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
+        }
+      },
+      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        try {
+          restore_snapshot(self->state, snapshot);
+          return snapshot.step;
+        } catch (const runtime::input_error& e) { // the file's fault: named as such
+          return caf::make_error(caf::sec::invalid_argument, std::string(e.what()));
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
         }

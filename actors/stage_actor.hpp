@@ -4,6 +4,8 @@
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
 #include "actors/link_layer.hpp"
+#include "actors/pipe_sync.hpp"
+#include "messages/types.hpp"
 
 #include <map>
 #include <memory>
@@ -11,6 +13,17 @@
 #include <vector>
 
 namespace deepcee::actors {
+
+/// A validated activation or gradient waiting for its op (stage_tensors.hpp reads it).
+struct received_tensor {
+  /// When its last part arrived: the sender's link model (virtual, dry, shaped wall), or
+  /// the receiver's clock (wall without shaping).
+  double arrival_s = 0;
+  /// The decoded message, whose f32 payload is read in place (header only in dry mode),
+  /// and the payload widened to fp32 when it travelled compressed.
+  messages::tensor_message decoded;
+  std::vector<float> values;
+};
 
 /// A stage's state during a job. Inputs that arrive before their step starts (a neighbour
 /// may start earlier) wait in the per-step maps.
@@ -26,6 +39,7 @@ struct stage_state {
   bool fused_backward = false;
   runtime::virtual_stage costs;
   link_layer links;
+  pipe_sync sync;                 ///< shared links: pipes and promises (virtual, dry)
   std::vector<stage_actor> peers; ///< flat order
   coordinator_actor coordinator;
   /// A step order that came before the wiring (they come from different senders, so CAF
@@ -46,9 +60,12 @@ struct stage_state {
   int64_t dropped = 0;              ///< malformed messages so far
 
   // Inputs by step, then micro-batch; gradient shares by step, then sending pipeline.
-  std::map<int64_t, std::map<int, tensor_msg>> activations, gradients;
+  std::map<int64_t, std::map<int, received_tensor>> activations, gradients;
   std::map<int64_t, std::vector<grad_share>> shares;
 };
+
+/// What the stage knows now, for the lower bounds on its next send times (pipe_sync).
+runtime::stage_progress progress_of(const stage_state& st);
 
 /// Spawns the actor of stage `stage` of pipeline `pipeline`; it builds its device group
 /// (one stage_worker per device) at once, so weights exist before the first step (dry mode

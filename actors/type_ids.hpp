@@ -1,6 +1,8 @@
 #pragma once
 
+#include "actors/checkpoint_messages.hpp"
 #include "actors/messages.hpp"
+#include "actors/pipe_messages.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/type_id.hpp>
@@ -17,6 +19,7 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, samples_atom, "samples")
 CAF_ADD_ATOM(deepcee, deepcee::actors, await_atom, "await")
 CAF_ADD_ATOM(deepcee, deepcee::actors, timeout_atom, "timeout")
 CAF_ADD_ATOM(deepcee, deepcee::actors, stop_atom, "stop")
+CAF_ADD_ATOM(deepcee, deepcee::actors, peer_atom, "peer")
 
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::step_order))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::tensor_msg))
@@ -29,9 +32,19 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::link_summary))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_wiring))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::step_result))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::node_join))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::heartbeat))
+// Shared links in virtual time (pipe_actor.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::pipe_request))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::send_horizon))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::pipe_arrival))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::op_record>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_sample>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_summary>))
+CAF_ADD_ATOM(deepcee, deepcee::actors, snapshot_atom, "snapshot")
+CAF_ADD_ATOM(deepcee, deepcee::actors, restore_atom, "restore")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::kernels::parameter_state))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::kernels::parameter_state>))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_snapshot))
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -25,6 +25,9 @@ std::vector<uint8_t> encode(const step_stats& m);
 std::vector<uint8_t> encode(const rebalance& m);
 std::vector<uint8_t> encode(const heartbeat& m);
 std::vector<uint8_t> encode(const error_report& m);
+std::vector<uint8_t> encode(const optimize_order& m);
+std::vector<uint8_t> encode(const stage_report& m);
+std::vector<uint8_t> encode(const node_join& m);
 
 /// Largest payload of one tensor message (Cap'n Proto's limit on a Data field); a larger
 /// tensor is sent in slices of samples (tensor_header::first_sample).
@@ -39,10 +42,11 @@ std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const 
 
 /// An f32 tensor whose producer writes its values straight into the message's payload
 /// (`write` gets header.rows() * header.cols() floats): the send path's one serialization
-/// is then the producer's own write, with no staging buffer. The send time is read again
-/// after `write` returns, so `write` may still set it through a reference the caller holds
-/// (an op that ends inside it); the bytes equal encode_tensor's. Other dtypes throw
-/// std::invalid_argument (they need encode_tensor's conversion pass).
+/// is then the producer's own write, with no staging buffer. The send and arrival times
+/// are read again after `write` returns, so `write` may still set them through a reference
+/// the caller holds (an op that ends inside it, the link model asked then); the bytes equal
+/// encode_tensor's. Other dtypes throw std::invalid_argument (they need encode_tensor's
+/// conversion pass).
 std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
                                         const std::function<void(std::span<float>)>& write);
 
@@ -60,6 +64,9 @@ result<step_stats> decode_step_stats(std::span<const uint8_t> bytes);
 result<rebalance> decode_rebalance(std::span<const uint8_t> bytes);
 result<heartbeat> decode_heartbeat(std::span<const uint8_t> bytes);
 result<error_report> decode_error_report(std::span<const uint8_t> bytes);
+result<optimize_order> decode_optimize_order(std::span<const uint8_t> bytes);
+result<stage_report> decode_stage_report(std::span<const uint8_t> bytes);
+result<node_join> decode_node_join(std::span<const uint8_t> bytes);
 
 /// Copies the bytes once into an aligned buffer that the result's payload view points into.
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);

@@ -56,6 +56,7 @@ std::vector<uint8_t> encode(const step_start& m) {
     s.setStep(m.step);
     detail::fill_list(s.initMicroBatches(m.micro_batches.size()), m.micro_batches);
     s.setLearningRate(m.learning_rate);
+    s.setStartTime(m.start_time);
   });
 }
 
@@ -64,12 +65,14 @@ result<step_start> decode_step_start(std::span<const uint8_t> bytes) {
   return detail::read<step_start>(
       detail::aligned_copy(bytes), kind, [&](wire::Envelope::Reader e) -> result<step_start> {
         const auto s = e.getStepStart();
-        step_start m{s.getStep(), detail::to_vector<int>(s.getMicroBatches()), s.getLearningRate()};
+        step_start m{s.getStep(), detail::to_vector<int>(s.getMicroBatches()), s.getLearningRate(),
+                     s.getStartTime()};
         checker c(kind);
         c.non_negative(m.step, "step");
         check_counts(c, m.micro_batches, "micro_batches");
         c.require(std::isfinite(m.learning_rate) && m.learning_rate >= 0, "learning_rate",
                   "is not a finite non-negative number");
+        c.time(m.start_time, "start_time");
         return c.finish(std::move(m));
       });
 }
@@ -82,6 +85,14 @@ std::vector<uint8_t> encode(const link_sample& m) {
     s.setBytes(m.bytes);
     s.setStart(m.start);
     s.setEnd(m.end);
+    s.setStep(m.step);
+    s.setKind(static_cast<wire::TensorKind>(m.kind));
+    s.setMicroBatch(m.micro_batch);
+    s.setPipeline(m.pipeline);
+    s.setStage(m.stage);
+    s.setLink(m.link);
+    s.setSendTime(m.send_time);
+    s.setDrained(m.drained);
   });
 }
 
@@ -90,14 +101,37 @@ result<link_sample> decode_link_sample(std::span<const uint8_t> bytes) {
   return detail::read<link_sample>(
       detail::aligned_copy(bytes), kind, [&](wire::Envelope::Reader e) -> result<link_sample> {
         const auto s = e.getLinkSample();
-        link_sample m{s.getFrom(), s.getTo(), s.getBytes(), s.getStart(), s.getEnd()};
         checker c(kind);
+        c.known(s.getKind(), wire::TensorKind::GRADIENT_SHARE, "kind");
+        link_sample m{s.getFrom(),
+                      s.getTo(),
+                      s.getBytes(),
+                      s.getStart(),
+                      s.getEnd(),
+                      s.getStep(),
+                      static_cast<tensor_kind>(s.getKind()),
+                      s.getMicroBatch(),
+                      s.getPipeline(),
+                      s.getStage(),
+                      s.getLink(),
+                      s.getSendTime(),
+                      s.getDrained()};
         c.non_negative(m.from, "from");
         c.non_negative(m.to, "to");
         c.non_negative(m.bytes, "bytes");
         c.time(m.start, "start");
         c.time(m.end, "end");
-        c.require(m.end >= m.start, "end", "is before start");
+        c.non_negative(m.step, "step");
+        c.non_negative(m.micro_batch, "micro_batch");
+        c.non_negative(m.pipeline, "pipeline");
+        c.non_negative(m.stage, "stage");
+        c.non_negative(m.link, "link");
+        c.time(m.send_time, "send_time");
+        c.time(m.drained, "drained");
+        // Queued from send_time, draining from start to drained, arrived at end.
+        c.require(m.start >= m.send_time, "start", "is before send_time");
+        c.require(m.drained >= m.start, "drained", "is before start");
+        c.require(m.end >= m.drained, "end", "is before drained");
         return c.finish(m);
       });
 }

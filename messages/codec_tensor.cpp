@@ -16,7 +16,7 @@ namespace {
 constexpr size_t max_rank = 8;
 
 static_assert(unsigned(wire::DType::INT8) == unsigned(tensor_dtype::int8));
-static_assert(unsigned(wire::TensorKind::GRADIENT) == unsigned(tensor_kind::gradient));
+static_assert(unsigned(wire::TensorKind::GRADIENT_SHARE) == unsigned(tensor_kind::gradient_share));
 
 /// The payload size the header implies, or -1 for a shape that is no tensor.
 int64_t expected_payload(const tensor_header& h) {
@@ -55,6 +55,9 @@ void write_header(wire::Tensor::Builder t, const tensor_header& h) {
   t.setSendTime(h.send_time);
   detail::fill_list(t.initShape(h.shape.size()), h.shape);
   t.setDtype(static_cast<wire::DType>(h.dtype));
+  t.setArrivalTime(h.arrival_time);
+  t.setFirstLayer(h.first_layer);
+  t.setLastLayer(h.last_layer);
 }
 
 /// `header_only`: the message must carry no payload (dry mode), else exactly the header's.
@@ -64,7 +67,7 @@ result<tensor_message> read_tensor(const result<detail::word_buffer>& in, bool h
       tensor_message>(in, kind, [&](wire::Envelope::Reader e) -> result<tensor_message> {
     const auto t = e.getTensor();
     checker c(kind);
-    c.known(t.getKind(), wire::TensorKind::GRADIENT, "kind");
+    c.known(t.getKind(), wire::TensorKind::GRADIENT_SHARE, "kind");
     c.known(t.getDtype(), wire::DType::INT8, "dtype");
     const auto shape = t.getShape();
     c.require(shape.size() >= 1 && shape.size() <= max_rank, "shape",
@@ -83,12 +86,27 @@ result<tensor_message> read_tensor(const result<detail::word_buffer>& in, bool h
     h.send_time = t.getSendTime();
     h.shape = detail::to_vector<int64_t>(shape);
     h.dtype = static_cast<tensor_dtype>(t.getDtype());
+    h.arrival_time = t.getArrivalTime();
+    h.first_layer = t.getFirstLayer();
+    h.last_layer = t.getLastLayer();
     c.non_negative(h.step, "step");
     c.non_negative(h.micro_batch, "micro_batch");
     c.non_negative(h.pipeline, "pipeline");
     c.non_negative(h.stage, "stage");
     c.non_negative(h.first_sample, "first_sample");
     c.time(h.send_time, "send_time");
+    // Zero: a sender without a link model. Otherwise a transfer arrives after it is sent.
+    c.require(std::isfinite(h.arrival_time) && h.arrival_time >= 0.0 &&
+                  (h.arrival_time == 0.0 || h.arrival_time >= h.send_time),
+              "arrival_time", "is not a finite time at or after send_time");
+    if (h.kind == tensor_kind::gradient_share) {
+      c.non_negative(h.first_layer, "first_layer");
+      c.require(h.last_layer > h.first_layer, "last_layer", "is not after first_layer");
+      c.require(h.shape.size() == 1, "shape", "of a gradient share is not rank 1");
+    } else {
+      c.require(h.first_layer == 0 && h.last_layer == 0, "first_layer",
+                "is set on an activation or gradient");
+    }
     for (size_t i = 0; i < h.shape.size(); ++i)
       c.non_negative(h.shape[i], "shape[" + std::to_string(i) + "]");
 
@@ -163,7 +181,9 @@ std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
     auto data = t.initPayload(static_cast<unsigned>(n));
     // A Data field starts on a word boundary, so its bytes are aligned floats.
     write(std::span<float>(reinterpret_cast<float*>(data.begin()), data.size() / sizeof(float)));
-    t.setSendTime(header.send_time); // `write` may have set it (a scalar: written in place)
+    // `write` may have set the times (scalars: written in place, the bytes stay the same).
+    t.setSendTime(header.send_time);
+    t.setArrivalTime(header.arrival_time);
   });
 }
 

@@ -15,7 +15,9 @@ enum TimeMode { wall @0; virtualTime @1; dry @2; }
 # Element encoding of a tensor payload. int8 payloads start with one Float32 scale per
 # row (absmax / 127), followed by the int8 values, so the scales stay 4-byte aligned.
 enum DType { f32 @0; f16 @1; bf16 @2; int8 @3; }
-enum TensorKind { activation @0; gradient @1; }
+# gradientShare: a stage's gradient sums of layers [firstLayer, lastLayer), for the
+# all-reduce among the holders of those layers (rank 1, f32).
+enum TensorKind { activation @0; gradient @1; gradientShare @2; }
 enum ErrorCode { internal @0; malformedMessage @1; badInput @2; peerDown @3; timeout @4; }
 
 # --- job and plan deployment ----------------------------------------------------------
@@ -99,6 +101,14 @@ struct StepStart {
   step @0 :Int64;
   microBatches @1 :List(Int32);  # per pipeline
   learningRate @2 :Float64;
+  startTime @3 :Float64;         # when the step starts (virtual time)
+}
+
+# The optimizer step after the all-reduce, with the global gradient norm (clipping).
+struct OptimizeOrder {
+  step @0 :Int64;
+  learningRate @1 :Float64;
+  gradNorm @2 :Float64;
 }
 
 struct Tensor {
@@ -112,14 +122,25 @@ struct Tensor {
   shape @7 :List(Int64);  # the fp32 tensor's shape; rows = all but the last dimension
   dtype @8 :DType;
   payload @9 :Data;
+  arrivalTime @10 :Float64;  # when its last part arrives, from the sender's link model
+  firstLayer @11 :Int32;     # gradientShare only: its layers [firstLayer, lastLayer)
+  lastLayer @12 :Int32;
 }
 
 struct LinkSample {
   from @0 :Int32;  # cluster device ids
   to @1 :Int32;
   bytes @2 :Int64;
-  start @3 :Float64;
-  end @4 :Float64;
+  start @3 :Float64;    # when the transfer starts to drain (after queueing)
+  end @4 :Float64;      # when its last byte arrives
+  step @5 :Int64;
+  kind @6 :TensorKind;
+  microBatch @7 :Int32;
+  pipeline @8 :Int32;
+  stage @9 :Int32;      # the sending stage
+  link @10 :Int32;      # the FIFO resource (device pair, or WAN pipe between regions)
+  sendTime @11 :Float64;
+  drained @12 :Float64; # when its last byte left the sender
 }
 
 struct StageStats {
@@ -131,6 +152,33 @@ struct StageStats {
   peakMemory @5 :Int64;
   lossSum @6 :Float64;   # last stage only
   tokenCount @7 :Int64;  # last stage only
+}
+
+struct OpRecord {
+  kind @0 :Int32;   # runtime::op_kind
+  microBatch @1 :Int32;
+  start @2 :Float64;
+  end @3 :Float64;
+}
+
+# One stage's end of a step (or its failure), to the coordinator.
+struct StageReport {
+  step @0 :Int64;
+  pipeline @1 :Int32;
+  stage @2 :Int32;
+  endTime @3 :Float64;
+  lossSum @4 :Float64;         # last stages: sum of per-token losses
+  gradSumSquares @5 :Float64;  # pipeline 0's stages: of the reduced gradients
+  ops @6 :List(OpRecord);
+  dropped @7 :Int64;           # malformed messages the stage dropped so far
+  error @8 :Text;              # set instead when a handler failed
+}
+
+# A node of a multi-process job announces its stages (the actor handles travel beside it).
+struct NodeJoin {
+  node @0 :Text;
+  job @1 :Text;                # fingerprint of the job file as the node read it
+  stages @2 :List(Int32);      # flat stage indices
 }
 
 struct StepStats {
@@ -165,5 +213,8 @@ struct Envelope {
     rebalance @5 :Rebalance;
     heartbeat @6 :Heartbeat;
     error @7 :Error;
+    optimizeOrder @8 :OptimizeOrder;
+    stageReport @9 :StageReport;
+    nodeJoin @10 :NodeJoin;
   }
 }

@@ -20,6 +20,12 @@ std::string_view to_string(message_kind k) {
     return "heartbeat";
   case message_kind::error:
     return "error";
+  case message_kind::optimize_order:
+    return "optimize_order";
+  case message_kind::stage_report:
+    return "stage_report";
+  case message_kind::node_join:
+    return "node_join";
   }
   return "unknown";
 }

@@ -24,13 +24,16 @@ enum class message_kind : uint8_t {
   step_stats,
   rebalance,
   heartbeat,
-  error
+  error,
+  optimize_order,
+  stage_report,
+  node_join
 };
 
 std::string_view to_string(message_kind k);
 
 enum class time_mode : uint8_t { wall, virtual_time, dry };
-enum class tensor_kind : uint8_t { activation, gradient };
+enum class tensor_kind : uint8_t { activation, gradient, gradient_share };
 enum class error_code : uint8_t { internal, malformed_message, bad_input, peer_down, timeout };
 
 /// What a node needs to run its part of a job. `train.model` always equals `plan.model`
@@ -47,7 +50,15 @@ struct step_start {
   int64_t step = 0;
   std::vector<int> micro_batches; ///< per pipeline
   double learning_rate = 0.0;
+  double start_time = 0.0;
   friend bool operator==(const step_start&, const step_start&) = default;
+};
+
+struct optimize_order {
+  int64_t step = 0;
+  double learning_rate = 0.0;
+  double grad_norm = 0.0;
+  friend bool operator==(const optimize_order&, const optimize_order&) = default;
 };
 
 /// Everything about an activation or gradient except its bytes.
@@ -61,6 +72,9 @@ struct tensor_header {
   double send_time = 0.0;
   std::vector<int64_t> shape; ///< of the fp32 tensor; rows = all dims but the last
   tensor_dtype dtype = tensor_dtype::f32;
+  double arrival_time = 0.0; ///< when its last part arrives (the sender's link model)
+  int first_layer = 0;       ///< gradient_share only: its layers [first_layer, last_layer)
+  int last_layer = 0;
 
   int64_t rows() const;
   int64_t cols() const;
@@ -86,12 +100,22 @@ struct tensor_message {
   received_buffer buffer; ///< empty on the sending side
 };
 
+/// One transfer on one link: queued at send_time, draining from `start` to `drained`,
+/// all arrived at `end`.
 struct link_sample {
   int from = 0;
   int to = 0;
   int64_t bytes = 0;
   double start = 0.0;
   double end = 0.0;
+  int64_t step = 0;
+  tensor_kind kind = tensor_kind::activation;
+  int micro_batch = 0;
+  int pipeline = 0;
+  int stage = 0; ///< the sender
+  int link = 0;  ///< the FIFO resource
+  double send_time = 0.0;
+  double drained = 0.0;
   friend bool operator==(const link_sample&, const link_sample&) = default;
 };
 
@@ -105,6 +129,36 @@ struct stage_stats {
   double loss_sum = 0.0;   ///< last stage only
   int64_t token_count = 0; ///< last stage only
   friend bool operator==(const stage_stats&, const stage_stats&) = default;
+};
+
+struct op_record {
+  int kind = 0; ///< runtime::op_kind
+  int micro_batch = 0;
+  double start = 0.0;
+  double end = 0.0;
+  friend bool operator==(const op_record&, const op_record&) = default;
+};
+
+/// One stage's end of a step, or (error set) its failure.
+struct stage_report {
+  int64_t step = 0;
+  int pipeline = 0;
+  int stage = 0;
+  double end_time = 0.0;
+  double loss_sum = 0.0;
+  double grad_sum_squares = 0.0;
+  std::vector<op_record> ops;
+  int64_t dropped = 0;
+  std::string error; ///< one line
+  friend bool operator==(const stage_report&, const stage_report&) = default;
+};
+
+/// A node announcing its stages (flat indices) under the job's fingerprint.
+struct node_join {
+  std::string node;
+  std::string job;
+  std::vector<int> stages;
+  friend bool operator==(const node_join&, const node_join&) = default;
 };
 
 struct step_stats {

@@ -103,6 +103,12 @@ std::optional<message_kind> kind_of(wire::Envelope::Which which) {
     return message_kind::heartbeat;
   case wire::Envelope::ERROR:
     return message_kind::error;
+  case wire::Envelope::OPTIMIZE_ORDER:
+    return message_kind::optimize_order;
+  case wire::Envelope::STAGE_REPORT:
+    return message_kind::stage_report;
+  case wire::Envelope::NODE_JOIN:
+    return message_kind::node_join;
   }
   return std::nullopt;
 }

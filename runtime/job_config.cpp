@@ -44,12 +44,24 @@ std::string text_of(const toml::table& t, std::string_view key, const fs::path& 
 /// [[node]] tables give each cluster node's host and port; `coordinator` names the node
 /// that drives the job.
 void read_nodes(const toml::table& root, const fs::path& path, job_config& job) {
-  if (const auto* n = root.get("connect_timeout")) {
-    const auto v = n->value<double>();
-    if (!v || *v <= 0)
-      fail_input(path, line_of(*n), "connect_timeout must be a positive number of seconds");
-    job.connect_timeout_s = *v;
-  }
+  const std::pair<const char*, double*> durations[] = {
+      {"connect_timeout", &job.connect_timeout_s},
+      {"heartbeat_interval", &job.heartbeat_interval_s},
+      {"heartbeat_timeout", &job.heartbeat_timeout_s}};
+  for (const auto& [key, out] : durations)
+    if (const auto* n = root.get(key)) {
+      const auto v = n->value<double>();
+      if (!v || !(*v > 0) || *v > 1e6)
+        fail_input(path, line_of(*n), std::string(key) + " must be a positive number of seconds");
+      *out = *v;
+    }
+  const auto* beat_key = root.get("heartbeat_timeout") ? root.get("heartbeat_timeout")
+                                                       : root.get("heartbeat_interval");
+  if (job.heartbeat_timeout_s <= job.heartbeat_interval_s)
+    fail_input(path, beat_key ? line_of(*beat_key) : 0,
+               "heartbeat_timeout (" + std::to_string(job.heartbeat_timeout_s) +
+                   " s) must be longer than heartbeat_interval (" +
+                   std::to_string(job.heartbeat_interval_s) + " s)");
   if (const auto* n = root.get("node")) {
     if (!n->is_array_of_tables())
       fail_input(path, line_of(*n), "'node' must be an array of tables ([[node]])");
@@ -101,9 +113,10 @@ job_config load_job_config(const fs::path& path) {
     fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
   }
   for (const auto& [key, node] : root) {
-    static const std::string_view known[] = {"name",  "time",  "shape_links", "cluster",
-                                             "plan",  "model", "coordinator", "connect_timeout",
-                                             "train", "node"};
+    static const std::string_view known[] = {
+        "name",  "time",  "shape_links",        "cluster",
+        "plan",  "model", "coordinator",        "connect_timeout",
+        "train", "node",  "heartbeat_interval", "heartbeat_timeout"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }

@@ -33,6 +33,8 @@ std::string_view to_string(time_mode m);
 ///     steps = 300
 ///     coordinator = "c0"                    # the node that drives the job (default: first)
 ///     connect_timeout = 5                   # seconds a node waits for the others
+///     heartbeat_interval = 1                # seconds between heartbeats of the nodes
+///     heartbeat_timeout = 5                 # seconds of silence that stop the job
 ///     [[node]]                              # where a cluster node's process listens
 ///     name = "c0"                           # (overrides the cluster file's host and port)
 ///     host = "127.0.0.1"
@@ -51,6 +53,10 @@ struct job_config {
   train_config train;
   int coordinator_node = 0;     ///< index into cluster.nodes
   double connect_timeout_s = 5; ///< joining, and the coordinator's wait for every node
+  /// Every node and the coordinator's node beat to each other this often; a peer unheard
+  /// for heartbeat_timeout_s (> the interval) stops the job, naming the silent node.
+  double heartbeat_interval_s = 1;
+  double heartbeat_timeout_s = 5;
 };
 
 job_config load_job_config(const std::filesystem::path& path);

@@ -30,11 +30,13 @@ struct stage_run {
   std::vector<double> w_ready; ///< own B(i) ended
 };
 
+/// An op's end. Ends at the same time are processed in stage order (a stage has at most one
+/// op running), so transfers that reach a shared link at the same time queue by sender
+/// stage: an order the actor runtime's pipes reproduce without a global event queue.
 struct event {
   double time;
-  uint64_t seq;
   int stage;
-  bool operator>(const event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  bool operator>(const event& o) const { return time != o.time ? time > o.time : stage > o.stage; }
 };
 
 /// One training step: compute and pipeline transfers (event driven), then all-reduce
@@ -65,7 +67,6 @@ private:
   std::vector<double>& optim_;
   std::vector<stage_run> runs_;
   std::priority_queue<event, std::vector<event>, std::greater<>> queue_;
-  uint64_t seq_ = 0;
 };
 
 double op_time(const stage_rt& st, op_kind k) {
@@ -94,7 +95,7 @@ void step_engine::try_start(int s) {
     return;
   run.op_start = std::max(run.free_at, ready);
   run.running = true;
-  queue_.push({run.op_start + op_time(st, op.kind), seq_++, s});
+  queue_.push({run.op_start + op_time(st, op.kind), s});
 }
 
 double step_engine::send(const part& pt, double t, const char* what, int micro) {

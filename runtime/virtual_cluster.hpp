@@ -46,9 +46,10 @@ struct transfer_times {
   double arrival_s = 0; ///< drained + the latency in force at start
 };
 
-/// FIFO links: a transfer starts when the link has drained the previous one. Each sender
-/// keeps its own instance, so results never depend on which actor's message the host
-/// happened to deliver first (see DESIGN: virtual time is deterministic).
+/// FIFO links: a transfer starts when the link has drained the previous one. A sender keeps
+/// one for the links only it uses, and a shared link's pipe actor one for that link (fed in
+/// send-time order), so results never depend on which actor's message the host happened
+/// to deliver first (see DESIGN: virtual time is deterministic).
 class link_fifo {
 public:
   transfer_times send(const transfer_part& part, double send_s);

@@ -5,9 +5,12 @@
 // (a node that never joins, a port in use, a lost peer) ends every process non-zero with
 // one line naming the node.
 #include "actors/adapter_actor.hpp"
+#include "actors/checkpoint_transfer.hpp"
 #include "actors/coordinator.hpp"
+#include "actors/heartbeat_actor.hpp"
 #include "actors/local_job.hpp"
 #include "actors/node_registry.hpp"
+#include "actors/pipe_actor.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/errors.hpp"
@@ -16,6 +19,7 @@
 #include "runtime/planner.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/job_checkpoint.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/run_directory.hpp"
 
@@ -28,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -44,6 +49,7 @@ struct node_options {
   std::string name;
   std::optional<int> steps;
   std::optional<std::string> out;
+  std::optional<std::string> metrics, resume; ///< the coordinator's node reads them
   std::optional<double> connect_timeout_s;
   int step_timeout_s = 60;
 };
@@ -84,6 +90,7 @@ struct node_setup {
   int me = 0;
   std::vector<int> owner; ///< flat stage -> node
   std::shared_ptr<actors::job_context> context;
+  std::optional<kernels::checkpoint_contents> resume; ///< the coordinator's node only
 };
 
 node_setup prepare(const node_options& o) {
@@ -101,6 +108,11 @@ node_setup prepare(const node_options& o) {
   s.owner = actors::stage_owners(s.job.cluster, s.plan);
   s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus,
                                        {s.job.time, s.job.shape_links});
+  if (o.resume && s.job.time == runtime::time_mode::dry)
+    runtime::fail_input(o.job, 0,
+                        "--resume: a dry-mode job has no weights to load a checkpoint into");
+  if (o.resume && s.me == s.job.coordinator_node)
+    s.resume = read_resume_checkpoint(*o.resume, s.plan.model);
   return s;
 }
 
@@ -112,6 +124,22 @@ std::string host_of(const runtime::node& n) {
   throw std::runtime_error("node " + node + ": " + what);
 }
 
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(std::llround(seconds * 1e3));
+}
+
+/// This node's heartbeat actor (actors/heartbeat_actor.hpp): `expect` names the peers it
+/// must hear from from now on; `notify` is told (stop_atom, reason) when one falls silent.
+actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const node_setup& s,
+                                        std::vector<std::string> expect, caf::actor notify,
+                                        actor_guard& guard) {
+  auto beats = actors::spawn_heartbeat(
+      sys, s.job.cluster.nodes[static_cast<size_t>(s.me)].name, millis(s.job.heartbeat_interval_s),
+      millis(s.job.heartbeat_timeout_s), std::move(expect), std::move(notify));
+  guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(beats));
+  return beats;
+}
+
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
                     const std::vector<actors::stage_actor>& local, actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
@@ -120,8 +148,9 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
     names.push_back(n.name);
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
+  auto beats = start_heartbeat(sys, s, {}, {}, guard); // learns each node at its join
   auto registry = actors::spawn_node_registry(sys, fingerprint(s.plan, s.job.train), names, s.owner,
-                                              s.me, local, timeout);
+                                              s.me, local, timeout, beats);
   guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(registry));
   const auto host = host_of(me);
   if (auto port =
@@ -159,36 +188,99 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   guard.actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(coordinator));
   wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator);
   wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter);
+  // Shared links' pipes live here; stages on every node reach them through the wiring.
+  wiring.pipes = actors::spawn_pipes(sys, s.context, stages, coordinator, adapter);
+  for (const auto& pipe : wiring.pipes)
+    guard.actors.push_back(pipe);
   for (auto& stage : stages)
     self->send(stage, wiring);
+  // A silent node fails the running step (and every later one), naming it.
+  self->send(beats, actors::stop_atom_v, caf::actor_cast<caf::actor>(coordinator));
 
+  const auto wait = std::chrono::seconds(2 * o.step_timeout_s);
+  int done = 0;
+  if (s.resume) {
+    try {
+      actors::restore_stages(sys, *s.context, stages, s.resume->params, s.resume->info.step,
+                             *o.resume, wait);
+    } catch (const runtime::input_error& e) {
+      self->send(registry, actors::stop_atom_v, std::string(e.what()));
+      std::this_thread::sleep_for(300ms);
+      throw;
+    } catch (const std::exception& e) {
+      finish(e.what());
+    }
+    done = s.resume->info.step;
+    s.resume.reset(); // the stages hold their copies
+  }
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
-  runtime::metrics_writer log(dir / "metrics.csv", runtime::metrics_format::csv);
-  for (int k = 1; k <= s.job.train.steps && error.empty(); ++k) {
-    self->request(coordinator, std::chrono::seconds(2 * o.step_timeout_s), actors::step_atom_v,
-                  static_cast<int64_t>(k))
+  const bool dry = s.job.time == runtime::time_mode::dry;
+  job_files files(dir, s.job.train, o.metrics, !dry);
+  const auto gather = [&] { return actors::gather_parameters(sys, *s.context, stages, wait); };
+  interrupt_flag interrupted;
+  const auto start = std::chrono::steady_clock::now();
+  while (done < s.job.train.steps && error.empty() && !interrupted.raised()) {
+    const int k = done + 1;
+    self->request(coordinator, wait, actors::step_atom_v, static_cast<int64_t>(k))
         .receive(
             [&](actors::step_result& r) {
               const bool wall = s.job.time == runtime::time_mode::wall;
-              log.write({{"step", int64_t{r.step}},
-                         {"loss", r.loss},
-                         {"lr", r.lr},
-                         {"grad_norm", r.grad_norm},
-                         {wall ? "wall_step_s" : "virtual_step_s", r.end_s - r.start_s}});
+              files.metrics().write(
+                  {{"step", int64_t{r.step}},
+                   {"loss", r.loss},
+                   {"lr", r.lr},
+                   {"grad_norm", r.grad_norm},
+                   {wall ? "wall_step_s" : "virtual_step_s", r.end_s - r.start_s}});
               if (wall)
                 std::printf("step %d loss %.6f | %.1f real samples/s\n", k, r.loss,
                             s.plan.global_batch() / std::max(r.end_s - r.start_s, 1e-30));
               else
                 std::printf("step %d loss %.6f\n", k, r.loss);
               std::fflush(stdout);
+              done = k;
             },
             [&](caf::error& e) {
               error = "step " + std::to_string(k) + ": " + reason_text(sys, e);
             });
+    if (done != k || !(files.eval_due(k) || files.checkpoint_due(k)))
+      continue;
+    try {
+      const auto params = gather();
+      if (files.eval_due(k)) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::printf("validation loss %.6f at step %d\n",
+                    files.evaluate(params, k, *s.context->corpus, elapsed), k);
+      }
+      if (files.checkpoint_due(k)) {
+        files.save(params, k);
+        std::printf("checkpoint at step %d: %s\n", k, files.checkpoint().string().c_str());
+        std::fflush(stdout);
+      }
+    } catch (const std::exception& e) {
+      error = "step " + std::to_string(k) + ": " + e.what();
+    }
   }
-  finish(error);
-  std::printf("wrote %s: metrics.csv, plan.json\n", dir.string().c_str());
+  // A failed step leaves the stages mid-step: the last checkpoint stays as it is.
+  if (!error.empty())
+    finish(error);
+  if (files.weights()) {
+    files.save(gather(), done);
+    std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
+  } else {
+    std::printf("dry mode: no weights, no checkpoint\n");
+  }
+  std::printf("wrote %s: %s, plan.json\n", dir.string().c_str(), files.names().c_str());
+  if (interrupted.raised()) { // the other nodes end non-zero, naming the reason
+    self->send(registry, actors::stop_atom_v,
+               "interrupted (Ctrl-C) after step " + std::to_string(done) +
+                   (files.weights() ? ", checkpoint saved" : ""));
+    std::this_thread::sleep_for(300ms);
+    std::fprintf(stderr, "node %s: interrupted after step %d\n", me.name.c_str(), done);
+    return 130;
+  }
+  finish("");
   return 0;
 }
 
@@ -222,8 +314,8 @@ std::string join_registry(caf::actor_system& sys, caf::scoped_actor& self,
   return error;
 }
 
-int run_member(caf::actor_system& sys, node_setup& s,
-               const std::vector<actors::stage_actor>& local) {
+int run_member(caf::actor_system& sys, node_setup& s, const std::vector<actors::stage_actor>& local,
+               actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   const auto& boss = s.job.cluster.nodes[static_cast<size_t>(s.job.coordinator_node)];
   // Its own port, so that its peers connect to it directly (automatic connections).
@@ -258,18 +350,29 @@ int run_member(caf::actor_system& sys, node_setup& s,
     }
   caf::scoped_actor self{sys};
   self->monitor(*registry);
+  // Silence of the coordinator's node (hung, its connection still open) ends this node.
+  join.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(
+      start_heartbeat(sys, s, {boss.name}, caf::actor_cast<caf::actor>(self), guard));
   const auto error = join_registry(sys, self, *registry, join);
   if (!error.empty())
     fail(me.name, "refused by the coordinator's node " + boss.name + ": " + error);
   std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", me.name.c_str(),
                boss.name.c_str(), host_of(boss).c_str(), boss.port, join.stages.size());
   caf::error reason;
+  std::string silent;
   bool done = false;
   while (!done)
-    self->receive([&](caf::down_msg& d) {
-      reason = d.reason;
-      done = true;
-    });
+    self->receive(
+        [&](caf::down_msg& d) {
+          reason = d.reason;
+          done = true;
+        },
+        [&](actors::stop_atom, std::string& why) {
+          silent = std::move(why);
+          done = true;
+        });
+  if (!silent.empty())
+    fail(me.name, silent);
   if (reason && reason != caf::exit_reason::normal) {
     if (reason == caf::exit_reason::remote_link_unreachable)
       fail(me.name, "lost the coordinator's node " + boss.name);
@@ -279,8 +382,19 @@ int run_member(caf::actor_system& sys, node_setup& s,
   return 0;
 }
 
+/// Says how many messages from other nodes this process refused, however it ends.
+struct dropped_note {
+  std::string node;
+  ~dropped_note() {
+    if (const auto n = actors::dropped_wire_messages(); n > 0)
+      std::fprintf(stderr, "node %s: dropped %lld malformed message(s) from other nodes\n",
+                   node.c_str(), static_cast<long long>(n));
+  }
+};
+
 int run_node(const node_options& o) {
   auto s = prepare(o);
+  dropped_note note{o.name};
   caf::actor_system_config cfg;
   actors::register_types(cfg);
   cfg.load<caf::io::middleman>();
@@ -299,7 +413,7 @@ int run_node(const node_options& o) {
       }
   if (s.me == s.job.coordinator_node)
     return run_coordinator(sys, s, o, local, guard);
-  return run_member(sys, s, local);
+  return run_member(sys, s, local, guard);
 }
 
 } // namespace
@@ -311,6 +425,11 @@ command_action add_node_command(CLI::App& app) {
   cmd->add_option("--name", o->name, "This node's name in the job's cluster")->required();
   cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the job)");
   cmd->add_option("--out", o->out, "Run directory of the coordinator's node");
+  cmd->add_option("--metrics", o->metrics, "csv or jsonl (overrides the job)")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  cmd->add_option(
+      "--resume", o->resume,
+      "Continue from this checkpoint (read by the coordinator's node; others ignore it)");
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to wait for the other nodes (overrides the job)");
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");

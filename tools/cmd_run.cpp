@@ -11,6 +11,7 @@
 #include "runtime/simulator.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/job_checkpoint.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/plan_print.hpp"
 #include "tools/progress.hpp"
@@ -38,6 +39,7 @@ struct run_options {
   std::optional<uint64_t> seed;
   std::optional<std::string> out;
   std::optional<std::string> plan; ///< a plan file instead of the job's
+  std::optional<std::string> metrics, resume;
   int trace_steps = 3;
   int step_timeout_s = 120;
 };
@@ -64,37 +66,56 @@ int run_job(const run_options& o) {
   print_groups(stdout, job.cluster, report.groups);
   print_plan(stdout, job.cluster, spec, plan);
 
-  const auto dir = make_run_directory(o.out, job.train.out, "run");
-  runtime::save_plan(plan, dir / "plan.json");
-  runtime::metrics_writer log(dir / "metrics.csv", runtime::metrics_format::csv);
+  const bool wall = job.time == runtime::time_mode::wall;
+  const bool dry = job.time == runtime::time_mode::dry;
+  std::optional<kernels::checkpoint_contents> resume;
+  if (o.resume && dry)
+    runtime::fail_input(path, 0,
+                        "--resume: a dry-mode job has no weights to load a checkpoint into");
+  if (o.resume)
+    resume = read_resume_checkpoint(*o.resume, plan.model);
 
   caf::actor_system_config cfg;
   actors::register_types(cfg);
   cfg.set("scheduler.max-threads", 2);
   cfg.set("logger.console", caf::atom("none"));
   caf::actor_system sys{cfg};
-  const bool wall = job.time == runtime::time_mode::wall;
-  const bool dry = job.time == runtime::time_mode::dry;
   if (dry)
-    std::printf("dry mode: the math is skipped, losses are not computed\n");
+    std::printf("dry mode: the math is skipped, losses are not computed, no checkpoint is "
+                "written\n");
   if (wall && job.shape_links)
     std::printf("wall mode: transfers wait on the sender side as the cluster's links say\n");
   actors::local_job run(sys, job.cluster, profile, plan, job.train, corpus,
                         std::chrono::seconds(o.step_timeout_s), {job.time, job.shape_links});
+  if (resume) {
+    run.restore(resume->params, resume->info.step, *o.resume);
+    resume.reset(); // the stages hold their copies
+  }
+  // Only once every input has been checked, so that bad input leaves nothing behind.
+  const auto dir = make_run_directory(o.out, job.train.out, "run");
+  runtime::save_plan(plan, dir / "plan.json");
+  job_files files(dir, job.train, o.metrics, !dry);
+  auto& log = files.metrics();
 
-  progress_bar bar(0, job.train.steps);
+  interrupt_flag interrupted;
+  progress_bar bar(run.steps_done(), job.train.steps);
   std::vector<actors::step_result> traced;
   const auto start = std::chrono::steady_clock::now();
-  double virtual_s = 0, loss = 0, first_start_s = 0;
-  for (int k = 1; k <= job.train.steps; ++k) {
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const int first_step = run.steps_done() + 1;
+  double virtual_s = 0, loss = NAN, val_loss = NAN, first_start_s = 0;
+  int val_step = 0;
+  while (run.steps_done() < job.train.steps && !interrupted.raised()) {
     auto r = run.step();
-    if (k == 1)
+    const int k = static_cast<int>(r.step);
+    if (k == first_step)
       first_start_s = r.start_s;
     const double step_s = r.end_s - r.start_s;
     virtual_s = r.end_s;
     loss = r.loss;
-    const double real_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double real_s = elapsed();
     const double sps = plan.global_batch() / step_s;
     if (wall) {
       log.write({{"step", int64_t{r.step}},
@@ -120,10 +141,22 @@ int run_job(const run_options& o) {
                         : fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s",
                                       r.loss, sps, r.end_s));
     }
-    if (k <= o.trace_steps)
+    if (files.eval_due(k) || files.checkpoint_due(k)) {
+      const auto params = run.gather_parameters();
+      if (files.eval_due(k)) {
+        val_loss = files.evaluate(params, k, *corpus, real_s);
+        val_step = k;
+        bar.message(fmt::format("step {}: validation loss {:.4f}", k, val_loss));
+      }
+      if (files.checkpoint_due(k))
+        files.save(params, k);
+    }
+    if (k - first_step < o.trace_steps)
       traced.push_back(std::move(r));
   }
   bar.finish();
+  if (files.weights())
+    files.save(run.gather_parameters(), run.steps_done());
   {
     auto samples = run.samples();
     const double trace_end = traced.empty() ? 0 : traced.back().end_s;
@@ -133,21 +166,26 @@ int run_job(const run_options& o) {
   }
   const double real_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double emulated = job.train.steps * plan.global_batch() / std::max(virtual_s, 1e-30);
+  const int steps_run = run.steps_done() - first_step + 1;
+  const double emulated = steps_run * plan.global_batch() / std::max(virtual_s, 1e-30);
   runtime::sim_options so;
   so.steps = 1;
   const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
+  const char* ending = interrupted.raised() ? "interrupted" : "summary";
+  const auto validation = fmt::format("validation loss {:.4f} at step {}", val_loss, val_step);
   if (wall) {
-    std::printf("\nsummary: %d steps, final loss %.4f, %s real\n", job.train.steps, loss,
+    std::printf("\n%s: %d steps (%d to %d), final loss %.4f, %s, %s real\n", ending, steps_run,
+                first_step, run.steps_done(), loss, validation.c_str(),
                 progress_bar::duration(real_s).c_str());
     std::printf("  %-32s %12s\n", "real samples/s", "");
     std::printf("  %-32s %12.2f\n", "this run (actors, wall time)",
-                job.train.steps * plan.global_batch() / std::max(virtual_s - first_start_s, 1e-30));
+                steps_run * plan.global_batch() / std::max(virtual_s - first_start_s, 1e-30));
     std::printf("  %-32s %12s\n", "emulated samples/s", "");
   } else {
-    std::printf("\nsummary: %d steps, %s, %.3f s emulated in %s real\n", job.train.steps,
+    std::printf("\n%s: %d steps (%d to %d), %s, %.3f s emulated in %s real\n", ending, steps_run,
+                first_step, run.steps_done(),
                 dry ? "losses not computed (dry mode)"
-                    : fmt::format("final loss {:.4f}", loss).c_str(),
+                    : fmt::format("final loss {:.4f}, {}", loss, validation).c_str(),
                 virtual_s, progress_bar::duration(real_s).c_str());
     std::printf("  %-32s %12s\n", "emulated samples/s", "");
     std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
@@ -159,8 +197,8 @@ int run_job(const run_options& o) {
     else
       std::printf("  %-32s %12s  (%s)\n", ("simulator, " + s.strategy).c_str(), "-",
                   s.error.c_str());
-  std::printf("wrote %s: metrics.csv, plan.json, trace.json\n", dir.string().c_str());
-  return 0;
+  std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
+  return interrupted.raised() ? 130 : 0;
 }
 
 } // namespace
@@ -173,6 +211,9 @@ command_action add_run_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of weights and data sampling");
   cmd->add_option("--plan", o->plan, "Plan file (JSON) instead of the job's plan");
   cmd->add_option("--out", o->out, "Run directory (default: a new one under the job's out)");
+  cmd->add_option("--metrics", o->metrics, "csv or jsonl (overrides the job)")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  cmd->add_option("--resume", o->resume, "Continue from this checkpoint (deepcee run or train)");
   cmd->add_option("--trace-steps", o->trace_steps, "Steps written to the trace");
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");
   return [o] { return run_job(*o); };

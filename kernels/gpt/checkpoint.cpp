@@ -47,7 +47,114 @@ checkpoint_info parse_info(const std::filesystem::path& path,
   return info;
 }
 
+std::string shape_mismatch(const std::string& name, const std::string& dtype,
+                           const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
+  return "tensor '" + name + "' is " + dtype + " " + shape_string(got) + ", the model needs F32 " +
+         shape_string(want);
+}
+
 } // namespace
+
+void save_checkpoint(const std::filesystem::path& path, const std::vector<parameter_state>& params,
+                     const checkpoint_info& info) {
+  std::vector<runtime::named_tensor> tensors;
+  for (const auto& p : params)
+    tensors.push_back(runtime::named_tensor::f32(p.name, p.shape, p.value));
+  for (const auto& p : params) {
+    tensors.push_back(runtime::named_tensor::f32(exp_avg + p.name, p.shape, p.exp_avg));
+    tensors.push_back(runtime::named_tensor::f32(exp_avg_sq + p.name, p.shape, p.exp_avg_sq));
+  }
+  runtime::write_safetensors(path, tensors, metadata(info));
+}
+
+checkpoint_contents read_checkpoint(const std::filesystem::path& path) {
+  runtime::safetensors_file file = runtime::read_safetensors(path);
+  checkpoint_contents out;
+  out.info = parse_info(path, file.metadata);
+  const std::string optimizer = "optimizer.";
+  for (const auto& t : file.tensors) {
+    if (t.name.rfind(optimizer, 0) == 0) {
+      const bool first = t.name.rfind(exp_avg, 0) == 0;
+      const std::string owner = t.name.substr((first ? exp_avg : exp_avg_sq).size());
+      if ((!first && t.name.rfind(exp_avg_sq, 0) != 0) || file.find(owner) == nullptr)
+        runtime::fail_input(path, 0, "tensor '" + t.name + "' is not the moment of a parameter");
+      continue;
+    }
+    if (t.dtype != "F32")
+      runtime::fail_input(path, 0, "tensor '" + t.name + "' is " + t.dtype + ", expected F32");
+    parameter_state p{t.name, t.shape, t.to_f32(), {}, {}};
+    const auto* m = file.find(exp_avg + t.name);
+    const auto* v = file.find(exp_avg_sq + t.name);
+    if ((m == nullptr) != (v == nullptr))
+      runtime::fail_input(path, 0, "tensor '" + t.name + "' has only one of its AdamW moments");
+    if (m != nullptr) {
+      for (const auto* moment : {m, v})
+        if (moment->dtype != "F32" || moment->shape != t.shape)
+          runtime::fail_input(path, 0,
+                              shape_mismatch(moment->name, moment->dtype, moment->shape, t.shape));
+      p.exp_avg = m->to_f32();
+      p.exp_avg_sq = v->to_f32();
+    }
+    out.params.push_back(std::move(p));
+  }
+  return out;
+}
+
+void require_same_model(const std::filesystem::path& path, const checkpoint_info& info,
+                        const runtime::model_config& m) {
+  const auto& c = info.model;
+  if (c.n_layer != m.n_layer || c.d_model != m.d_model || c.n_head != m.n_head ||
+      c.context != m.context || c.vocab != m.vocab)
+    runtime::fail_input(path, 0,
+                        "checkpoint model sizes differ from the config's (checkpoint: n_layer " +
+                            std::to_string(c.n_layer) + ", d_model " + std::to_string(c.d_model) +
+                            ", n_head " + std::to_string(c.n_head) + ", context " +
+                            std::to_string(c.context) + "; config: n_layer " +
+                            std::to_string(m.n_layer) + ", d_model " + std::to_string(m.d_model) +
+                            ", n_head " + std::to_string(m.n_head) + ", context " +
+                            std::to_string(m.context) + ")");
+}
+
+void load_parameter_states(const std::vector<parameter_state>& states, backend& be,
+                           gpt_model& model, adamw* optimizer,
+                           const std::filesystem::path& source) {
+  std::map<std::string, const parameter_state*> by_name;
+  for (const auto& s : states)
+    by_name[s.name] = &s;
+  std::vector<std::pair<const std::vector<float>*, tensor*>> copies;
+  auto match = [&](parameter& p, tensor* m, tensor* v) {
+    auto it = by_name.find(p.name);
+    if (it == by_name.end())
+      runtime::fail_input(source, 0, "checkpoint has no tensor '" + p.name + "'");
+    const parameter_state& s = *it->second;
+    if (s.shape != p.value.shape())
+      runtime::fail_input(source, 0, shape_mismatch(s.name, "F32", s.shape, p.value.shape()));
+    const auto n = static_cast<size_t>(p.value.numel());
+    if (s.value.size() != n)
+      runtime::fail_input(source, 0,
+                          "tensor '" + s.name + "' holds " + std::to_string(s.value.size()) +
+                              " values for shape " + shape_string(s.shape));
+    copies.emplace_back(&s.value, &p.value);
+    if (m == nullptr)
+      return;
+    if (s.exp_avg.empty())
+      runtime::fail_input(source, 0, "checkpoint has no tensor '" + exp_avg + p.name + "'");
+    if (s.exp_avg.size() != n || s.exp_avg_sq.size() != n)
+      runtime::fail_input(source, 0, "the AdamW moments of '" + s.name + "' do not fit its shape");
+    copies.emplace_back(&s.exp_avg, m);
+    copies.emplace_back(&s.exp_avg_sq, v);
+  };
+  if (optimizer != nullptr) {
+    const auto& params = optimizer->parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      match(*params[i], &optimizer->first_moments()[i], &optimizer->second_moments()[i]);
+  } else {
+    for (parameter* p : model.parameters())
+      match(*p, nullptr, nullptr);
+  }
+  for (auto& [src, dst] : copies)
+    be.upload(*dst, src->data(), src->size() * sizeof(float));
+}
 
 void save_checkpoint(const std::filesystem::path& path, backend& be, gpt_model& model,
                      adamw* optimizer, const checkpoint_info& info) {

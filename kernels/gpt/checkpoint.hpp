@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace deepcee::kernels {
 
@@ -30,5 +31,37 @@ checkpoint_info read_checkpoint_info(const std::filesystem::path& path);
 /// the tensor; nothing is changed unless every tensor matches.
 checkpoint_info load_checkpoint(const std::filesystem::path& path, backend& be, gpt_model& model,
                                 adamw* optimizer);
+
+/// One parameter and its AdamW moments as host copies: what the actor runtime gathers from
+/// the stages that hold it, and what it sends them back on resume.
+struct parameter_state {
+  std::string name; ///< Hugging Face GPT-2 name
+  std::vector<int64_t> shape;
+  std::vector<float> value, exp_avg, exp_avg_sq; ///< moments empty when a file has none
+};
+
+/// Writes the same file as save_checkpoint from host copies; `params` in model order, each
+/// with both moments. Atomic (temporary file, then rename).
+void save_checkpoint(const std::filesystem::path& path, const std::vector<parameter_state>& params,
+                     const checkpoint_info& info);
+
+/// A checkpoint as host copies: its metadata and every parameter (names not starting with
+/// "optimizer."), in file order, with their moments when the file has them. A moment
+/// without its parameter, or a parameter with only one moment, is an input_error.
+struct checkpoint_contents {
+  checkpoint_info info;
+  std::vector<parameter_state> params;
+};
+checkpoint_contents read_checkpoint(const std::filesystem::path& path);
+
+/// Throws input_error naming `path` when the checkpoint's model sizes differ from `model`.
+void require_same_model(const std::filesystem::path& path, const checkpoint_info& info,
+                        const runtime::model_config& model);
+
+/// Copies host states into a model's parameters (and `optimizer`'s moments when given).
+/// Every parameter of the model must be there with its shape (and moments): otherwise an
+/// input_error naming `source` and the tensor, and nothing is changed.
+void load_parameter_states(const std::vector<parameter_state>& states, backend& be,
+                           gpt_model& model, adamw* optimizer, const std::filesystem::path& source);
 
 } // namespace deepcee::kernels

@@ -76,7 +76,6 @@ BOOST_AUTO_TEST_CASE(a_malformed_activation_is_dropped_and_counted_and_the_step_
     // Pipeline 0's stage 1 gets garbage bytes, then a well-formed tensor of the wrong size,
     // both claiming to be step 1, micro-batch 0.
     actors::tensor_msg bad;
-    bad.step = 1;
     bad.bytes.assign(40, 0xab);
     self->send(job.stages()[1], bad);
     messages::tensor_header h;

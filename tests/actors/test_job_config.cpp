@@ -111,6 +111,8 @@ BOOST_AUTO_TEST_CASE(nodes_give_host_port_and_coordinator) {
   const auto job = runtime::load_job_config(d.job(R"(cluster = "clusters/two.toml"
 coordinator = "n0"
 connect_timeout = 2.5
+heartbeat_interval = 0.5
+heartbeat_timeout = 3
 [[node]]
 name = "n0"
 host = "10.0.0.1"
@@ -118,6 +120,8 @@ port = 4711
 )"));
   BOOST_CHECK_EQUAL(job.coordinator_node, 0);
   BOOST_CHECK_CLOSE(job.connect_timeout_s, 2.5, 1e-9);
+  BOOST_CHECK_CLOSE(job.heartbeat_interval_s, 0.5, 1e-9);
+  BOOST_CHECK_CLOSE(job.heartbeat_timeout_s, 3.0, 1e-9);
   BOOST_CHECK_EQUAL(job.cluster.nodes[0].host, "10.0.0.1");
   BOOST_CHECK_EQUAL(job.cluster.nodes[0].port, 4711);
 }
@@ -140,6 +144,8 @@ BOOST_AUTO_TEST_CASE(bad_nodes_name_file_and_line) {
   expect(head + "[[node]]\nname = \"n0\"\nhots = \"x\"\n", "job.toml:4");
   expect(head + "coordinator = \"n7\"\n", "job.toml:2");
   expect(head + "connect_timeout = -1\n", "job.toml:2");
+  expect(head + "heartbeat_interval = 0\n", "job.toml:2");
+  expect(head + "heartbeat_interval = 2\nheartbeat_timeout = 2\n", "job.toml:3");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,6 +3,7 @@
 // gives virtual mode's times without computing anything.
 #include "actor_test_util.hpp"
 
+#include "runtime/link_sharing.hpp"
 #include "runtime/simulator.hpp"
 #include "runtime/virtual_cluster.hpp"
 
@@ -84,7 +85,6 @@ devices = [{ kind = "Jetson-AGX-Orin", count = 3 }]
   return c;
 }
 
-
 /// 64 A100s on eight nodes in two regions.
 runtime::cluster a100_cluster() {
   std::string text = R"(
@@ -124,8 +124,8 @@ runtime::plan gpt13b_plan() {
     pp.micro_batches = 64;
     pp.schedule = runtime::schedule_kind::zb_h1;
     for (int s = 0; s < stages; ++s)
-      pp.stages.push_back(stage({q * stages + s}, {1}, s * units / stages,
-                                (s + 1) * units / stages));
+      pp.stages.push_back(
+          stage({q * stages + s}, {1}, s * units / stages, (s + 1) * units / stages));
     p.pipelines.push_back(pp);
   }
   return p;
@@ -211,6 +211,24 @@ BOOST_AUTO_TEST_CASE(shaped_links_make_the_sender_wait_as_the_link_model_says) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(links_shared_by_pipelines_need_no_pipes) {
+  // Three pipelines cross one WAN pipe each way: virtual time orders them by pipe actors,
+  // wall time (shaped or not) sends on each stage's own links, with the same math.
+  const auto cluster = test_cluster();
+  const auto plan =
+      shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b);
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  BOOST_REQUIRE(!runtime::shared_links(
+                     runtime::virtual_cluster(cluster, profile.model(), profile, plan), plan)
+                     .empty());
+  const auto want = run_steps(cluster, plan, 2, virtual_mode).steps;
+  for (const auto mode : {wall_mode, shaped_wall_mode}) {
+    const auto got = run_steps(cluster, plan, 2, mode).steps;
+    for (size_t k = 0; k < want.size(); ++k)
+      BOOST_CHECK_EQUAL(got[k].loss, want[k].loss);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(dry_time)
@@ -240,6 +258,39 @@ BOOST_AUTO_TEST_CASE(times_are_bit_identical_to_virtual_time) {
     BOOST_CHECK_EQUAL(dry.serializations, 0);
     BOOST_CHECK_EQUAL(dry.deserializations, 0);
   }
+}
+
+BOOST_AUTO_TEST_CASE(shared_wan_pipes_give_virtual_times) {
+  // Pipelines that share a 2 Mbps WAN pipe queue behind each other there: dry mode's pipes
+  // order them exactly as virtual mode's, from headers that carry the arrival times.
+  auto cluster = test_cluster();
+  cluster.links.cross_region.bandwidth_Bps = 2e6 / 8;
+  for (const auto& [a, b] :
+       {std::pair{runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b},
+        std::pair{runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy}}) {
+    const auto plan = shared_wan_plan(a, b);
+    const auto want = run_steps(cluster, plan, 2, virtual_mode).steps;
+    const auto got = run_steps(cluster, plan, 2, dry_mode).steps;
+    for (size_t k = 0; k < want.size(); ++k) {
+      BOOST_CHECK_EQUAL(got[k].compute_end_s, want[k].compute_end_s);
+      BOOST_CHECK_EQUAL(got[k].end_s, want[k].end_s);
+      BOOST_REQUIRE_EQUAL(got[k].ops.size(), want[k].ops.size());
+      for (size_t i = 0; i < got[k].ops.size(); ++i)
+        BOOST_CHECK_EQUAL(got[k].ops[i].start_s, want[k].ops[i].start_s);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(stages_without_weights_refuse_a_checkpoint) {
+  const auto plan = two_pipeline_plan(runtime::schedule_kind::zb_h1);
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  system_fixture f;
+  actors::local_job job(f.sys, test_cluster(), profile, plan, train_for(plan, 1), test_corpus(),
+                        std::chrono::seconds(60), dry_mode);
+  job.step();
+  BOOST_CHECK_EXCEPTION(job.gather_parameters(), std::exception, [](const std::exception& e) {
+    return std::string(e.what()).find("dry mode") != std::string::npos;
+  });
 }
 
 BOOST_AUTO_TEST_CASE(a_job_far_too_large_to_compute_runs_at_the_simulators_times) {

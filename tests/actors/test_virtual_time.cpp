@@ -6,7 +6,15 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
 
 using namespace deepcee;
 using namespace deepcee::actors::test;
@@ -16,7 +24,16 @@ namespace {
 struct scenario {
   std::string name;
   runtime::plan plan;
+  runtime::cluster cluster = test_cluster();
 };
+
+/// The test cluster with a 2 Mbps WAN: a micro-batch's activation takes about as long to
+/// drain as the latency, so transfers that share the WAN pipe queue behind each other.
+runtime::cluster slow_wan_cluster() {
+  auto c = test_cluster();
+  c.links.cross_region.bandwidth_Bps = 2e6 / 8;
+  return c;
+}
 
 runtime::plan one_pipeline(runtime::schedule_kind kind) {
   runtime::plan p;
@@ -32,6 +49,33 @@ runtime::plan one_pipeline(runtime::schedule_kind kind) {
   return p;
 }
 
+std::filesystem::path config_file(const std::string& relative) {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
+         relative;
+}
+
+/// Runs `steps` steps of `plan` and checks every step's virtual time against the simulator.
+void check_against_simulator(const std::string& name, const runtime::cluster& cluster,
+                             const runtime::plan& plan, int steps) {
+  const auto spec = runtime::make_model_spec(plan.model);
+  const runtime::profile_table profile(spec);
+  runtime::sim_options so;
+  so.steps = steps;
+  const auto sim = runtime::simulate(cluster, spec, profile, plan, {}, so);
+  system_fixture f;
+  actors::local_job job(f.sys, cluster, profile, plan, train_for(plan, steps), test_corpus());
+  for (int k = 0; k < steps; ++k) {
+    const auto r = job.step();
+    const double measured = r.end_s - r.start_s;
+    const double predicted = sim.step_times_s[static_cast<size_t>(k)];
+    BOOST_TEST_MESSAGE(name << " step " << k + 1 << ": runtime " << measured * 1e3
+                            << " ms, simulator " << predicted * 1e3 << " ms");
+    BOOST_CHECK_MESSAGE(std::abs(measured - predicted) <= 0.02 * predicted,
+                        name << " step " << k + 1 << ": runtime " << measured << " s, simulator "
+                             << predicted << " s");
+  }
+}
+
 std::vector<scenario> scenarios() {
   std::vector<scenario> out;
   out.push_back({"1 pipeline x 3 stages, 1f1b", one_pipeline(runtime::schedule_kind::one_f_one_b)});
@@ -41,6 +85,19 @@ std::vector<scenario> scenarios() {
       {"2 pipelines (3 + 2 stages), gpipe", two_pipeline_plan(runtime::schedule_kind::gpipe)});
   out.push_back(
       {"2 pipelines (3 + 2 stages), zb-h2", two_pipeline_plan(runtime::schedule_kind::zb_h2)});
+  out.push_back(
+      {"3 pipelines sharing a 2 Mbps WAN both ways, 1f1b",
+       shared_wan_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b),
+       slow_wan_cluster()});
+  out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, zb-h1 + greedy",
+                 shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy),
+                 slow_wan_cluster()});
+  out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, gpipe + zb-h2",
+                 shared_wan_plan(runtime::schedule_kind::gpipe, runtime::schedule_kind::zb_h2),
+                 slow_wan_cluster()});
+  out.push_back(
+      {"3 pipelines sharing a 100 Mbps WAN both ways, zb-h1 + 1f1b",
+       shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b)});
   return out;
 }
 
@@ -49,50 +106,107 @@ std::vector<scenario> scenarios() {
 BOOST_AUTO_TEST_SUITE(virtual_time)
 
 BOOST_AUTO_TEST_CASE(step_time_matches_simulator) {
-  const auto cluster = test_cluster();
+  for (const auto& sc : scenarios())
+    check_against_simulator(sc.name, sc.cluster, sc.plan, 3);
+}
+
+BOOST_AUTO_TEST_CASE(hybrid_plan_sharing_the_cee_small_wan_matches_simulator) {
+  // The saved hybrid plan: both pipelines' first stages send over the one cloud->edge pipe
+  // and their second stages' gradients share the edge->cloud one.
+  check_against_simulator("cee-small hybrid",
+                          runtime::load_cluster(config_file("clusters/cee-small.toml")),
+                          runtime::load_plan(config_file("plans/cee-small-hybrid.json")), 2);
+}
+
+BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_host) {
+  // Three runs of the same job give bit-identical losses and virtual times, op by op,
+  // with and without shared links.
+  const auto cluster = slow_wan_cluster();
   const auto corpus = test_corpus();
-  for (const auto& sc : scenarios()) {
-    const auto spec = runtime::make_model_spec(sc.plan.model);
-    const runtime::profile_table profile(spec);
-    constexpr int steps = 3;
-    runtime::sim_options so;
-    so.steps = steps;
-    const auto sim = runtime::simulate(cluster, spec, profile, sc.plan, {}, so);
-    system_fixture f;
-    actors::local_job job(f.sys, cluster, profile, sc.plan, train_for(sc.plan, steps), corpus);
-    for (int k = 0; k < steps; ++k) {
-      const auto r = job.step();
-      const double measured = r.end_s - r.start_s;
-      const double predicted = sim.step_times_s[static_cast<size_t>(k)];
-      BOOST_TEST_MESSAGE(sc.name << " step " << k + 1 << ": runtime " << measured * 1e3
-                                 << " ms, simulator " << predicted * 1e3 << " ms");
-      BOOST_CHECK_MESSAGE(std::abs(measured - predicted) <= 0.02 * predicted,
-                          sc.name << " step " << k + 1 << ": runtime " << measured
-                                  << " s, simulator " << predicted << " s");
+  for (const auto& plan :
+       {two_pipeline_plan(runtime::schedule_kind::zb_h1),
+        shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy)}) {
+    const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+    std::vector<actors::step_result> first;
+    for (int run = 0; run < 3; ++run) {
+      system_fixture f;
+      actors::local_job job(f.sys, cluster, profile, plan, train_for(plan, 3), corpus);
+      for (int k = 0; k < 3; ++k) {
+        auto r = job.step();
+        if (run == 0) {
+          first.push_back(r);
+          continue;
+        }
+        const auto& want = first[static_cast<size_t>(k)];
+        BOOST_CHECK_EQUAL(r.loss, want.loss);
+        BOOST_CHECK_EQUAL(r.end_s, want.end_s);
+        BOOST_REQUIRE_EQUAL(r.ops.size(), want.ops.size());
+        for (size_t i = 0; i < r.ops.size(); ++i) {
+          BOOST_CHECK_EQUAL(r.ops[i].start_s, want.ops[i].start_s);
+          BOOST_CHECK_EQUAL(r.ops[i].end_s, want.ops[i].end_s);
+        }
+      }
     }
   }
 }
 
-BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_host) {
-  // Two runs of the same job give bit-identical losses and virtual times.
-  const auto cluster = test_cluster();
-  const auto corpus = test_corpus();
-  const auto plan = two_pipeline_plan(runtime::schedule_kind::zb_h1);
+BOOST_AUTO_TEST_CASE(a_shared_link_carries_one_transfer_at_a_time_in_send_order) {
+  // Every transfer on a WAN pipe, whichever stage sent it, starts only once the previous
+  // one drained, and the pipe takes them in the order they were sent.
+  const auto plan =
+      shared_wan_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b);
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
-  std::vector<actors::step_result> first;
-  for (int run = 0; run < 2; ++run) {
-    system_fixture f;
-    actors::local_job job(f.sys, cluster, profile, plan, train_for(plan, 4), corpus);
-    for (int k = 0; k < 4; ++k) {
-      auto r = job.step();
-      if (run == 0) {
-        first.push_back(r);
-        continue;
-      }
-      BOOST_CHECK_EQUAL(r.loss, first[static_cast<size_t>(k)].loss);
-      BOOST_CHECK_EQUAL(r.end_s, first[static_cast<size_t>(k)].end_s);
+  system_fixture f;
+  actors::local_job job(f.sys, slow_wan_cluster(), profile, plan, train_for(plan, 2),
+                        test_corpus());
+  job.step();
+  job.step();
+  std::map<int, std::vector<actors::link_sample>> by_link;
+  for (const auto& s : job.samples())
+    by_link[s.link].push_back(s);
+  int shared = 0;
+  for (auto& [link, samples] : by_link) {
+    std::set<std::pair<int, int>> senders;
+    for (const auto& s : samples)
+      senders.insert({s.pipeline, s.stage});
+    if (senders.size() < 2)
+      continue;
+    ++shared;
+    std::sort(samples.begin(), samples.end(),
+              [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+    for (size_t k = 1; k < samples.size(); ++k) {
+      BOOST_CHECK_GE(samples[k].start_s, samples[k - 1].drained_s);
+      BOOST_CHECK_GE(samples[k].send_s, samples[k - 1].send_s);
     }
   }
+  BOOST_CHECK_EQUAL(shared, 2); // cloud->edge and edge->cloud
+}
+
+BOOST_AUTO_TEST_CASE(a_sender_that_never_sends_fails_the_step_by_its_timeout) {
+  // A stage of a shared pipe stops (its actor is gone): the pipe can never commit the
+  // other senders' transfers after its last promise, yet the step fails within the step
+  // timeout, naming the stages it waits for, instead of hanging.
+  const auto plan =
+      shared_wan_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b);
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  system_fixture f;
+  actors::local_job job(f.sys, test_cluster(), profile, plan, train_for(plan, 2), test_corpus(),
+                        std::chrono::milliseconds(800));
+  job.step();
+  caf::scoped_actor self{f.sys};
+  self->send_exit(job.stages()[0], caf::exit_reason::kill); // pipeline 0 stage 0
+  const auto began = std::chrono::steady_clock::now();
+  std::string error;
+  try {
+    job.step();
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  const auto took = std::chrono::steady_clock::now() - began;
+  BOOST_TEST_MESSAGE("failed with: " << error);
+  BOOST_CHECK(error.find("no report from pipeline 0 stage 0") != std::string::npos);
+  BOOST_CHECK(error.find("within") != std::string::npos);
+  BOOST_CHECK(took < std::chrono::seconds(5));
 }
 
 BOOST_AUTO_TEST_CASE(link_samples_reach_the_adapter) {

@@ -59,10 +59,19 @@ std::string why(const result<T>& r) {
 }
 
 inline step_start sample_step_start() {
-  return {12, {3, 2, 0}, 2.5e-4};
+  return {12, {3, 2, 0}, 2.5e-4, 31.5};
 }
 inline link_sample sample_link_sample() {
-  return {1, 4, 1 << 20, 10.25, 10.75};
+  return {1, 4, 1 << 20, 10.25, 10.75, 12, tensor_kind::gradient, 3, 1, 2, 5, 10.0, 10.5};
+}
+inline optimize_order sample_optimize_order() {
+  return {12, 2.5e-4, 0.75};
+}
+inline stage_report sample_stage_report() {
+  return {12, 1, 2, 33.25, 41.5, 0.125, {{0, 0, 31.5, 32.0}, {1, 0, 32.5, 33.0}}, 3, ""};
+}
+inline node_join sample_node_join() {
+  return {"edge-1", "00ab12cd34ef5678", {3, 4, 7}};
 }
 inline step_stats sample_step_stats() {
   return {12,
@@ -87,6 +96,7 @@ inline tensor_header sample_header(tensor_dtype d = tensor_dtype::f32) {
   h.stage = 2;
   h.first_sample = 1;
   h.send_time = 3.75;
+  h.arrival_time = 4.25;
   h.shape = {3, 5, 8};
   h.dtype = d;
   return h;
@@ -122,6 +132,11 @@ inline std::vector<encoded_sample> every_kind() {
       {"rebalance", encode(sample_rebalance()), [](auto b) { return decode_rebalance(b).ok(); }},
       {"heartbeat", encode(sample_heartbeat()), [](auto b) { return decode_heartbeat(b).ok(); }},
       {"error", encode(sample_error()), [](auto b) { return decode_error_report(b).ok(); }},
+      {"optimize_order", encode(sample_optimize_order()),
+       [](auto b) { return decode_optimize_order(b).ok(); }},
+      {"stage_report", encode(sample_stage_report()),
+       [](auto b) { return decode_stage_report(b).ok(); }},
+      {"node_join", encode(sample_node_join()), [](auto b) { return decode_node_join(b).ok(); }},
   };
 }
 

@@ -129,11 +129,41 @@ BOOST_AUTO_TEST_CASE(non_finite_times_are_errors) {
   check_refused(decode_step_start(encode(step_start{1, {1}, nan_v})), "learning_rate");
 }
 
+BOOST_AUTO_TEST_CASE(runtime_messages_out_of_range_are_errors) {
+  auto report = sample_stage_report();
+  report.ops[1].end = report.ops[1].start - 1;
+  check_refused(decode_stage_report(encode(report)), "ops[1].end is before start");
+  report = sample_stage_report();
+  report.ops[0].kind = 7;
+  check_refused(decode_stage_report(encode(report)), "ops[0].kind is no op kind");
+  report = sample_stage_report();
+  report.end_time = nan_v;
+  check_refused(decode_stage_report(encode(report)), "end_time");
+  auto order = sample_optimize_order();
+  order.learning_rate = -1;
+  check_refused(decode_optimize_order(encode(order)), "learning_rate");
+  auto join = sample_node_join();
+  join.stages[2] = -1;
+  check_refused(decode_node_join(encode(join)), "stages[2] is negative");
+  auto link = sample_link_sample();
+  link.drained = link.end + 1;
+  check_refused(decode_link_sample(encode(link)), "end is before drained");
+  auto h = sample_header();
+  h.kind = tensor_kind::gradient_share;
+  h.first_layer = 2;
+  h.last_layer = 2;
+  check_refused(decode_tensor(encode_tensor(h, random_values(120, 5))), "last_layer");
+  h = sample_header();
+  h.arrival_time = h.send_time / 2;
+  check_refused(decode_tensor(encode_tensor(h, random_values(120, 5))), "arrival_time");
+}
+
 BOOST_AUTO_TEST_CASE(empty_required_fields_are_errors) {
   check_refused(decode_heartbeat(encode(heartbeat{"", 1, 1.0})), "node is empty");
   check_refused(decode_error_report(encode(error_report{"", error_code::timeout, "x"})),
                 "node is empty");
   check_refused(decode_step_start(encode(step_start{1, {}, 0.1})), "micro_batches is empty");
+  check_refused(decode_node_join(encode(node_join{"", "job", {0}})), "node is empty");
   check_refused(decode_rebalance(encode(rebalance{{}, 1})), "micro_batches is empty");
 }
 

@@ -106,12 +106,16 @@ BOOST_AUTO_TEST_CASE(control_messages_round_trip) {
   check_round_trip(sample_rebalance(), [](auto b) { return decode_rebalance(b); });
   check_round_trip(sample_heartbeat(), [](auto b) { return decode_heartbeat(b); });
   check_round_trip(sample_error(), [](auto b) { return decode_error_report(b); });
+  check_round_trip(sample_optimize_order(), [](auto b) { return decode_optimize_order(b); });
+  check_round_trip(sample_stage_report(), [](auto b) { return decode_stage_report(b); });
+  check_round_trip(sample_node_join(), [](auto b) { return decode_node_join(b); });
 }
 
 BOOST_AUTO_TEST_CASE(extreme_but_valid_values_round_trip) {
   check_round_trip(step_start{0, {0}, 0.0}, [](auto b) { return decode_step_start(b); });
   check_round_trip(heartbeat{"n", ~uint64_t{0}, 1e300}, [](auto b) { return decode_heartbeat(b); });
-  check_round_trip(link_sample{0, 0, 0, 5.0, 5.0}, [](auto b) { return decode_link_sample(b); });
+  check_round_trip(link_sample{0, 0, 0, 5.0, 5.0, 0, tensor_kind::activation, 0, 0, 0, 0, 5.0, 5.0},
+                   [](auto b) { return decode_link_sample(b); });
   check_round_trip(step_stats{0, {}}, [](auto b) { return decode_step_stats(b); });
   for (auto code : {error_code::internal, error_code::malformed_message, error_code::bad_input,
                     error_code::peer_down, error_code::timeout})

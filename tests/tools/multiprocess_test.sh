@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A job as three node processes on loopback: the same losses as single-device training,
-# and every failure (a node that never joins, a port in use, a wrong job file, a node lost
-# mid-step, an absent coordinator) ends every process non-zero within bounded time, with
-# one line naming the node.
+# A job as three node processes on loopback: the same losses as single-device training for
+# every schedule, and every failure (a node that never joins, a port in use, a wrong job
+# file, a node lost mid-step, a hung node or coordinator, an absent coordinator) ends every
+# process non-zero within bounded time, with one line naming the node.
 #   multiprocess_test.sh PATH/TO/deepcee CONFIGS_DIR
 set -u
 deepcee=$1
@@ -27,15 +27,16 @@ print(*[x.getsockname()[1] for x in s])')
 mkdir -p "$work/data"
 for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
 
-# write_job FILE STEPS SEED CONNECT_TIMEOUT
+# write_job FILE STEPS SEED CONNECT_TIMEOUT [PLAN [EXTRA_TOP_LEVEL_LINE]]
 write_job() {
   cat >"$1" <<TOML
 name = "multiprocess-test"
 time = "virtual"
 cluster = "$configs/local-cluster/cluster.toml"
-plan = "$configs/local-cluster/plan.json"
+plan = "${5:-$configs/local-cluster/plan.json}"
 coordinator = "n0"
 connect_timeout = $4
+${6:-}
 [[node]]
 name = "n0"
 host = "127.0.0.1"
@@ -52,6 +53,7 @@ port = $p2
 seed = $3
 steps = $2
 batch = 12
+checkpoint_every = 2
 out = "$work/runs"
 [train.model]
 n_layer = 2
@@ -65,7 +67,7 @@ TOML
 
 # start NAME JOB LOG [OPTIONS...]: one node in the background; its pid is in pid_NAME.
 start() {
-  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$1-$RANDOM" "${@:4}" >"$3" 2>&1 &
+  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$(basename "$3" .log)" "${@:4}" >"$3" 2>&1 &
   pids+=($!)
   eval "pid_$1=$!"
 }
@@ -77,9 +79,9 @@ finish() {
   rc=$?
 }
 
-# 1. Same math: 30 steps as three processes equal single-device training.
+# 1. Same math: 30 steps as three processes equal single-device training, for every
+#    schedule (the local cluster's plan with its pipelines' schedule replaced).
 steps=30
-write_job "$work/job.toml" $steps 7 10
 cat >"$work/single.toml" <<TOML
 seed = 7
 steps = $steps
@@ -95,21 +97,44 @@ context = 16
 path = "$work/data"
 TOML
 "$deepcee" train --config "$work/single.toml" --out "$work/single" >/dev/null 2>&1 || fail "deepcee train"
-for n in n1 n2 n0; do start $n "$work/job.toml" "$work/$n.log"; done
-for n in n0 n1 n2; do
-  finish $n
-  [[ $rc == 0 ]] || fail "same math: node $n exit $rc: $(tail -3 "$work/$n.log")"
-done
-grep '^step ' "$work/n0.log" | awk '{print $2","$4}' >"$work/nodes.csv"
-python3 - "$work/single/metrics.csv" "$work/nodes.csv" $steps <<'PY' || fail "same math: losses differ"
+for schedule in gpipe 1f1b zb-h1 zb-h2 greedy; do
+  python3 - "$configs/local-cluster/plan.json" "$work/plan-$schedule.json" "$schedule" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for p in plan["pipelines"]:
+    p["schedule"] = sys.argv[3]
+json.dump(plan, open(sys.argv[2], "w"), indent=1)
+PY
+  write_job "$work/job-$schedule.toml" $steps 7 10 "$work/plan-$schedule.json"
+  t0=$SECONDS
+  for n in n1 n2 n0; do start $n "$work/job-$schedule.toml" "$work/$schedule-$n.log"; done
+  for n in n0 n1 n2; do
+    finish $n
+    [[ $rc == 0 ]] || fail "same math $schedule: node $n exit $rc: $(tail -3 "$work/$schedule-$n.log")"
+  done
+  grep '^step ' "$work/$schedule-n0.log" | awk '{print $2","$4}' >"$work/nodes-$schedule.csv"
+  python3 - "$work/single/metrics.csv" "$work/nodes-$schedule.csv" $steps $schedule $((SECONDS - t0)) <<'PY' || fail "same math $schedule: losses differ"
 import csv, sys
 want = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
 got = {int(s): float(l) for s, l in (line.strip().split(",") for line in open(sys.argv[2]))}
 steps = int(sys.argv[3])
 assert len(got) == steps, f"{len(got)} steps from the nodes, expected {steps}"
 worst = max(abs(got[k] - want[k]) / abs(want[k]) for k in range(1, steps + 1))
-print(f"same math: worst relative loss difference over {steps} steps {worst:.2e}")
+print(f"same math ({sys.argv[4]}, {sys.argv[5]} s): worst relative loss difference over {steps} steps {worst:.2e}")
 sys.exit(0 if worst <= 1e-3 else 1)
+PY
+done
+
+# 1b. Virtual time across processes: the plan's two pipelines share the cloud-edge WAN
+# pipe in both directions (ordered by pipe actors on n0), and every step's virtual time
+# equals the one-process run's, bit for bit.
+"$deepcee" run "$work/job-greedy.toml" --out "$work/one" >/dev/null 2>&1 || fail "deepcee run of the job"
+python3 - "$work/one/metrics.csv" "$work/out-greedy-n0/metrics.csv" <<'PY' || fail "virtual time: nodes differ from one process"
+import csv, sys
+one = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[1]))]
+nodes = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[2]))]
+assert one and one == nodes, f"one process {one[:3]}..., nodes {nodes[:3]}..."
+print(f"virtual time: {len(one)} steps equal in one process and as nodes ({one[0]:.6f} s each)")
 PY
 
 # expect_failure LOG PATTERN: one line from deepcee that matches.
@@ -174,6 +199,27 @@ finish n1; [[ $rc == 1 ]] || fail "lost node: n1 exit code"
 echo "lost node: every process ended within $((SECONDS - t0)) s of the kill"
 expect_line "$work/lost-n0.log" "node n0: step [0-9]+: node n2 disconnected"
 expect_line "$work/lost-n1.log" "node n1: job stopped by n0: step [0-9]+: node n2 disconnected"
+# The last checkpoint stays intact: it evaluates, and --resume continues from it. Within
+# the warm-up (20 steps) the learning rate does not depend on the total steps, so the
+# resumed losses equal the lost run's and, within 1e-3, the single-device run's of case 1.
+ckpt=$(grep '^checkpoint at step' "$work/lost-n0.log" | tail -1)
+k=$(echo "$ckpt" | sed 's/^checkpoint at step \([0-9]*\):.*/\1/')
+ckpt=${ckpt#*: }
+"$deepcee" eval --checkpoint "$ckpt" --data "$work/data" --batch 12 --batches 1 | grep -q "step $k)" || fail "lost node: checkpoint '$ckpt' of step '$k' does not evaluate"
+for n in n1 n2 n0; do start $n "$work/long.toml" "$work/resume-$n.log" --steps $((k + 2)) --resume "$ckpt"; done
+for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "resume: node $n exit $rc: $(tail -2 "$work/resume-$n.log")"; done
+[[ $(grep -m1 '^step ' "$work/resume-n0.log" | cut -d' ' -f2) == $((k + 1)) ]] || fail "resume should start at step $((k + 1))"
+python3 - "$work/single/metrics.csv" "$work/lost-n0.log" "$work/resume-n0.log" $((k + 1)) <<'PY' || fail "resume: losses differ"
+import csv, sys
+single = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
+steps = lambda f: {int(l.split()[1]): l.split()[3] for l in open(f) if l.startswith("step ") and " loss " in l}
+lost, resumed, first = steps(sys.argv[2]), steps(sys.argv[3]), int(sys.argv[4])
+assert sorted(resumed) == [first, first + 1], sorted(resumed)
+for s, loss in resumed.items():
+    assert s not in lost or lost[s] == loss, (s, lost[s], loss)
+    assert s > 20 or abs(float(loss) - single[s]) / single[s] <= 1e-3, (s, loss, single[s])
+print(f"resume after the lost node: steps {first}-{first + 1} from the step {first - 1} checkpoint")
+PY
 
 # 6. A node that hangs mid-step (stopped, its connections open): the step timeout names it.
 for n in n1 n2 n0; do start $n "$work/long.toml" "$work/hung-$n.log" --step-timeout 2; done
@@ -190,7 +236,25 @@ finish n2; [[ $rc != 0 ]] || fail "hung node: n2 should exit non-zero once resum
 # they never acknowledge it: either way the coordinator names the stages it waits for.
 expect_line "$work/hung-n0.log" "node n0: step [0-9]+: (no report from|no optimizer acknowledgement among) .*\(node n2\).* within 2.00 s"
 # Resumed, n2 reads either the coordinator's last word or the closed connection.
-expect_line "$work/hung-n2.log" "node n2: (job stopped by n0: step [0-9]+: no (report|optimizer acknowledgement)|lost the coordinator's node n0)"
+# (or, its heartbeat clock resuming before its sockets are read, the coordinator's silence).
+expect_line "$work/hung-n2.log" "node n2: (job stopped by n0: step [0-9]+: no (report|optimizer acknowledgement)|lost the coordinator's node n0|node n0 is silent)"
+
+# 6b. A coordinator's node that hangs mid-run (stopped, its connections open): the others
+#     hear no heartbeat and stop, naming it.
+write_job "$work/beats.toml" 100000 7 10 "" "heartbeat_interval = 0.25
+heartbeat_timeout = 1.5"
+for n in n1 n2 n0; do start $n "$work/beats.toml" "$work/silent-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/silent-n0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -STOP -P "$pid_n0"
+t0=$SECONDS
+finish n1; [[ $rc == 1 ]] || fail "silent coordinator: n1 exit code $rc"
+finish n2; [[ $rc == 1 ]] || fail "silent coordinator: n2 exit code $rc"
+(( SECONDS - t0 <= 8 )) || fail "silent coordinator: took $((SECONDS - t0)) s"
+echo "silent coordinator: n1 and n2 ended within $((SECONDS - t0)) s of the stop"
+pkill -KILL -P "$pid_n0"
+finish n0
+expect_line "$work/silent-n1.log" "node n1: node n0 is silent: no heartbeat for 1.5 s"
+expect_line "$work/silent-n2.log" "node n2: node n0 is silent: no heartbeat for 1.5 s"
 
 # 7. No coordinator: a node gives up after the connect timeout, naming the coordinator.
 start n1 "$work/short.toml" "$work/alone.log"
@@ -202,5 +266,5 @@ if ((failures)); then
   for f in "$work"/*.log; do echo "== $f"; cat "$f"; done
   exit 1
 fi
-grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,alone}*.log
+grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,silent,alone}*.log
 echo "multiprocess: all checks passed"

@@ -1,0 +1,197 @@
+#include "actors/wire_format.hpp"
+
+#include "actors/messages.hpp"
+#include "messages/codec.hpp"
+
+#include <caf/sec.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cmath>
+
+namespace deepcee::actors {
+
+namespace {
+
+namespace wire = deepcee::messages;
+
+std::atomic<int64_t> dropped{0};
+
+/// The one place a refused message is logged and counted.
+caf::error refuse(const std::string& why) {
+  const auto n = ++dropped;
+  spdlog::warn("dropped a malformed message from another node ({}); {} so far", why, n);
+  return caf::make_error(caf::sec::invalid_argument, why);
+}
+
+/// Decodes with `decode` and, when the bytes are valid, converts with `assign`.
+template <class Decode, class Assign>
+caf::error load(const std::vector<uint8_t>& bytes, Decode decode, Assign assign) {
+  auto r = decode(std::span<const uint8_t>(bytes));
+  if (!r)
+    return refuse(r.error().what);
+  assign(std::move(*r));
+  return caf::none;
+}
+
+} // namespace
+
+int64_t dropped_wire_messages() {
+  return dropped.load();
+}
+
+std::vector<uint8_t> to_wire(const step_order& x) {
+  wire::step_start m;
+  m.step = x.step;
+  m.micro_batches.assign(x.micro_batches.begin(), x.micro_batches.end());
+  m.start_time = x.start_s;
+  return wire::encode(m);
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, step_order& x) {
+  return load(bytes, wire::decode_step_start, [&](wire::step_start m) {
+    x.step = m.step;
+    x.start_s = m.start_time;
+    x.micro_batches.assign(m.micro_batches.begin(), m.micro_batches.end());
+  });
+}
+
+std::vector<uint8_t> to_wire(const grad_share& x) {
+  wire::tensor_header h;
+  h.kind = wire::tensor_kind::gradient_share;
+  h.step = x.step;
+  h.pipeline = x.pipeline;
+  h.stage = x.stage;
+  h.first_layer = x.first_layer;
+  h.last_layer = x.last_layer;
+  h.shape = {static_cast<int64_t>(x.values.size())};
+  h.dtype = wire::tensor_dtype::f32; // gradient sums are reduced exactly: never compressed
+  return wire::encode_tensor(h, x.values);
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, grad_share& x) {
+  auto r = wire::decode_tensor(std::span<const uint8_t>(bytes));
+  if (!r)
+    return refuse(r.error().what);
+  const auto& h = r->header;
+  if (h.kind != wire::tensor_kind::gradient_share)
+    return refuse("tensor: expected a gradient share, got " +
+                  std::string(h.kind == wire::tensor_kind::activation ? "an activation"
+                                                                      : "a gradient"));
+  x.step = h.step;
+  x.pipeline = h.pipeline;
+  x.stage = h.stage;
+  x.first_layer = h.first_layer;
+  x.last_layer = h.last_layer;
+  x.values.resize(static_cast<size_t>(h.rows() * h.cols()));
+  wire::decompress(*r, x.values);
+  return caf::none;
+}
+
+std::vector<uint8_t> to_wire(const stage_report& x) {
+  wire::stage_report m;
+  m.step = x.step;
+  m.pipeline = x.pipeline;
+  m.stage = x.stage;
+  m.end_time = x.end_s;
+  m.loss_sum = x.loss_sum;
+  m.grad_sum_squares = x.grad_sum_squares;
+  m.ops.reserve(x.ops.size());
+  for (const auto& op : x.ops)
+    m.ops.push_back({op.kind, op.micro, op.start_s, op.end_s});
+  m.dropped = x.dropped;
+  m.error = x.error;
+  return wire::encode(m);
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, stage_report& x) {
+  return load(bytes, wire::decode_stage_report, [&](wire::stage_report m) {
+    x.step = m.step;
+    x.pipeline = m.pipeline;
+    x.stage = m.stage;
+    x.end_s = m.end_time;
+    x.loss_sum = m.loss_sum;
+    x.grad_sum_squares = m.grad_sum_squares;
+    x.ops.clear();
+    x.ops.reserve(m.ops.size());
+    for (const auto& op : m.ops)
+      x.ops.push_back({op.kind, op.micro_batch, op.start, op.end});
+    x.dropped = m.dropped;
+    x.error = std::move(m.error);
+  });
+}
+
+std::vector<uint8_t> to_wire(const optimize_order& x) {
+  return wire::encode(wire::optimize_order{x.step, x.lr, x.grad_norm});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, optimize_order& x) {
+  return load(bytes, wire::decode_optimize_order, [&](wire::optimize_order m) {
+    x.step = m.step;
+    x.lr = m.learning_rate;
+    x.grad_norm = m.grad_norm;
+  });
+}
+
+std::vector<uint8_t> to_wire(const link_sample& x) {
+  wire::link_sample m;
+  m.from = x.from_device;
+  m.to = x.to_device;
+  m.bytes = std::llround(x.bytes); // a link carries whole bytes
+  m.start = x.start_s;
+  m.end = x.arrival_s;
+  m.step = x.step;
+  m.kind = static_cast<wire::tensor_kind>(x.role);
+  m.micro_batch = x.micro;
+  m.pipeline = x.pipeline;
+  m.stage = x.stage;
+  m.link = x.link;
+  m.send_time = x.send_s;
+  m.drained = x.drained_s;
+  return wire::encode(m);
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, link_sample& x) {
+  return load(bytes, wire::decode_link_sample, [&](wire::link_sample m) {
+    x.from_device = m.from;
+    x.to_device = m.to;
+    x.bytes = static_cast<double>(m.bytes);
+    x.start_s = m.start;
+    x.arrival_s = m.end;
+    x.step = m.step;
+    x.role = static_cast<int32_t>(m.kind);
+    x.micro = m.micro_batch;
+    x.pipeline = m.pipeline;
+    x.stage = m.stage;
+    x.link = m.link;
+    x.send_s = m.send_time;
+    x.drained_s = m.drained;
+  });
+}
+
+std::vector<uint8_t> to_wire(const node_join& x) {
+  return wire::encode(
+      wire::node_join{x.node, x.job, std::vector<int>(x.stages.begin(), x.stages.end())});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, node_join& x) {
+  return load(bytes, wire::decode_node_join, [&](wire::node_join m) {
+    x.node = std::move(m.node);
+    x.job = std::move(m.job);
+    x.stages.assign(m.stages.begin(), m.stages.end());
+  });
+}
+
+std::vector<uint8_t> to_wire(const heartbeat& x) {
+  return wire::encode(wire::heartbeat{x.node, x.sequence, x.time_s});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, heartbeat& x) {
+  return load(bytes, wire::decode_heartbeat, [&](wire::heartbeat m) {
+    x.node = std::move(m.node);
+    x.sequence = m.sequence;
+    x.time_s = m.time;
+  });
+}
+
+} // namespace deepcee::actors

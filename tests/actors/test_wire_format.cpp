@@ -1,0 +1,223 @@
+// Actor messages that cross a node travel as Cap'n Proto bytes validated on load: a round
+// trip through CAF's own serializer gives the values back; refused bytes are counted and
+// never reach an actor, also through a real middleman connection; heartbeats name a
+// silent peer.
+#include "actor_test_util.hpp"
+
+#include "actors/heartbeat_actor.hpp"
+#include "actors/messages.hpp"
+#include "actors/wire_format.hpp"
+#include "messages/codec.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <random>
+
+using namespace deepcee;
+using namespace deepcee::actors::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+template <class T>
+std::vector<char> serialize(caf::actor_system& sys, T& x) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  BOOST_REQUIRE(!sink(x));
+  return buf;
+}
+
+/// Loads `buf` into `out`; true when CAF's deserializer accepted it.
+template <class T>
+bool deserialize(caf::actor_system& sys, const std::vector<char>& buf, T& out) {
+  caf::binary_deserializer source{sys, buf};
+  return !source(out);
+}
+
+template <class T>
+T round_trip(caf::actor_system& sys, T x) {
+  const auto buf = serialize(sys, x);
+  T back;
+  BOOST_REQUIRE(deserialize(sys, buf, back));
+  return back;
+}
+
+actors::stage_report sample_report() {
+  actors::stage_report r;
+  r.step = 9;
+  r.pipeline = 1;
+  r.stage = 2;
+  r.end_s = 12.5;
+  r.loss_sum = 301.25;
+  r.grad_sum_squares = 0.5;
+  r.ops = {{0, 0, 10.0, 10.5}, {2, 1, 11.0, 12.5}};
+  r.dropped = 4;
+  return r;
+}
+
+/// A CAF-serialized byte vector, which is how every Cap'n Proto-carried struct is saved.
+std::vector<char> serialized_bytes(caf::actor_system& sys, std::vector<uint8_t> bytes) {
+  return serialize(sys, bytes);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(wire_format, system_fixture)
+
+BOOST_AUTO_TEST_CASE(every_crossing_struct_round_trips_through_caf_serialization) {
+  const actors::step_order order{7, 31.25, {4, 2}};
+  const auto o = round_trip(sys, order);
+  BOOST_TEST(o.step == 7);
+  BOOST_TEST(o.start_s == 31.25);
+  BOOST_TEST(o.micro_batches == order.micro_batches);
+
+  actors::grad_share share{7, 1, 0, 2, 4, {1.5f, -2.25f, 3.0e-7f, 0.0f}};
+  const auto g = round_trip(sys, share);
+  BOOST_TEST((std::tie(g.step, g.pipeline, g.stage, g.first_layer, g.last_layer) ==
+              std::tie(share.step, share.pipeline, share.stage, share.first_layer,
+                       share.last_layer)));
+  BOOST_TEST(g.values == share.values);
+
+  auto report = sample_report();
+  report.error = "pipeline 1 stage 2: out of memory";
+  const auto r = round_trip(sys, report);
+  BOOST_TEST((std::tie(r.step, r.pipeline, r.stage, r.end_s, r.loss_sum, r.grad_sum_squares,
+                       r.dropped, r.error) == std::tie(report.step, report.pipeline, report.stage,
+                                                      report.end_s, report.loss_sum,
+                                                      report.grad_sum_squares, report.dropped,
+                                                      report.error)));
+  BOOST_REQUIRE(r.ops.size() == 2);
+  BOOST_TEST((std::tie(r.ops[1].kind, r.ops[1].micro, r.ops[1].start_s, r.ops[1].end_s) ==
+              std::tie(report.ops[1].kind, report.ops[1].micro, report.ops[1].start_s,
+                       report.ops[1].end_s)));
+
+  const auto opt = round_trip(sys, actors::optimize_order{7, 2.5e-3, 0.875});
+  BOOST_TEST((std::tie(opt.step, opt.lr, opt.grad_norm) == std::make_tuple(7L, 2.5e-3, 0.875)));
+
+  actors::link_sample link{7, 1, 3, 1, 2, 4, 5, 9, 4096, 1.0, 1.25, 1.5, 1.75};
+  const auto l = round_trip(sys, link);
+  BOOST_TEST((std::tie(l.step, l.role, l.micro, l.pipeline, l.stage, l.from_device, l.to_device,
+                       l.link, l.bytes, l.send_s, l.start_s, l.drained_s, l.arrival_s) ==
+              std::tie(link.step, link.role, link.micro, link.pipeline, link.stage,
+                       link.from_device, link.to_device, link.link, link.bytes, link.send_s,
+                       link.start_s, link.drained_s, link.arrival_s)));
+
+  actors::node_join join;
+  join.node = "edge-1";
+  join.job = "00ab12cd34ef5678";
+  join.stages = {2, 5};
+  join.handles = {nullptr, nullptr}; // handles stay CAF's: checked in the middleman test
+  const auto j = round_trip(sys, join);
+  BOOST_TEST((std::tie(j.node, j.job, j.stages) == std::tie(join.node, join.job, join.stages)));
+  BOOST_TEST(j.handles.size() == 2u);
+
+  const auto h = round_trip(sys, actors::heartbeat{"n1", 42, 17.5});
+  BOOST_TEST((std::tie(h.node, h.sequence, h.time_s) == std::make_tuple("n1", 42ul, 17.5)));
+}
+
+BOOST_AUTO_TEST_CASE(refused_bytes_are_counted_and_leave_the_value_alone) {
+  const auto before = actors::dropped_wire_messages();
+  actors::step_order out{3, 1.0, {1}};
+  // Not a message at all; a message of another kind; a valid encoding of invalid values.
+  BOOST_TEST(!deserialize(sys, serialized_bytes(sys, {1, 2, 3, 4, 5, 6, 7, 8}), out));
+  actors::heartbeat beat{"n0", 1, 0.5};
+  BOOST_TEST(!deserialize(sys, serialize(sys, beat), out));
+  actors::step_order negative{-1, 0.0, {1}};
+  BOOST_TEST(!deserialize(sys, serialize(sys, negative), out));
+  actors::step_order no_counts{4, std::nan(""), {}};
+  BOOST_TEST(!deserialize(sys, serialize(sys, no_counts), out));
+  BOOST_TEST(actors::dropped_wire_messages() - before == 4);
+  BOOST_TEST(out.step == 3);
+  BOOST_TEST(out.micro_batches == std::vector<int32_t>{1});
+  // A gradient share must be one: an activation tensor is refused as a share.
+  messages::tensor_header h;
+  h.shape = {2};
+  actors::grad_share share;
+  const std::vector<float> two{1.0f, 2.0f};
+  BOOST_TEST(!deserialize(sys, serialized_bytes(sys, messages::encode_tensor(h, two)), share));
+  auto report = sample_report();
+  report.ops[0].end_s = report.ops[0].start_s - 1;
+  BOOST_TEST(!deserialize(sys, serialize(sys, report), report));
+  BOOST_TEST(actors::dropped_wire_messages() - before == 6);
+}
+
+BOOST_AUTO_TEST_CASE(corrupted_bytes_never_crash_the_loader) {
+  auto report = sample_report();
+  const auto good = actors::to_wire(report);
+  std::mt19937 rng(11);
+  int refused = 0;
+  const auto before = actors::dropped_wire_messages();
+  for (int i = 0; i < 2000; ++i) {
+    auto bytes = good;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f)
+      bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    if (i % 7 == 0)
+      bytes.resize(rng() % bytes.size());
+    actors::stage_report out;
+    if (!deserialize(sys, serialized_bytes(sys, bytes), out))
+      ++refused;
+    else
+      BOOST_TEST(out.ops.size() <= bytes.size() / 8); // accepted: a valid message
+  }
+  BOOST_TEST(refused > 0);
+  BOOST_TEST(actors::dropped_wire_messages() - before == refused);
+}
+
+BOOST_AUTO_TEST_CASE(the_middleman_drops_a_refused_message_and_the_actor_lives_on) {
+  struct net_config : caf::actor_system_config {
+    net_config() {
+      actors::register_types(*this);
+      load<caf::io::middleman>();
+      set("scheduler.max-threads", 2);
+      set("logger.console", caf::atom("none"));
+    }
+  };
+  net_config cfg_a, cfg_b;
+  caf::actor_system a{cfg_a}, b{cfg_b};
+  caf::scoped_actor sink{a};
+  auto sink_handle = caf::actor_cast<caf::actor>(sink);
+  auto receiver = a.spawn([sink_handle](caf::event_based_actor*) -> caf::behavior {
+    return {[sink_handle](actors::step_order& o) { caf::anon_send(sink_handle, o.step); }};
+  });
+  auto port = a.middleman().publish(receiver, 0, "127.0.0.1");
+  BOOST_REQUIRE(port);
+  auto remote = b.middleman().remote_actor("127.0.0.1", *port);
+  BOOST_REQUIRE(remote);
+  const auto before = actors::dropped_wire_messages();
+  caf::anon_send(*remote, actors::step_order{-5, 0.0, {1}}); // encoded, refused on load
+  caf::anon_send(*remote, actors::step_order{6, 2.0, {1}});
+  int64_t got = -1;
+  sink->receive([&](int64_t step) { got = step; }, caf::after(5s) >> [] {});
+  BOOST_TEST(got == 6);
+  BOOST_TEST(actors::dropped_wire_messages() - before == 1);
+  caf::anon_send_exit(receiver, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(*remote, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_peer_is_named_within_the_timeout) {
+  caf::scoped_actor self{sys};
+  auto notify = caf::actor_cast<caf::actor>(self);
+  auto boss = actors::spawn_heartbeat(sys, "boss", 50ms, 400ms, {}, notify);
+  auto member = actors::spawn_heartbeat(sys, "member", 50ms, 400ms, {"boss"}, notify);
+  self->send(boss, actors::peer_atom_v, std::string("member"),
+             caf::actor_cast<caf::strong_actor_ptr>(member));
+  std::string why;
+  self->receive([&](actors::stop_atom, std::string& w) { why = w; }, caf::after(900ms) >> [] {});
+  BOOST_TEST(why.empty()); // both beat: nobody is silent
+  self->send_exit(boss, caf::exit_reason::user_shutdown);
+  const auto t0 = std::chrono::steady_clock::now();
+  self->receive([&](actors::stop_atom, std::string& w) { why = w; }, caf::after(3s) >> [] {});
+  BOOST_TEST(why == "node boss is silent: no heartbeat for 0.4 s");
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < 1s));
+  self->send_exit(member, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,80 @@
+#include "tools/job_checkpoint.hpp"
+
+#include "kernels/gpt/trainer.hpp"
+
+namespace deepcee::tools {
+
+namespace {
+
+std::atomic<bool> sigint_seen{false};
+
+runtime::metrics_format format_of(const runtime::train_config& t,
+                                  const std::optional<std::string>& format) {
+  return runtime::parse_metrics_format(format ? *format : t.metrics_format);
+}
+
+std::string extension(runtime::metrics_format f) {
+  return f == runtime::metrics_format::csv ? ".csv" : ".jsonl";
+}
+
+} // namespace
+
+kernels::checkpoint_contents read_resume_checkpoint(const std::filesystem::path& file,
+                                                    const runtime::model_config& model) {
+  auto contents = kernels::read_checkpoint(file);
+  kernels::require_same_model(file, contents.info, model);
+  return contents;
+}
+
+job_files::job_files(const std::filesystem::path& dir, const runtime::train_config& train,
+                     const std::optional<std::string>& format, bool weights)
+    : train_(train),
+      metrics_(dir / ("metrics" + extension(format_of(train, format))), format_of(train, format)),
+      eval_(dir / ("eval" + extension(format_of(train, format))), format_of(train, format)),
+      checkpoint_(dir / "checkpoint.safetensors"), weights_(weights) {}
+
+bool job_files::checkpoint_due(int step) const {
+  return weights_ && train_.checkpoint_every > 0 && step % train_.checkpoint_every == 0;
+}
+
+bool job_files::eval_due(int step) const {
+  return weights_ &&
+         ((train_.eval_every > 0 && step % train_.eval_every == 0) || step == train_.steps);
+}
+
+void job_files::save(const std::vector<kernels::parameter_state>& params, int step) {
+  kernels::save_checkpoint(checkpoint_, params, {step, train_.model, train_.seed});
+}
+
+double job_files::evaluate(const std::vector<kernels::parameter_state>& params, int step,
+                           const runtime::text_corpus& corpus, double elapsed_s) {
+  auto be = kernels::make_backend({});
+  kernels::gpt_model model(*be, train_.model, train_.seed);
+  kernels::load_parameter_states(params, *be, model, nullptr, "the stages' weights");
+  const double loss =
+      kernels::evaluate(*be, model, corpus, train_.batch, train_.eval_batches, train_.seed);
+  eval_.write({{"step", int64_t{step}}, {"val_loss", loss}, {"elapsed_s", elapsed_s}});
+  return loss;
+}
+
+std::string job_files::names() const {
+  if (!weights_)
+    return metrics_.path().filename().string() + ", " + eval_.path().filename().string();
+  return metrics_.path().filename().string() + ", " + eval_.path().filename().string() + ", " +
+         checkpoint_.filename().string();
+}
+
+interrupt_flag::interrupt_flag() {
+  sigint_seen = false;
+  previous_ = std::signal(SIGINT, [](int) { sigint_seen = true; });
+}
+
+interrupt_flag::~interrupt_flag() {
+  std::signal(SIGINT, previous_);
+}
+
+bool interrupt_flag::raised() const {
+  return sigint_seen;
+}
+
+} // namespace deepcee::tools
