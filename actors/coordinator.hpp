@@ -17,7 +17,8 @@ namespace deepcee::actors {
 /// counts), one stage_report from each once its gradients are reduced, then the global
 /// norm, the learning rate and the virtual end of the step (all-reduce and optimizer
 /// times from the emulated cluster), then optimize_order to every stage; the step's result
-/// is the reply once all of them have stepped.
+/// is the reply once all of them have stepped. In wall mode the step starts and ends when
+/// it really does (real seconds since the job's epoch).
 struct coordinator_state {
   static inline const char* name = "coordinator";
   std::shared_ptr<job_context> job;
@@ -25,7 +26,7 @@ struct coordinator_state {
   std::vector<std::string> stage_nodes;      ///< flat order: the node each stage runs on
   std::string lost;                          ///< set once a stage's node went away
   std::chrono::milliseconds step_timeout{0}; ///< 0: none
-  double clock_s = 0;                        ///< virtual time the next step starts at
+  double clock_s = 0;                        ///< when the next step starts (virtual)
 
   std::optional<caf::typed_response_promise<step_result>> pending;
   step_result result;

@@ -47,24 +47,34 @@ const std::vector<kernels::parameter*>& device_group::params(size_t j, int layer
   return by_layer_[j][static_cast<size_t>(layer - first_layer_)];
 }
 
-std::vector<float> device_group::forward(int micro, const std::vector<float>& input,
-                                         const runtime::token_batch& batch, int offset,
-                                         float loss_scale, double& loss_sum) {
-  const int64_t t = model_.context, c = model_.d_model;
+size_t device_group::boundary_size() const {
   const int b = std::accumulate(stage_.samples.begin(), stage_.samples.end(), 0);
-  if (!first() && static_cast<int64_t>(input.size()) != b * t * c)
-    throw std::invalid_argument("forward m" + std::to_string(micro) + ": activation of " +
-                                std::to_string(input.size()) + " values, expected " +
-                                std::to_string(b * t * c));
-  std::vector<float> out(last() ? 0 : static_cast<size_t>(b * t * c));
+  return static_cast<size_t>(b * model_.context * model_.d_model);
+}
+
+namespace {
+
+void require_size(const char* what, int micro, size_t have, size_t want) {
+  if (have != want)
+    throw std::invalid_argument(std::string(what) + " m" + std::to_string(micro) + ": " +
+                                std::to_string(have) + " values, expected " + std::to_string(want));
+}
+
+} // namespace
+
+void device_group::forward(int micro, std::span<const float> input,
+                           const runtime::token_batch& batch, int offset, float loss_scale,
+                           double& loss_sum, std::span<float> out) {
+  const int64_t t = model_.context, c = model_.d_model;
+  if (!first())
+    require_size("forward input", micro, input.size(), boundary_size());
+  require_size("forward output", micro, out.size(), last() ? 0 : boundary_size());
   for (size_t j = 0; j < workers_.size(); ++j) {
     auto [b0, b1] = kernels::sample_range(stage_, static_cast<int>(j));
     const int n = b1 - b0;
     if (n == 0)
       continue;
     auto& be = *backends_[j];
-    // Each device's rows go straight from the received (or sampled) buffer to its backend
-    // and back: no copy beside the message's one deserialization and serialization.
     const auto rows = [&](const std::vector<int32_t>& v) {
       kernels::tensor r = be.alloc({n, t}, kernels::dtype::i32);
       be.upload(r, v.data() + (offset + b0) * t, r.bytes());
@@ -86,17 +96,14 @@ std::vector<float> device_group::forward(int micro, const std::vector<float>& in
       be.download(y, out.data() + b0 * t * c, y.bytes());
     }
   }
-  return out;
 }
 
-std::vector<float> device_group::backward_input(int micro, const std::vector<float>& grad_output) {
+void device_group::backward_input(int micro, std::span<const float> grad_output,
+                                  std::span<float> out) {
   const int64_t t = model_.context, c = model_.d_model;
-  const int b = std::accumulate(stage_.samples.begin(), stage_.samples.end(), 0);
-  if (!last() && static_cast<int64_t>(grad_output.size()) != b * t * c)
-    throw std::invalid_argument("backward m" + std::to_string(micro) + ": gradient of " +
-                                std::to_string(grad_output.size()) + " values, expected " +
-                                std::to_string(b * t * c));
-  std::vector<float> out(first() ? 0 : static_cast<size_t>(b * t * c));
+  if (!last())
+    require_size("backward input", micro, grad_output.size(), boundary_size());
+  require_size("backward output", micro, out.size(), first() ? 0 : boundary_size());
   for (size_t j = 0; j < workers_.size(); ++j) {
     auto [b0, b1] = kernels::sample_range(stage_, static_cast<int>(j));
     if (b1 == b0)
@@ -111,7 +118,6 @@ std::vector<float> device_group::backward_input(int micro, const std::vector<flo
     if (!first())
       be.download(dx, out.data() + b0 * t * c, dx.bytes());
   }
-  return out;
 }
 
 void device_group::backward_weight(int micro) {

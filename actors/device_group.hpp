@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace deepcee::actors {
@@ -27,15 +28,19 @@ public:
   int first_layer() const { return first_layer_; }
   int last_layer() const { return last_layer_; }
 
+  /// Values of one activation (or its gradient) of a whole micro-batch: [b, T, C].
+  size_t boundary_size() const;
+
   /// F of a micro-batch whose samples start at `offset` in `batch`. First stage: tokens
   /// from `batch`; others: `input` [b, T, C]. The last stage adds its per-token losses
-  /// (scaled by nothing) to `loss_sum` and returns nothing; others return [b, T, C].
-  std::vector<float> forward(int micro, const std::vector<float>& input,
-                             const runtime::token_batch& batch, int offset, float loss_scale,
-                             double& loss_sum);
-  /// B: the input gradient [b, T, C] from the output's (ignored on the last stage);
-  /// empty on the first stage.
-  std::vector<float> backward_input(int micro, const std::vector<float>& grad_output);
+  /// (scaled by nothing) to `loss_sum` and writes nothing; others write [b, T, C] to `out`.
+  /// Each device uploads its rows straight from `input` and downloads its rows straight
+  /// into `out` (which may be a message's payload): no staging buffer in between.
+  void forward(int micro, std::span<const float> input, const runtime::token_batch& batch,
+               int offset, float loss_scale, double& loss_sum, std::span<float> out);
+  /// B: the input gradient [b, T, C] into `out` from the output's (ignored on the last
+  /// stage); nothing on the first stage.
+  void backward_input(int micro, std::span<const float> grad_output, std::span<float> out);
   void backward_weight(int micro);
 
   /// Gradients of layers [first, last) summed over the devices (device order), each

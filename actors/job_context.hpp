@@ -1,23 +1,55 @@
 #pragma once
 
+#include "runtime/job_config.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/text_corpus.hpp"
 #include "runtime/train_config.hpp"
 #include "runtime/virtual_cluster.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 
 namespace deepcee::actors {
 
-/// What every actor of a job in this process reads and never writes: the plan, the
-/// training settings, the corpus and the emulated cluster. Shared by pointer because it is
-/// immutable after start; a node of a multi-process job builds its own from the
-/// deployment message.
+/// How a job's actors keep time (DESIGN: Time). `shape_links` (wall mode only) makes every
+/// stage-to-stage transfer wait on the sender side as the cluster's link model says.
+struct run_mode {
+  runtime::time_mode time = runtime::time_mode::virtual_time;
+  bool shape_links = false;
+};
+
+/// Counted on the tensor send and receive paths of every stage of this process, so that a
+/// benchmark can show what one activation costs. A serialization writes a payload into a
+/// message, a deserialization reads it out (into a device, or widened to fp32); any other
+/// pass over a payload (a staging buffer, an aligned copy of received bytes) is a copy.
+struct tensor_path_counts {
+  std::atomic<int64_t> messages{0};
+  std::atomic<int64_t> serializations{0};
+  std::atomic<int64_t> deserializations{0};
+  std::atomic<int64_t> payload_copies{0};
+};
+
+/// What every actor of a job in this process reads and never writes (`counts` apart): the
+/// plan, the training settings, the corpus, the emulated cluster and the time mode. Shared
+/// by pointer because it is immutable after start; a node of a multi-process job builds its own
+/// from the deployment message.
 struct job_context {
   runtime::plan plan;
   runtime::train_config train;
   std::shared_ptr<const runtime::text_corpus> corpus;
   std::shared_ptr<runtime::virtual_cluster> cluster; ///< op and link times, schedules
+  run_mode mode;
+  mutable tensor_path_counts counts; ///< the one thing actors write: statistics
+  /// Wall mode's zero: real times are seconds since this process set up the job.
+  std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
+
+  bool wall() const { return mode.time == runtime::time_mode::wall; }
+  bool dry() const { return mode.time == runtime::time_mode::dry; }
+  /// Real seconds since `epoch` (wall mode's clock).
+  double real_now_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch).count();
+  }
 
   int stage_count(int pipeline) const {
     return static_cast<int>(plan.pipelines.at(static_cast<size_t>(pipeline)).stages.size());

@@ -42,6 +42,28 @@ public:
     return arrival;
   }
 
+  /// Wall mode without shaping: a transfer really sent at `send_s` that arrived at
+  /// `arrival_s`, reported by its receiver (only the receiver sees it arrive). `bytes`, the
+  /// message as sent, is split over the parts as the link model splits a transfer.
+  template <class Self>
+  void report_real(Self* self, const std::vector<runtime::transfer_part>& parts, double bytes,
+                   double send_s, double arrival_s, link_sample meta) const {
+    if (!adapter_)
+      return;
+    double modelled = 0;
+    for (const auto& part : parts)
+      modelled += part.bytes;
+    for (const auto& part : parts) {
+      meta.from_device = part.from;
+      meta.to_device = part.to;
+      meta.link = part.link;
+      meta.bytes = modelled > 0 ? bytes * part.bytes / modelled : bytes;
+      meta.send_s = meta.start_s = send_s;
+      meta.drained_s = meta.arrival_s = arrival_s;
+      self->send(adapter_, meta);
+    }
+  }
+
 private:
   runtime::link_fifo fifo_;
   adapter_actor adapter_;

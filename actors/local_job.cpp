@@ -15,23 +15,25 @@
 
 namespace deepcee::actors {
 
-std::shared_ptr<job_context> make_job_context(const runtime::cluster& c,
-                                              const runtime::profile_table& profile,
-                                              const runtime::plan& plan,
-                                              const runtime::train_config& train,
-                                              std::shared_ptr<const runtime::text_corpus> corpus) {
+std::shared_ptr<job_context>
+make_job_context(const runtime::cluster& c, const runtime::profile_table& profile,
+                 const runtime::plan& plan, const runtime::train_config& train,
+                 std::shared_ptr<const runtime::text_corpus> corpus, run_mode mode) {
   auto job = std::make_shared<job_context>();
   if (train.batch != plan.global_batch())
     runtime::fail_input("job", 0,
                         "training batch " + std::to_string(train.batch) +
                             " differs from the plan's global batch " +
                             std::to_string(plan.global_batch()));
-  corpus->require_context(plan.model.context);
+  if (mode.time != runtime::time_mode::dry)
+    corpus->require_context(plan.model.context);
   job->plan = plan;
   job->train = train;
   job->train.model = plan.model;
   job->corpus = std::move(corpus);
   job->cluster = std::make_shared<runtime::virtual_cluster>(c, profile.model(), profile, plan);
+  job->mode = mode;
+  job->epoch = std::chrono::steady_clock::now();
   return job;
 }
 
@@ -58,8 +60,8 @@ local_job::local_job(caf::actor_system& sys, const runtime::cluster& c,
                      const runtime::profile_table& profile, const runtime::plan& plan,
                      const runtime::train_config& train,
                      std::shared_ptr<const runtime::text_corpus> corpus,
-                     std::chrono::milliseconds step_timeout)
-    : sys_(sys), job_(make_job_context(c, profile, plan, train, std::move(corpus))),
+                     std::chrono::milliseconds step_timeout, run_mode mode)
+    : sys_(sys), job_(make_job_context(c, profile, plan, train, std::move(corpus), mode)),
       timeout_(step_timeout) {
   adapter_ = spawn_adapter(sys);
   for (int p = 0; p < static_cast<int>(plan.pipelines.size()); ++p)

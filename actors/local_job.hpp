@@ -15,12 +15,12 @@
 namespace deepcee::actors {
 
 /// The immutable context of a job, shared by every actor of a process. Throws input_error
-/// when the training batch differs from the plan's or the corpus is too short.
-std::shared_ptr<job_context> make_job_context(const runtime::cluster& c,
-                                              const runtime::profile_table& profile,
-                                              const runtime::plan& plan,
-                                              const runtime::train_config& train,
-                                              std::shared_ptr<const runtime::text_corpus> corpus);
+/// when the training batch differs from the plan's or the corpus is too short (dry mode
+/// reads no data).
+std::shared_ptr<job_context>
+make_job_context(const runtime::cluster& c, const runtime::profile_table& profile,
+                 const runtime::plan& plan, const runtime::train_config& train,
+                 std::shared_ptr<const runtime::text_corpus> corpus, run_mode mode = {});
 
 /// The node (index into c.nodes) of each stage, in flat order. A stage's device group lives
 /// in one process, so a stage whose devices span nodes is an input_error.
@@ -36,7 +36,7 @@ public:
   local_job(caf::actor_system& sys, const runtime::cluster& c,
             const runtime::profile_table& profile, const runtime::plan& plan,
             const runtime::train_config& train, std::shared_ptr<const runtime::text_corpus> corpus,
-            std::chrono::milliseconds step_timeout = std::chrono::minutes(2));
+            std::chrono::milliseconds step_timeout = std::chrono::minutes(2), run_mode mode = {});
   ~local_job();
   local_job(const local_job&) = delete;
   local_job& operator=(const local_job&) = delete;

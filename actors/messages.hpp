@@ -12,7 +12,7 @@
 /// The values the actors exchange. Plain structs with CAF `inspect`; those that can cross a
 /// node cross it as Cap'n Proto bytes validated on load (actors/wire_format.hpp). The rest
 /// (op_record inside a report, link_summary, step_result) stay in the coordinator's
-/// process. Times are virtual seconds.
+/// process. Times are virtual seconds (real seconds since the job started in wall mode).
 namespace deepcee::actors {
 
 enum class tensor_role : int32_t { activation = 0, gradient = 1 };
@@ -126,9 +126,9 @@ struct step_result {
   double loss = 0;
   double grad_norm = 0;
   double lr = 0;
-  double start_s = 0;            ///< virtual
-  double end_s = 0;              ///< virtual, after all-reduce and optimizer
-  double compute_end_s = 0;      ///< virtual, the last stage's last op
+  double start_s = 0;            ///< virtual (real in wall mode)
+  double end_s = 0;              ///< after all-reduce and optimizer
+  double compute_end_s = 0;      ///< the last stage's last op
   std::vector<op_record> ops;    ///< all stages, flat order given by op_stage
   std::vector<int32_t> op_stage; ///< flat stage index of each op
   int64_t dropped = 0;           ///< malformed messages the stages dropped so far

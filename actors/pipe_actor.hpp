@@ -37,7 +37,7 @@ pipe_actor spawn_pipe(caf::actor_system& sys, std::shared_ptr<job_context> job,
                       coordinator_actor coordinator, adapter_actor adapter);
 
 /// A pipe for every shared link of the job (runtime::shared_links order), as stage_wiring
-/// carries them.
+/// carries them; none in wall mode (real time: pipe_sync stays inactive there).
 std::vector<caf::strong_actor_ptr> spawn_pipes(caf::actor_system& sys,
                                                std::shared_ptr<job_context> job,
                                                const std::vector<stage_actor>& stages,

@@ -28,7 +28,10 @@ int count_shared(const std::vector<runtime::shared_link>& links,
 } // namespace
 
 void pipe_sync::init(const job_context& job, int pipeline, int stage) {
-  const auto links = runtime::shared_links(*job.cluster, job.plan);
+  // Wall time is real: transfers take what they take (or what shaping says, per sender),
+  // so every link is the stage's own there and no pipe runs (spawn_pipes).
+  const auto links = job.wall() ? std::vector<runtime::shared_link>{}
+                                : runtime::shared_links(*job.cluster, job.plan);
   active_ = !links.empty();
   pipeline_ = pipeline;
   stage_ = stage;

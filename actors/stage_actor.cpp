@@ -2,8 +2,8 @@
 #include "actors/wire_format.hpp"
 
 #include "actors/stage_checkpoint.hpp"
+#include "actors/stage_tensors.hpp"
 #include "kernels/gpt/stage_worker.hpp"
-#include "messages/codec.hpp"
 #include "runtime/errors.hpp"
 
 #include <caf/actor_system.hpp>
@@ -14,15 +14,17 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <variant>
 
 namespace deepcee::actors {
 
 namespace {
 
-using self_ptr = stage_actor::stateful_pointer<stage_state>;
+using self_ptr = stage_self;
 using runtime::op_kind;
 
 std::string where(const stage_state& st) {
@@ -42,55 +44,12 @@ void report_error(self_ptr self, const std::string& what) {
     self->send(st.coordinator, std::move(r));
 }
 
-/// A received tensor after validation, routed by its header.
-struct accepted_tensor {
-  tensor_role role = tensor_role::activation;
-  int64_t step = 0;
-  int micro = 0;
-  received_tensor tensor;
-};
-
-/// Decodes and validates a received tensor against what this stage expects: an activation
-/// from the previous stage or a gradient from the next one of its own pipeline, for the
-/// running or the next step, a micro-batch of the plan's, shaped [b, T, C]. Returns the
-/// tensor, or why it is unusable.
-std::variant<accepted_tensor, std::string> accept_tensor(stage_state& st, tensor_msg& msg) {
-  auto decoded = messages::decode_tensor(std::move(msg.bytes));
-  if (!decoded)
-    return decoded.error().what;
-  const auto& h = decoded->header;
-  const bool forward = h.kind == messages::tensor_kind::activation;
-  const auto& plan = st.job->plan;
-  const auto& m = plan.model;
-  const int micro_batches = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
-  const std::vector<int64_t> shape{plan.micro_batch_size, m.context, m.d_model};
-  const auto what = "tensor of step " + std::to_string(h.step) + " micro-batch " +
-                    std::to_string(h.micro_batch) + " from pipeline " +
-                    std::to_string(h.pipeline) + " stage " + std::to_string(h.stage);
-  if (h.kind == messages::tensor_kind::gradient_share || h.pipeline != st.pipeline ||
-      h.stage != (forward ? st.stage - 1 : st.stage + 1) || h.first_sample != 0)
-    return what + " does not come from a neighbour of this stage";
-  // A neighbour runs the same step or, once the optimizer step is done, the next one.
-  if (h.step < st.step || h.step > st.step + 1 || h.micro_batch >= micro_batches)
-    return what + " belongs to no step or micro-batch of this stage (step " +
-           std::to_string(st.step) + ", " + std::to_string(micro_batches) + " micro-batches)";
-  if (h.shape != shape)
-    return what + " has " + std::to_string(h.rows() * h.cols()) + " values, expected " +
-           std::to_string(shape[0] * shape[1] * shape[2]);
-  accepted_tensor out;
-  out.role = forward ? tensor_role::activation : tensor_role::gradient;
-  out.step = h.step;
-  out.micro = h.micro_batch;
-  out.tensor.arrival_s = h.arrival_time;
-  out.tensor.values.resize(static_cast<size_t>(h.rows() * h.cols()));
-  messages::decompress(*decoded, out.tensor.values);
-  return out;
-}
-
 /// Why a gradient share (already decoded and validated as a message) cannot be one for
 /// this stage: another pipeline's holder of some of its layers, for its running or next
 /// step, with one value per parameter of those layers. Empty when it can.
 std::string check_share(const stage_state& st, const grad_share& share) {
+  if (!st.group)
+    return "gradient share in dry mode, where no stage has gradients";
   const int first = st.group->first_layer(), last = st.group->last_layer();
   const auto what = "gradient share of step " + std::to_string(share.step) + " layers [" +
                     std::to_string(share.first_layer) + ", " + std::to_string(share.last_layer) +
@@ -108,34 +67,6 @@ std::string check_share(const stage_state& st, const grad_share& share) {
     return what + " has " + std::to_string(share.values.size()) + " values, expected " +
            std::to_string(want);
   return {};
-}
-
-void send_tensor(self_ptr self, tensor_role role, int micro, std::vector<float> values,
-                 double send_s) {
-  auto& st = self->state;
-  const bool forward = role == tensor_role::activation;
-  const int to = forward ? st.stage + 1 : st.stage - 1;
-  link_sample meta;
-  meta.step = st.step;
-  meta.role = static_cast<int32_t>(role);
-  meta.micro = micro;
-  meta.pipeline = st.pipeline;
-  meta.stage = st.stage;
-  const double arrival = st.sync.send(
-      self, st.links, role, forward ? st.costs.act_parts : st.costs.grad_parts, send_s, meta);
-  const auto& m = st.job->plan.model;
-  messages::tensor_header h;
-  h.kind = forward ? messages::tensor_kind::activation : messages::tensor_kind::gradient;
-  h.step = st.step;
-  h.micro_batch = micro;
-  h.pipeline = st.pipeline;
-  h.stage = st.stage;
-  h.send_time = send_s;
-  h.arrival_time = arrival;
-  h.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
-  tensor_msg msg;
-  msg.bytes = messages::encode_tensor(h, values); // the one serialization of the send path
-  self->send(st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to))), std::move(msg));
 }
 
 /// Element offset of layer `l` inside a gradient vector that starts at layer `first`.
@@ -195,6 +126,17 @@ void try_reduce(self_ptr self) {
 void finish_compute(self_ptr self) {
   auto& st = self->state;
   st.running = false;
+  if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
+    stage_report r;
+    r.step = st.step;
+    r.pipeline = st.pipeline;
+    r.stage = st.stage;
+    r.end_s = st.free_at;
+    r.ops = std::move(st.records);
+    r.dropped = st.dropped;
+    self->send(st.coordinator, std::move(r));
+    return;
+  }
   const int first = st.group->first_layer(), last = st.group->last_layer();
   st.own_gradients = st.group->gradient_sum(first, last);
   const auto& plan = st.job->plan;
@@ -223,12 +165,14 @@ void finish_compute(self_ptr self) {
   try_reduce(self);
 }
 
-/// Runs ops in list order for as long as their inputs are there. Each op starts in virtual
-/// time when both the stage and its input are ready and lasts the profile's time.
+/// Runs ops in list order for as long as their inputs are there. In virtual and dry time
+/// an op starts when both the stage and its input are ready and lasts the profile's time;
+/// in wall time it starts now and lasts what it takes. Dry mode skips the math.
 void run_ready_ops(self_ptr self) {
   auto& st = self->state;
   const auto& plan = st.job->plan;
   const auto& model = plan.model;
+  const bool wall = st.job->wall(), math = !st.job->dry();
   const float loss_scale =
       1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * model.context);
   auto& acts = st.activations[st.step];
@@ -238,7 +182,7 @@ void run_ready_ops(self_ptr self) {
     const auto i = static_cast<size_t>(op.micro);
     double ready = 0;
     if (op.kind == op_kind::forward) {
-      if (st.group->first())
+      if (st.first)
         ready = st.free_at;
       else if (auto it = acts.find(op.micro);
                it != acts.end() &&
@@ -247,7 +191,7 @@ void run_ready_ops(self_ptr self) {
       else
         return;
     } else if (op.kind == op_kind::backward_input) {
-      if (st.group->last())
+      if (st.last)
         ready = st.f_end.at(i);
       else if (auto it = grads.find(op.micro);
                it != grads.end() &&
@@ -260,44 +204,71 @@ void run_ready_ops(self_ptr self) {
     }
     if (ready < 0)
       throw std::logic_error(runtime::to_string(op) + " before its own dependency");
-    const double start = std::max(st.free_at, ready);
-    const double end = start + st.costs.op_time(op.kind);
+    const double start = wall ? st.job->real_now_s() : std::max(st.free_at, ready);
+    double end = wall ? start : start + st.costs.op_time(op.kind);
+    const auto measure_end = [&] {
+      if (wall)
+        end = st.job->real_now_s();
+    };
     switch (op.kind) {
     case op_kind::forward: {
-      std::vector<float> input;
-      if (!st.group->first()) {
-        input = std::move(acts[op.micro].values);
+      received_tensor input;
+      if (!st.first) {
+        input = std::move(acts[op.micro]);
         acts.erase(op.micro);
       }
-      auto out = st.group->forward(op.micro, input, st.batch,
-                                   kernels::micro_batch_offset(plan, st.pipeline, op.micro),
-                                   loss_scale, st.loss_sum);
+      const auto compute = [&](std::span<float> out) {
+        if (math)
+          st.group->forward(op.micro, values_of(input), st.batch,
+                            kernels::micro_batch_offset(plan, st.pipeline, op.micro), loss_scale,
+                            st.loss_sum, out);
+      };
+      if (st.last) {
+        compute({});
+        measure_end();
+      } else {
+        send_tensor(self, tensor_role::activation, op.micro, end, compute);
+      }
       st.f_end[i] = end;
-      if (!st.group->last())
-        send_tensor(self, tensor_role::activation, op.micro, std::move(out), end);
       break;
     }
     case op_kind::backward_input: {
-      std::vector<float> dy;
-      if (!st.group->last()) {
-        dy = std::move(grads[op.micro].values);
+      received_tensor dy;
+      if (!st.last) {
+        dy = std::move(grads[op.micro]);
         grads.erase(op.micro);
       }
-      auto dx = st.group->backward_input(op.micro, dy);
-      st.b_end[i] = end;
-      if (!st.group->first()) {
-        if (st.fused_backward)
-          st.pending_grad_out[op.micro] = std::move(dx);
-        else
-          send_tensor(self, tensor_role::gradient, op.micro, std::move(dx), end);
+      const auto compute = [&](std::span<float> out) {
+        if (math)
+          st.group->backward_input(op.micro, values_of(dy), out);
+      };
+      if (st.first) {
+        compute({});
+        measure_end();
+      } else if (st.fused_backward) {
+        // A fused kernel releases the input gradient only when W ends: it waits in a
+        // staging buffer (one payload copy more, see send at W).
+        auto& staged = st.pending_grad_out[op.micro];
+        staged.assign(math ? st.group->boundary_size() : 0, 0.0f);
+        compute(staged);
+        measure_end();
+      } else {
+        send_tensor(self, tensor_role::gradient, op.micro, end, compute);
       }
+      st.b_end[i] = end;
       break;
     }
     case op_kind::backward_weight:
-      st.group->backward_weight(op.micro);
-      // A fused kernel releases the input gradient only when it ends.
+      if (math)
+        st.group->backward_weight(op.micro);
+      measure_end();
       if (auto it = st.pending_grad_out.find(op.micro); it != st.pending_grad_out.end()) {
-        send_tensor(self, tensor_role::gradient, op.micro, std::move(it->second), end);
+        const auto& staged = it->second;
+        if (math)
+          ++st.job->counts.payload_copies;
+        send_tensor(self, tensor_role::gradient, op.micro, end, [&](std::span<float> out) {
+          std::copy(staged.begin(), staged.end(), out.begin());
+        });
         st.pending_grad_out.erase(it);
       }
       break;
@@ -339,7 +310,7 @@ void start_step(self_ptr self, const step_order& order) {
   st.pending_grad_out.clear();
   st.f_end.assign(static_cast<size_t>(m), -1.0);
   st.b_end.assign(static_cast<size_t>(m), -1.0);
-  if (st.group->first() || st.group->last())
+  if (!st.job->dry() && (st.first || st.last))
     st.batch = st.job->corpus->sample_batch(runtime::corpus_split::train, plan.global_batch(),
                                             plan.model.context, st.job->train.seed,
                                             static_cast<uint64_t>(order.step));
@@ -355,8 +326,11 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
   st.stage = stage;
   const auto& sp =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
-  st.group =
-      std::make_unique<device_group>(job->plan.model, sp, job->train.seed, job->train.optimizer);
+  st.first = sp.first_layer == 0;
+  st.last = sp.last_layer == job->plan.model.n_layer + 2;
+  if (!job->dry())
+    st.group =
+        std::make_unique<device_group>(job->plan.model, sp, job->train.seed, job->train.optimizer);
   const auto& schedule = job->cluster->schedule(pipeline);
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
   st.fused_backward = schedule.fused_backward;
@@ -372,12 +346,18 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
         try {
           s.sync.wire(w.pipes);
+          if (auto order = std::exchange(s.unwired_order, std::nullopt))
+            start_step(self, *order);
         } catch (const std::exception& e) {
           report_error(self, e.what());
         }
       },
       [=](const step_order& order) {
         try {
+          if (self->state.peers.empty()) {
+            self->state.unwired_order = order;
+            return;
+          }
           start_step(self, order);
         } catch (const std::exception& e) {
           report_error(self, e.what());
@@ -396,6 +376,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
             return;
           }
           auto& t = std::get<accepted_tensor>(accepted);
+          if (s.job->wall() && !s.job->mode.shape_links)
+            report_arrival(self, t);
           auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
           slot[t.step][t.micro] = std::move(t.tensor);
           advance(self);
@@ -420,7 +402,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [=](const optimize_order& order) -> caf::result<int64_t> {
         try {
           auto& s = self->state;
-          s.group->optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
+          if (s.group)
+            s.group->optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
           s.activations.erase(order.step);
           s.gradients.erase(order.step);
           return order.step;
@@ -468,6 +451,13 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
 
 stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
                         int stage) {
+  // What the stage runs is looked up here, in the caller: a stage the emulated cluster
+  // does not know fails the job's setup with its name, not a step by timeout.
+  const auto& schedule = job->cluster->schedule(pipeline);
+  if (stage < 0 || static_cast<size_t>(stage) >= schedule.stages.size() ||
+      stage >= job->stage_count(pipeline))
+    throw std::invalid_argument("pipeline " + std::to_string(pipeline) + " stage " +
+                                std::to_string(stage) + ": no op list in the emulated cluster");
   return sys.spawn(stage_behavior, std::move(job), pipeline, stage);
 }
 

@@ -5,6 +5,7 @@
 #include "actors/job_context.hpp"
 #include "actors/link_layer.hpp"
 #include "actors/pipe_sync.hpp"
+#include "messages/types.hpp"
 
 #include <map>
 #include <memory>
@@ -13,9 +14,14 @@
 
 namespace deepcee::actors {
 
-/// A validated activation or gradient waiting for its op.
+/// A validated activation or gradient waiting for its op (stage_tensors.hpp reads it).
 struct received_tensor {
-  double arrival_s = 0; ///< when its last part arrived, from the sender's link model
+  /// When its last part arrived: the sender's link model (virtual, dry, shaped wall), or
+  /// the receiver's clock (wall without shaping).
+  double arrival_s = 0;
+  /// The decoded message, whose f32 payload is read in place (header only in dry mode),
+  /// and the payload widened to fp32 when it travelled compressed.
+  messages::tensor_message decoded;
   std::vector<float> values;
 };
 
@@ -27,14 +33,18 @@ struct stage_state {
   std::shared_ptr<job_context> job;
   int pipeline = 0;
   int stage = 0;
-  std::unique_ptr<device_group> group;
+  std::unique_ptr<device_group> group; ///< none in dry mode: no weights, no kernels
+  bool first = false, last = false;    ///< holds the embedding / the head
   std::vector<runtime::schedule_op> ops;
   bool fused_backward = false;
   runtime::virtual_stage costs;
   link_layer links;
-  pipe_sync sync;                 ///< shared links: pipes and promises (virtual time)
+  pipe_sync sync;                 ///< shared links: pipes and promises (virtual, dry)
   std::vector<stage_actor> peers; ///< flat order
   coordinator_actor coordinator;
+  /// A step order that came before the wiring (they come from different senders, so CAF
+  /// does not order them): it starts once the stage knows its peers.
+  std::optional<step_order> unwired_order;
 
   // The current step.
   int64_t step = 0;
@@ -58,7 +68,9 @@ struct stage_state {
 runtime::stage_progress progress_of(const stage_state& st);
 
 /// Spawns the actor of stage `stage` of pipeline `pipeline`; it builds its device group
-/// (one stage_worker per device) at once, so weights exist before the first step.
+/// (one stage_worker per device) at once, so weights exist before the first step (dry mode
+/// builds none). The job's time mode decides how op and transfer times come about:
+/// virtual and dry carry the emulated cluster's times on the messages, wall measures them.
 stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
                         int stage);
 

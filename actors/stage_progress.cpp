@@ -32,8 +32,8 @@ runtime::stage_progress progress_of(const stage_state& st) {
   p.ops = &st.ops;
   p.next_op = st.running ? st.next_op : st.ops.size();
   p.free_at = st.free_at;
-  p.first = st.group->first();
-  p.last = st.group->last();
+  p.first = st.first;
+  p.last = st.last;
   p.fused_backward = st.fused_backward;
   p.f = st.costs.f;
   p.b = st.costs.b;

@@ -4,6 +4,7 @@
 #include "messages/types.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -42,6 +43,20 @@ std::vector<uint8_t> encode(const tensor_message& m);
 /// says: one pass, no intermediate buffer.
 std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const float> values);
 
+/// An f32 tensor whose producer writes its values straight into the message's payload
+/// (`write` gets header.rows() * header.cols() floats): the send path's one serialization
+/// is then the producer's own write, with no staging buffer. The send and arrival times
+/// are read again after `write` returns, so `write` may still set them through a reference
+/// the caller holds (an op that ends inside it, the link model asked then); the bytes equal
+/// encode_tensor's. Other dtypes throw std::invalid_argument (they need encode_tensor's
+/// conversion pass).
+std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
+                                        const std::function<void(std::span<float>)>& write);
+
+/// A tensor message without its payload: dry mode, where the shape says what a real one
+/// would carry and nothing is computed.
+std::vector<uint8_t> encode_tensor_header(const tensor_header& header);
+
 /// The kind of an encoded message, after the same framing checks as the decoders.
 result<message_kind> peek_kind(std::span<const uint8_t> bytes);
 
@@ -63,6 +78,10 @@ result<pipe_arrival> decode_pipe_arrival(std::span<const uint8_t> bytes);
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);
 /// Takes the received vector over: no copy at all when its storage is word aligned.
 result<tensor_message> decode_tensor(std::vector<uint8_t>&& bytes);
+
+/// A message of encode_tensor_header: the header checked as decode_tensor checks it, and
+/// a payload, which a header-only tensor must not have, refused.
+result<tensor_message> decode_tensor_header(std::span<const uint8_t> bytes);
 
 /// The payload back as fp32 (header.rows() * header.cols() floats in `out`).
 void decompress(const tensor_message& m, std::span<float> out);

@@ -4,6 +4,7 @@
 #include "messages/wire.hpp"
 
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 namespace deepcee::messages {
@@ -59,7 +60,8 @@ void write_header(wire::Tensor::Builder t, const tensor_header& h) {
   t.setLastLayer(h.last_layer);
 }
 
-result<tensor_message> read_tensor(const result<detail::word_buffer>& in) {
+/// `header_only`: the message must carry no payload (dry mode), else exactly the header's.
+result<tensor_message> read_tensor(const result<detail::word_buffer>& in, bool header_only) {
   const auto kind = message_kind::tensor;
   return detail::read<
       tensor_message>(in, kind, [&](wire::Envelope::Reader e) -> result<tensor_message> {
@@ -111,9 +113,13 @@ result<tensor_message> read_tensor(const result<detail::word_buffer>& in) {
     const auto data = t.getPayload();
     const int64_t want = expected_payload(h);
     c.require(want >= 0, "shape", "overflows");
-    c.require(want < 0 || static_cast<size_t>(want) == data.size(), "payload",
-              "has " + std::to_string(data.size()) + " bytes, the " +
-                  std::string(to_string(h.dtype)) + " shape needs " + std::to_string(want));
+    if (header_only)
+      c.require(data.size() == 0, "payload",
+                "has " + std::to_string(data.size()) + " bytes, a header-only tensor none");
+    else
+      c.require(want < 0 || static_cast<size_t>(want) == data.size(), "payload",
+                "has " + std::to_string(data.size()) + " bytes, the " +
+                    std::string(to_string(h.dtype)) + " shape needs " + std::to_string(want));
     if (c.failed())
       return c.finish(std::move(m));
     if (h.dtype == tensor_dtype::int8)
@@ -162,12 +168,43 @@ std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const 
   });
 }
 
+std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
+                                        const std::function<void(std::span<float>)>& write) {
+  const int64_t n = expected_payload(header);
+  if (header.dtype != tensor_dtype::f32 || n < 0 || n > max_payload_bytes)
+    throw std::invalid_argument("encode_tensor_with: a " + std::string(to_string(header.dtype)) +
+                                " tensor of rank " + std::to_string(header.shape.size()) +
+                                " cannot be written in place (f32 only)");
+  return detail::build(tensor_words(header, n), [&](wire::Envelope::Builder e) {
+    auto t = e.initTensor();
+    write_header(t, header); // in encode_tensor's order, so the bytes are the same
+    auto data = t.initPayload(static_cast<unsigned>(n));
+    // A Data field starts on a word boundary, so its bytes are aligned floats.
+    write(std::span<float>(reinterpret_cast<float*>(data.begin()), data.size() / sizeof(float)));
+    // `write` may have set the times (scalars: written in place, the bytes stay the same).
+    t.setSendTime(header.send_time);
+    t.setArrivalTime(header.arrival_time);
+  });
+}
+
+std::vector<uint8_t> encode_tensor_header(const tensor_header& header) {
+  if (expected_payload(header) < 0)
+    throw std::invalid_argument("encode_tensor_header: a rank " +
+                                std::to_string(header.shape.size()) + " shape is no tensor");
+  return detail::build(tensor_words(header, 0),
+                       [&](wire::Envelope::Builder e) { write_header(e.initTensor(), header); });
+}
+
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes) {
-  return read_tensor(detail::aligned_copy(bytes));
+  return read_tensor(detail::aligned_copy(bytes), false);
 }
 
 result<tensor_message> decode_tensor(std::vector<uint8_t>&& bytes) {
-  return read_tensor(detail::adopt(std::move(bytes)));
+  return read_tensor(detail::adopt(std::move(bytes)), false);
+}
+
+result<tensor_message> decode_tensor_header(std::span<const uint8_t> bytes) {
+  return read_tensor(detail::aligned_copy(bytes), true);
 }
 
 void decompress(const tensor_message& m, std::span<float> out) {

@@ -52,8 +52,7 @@ void read_nodes(const toml::table& root, const fs::path& path, job_config& job) 
     if (const auto* n = root.get(key)) {
       const auto v = n->value<double>();
       if (!v || !(*v > 0) || *v > 1e6)
-        fail_input(path, line_of(*n),
-                   std::string(key) + " must be a positive number of seconds");
+        fail_input(path, line_of(*n), std::string(key) + " must be a positive number of seconds");
       *out = *v;
     }
   const auto* beat_key = root.get("heartbeat_timeout") ? root.get("heartbeat_timeout")
@@ -114,9 +113,10 @@ job_config load_job_config(const fs::path& path) {
     fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
   }
   for (const auto& [key, node] : root) {
-    static const std::string_view known[] = {"name",  "time",        "cluster",         "plan",
-                                             "model", "coordinator", "connect_timeout", "train",
-                                             "node", "heartbeat_interval", "heartbeat_timeout"};
+    static const std::string_view known[] = {
+        "name",  "time",  "shape_links",        "cluster",
+        "plan",  "model", "coordinator",        "connect_timeout",
+        "train", "node",  "heartbeat_interval", "heartbeat_timeout"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -133,6 +133,16 @@ job_config load_job_config(const fs::path& path) {
   else
     fail_input(path, line_of(*root.get("time")),
                "time must be virtual, wall or dry, got '" + time + "'");
+
+  if (const auto* n = root.get("shape_links")) {
+    if (!n->is_boolean())
+      fail_input(path, line_of(*n), "shape_links must be true or false");
+    job.shape_links = *n->value<bool>();
+    if (job.shape_links && job.time != time_mode::wall)
+      fail_input(path, line_of(*n),
+                 "shape_links applies to time = \"wall\" only (virtual and dry time model the "
+                 "links already)");
+  }
 
   const auto cluster = text_of(root, "cluster", path);
   if (cluster.empty())

@@ -10,8 +10,11 @@
 
 namespace deepcee::runtime {
 
-/// How time passes in a job (DESIGN: Time). Only virtual runs today; wall and dry are
-/// parsed so that a job file names them, and refused by `deepcee run` until they exist.
+/// How time passes in a job (DESIGN: Time):
+/// - wall: real time; ops run as soon as their inputs are there and are timed by a steady
+///   clock (with `shape_links`, transfers also wait as the cluster's link model says);
+/// - virtual: the emulated cluster's op and link times, the math for real;
+/// - dry: virtual time with the math skipped (no weights, no kernels, no payloads).
 enum class time_mode { wall, virtual_time, dry };
 
 std::string_view to_string(time_mode m);
@@ -20,6 +23,9 @@ std::string_view to_string(time_mode m);
 ///
 ///     name = "default"
 ///     time = "virtual"                      # virtual | wall | dry
+///     shape_links = false                   # wall only: senders wait as the cluster's
+///                                           # links would (latency + bytes / bandwidth,
+///                                           # FIFO per link, compression counted)
 ///     cluster = "clusters/cee-small.toml"   # relative to the job file
 ///     plan = "auto"                         # auto (the planner) or a plan JSON file
 ///     model = "small"                       # a preset; or [train.model]
@@ -39,6 +45,7 @@ struct job_config {
   std::filesystem::path source;
   std::string name = "job";
   time_mode time = time_mode::virtual_time;
+  bool shape_links = false; ///< wall mode: emulate the cluster's links on the sender side
   std::filesystem::path cluster_path;
   runtime::cluster cluster;
   std::optional<std::filesystem::path> plan_path; ///< empty: plan = "auto"

@@ -76,7 +76,13 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
 virtual_cluster::~virtual_cluster() = default;
 
 const pipeline_schedule& virtual_cluster::schedule(int pipeline) const {
-  return impl_->world.schedules.at(static_cast<size_t>(pipeline));
+  // Replicated pipelines share the first one's schedule (the world keeps an empty one in
+  // their own slot), so the schedule is the one their stages point to.
+  const auto& stages = impl_->flat.at(static_cast<size_t>(pipeline));
+  if (stages.empty())
+    throw std::invalid_argument("pipeline " + std::to_string(pipeline) + " has no stages");
+  const auto& first = impl_->world.stages.at(static_cast<size_t>(stages.front()));
+  return impl_->world.schedules.at(static_cast<size_t>(first.schedule));
 }
 
 const virtual_stage& virtual_cluster::stage(int pipeline, int stage) const {

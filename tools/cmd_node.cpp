@@ -30,6 +30,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -105,7 +106,11 @@ node_setup prepare(const node_options& o) {
   s.me = *me;
   s.plan = std::move(r.plan);
   s.owner = actors::stage_owners(s.job.cluster, s.plan);
-  s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus);
+  s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus,
+                                       {s.job.time, s.job.shape_links});
+  if (o.resume && s.job.time == runtime::time_mode::dry)
+    runtime::fail_input(o.job, 0,
+                        "--resume: a dry-mode job has no weights to load a checkpoint into");
   if (o.resume && s.me == s.job.coordinator_node)
     s.resume = read_resume_checkpoint(*o.resume, s.plan.model);
   return s;
@@ -210,7 +215,8 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   }
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
-  job_files files(dir, s.job.train, o.metrics);
+  const bool dry = s.job.time == runtime::time_mode::dry;
+  job_files files(dir, s.job.train, o.metrics, !dry);
   const auto gather = [&] { return actors::gather_parameters(sys, *s.context, stages, wait); };
   interrupt_flag interrupted;
   const auto start = std::chrono::steady_clock::now();
@@ -219,12 +225,18 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
     self->request(coordinator, wait, actors::step_atom_v, static_cast<int64_t>(k))
         .receive(
             [&](actors::step_result& r) {
-              files.metrics().write({{"step", int64_t{r.step}},
-                                     {"loss", r.loss},
-                                     {"lr", r.lr},
-                                     {"grad_norm", r.grad_norm},
-                                     {"virtual_step_s", r.end_s - r.start_s}});
-              std::printf("step %d loss %.6f\n", k, r.loss);
+              const bool wall = s.job.time == runtime::time_mode::wall;
+              files.metrics().write(
+                  {{"step", int64_t{r.step}},
+                   {"loss", r.loss},
+                   {"lr", r.lr},
+                   {"grad_norm", r.grad_norm},
+                   {wall ? "wall_step_s" : "virtual_step_s", r.end_s - r.start_s}});
+              if (wall)
+                std::printf("step %d loss %.6f | %.1f real samples/s\n", k, r.loss,
+                            s.plan.global_batch() / std::max(r.end_s - r.start_s, 1e-30));
+              else
+                std::printf("step %d loss %.6f\n", k, r.loss);
               std::fflush(stdout);
               done = k;
             },
@@ -253,12 +265,17 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   // A failed step leaves the stages mid-step: the last checkpoint stays as it is.
   if (!error.empty())
     finish(error);
-  files.save(gather(), done);
-  std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
+  if (files.weights()) {
+    files.save(gather(), done);
+    std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
+  } else {
+    std::printf("dry mode: no weights, no checkpoint\n");
+  }
   std::printf("wrote %s: %s, plan.json\n", dir.string().c_str(), files.names().c_str());
   if (interrupted.raised()) { // the other nodes end non-zero, naming the reason
     self->send(registry, actors::stop_atom_v,
-               "interrupted (Ctrl-C) after step " + std::to_string(done) + ", checkpoint saved");
+               "interrupted (Ctrl-C) after step " + std::to_string(done) +
+                   (files.weights() ? ", checkpoint saved" : ""));
     std::this_thread::sleep_for(300ms);
     std::fprintf(stderr, "node %s: interrupted after step %d\n", me.name.c_str(), done);
     return 130;
@@ -297,8 +314,8 @@ std::string join_registry(caf::actor_system& sys, caf::scoped_actor& self,
   return error;
 }
 
-int run_member(caf::actor_system& sys, node_setup& s,
-               const std::vector<actors::stage_actor>& local, actor_guard& guard) {
+int run_member(caf::actor_system& sys, node_setup& s, const std::vector<actors::stage_actor>& local,
+               actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   const auto& boss = s.job.cluster.nodes[static_cast<size_t>(s.job.coordinator_node)];
   // Its own port, so that its peers connect to it directly (automatic connections).

@@ -1,5 +1,6 @@
-// deepcee run: a whole job in one process, as actors, in virtual time on the emulated
-// cluster of its job file (configs/default.toml when none is given).
+// deepcee run: a whole job in one process, as actors, in the time mode of its job file
+// (configs/default.toml when none is given): virtual time on the emulated cluster, wall
+// (real) time, or dry (virtual time without the math).
 #include "actors/local_job.hpp"
 #include "actors/run_trace.hpp"
 #include "actors/type_ids.hpp"
@@ -65,7 +66,12 @@ int run_job(const run_options& o) {
   print_groups(stdout, job.cluster, report.groups);
   print_plan(stdout, job.cluster, spec, plan);
 
+  const bool wall = job.time == runtime::time_mode::wall;
+  const bool dry = job.time == runtime::time_mode::dry;
   std::optional<kernels::checkpoint_contents> resume;
+  if (o.resume && dry)
+    runtime::fail_input(path, 0,
+                        "--resume: a dry-mode job has no weights to load a checkpoint into");
   if (o.resume)
     resume = read_resume_checkpoint(*o.resume, plan.model);
 
@@ -74,8 +80,13 @@ int run_job(const run_options& o) {
   cfg.set("scheduler.max-threads", 2);
   cfg.set("logger.console", caf::atom("none"));
   caf::actor_system sys{cfg};
+  if (dry)
+    std::printf("dry mode: the math is skipped, losses are not computed, no checkpoint is "
+                "written\n");
+  if (wall && job.shape_links)
+    std::printf("wall mode: transfers wait on the sender side as the cluster's links say\n");
   actors::local_job run(sys, job.cluster, profile, plan, job.train, corpus,
-                        std::chrono::seconds(o.step_timeout_s));
+                        std::chrono::seconds(o.step_timeout_s), {job.time, job.shape_links});
   if (resume) {
     run.restore(resume->params, resume->info.step, *o.resume);
     resume.reset(); // the stages hold their copies
@@ -83,7 +94,7 @@ int run_job(const run_options& o) {
   // Only once every input has been checked, so that bad input leaves nothing behind.
   const auto dir = make_run_directory(o.out, job.train.out, "run");
   runtime::save_plan(plan, dir / "plan.json");
-  job_files files(dir, job.train, o.metrics);
+  job_files files(dir, job.train, o.metrics, !dry);
   auto& log = files.metrics();
 
   interrupt_flag interrupted;
@@ -94,26 +105,42 @@ int run_job(const run_options& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const int first_step = run.steps_done() + 1;
-  double virtual_s = 0, loss = NAN, val_loss = NAN;
+  double virtual_s = 0, loss = NAN, val_loss = NAN, first_start_s = 0;
   int val_step = 0;
   while (run.steps_done() < job.train.steps && !interrupted.raised()) {
     auto r = run.step();
     const int k = static_cast<int>(r.step);
+    if (k == first_step)
+      first_start_s = r.start_s;
     const double step_s = r.end_s - r.start_s;
     virtual_s = r.end_s;
     loss = r.loss;
     const double real_s = elapsed();
     const double sps = plan.global_batch() / step_s;
-    log.write({{"step", int64_t{r.step}},
-               {"loss", r.loss},
-               {"lr", r.lr},
-               {"grad_norm", r.grad_norm},
-               {"virtual_step_s", step_s},
-               {"virtual_time_s", r.end_s},
-               {"emulated_samples_per_s", sps},
-               {"real_elapsed_s", real_s}});
-    bar.update(k, fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", r.loss,
-                              sps, r.end_s));
+    if (wall) {
+      log.write({{"step", int64_t{r.step}},
+                 {"loss", r.loss},
+                 {"lr", r.lr},
+                 {"grad_norm", r.grad_norm},
+                 {"wall_step_s", step_s},
+                 {"samples_per_s", sps},
+                 {"real_elapsed_s", real_s}});
+      bar.update(k, fmt::format("loss {:.4f} | {:.1f} real samples/s", r.loss, sps));
+    } else {
+      log.write({{"step", int64_t{r.step}},
+                 {"loss", r.loss},
+                 {"lr", r.lr},
+                 {"grad_norm", r.grad_norm},
+                 {"virtual_step_s", step_s},
+                 {"virtual_time_s", r.end_s},
+                 {"emulated_samples_per_s", sps},
+                 {"real_elapsed_s", real_s}});
+      bar.update(k, dry ? fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | "
+                                      "virtual {:.3f} s",
+                                      sps, r.end_s)
+                        : fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s",
+                                      r.loss, sps, r.end_s));
+    }
     if (files.eval_due(k) || files.checkpoint_due(k)) {
       const auto params = run.gather_parameters();
       if (files.eval_due(k)) {
@@ -128,7 +155,8 @@ int run_job(const run_options& o) {
       traced.push_back(std::move(r));
   }
   bar.finish();
-  files.save(run.gather_parameters(), run.steps_done());
+  if (files.weights())
+    files.save(run.gather_parameters(), run.steps_done());
   {
     auto samples = run.samples();
     const double trace_end = traced.empty() ? 0 : traced.back().end_s;
@@ -143,13 +171,25 @@ int run_job(const run_options& o) {
   runtime::sim_options so;
   so.steps = 1;
   const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
-  std::printf("\n%s: %d steps (%d to %d), final loss %.4f, validation loss %.4f at step %d, "
-              "%.3f s emulated in %s real\n",
-              interrupted.raised() ? "interrupted" : "summary", steps_run, first_step,
-              run.steps_done(), loss, val_loss, val_step, virtual_s,
-              progress_bar::duration(real_s).c_str());
-  std::printf("  %-32s %12s\n", "emulated samples/s", "");
-  std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
+  const char* ending = interrupted.raised() ? "interrupted" : "summary";
+  const auto validation = fmt::format("validation loss {:.4f} at step {}", val_loss, val_step);
+  if (wall) {
+    std::printf("\n%s: %d steps (%d to %d), final loss %.4f, %s, %s real\n", ending, steps_run,
+                first_step, run.steps_done(), loss, validation.c_str(),
+                progress_bar::duration(real_s).c_str());
+    std::printf("  %-32s %12s\n", "real samples/s", "");
+    std::printf("  %-32s %12.2f\n", "this run (actors, wall time)",
+                steps_run * plan.global_batch() / std::max(virtual_s - first_start_s, 1e-30));
+    std::printf("  %-32s %12s\n", "emulated samples/s", "");
+  } else {
+    std::printf("\n%s: %d steps (%d to %d), %s, %.3f s emulated in %s real\n", ending, steps_run,
+                first_step, run.steps_done(),
+                dry ? "losses not computed (dry mode)"
+                    : fmt::format("final loss {:.4f}, {}", loss, validation).c_str(),
+                virtual_s, progress_bar::duration(real_s).c_str());
+    std::printf("  %-32s %12s\n", "emulated samples/s", "");
+    std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
+  }
   std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
   for (const auto& s : report.strategies)
     if (s.chosen)

@@ -27,18 +27,19 @@ kernels::checkpoint_contents read_resume_checkpoint(const std::filesystem::path&
 }
 
 job_files::job_files(const std::filesystem::path& dir, const runtime::train_config& train,
-                     const std::optional<std::string>& format)
+                     const std::optional<std::string>& format, bool weights)
     : train_(train),
       metrics_(dir / ("metrics" + extension(format_of(train, format))), format_of(train, format)),
       eval_(dir / ("eval" + extension(format_of(train, format))), format_of(train, format)),
-      checkpoint_(dir / "checkpoint.safetensors") {}
+      checkpoint_(dir / "checkpoint.safetensors"), weights_(weights) {}
 
 bool job_files::checkpoint_due(int step) const {
-  return train_.checkpoint_every > 0 && step % train_.checkpoint_every == 0;
+  return weights_ && train_.checkpoint_every > 0 && step % train_.checkpoint_every == 0;
 }
 
 bool job_files::eval_due(int step) const {
-  return (train_.eval_every > 0 && step % train_.eval_every == 0) || step == train_.steps;
+  return weights_ &&
+         ((train_.eval_every > 0 && step % train_.eval_every == 0) || step == train_.steps);
 }
 
 void job_files::save(const std::vector<kernels::parameter_state>& params, int step) {
@@ -57,6 +58,8 @@ double job_files::evaluate(const std::vector<kernels::parameter_state>& params, 
 }
 
 std::string job_files::names() const {
+  if (!weights_)
+    return metrics_.path().filename().string() + ", " + eval_.path().filename().string();
   return metrics_.path().filename().string() + ", " + eval_.path().filename().string() + ", " +
          checkpoint_.filename().string();
 }

@@ -25,11 +25,15 @@ kernels::checkpoint_contents read_resume_checkpoint(const std::filesystem::path&
 /// The files of a job's run directory and when to write them.
 class job_files {
 public:
-  /// `format` overrides the config's metrics format ("csv" | "jsonl").
+  /// `format` overrides the config's metrics format ("csv" | "jsonl"). Without `weights`
+  /// (dry mode: no stage holds any) no checkpoint or validation is ever due: the eval file
+  /// stays empty and no checkpoint is written.
   job_files(const std::filesystem::path& dir, const runtime::train_config& train,
-            const std::optional<std::string>& format);
+            const std::optional<std::string>& format, bool weights = true);
 
   runtime::metrics_writer& metrics() { return metrics_; }
+  /// Whether the stages hold weights to check, validate and save.
+  bool weights() const { return weights_; }
   const std::filesystem::path& checkpoint() const { return checkpoint_; }
 
   /// Every `checkpoint_every` steps (0: only at the end, which the caller writes itself).
@@ -50,6 +54,7 @@ private:
   runtime::train_config train_;
   runtime::metrics_writer metrics_, eval_;
   std::filesystem::path checkpoint_;
+  bool weights_ = true;
 };
 
 /// While it lives, Ctrl-C (SIGINT) sets a flag instead of ending the process, so the job

@@ -17,10 +17,6 @@ resolved_job resolve_job(const std::filesystem::path& file, const job_overrides&
   if (o.plan)
     job.plan_path = std::filesystem::absolute(*o.plan);
   runtime::validate(job.train, "command line");
-  if (job.time != runtime::time_mode::virtual_time)
-    runtime::fail_input(file, 0,
-                        "time = \"" + std::string(runtime::to_string(job.time)) +
-                            "\" is not implemented yet; only \"virtual\" runs");
   auto corpus = std::make_shared<const runtime::text_corpus>(
       runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
   runtime::profile_table profile(runtime::make_model_spec(job.train.model, job.model_name));

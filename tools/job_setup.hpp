@@ -30,7 +30,7 @@ struct resolved_job {
   std::shared_ptr<const runtime::text_corpus> corpus;
 };
 
-/// Loads a job file, applies the overrides and checks that it can run (virtual time),
+/// Loads a job file, applies the overrides and checks that it can run,
 /// takes its plan file or runs the planner (`always_plan` runs the planner beside a plan
 /// file too, for its baseline figures), and fits the training settings to the plan.
 /// Bad input is an input_error naming the file.

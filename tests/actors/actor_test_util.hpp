@@ -109,6 +109,28 @@ inline runtime::plan two_pipeline_plan(runtime::schedule_kind kind) {
   return p;
 }
 
+/// Three pipelines that all cross the one cloud-edge WAN, in both directions: pipeline 0
+/// sends activations cloud->edge, pipeline 1 edge->cloud, pipeline 2 both ways. Each WAN
+/// direction is thus one pipe shared by activations and gradients of several senders.
+inline runtime::plan shared_wan_plan(runtime::schedule_kind a, runtime::schedule_kind b) {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model = tiny_model();
+  p.micro_batch_size = 2;
+  runtime::pipeline_plan p0, p1, p2;
+  p0.micro_batches = 4;
+  p0.schedule = a;
+  p0.stages = {stage({0}, {2}, 0, 2), stage({4}, {2}, 2, 4)};
+  p1.micro_batches = 3;
+  p1.schedule = b;
+  p1.stages = {stage({5}, {2}, 0, 2), stage({2}, {2}, 2, 4)};
+  p2.micro_batches = 3;
+  p2.schedule = a;
+  p2.stages = {stage({1}, {2}, 0, 1), stage({6}, {2}, 1, 3), stage({3}, {2}, 3, 4)};
+  p.pipelines = {p0, p1, p2};
+  return p;
+}
+
 inline runtime::train_config train_for(const runtime::plan& p, int steps) {
   runtime::train_config t;
   t.model = p.model;

@@ -89,6 +89,23 @@ BOOST_AUTO_TEST_CASE(bad_input_is_an_input_error) {
                     runtime::input_error);
 }
 
+BOOST_AUTO_TEST_CASE(time_modes_and_link_shaping) {
+  temp_dir d;
+  const std::string head = "cluster = \"clusters/two.toml\"\n";
+  const auto wall = runtime::load_job_config(d.job(head + "time = \"wall\"\nshape_links = true\n"));
+  BOOST_CHECK(wall.time == runtime::time_mode::wall);
+  BOOST_CHECK(wall.shape_links);
+  const auto dry = runtime::load_job_config(d.job(head + "time = \"dry\"\n"));
+  BOOST_CHECK(dry.time == runtime::time_mode::dry);
+  BOOST_CHECK(!dry.shape_links);
+  // Virtual and dry time model the links already; a non-boolean is no setting.
+  BOOST_CHECK_THROW(runtime::load_job_config(d.job(head + "shape_links = true\n")),
+                    runtime::input_error);
+  BOOST_CHECK_THROW(
+      runtime::load_job_config(d.job(head + "time = \"wall\"\nshape_links = \"yes\"\n")),
+      runtime::input_error);
+}
+
 BOOST_AUTO_TEST_CASE(nodes_give_host_port_and_coordinator) {
   temp_dir d;
   const auto job = runtime::load_job_config(d.job(R"(cluster = "clusters/two.toml"

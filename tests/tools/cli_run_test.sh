@@ -2,7 +2,8 @@
 # End-to-end checks of `deepcee run`'s checkpoints and metrics: it writes the checkpoint
 # `deepcee train` writes (eval and train --resume read it), resuming continues the same
 # losses bit for bit, a train checkpoint resumes in run, and a checkpoint of another model
-# is one line naming the file, exit 2, no run directory.
+# is one line naming the file, exit 2, no run directory. Dry mode writes no checkpoint and
+# refuses --resume.
 #   cli_run_test.sh PATH/TO/deepcee CONFIGS_DIR
 set -u
 deepcee=$1
@@ -92,6 +93,17 @@ rc=$?
 [[ $rc == 2 ]] || fail "another model: exit $rc ($err)"
 [[ $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ wide/checkpoint\.safetensors.*d_model ]] || fail "another model: '$err'"
 [[ -e $work/bad ]] && fail "another model: left a run directory"
+
+# Dry mode has no weights: the job runs with checkpoint_every set but writes no checkpoint
+# and says so; --resume is refused in one line naming the job, exit 2, no run directory.
+sed 's/^time = "virtual"/time = "dry"/' "$work/job.toml" >"$work/dry.toml"
+"$deepcee" run "$work/dry.toml" --steps 2 --out "$work/dry" >"$work/dry.log" 2>&1 || fail "dry run: $(tail -3 "$work/dry.log")"
+grep -q 'losses are not computed, no checkpoint' "$work/dry.log" || fail "dry run should say it writes no checkpoint"
+[[ -f $work/dry/metrics.csv && ! -e $work/dry/checkpoint.safetensors ]] || fail "dry run files: $(ls "$work/dry")"
+err=$("$deepcee" run "$work/dry.toml" --resume "$work/first/checkpoint.safetensors" --out "$work/dry-resumed" 2>&1 >/dev/null)
+rc=$?
+[[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ dry.toml.*dry-mode ]] || fail "dry --resume: exit $rc ($err)"
+[[ -e $work/dry-resumed ]] && fail "dry --resume: left a run directory"
 
 if ((failures > 0)); then
   echo "$failures failure(s)"

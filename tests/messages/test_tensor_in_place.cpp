@@ -1,0 +1,53 @@
+// The send path's in-place encoding and dry mode's header-only tensors.
+#include "samples.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+using namespace deepcee::messages;
+using namespace deepcee::messages::testing;
+
+BOOST_AUTO_TEST_SUITE(tensor_in_place)
+
+BOOST_AUTO_TEST_CASE(writing_into_the_payload_gives_encode_tensors_bytes) {
+  auto h = sample_header();
+  h.shape = {3, 5, 8};
+  const auto values = random_values(3 * 5 * 8, 4);
+  const auto want = encode_tensor(h, values);
+  auto late = h;
+  late.send_time = 0;
+  const auto got = encode_tensor_with(late, [&](std::span<float> out) {
+    BOOST_REQUIRE_EQUAL(out.size(), values.size());
+    std::copy(values.begin(), values.end(), out.begin());
+    late.send_time = h.send_time; // the send time set while writing still reaches the header
+  });
+  BOOST_TEST((got == want));
+  auto decoded = decode_tensor(got);
+  BOOST_REQUIRE(decoded);
+  BOOST_TEST((decoded->header == h));
+}
+
+BOOST_AUTO_TEST_CASE(only_f32_is_written_in_place) {
+  auto h = sample_header(tensor_dtype::bf16);
+  BOOST_CHECK_THROW(encode_tensor_with(h, [](std::span<float>) {}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(header_only_tensor_keeps_its_header_and_carries_no_payload) {
+  auto h = sample_header();
+  h.shape = {64, 1024, 4096}; // 1 GiB as fp32: far more than a message may carry
+  const auto bytes = encode_tensor_header(h);
+  BOOST_TEST(bytes.size() <= 256u);
+  auto decoded = decode_tensor_header(bytes);
+  BOOST_REQUIRE(decoded);
+  BOOST_TEST((decoded->header == h));
+  BOOST_TEST(decoded->payload.empty());
+  // Neither kind passes for the other: a header-only tensor is no real one, and a real one
+  // is no header-only one.
+  BOOST_TEST(!decode_tensor(bytes));
+  auto small = sample_header();
+  small.shape = {2, 4};
+  BOOST_TEST(!decode_tensor_header(encode_tensor(small, random_values(8, 1))));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
