@@ -58,30 +58,12 @@ runtime::plan wan_pipeline(runtime::schedule_kind kind) {
   return p;
 }
 
-/// test_cluster with a 2 Mbps WAN: one 4 KiB activation of the tiny model drains in 16 ms.
+/// test_cluster with a 2 Mbps, 5 ms WAN: one 4 KiB activation of the tiny model drains in
+/// 16 ms.
 runtime::cluster slow_wan_cluster() {
-  auto c = runtime::parse_cluster(R"(
-name = "slow-wan"
-[links]
-same_node = { bandwidth = "16GB/s", latency = "10us" }
-same_region = { bandwidth = "1Gbps", latency = "1ms" }
-cross_region = { bandwidth = "2Mbps", latency = "5ms" }
-[[region]]
-name = "cloud"
-tier = "cloud"
-[[region]]
-name = "edge"
-tier = "edge"
-[[node]]
-name = "c0"
-region = "cloud"
-devices = [{ kind = "A100-80GB", count = 2 }, { kind = "T4", count = 2 }]
-[[node]]
-name = "e0"
-region = "edge"
-devices = [{ kind = "Jetson-AGX-Orin", count = 3 }]
-)",
-                                  "slow-wan");
+  auto c = test_cluster();
+  c.links.cross_region.bandwidth_Bps = 2e6 / 8;
+  c.links.cross_region.latency_s = 5e-3;
   return c;
 }
 
