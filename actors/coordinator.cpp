@@ -149,7 +149,7 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         if (!st.pending || st.result.step != step)
           return; // that step has ended
         fail_step(self, missing_stages(st) + " within " +
-                            std::to_string(st.step_timeout.count() / 1000.0).substr(0, 4) + " s");
+                            fmt::format("{:.1f}", st.step_timeout.count() / 1000.0) + " s");
       },
       [=](stop_atom, const std::string& why) {
         auto& st = self->state;

@@ -28,13 +28,18 @@ void report_silence(self_ptr self) {
     caf::anon_send(st.notify, stop_atom_v, st.silent);
 }
 
+void beat(self_ptr self, const caf::strong_actor_ptr& to) {
+  auto& st = self->state;
+  const double t = std::chrono::duration<double>(clock_type::now() - st.started).count();
+  self->send(caf::actor_cast<heartbeat_actor>(to), heartbeat{st.node, ++st.sequence, t});
+}
+
 void tick(self_ptr self) {
   auto& st = self->state;
   const auto now = clock_type::now();
-  const double t = std::chrono::duration<double>(now - st.started).count();
   for (auto& p : st.peers) {
     if (p.handle)
-      self->send(caf::actor_cast<heartbeat_actor>(p.handle), heartbeat{st.node, ++st.sequence, t});
+      beat(self, p.handle);
     if (st.silent.empty() && now - p.last_heard > st.timeout) {
       st.silent = "node " + p.name + " is silent: no heartbeat for " + seconds(st.timeout) + " s";
       report_silence(self);
@@ -75,15 +80,21 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
           return;
         }
         p->last_heard = clock_type::now();
-        if (!p->handle)
+        if (!p->handle) { // answer at once: the peer counts its silence from our join
           p->handle = self->current_sender();
+          if (p->handle)
+            beat(self, p->handle);
+        }
       },
       [=](peer_atom, std::string& name, caf::strong_actor_ptr& handle) {
         auto& s = self->state;
-        if (auto* p = find(s, name))
+        auto* p = find(s, name);
+        if (p)
           p->handle = std::move(handle);
         else
-          s.peers.push_back({std::move(name), std::move(handle), clock_type::now()});
+          p = &s.peers.emplace_back(heartbeat_peer{name, std::move(handle), clock_type::now()});
+        if (p->handle) // a new peer hears from us at once
+          beat(self, p->handle);
       },
       [=](stop_atom, caf::actor& target) {
         self->state.notify = std::move(target);

@@ -51,8 +51,9 @@ void read_nodes(const toml::table& root, const fs::path& path, job_config& job) 
   for (const auto& [key, out] : durations)
     if (const auto* n = root.get(key)) {
       const auto v = n->value<double>();
-      if (!v || !(*v > 0) || *v > 1e6)
-        fail_input(path, line_of(*n), std::string(key) + " must be a positive number of seconds");
+      if (!v || !(*v >= 1e-3) || *v > 1e6)
+        fail_input(path, line_of(*n),
+                   std::string(key) + " must be a number of seconds from 0.001 to 1e6");
       *out = *v;
     }
   const auto* beat_key = root.get("heartbeat_timeout") ? root.get("heartbeat_timeout")

@@ -28,8 +28,8 @@ struct step_time {
   friend bool operator==(const step_time& a, const step_time& b) = default;
 };
 
-/// The same promise with a finite time, as it can cross a process: CAF 0.17's serializer
-/// loops forever on an infinite double. "Nothing more in step k" ({k, +inf}) becomes
+/// The same promise with a finite time, as it can cross a process (the send horizon's
+/// Cap'n Proto codec accepts finite times only). "Nothing more in step k" ({k, +inf}) becomes
 /// "nothing before step k + 1" ({k + 1, lowest}), which no transfer can tell apart.
 inline step_time finite_promise(step_time t) {
   if (t.time_s == std::numeric_limits<double>::infinity())

@@ -266,7 +266,8 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   if (!error.empty())
     finish(error);
   if (files.weights()) {
-    files.save(gather(), done);
+    if (!files.saved(done))
+      files.save(gather(), done);
     std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
   } else {
     std::printf("dry mode: no weights, no checkpoint\n");
@@ -432,7 +433,8 @@ command_action add_node_command(CLI::App& app) {
       "Continue from this checkpoint (read by the coordinator's node; others ignore it)");
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to wait for the other nodes (overrides the job)");
-  cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");
+  cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
+      ->check(CLI::PositiveNumber);
   return [o] { return run_node(*o); };
 }
 

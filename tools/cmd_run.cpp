@@ -155,7 +155,7 @@ int run_job(const run_options& o) {
       traced.push_back(std::move(r));
   }
   bar.finish();
-  if (files.weights())
+  if (files.weights() && !files.saved(run.steps_done()))
     files.save(run.gather_parameters(), run.steps_done());
   {
     auto samples = run.samples();
@@ -215,7 +215,8 @@ command_action add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"csv", "jsonl"}));
   cmd->add_option("--resume", o->resume, "Continue from this checkpoint (deepcee run or train)");
   cmd->add_option("--trace-steps", o->trace_steps, "Steps written to the trace");
-  cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time");
+  cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
+      ->check(CLI::PositiveNumber);
   return [o] { return run_job(*o); };
 }
 

@@ -44,6 +44,7 @@ bool job_files::eval_due(int step) const {
 
 void job_files::save(const std::vector<kernels::parameter_state>& params, int step) {
   kernels::save_checkpoint(checkpoint_, params, {step, train_.model, train_.seed});
+  saved_step_ = step;
 }
 
 double job_files::evaluate(const std::vector<kernels::parameter_state>& params, int step,

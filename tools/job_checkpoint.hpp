@@ -43,6 +43,8 @@ public:
 
   /// The checkpoint after `step` steps, written atomically (temporary file, then rename).
   void save(const std::vector<kernels::parameter_state>& params, int step);
+  /// Whether the checkpoint file already holds step `step` (the final save is then skipped).
+  bool saved(int step) const { return saved_step_ == step; }
   /// The validation loss of gathered weights (the whole model on one CPU backend, the
   /// batches `deepcee train` and `deepcee eval` use), also appended to the eval file.
   double evaluate(const std::vector<kernels::parameter_state>& params, int step,
@@ -55,6 +57,7 @@ private:
   runtime::metrics_writer metrics_, eval_;
   std::filesystem::path checkpoint_;
   bool weights_ = true;
+  int saved_step_ = -1;
 };
 
 /// While it lives, Ctrl-C (SIGINT) sets a flag instead of ending the process, so the job

@@ -234,7 +234,7 @@ pkill -CONT -P "$pid_n2"
 finish n2; [[ $rc != 0 ]] || fail "hung node: n2 should exit non-zero once resumed"
 # Stopped during compute, n2's stages never report; stopped during the optimizer step,
 # they never acknowledge it: either way the coordinator names the stages it waits for.
-expect_line "$work/hung-n0.log" "node n0: step [0-9]+: (no report from|no optimizer acknowledgement among) .*\(node n2\).* within 2.00 s"
+expect_line "$work/hung-n0.log" "node n0: step [0-9]+: (no report from|no optimizer acknowledgement among) .*\(node n2\).* within 2.0 s"
 # Resumed, n2 reads either the coordinator's last word or the closed connection.
 # (or, its heartbeat clock resuming before its sockets are read, the coordinator's silence).
 expect_line "$work/hung-n2.log" "node n2: (job stopped by n0: step [0-9]+: no (report|optimizer acknowledgement)|lost the coordinator's node n0|node n0 is silent)"
