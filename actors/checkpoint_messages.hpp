@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/wire_format.hpp"
 #include "kernels/gpt/checkpoint.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -9,8 +10,9 @@
 #include <vector>
 
 /// What moves between the coordinator's side and the stages for checkpoints: a stage's
-/// layers (weights and AdamW moments) out after a step, and back in on resume. Host copies,
-/// so it crosses nodes as any other message does.
+/// layers (weights and AdamW moments) out after a step, and back in on resume. Host copies;
+/// a stage_snapshot crosses nodes as one validated Cap'n Proto message (wire_format.hpp).
+/// parameter_state alone never crosses a node: its CAF inspect serves in-process use.
 namespace deepcee::kernels {
 
 template <class Inspector>
@@ -35,7 +37,7 @@ struct stage_snapshot {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_snapshot& x) {
-  return f(caf::meta::type_name("stage_snapshot"), x.step, x.pipeline, x.stage, x.params, x.source);
+  return inspect_as_wire(f, x, "stage_snapshot");
 }
 
 } // namespace deepcee::actors

@@ -124,6 +124,9 @@ void restore_stages(caf::actor_system& sys, const job_context& job,
         if (layer >= sp.first_layer && layer < sp.last_layer)
           s.params.push_back(p);
       }
+      if (stages.at(k)->node() != sys.node())
+        if (auto why = too_large_to_send(s); !why.empty())
+          throw std::runtime_error("resume: " + stage_name(job, k) + ": " + why);
       ask<int64_t>(sys, stages.at(k), timeout, "resume: " + stage_name(job, k), restore_atom_v,
                    std::move(s));
       ++k;

@@ -429,7 +429,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](snapshot_atom) -> caf::result<stage_snapshot> {
         try {
-          return take_snapshot(self->state);
+          auto snapshot = take_snapshot(self->state);
+          const auto& asker = self->current_sender();
+          if (asker && asker->node() != self->node())
+            if (auto why = too_large_to_send(snapshot); !why.empty())
+              throw std::runtime_error(why);
+          return snapshot;
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
         }

@@ -1,5 +1,6 @@
 #include "actors/wire_format.hpp"
 
+#include "actors/checkpoint_messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/pipe_messages.hpp"
 #include "messages/codec.hpp"
@@ -11,6 +12,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <stdexcept>
 
 namespace deepcee::actors {
 
@@ -233,6 +235,53 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_arrival& x) {
   return load(bytes, wire::decode_pipe_arrival, [&](wire::pipe_arrival m) {
     x = {m.step, m.role, m.pipeline, m.stage, m.micro_batch, m.arrival_time};
   });
+}
+
+std::vector<uint8_t> to_wire(const stage_snapshot& x) {
+  if (auto why = too_large_to_send(x); !why.empty()) // before copying anything
+    throw std::invalid_argument("stage_snapshot: " + why);
+  wire::stage_snapshot m{x.step, x.pipeline, x.stage, {}, x.source};
+  m.params.reserve(x.params.size());
+  for (const auto& p : x.params)
+    m.params.push_back({p.name, p.shape, p.value, p.exp_avg, p.exp_avg_sq});
+  return wire::encode(m);
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, stage_snapshot& x) {
+  return load(bytes, wire::decode_stage_snapshot, [&](wire::stage_snapshot m) {
+    x.step = m.step;
+    x.pipeline = m.pipeline;
+    x.stage = m.stage;
+    x.source = std::move(m.source);
+    x.params.clear();
+    x.params.reserve(m.params.size());
+    for (auto& p : m.params)
+      x.params.push_back({std::move(p.name), std::move(p.shape), std::move(p.value),
+                          std::move(p.exp_avg), std::move(p.exp_avg_sq)});
+  });
+}
+
+std::string too_large_to_send(const stage_snapshot& x) {
+  int64_t total = 0;
+  for (const auto& p : x.params)
+    for (const auto* t : {&p.value, &p.exp_avg, &p.exp_avg_sq}) {
+      const auto bytes = static_cast<int64_t>(t->size()) * 4;
+      total += bytes;
+      if (bytes > wire::max_payload_bytes)
+        return "parameter '" + p.name + "' has " + std::to_string(bytes) +
+               " bytes, more than one Cap'n Proto message field holds (" +
+               std::to_string(wire::max_payload_bytes) + "), so it cannot cross nodes";
+    }
+  if (total > wire::max_snapshot_bytes)
+    return "the stage's parameters have " + std::to_string(total) +
+           " bytes, more than one message between nodes carries (" +
+           std::to_string(wire::max_snapshot_bytes) + ")";
+  return {};
+}
+
+caf::error unsendable(const std::exception& e) {
+  spdlog::error("cannot send a message to another node: {}", e.what());
+  return caf::make_error(caf::sec::invalid_argument, std::string(e.what()));
 }
 
 } // namespace deepcee::actors

@@ -10,6 +10,8 @@
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <exception>
+#include <string>
 #include <vector>
 
 /// Every actor message that can cross a node travels as the bytes of its Cap'n Proto
@@ -40,6 +42,7 @@ struct heartbeat;
 struct pipe_request;
 struct send_horizon;
 struct pipe_arrival;
+struct stage_snapshot;
 
 std::vector<uint8_t> to_wire(const step_order& x);
 std::vector<uint8_t> to_wire(const grad_share& x);
@@ -51,6 +54,8 @@ std::vector<uint8_t> to_wire(const heartbeat& x);
 std::vector<uint8_t> to_wire(const pipe_request& x);
 std::vector<uint8_t> to_wire(const send_horizon& x);
 std::vector<uint8_t> to_wire(const pipe_arrival& x);
+/// Throws std::invalid_argument when a tensor is above Cap'n Proto's 512 MiB per field.
+std::vector<uint8_t> to_wire(const stage_snapshot& x);
 
 /// Fills `x` from validated bytes, or leaves it alone and returns why they were refused.
 caf::error from_wire(const std::vector<uint8_t>& bytes, step_order& x);
@@ -63,6 +68,7 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, heartbeat& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_request& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, send_horizon& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_arrival& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, stage_snapshot& x);
 
 /// The default handler of every actor that receives messages from other nodes. A message
 /// whose bytes `from_wire` refused reaches the actor empty; it is dropped without a reply
@@ -72,6 +78,15 @@ caf::result<caf::message> drop_unexpected(caf::scheduled_actor* self, caf::messa
 /// Messages this process refused in `from_wire` so far.
 int64_t dropped_wire_messages();
 
+/// Why `x` cannot cross nodes (a tensor above Cap'n Proto's 512 MiB per field, or the
+/// whole above what one CAF message between nodes carries), or empty when it can: asked
+/// before sending one to another node, so the asker gets this reason instead of a timeout.
+std::string too_large_to_send(const stage_snapshot& x);
+
+/// A value `to_wire` cannot encode (too large for one message), logged once and returned
+/// as the error of CAF's serializer: the message is not sent, nothing crashes.
+caf::error unsendable(const std::exception& e);
+
 /// The body of the `inspect` of a struct that crosses nodes as Cap'n Proto bytes;
 /// `handles` are the fields that stay CAF-serialized (actor handles).
 template <class Inspector, class T, class... Handles>
@@ -79,7 +94,11 @@ typename Inspector::result_type inspect_as_wire(Inspector& f, T& x, const char* 
                                                 Handles&... handles) {
   std::vector<uint8_t> bytes;
   return f(caf::meta::type_name(name), caf::meta::save_callback([&]() -> caf::error {
-             bytes = to_wire(x);
+             try {
+               bytes = to_wire(x);
+             } catch (const std::exception& e) {
+               return unsendable(e);
+             }
              return caf::none;
            }),
            bytes, caf::meta::load_callback([&]() -> caf::error { return from_wire(bytes, x); }),

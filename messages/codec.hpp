@@ -31,10 +31,17 @@ std::vector<uint8_t> encode(const node_join& m);
 std::vector<uint8_t> encode(const pipe_request& m);
 std::vector<uint8_t> encode(const send_horizon& m);
 std::vector<uint8_t> encode(const pipe_arrival& m);
+/// Throws std::invalid_argument naming the parameter when one of its tensors is larger
+/// than max_payload_bytes (Cap'n Proto's limit on a Data field) or disagrees with its shape.
+std::vector<uint8_t> encode(const stage_snapshot& m);
 
 /// Largest payload of one tensor message (Cap'n Proto's limit on a Data field); a larger
 /// tensor is sent in slices of samples (tensor_header::first_sample).
 constexpr int64_t max_payload_bytes = (int64_t{1} << 29) - 1;
+
+/// Largest stage_snapshot: BASP (CAF's protocol between nodes) frames a message with a
+/// 32-bit size, and the CAF wrapping around the Cap'n Proto bytes needs a little of it.
+constexpr int64_t max_snapshot_bytes = (int64_t{1} << 32) - (int64_t{1} << 20);
 
 /// Copies `m.payload` (already encoded as m.header.dtype says) into the message: the one
 /// copy of the send path.
@@ -73,6 +80,7 @@ result<node_join> decode_node_join(std::span<const uint8_t> bytes);
 result<pipe_request> decode_pipe_request(std::span<const uint8_t> bytes);
 result<send_horizon> decode_send_horizon(std::span<const uint8_t> bytes);
 result<pipe_arrival> decode_pipe_arrival(std::span<const uint8_t> bytes);
+result<stage_snapshot> decode_stage_snapshot(std::span<const uint8_t> bytes);
 
 /// Copies the bytes once into an aligned buffer that the result's payload view points into.
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);

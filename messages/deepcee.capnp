@@ -231,6 +231,27 @@ struct PipeArrival {
   arrivalTime @5 :Float64;
 }
 
+# Checkpoints (actors/checkpoint_messages.hpp): one parameter of a stage with its AdamW
+# moments, as little-endian Float32 bytes, shape's product values each (a Data field holds
+# at most 512 MiB - 1: a larger tensor is refused when encoding).
+struct ParameterTensor {
+  name @0 :Text;           # Hugging Face GPT-2 name
+  shape @1 :List(Int64);
+  value @2 :Data;
+  expAvg @3 :Data;         # empty, with expAvgSq, when a checkpoint file has no moments
+  expAvgSq @4 :Data;
+}
+
+# A stage's layers after `step` optimizer steps (a snapshot), or to load before step + 1
+# (a restore).
+struct StageSnapshot {
+  step @0 :Int64;
+  pipeline @1 :Int32;
+  stage @2 :Int32;
+  params @3 :List(ParameterTensor);  # in model order
+  source @4 :Text;                   # restore: the checkpoint file, named by errors
+}
+
 struct Envelope {
   union {
     jobDeployment @0 :JobDeployment;
@@ -247,5 +268,6 @@ struct Envelope {
     pipeRequest @11 :PipeRequest;
     sendHorizon @12 :SendHorizon;
     pipeArrival @13 :PipeArrival;
+    stageSnapshot @14 :StageSnapshot;
   }
 }

@@ -32,6 +32,8 @@ std::string_view to_string(message_kind k) {
     return "send_horizon";
   case message_kind::pipe_arrival:
     return "pipe_arrival";
+  case message_kind::stage_snapshot:
+    return "stage_snapshot";
   }
   return "unknown";
 }

@@ -30,7 +30,8 @@ enum class message_kind : uint8_t {
   node_join,
   pipe_request,
   send_horizon,
-  pipe_arrival
+  pipe_arrival,
+  stage_snapshot
 };
 
 std::string_view to_string(message_kind k);
@@ -95,6 +96,26 @@ struct pipe_arrival {
   int micro_batch = 0;
   double arrival_time = 0.0;
   friend bool operator==(const pipe_arrival&, const pipe_arrival&) = default;
+};
+
+/// One parameter and its AdamW moments (host copies of kernels::parameter_state, which
+/// this layer does not see). The moments are both empty (a checkpoint file without them) or
+/// both as long as `value`.
+struct parameter_tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> value, exp_avg, exp_avg_sq;
+  friend bool operator==(const parameter_tensor&, const parameter_tensor&) = default;
+};
+
+/// A stage's layers after `step` optimizer steps, or to load before step `step + 1`.
+struct stage_snapshot {
+  int64_t step = 0;
+  int pipeline = 0;
+  int stage = 0;
+  std::vector<parameter_tensor> params; ///< in model order
+  std::string source;                   ///< restore: the checkpoint file
+  friend bool operator==(const stage_snapshot&, const stage_snapshot&) = default;
 };
 
 /// Everything about an activation or gradient except its bytes.

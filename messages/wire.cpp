@@ -115,6 +115,8 @@ std::optional<message_kind> kind_of(wire::Envelope::Which which) {
     return message_kind::send_horizon;
   case wire::Envelope::PIPE_ARRIVAL:
     return message_kind::pipe_arrival;
+  case wire::Envelope::STAGE_SNAPSHOT:
+    return message_kind::stage_snapshot;
   }
   return std::nullopt;
 }

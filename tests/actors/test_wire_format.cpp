@@ -4,6 +4,7 @@
 // silent peer.
 #include "actor_test_util.hpp"
 
+#include "actors/checkpoint_messages.hpp"
 #include "actors/heartbeat_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/pipe_messages.hpp"
@@ -19,6 +20,8 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -62,6 +65,26 @@ actors::stage_report sample_report() {
   r.ops = {{0, 0, 10.0, 10.5}, {2, 1, 11.0, 12.5}};
   r.dropped = 4;
   return r;
+}
+
+actors::stage_snapshot sample_snapshot() {
+  actors::stage_snapshot s;
+  s.step = 40;
+  s.pipeline = 1;
+  s.stage = 2;
+  s.source = "runs/a/checkpoint_40.safetensors";
+  s.params.push_back({"transformer.h.5.mlp.c_fc.weight", {3, 4}, {}, {}, {}});
+  std::mt19937 rng(5);
+  for (auto* v : {&s.params[0].value, &s.params[0].exp_avg, &s.params[0].exp_avg_sq})
+    for (int i = 0; i < 12; ++i) // arbitrary bit patterns that are finite floats
+      v->push_back(std::ldexp(static_cast<float>(static_cast<int32_t>(rng())), -40 + i));
+  s.params[0].exp_avg[3] = -0.0f;
+  s.params.push_back({"transformer.h.5.mlp.c_fc.bias", {4}, {0.5f, -1.5f, 2.0f, 1e-40f}, {}, {}});
+  return s;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 /// A CAF-serialized byte vector, which is how every Cap'n Proto-carried struct is saved.
@@ -134,6 +157,88 @@ BOOST_AUTO_TEST_CASE(every_crossing_struct_round_trips_through_caf_serialization
   const auto a = round_trip(sys, actors::pipe_arrival{6, 0, 1, 2, 3, 0.75});
   BOOST_TEST((std::tie(a.step, a.role, a.pipeline, a.stage, a.micro, a.arrival_s) ==
               std::make_tuple(6L, 0, 1, 2, 3, 0.75)));
+}
+
+BOOST_AUTO_TEST_CASE(a_stage_snapshot_round_trips_bit_for_bit) {
+  const auto snapshot = sample_snapshot();
+  auto copy = snapshot;
+  const auto buf = serialize(sys, copy);
+  // What crosses is one Cap'n Proto message: the CAF bytes are its byte vector.
+  BOOST_TEST((buf == serialized_bytes(sys, actors::to_wire(snapshot))));
+  actors::stage_snapshot back;
+  BOOST_REQUIRE(deserialize(sys, buf, back));
+  BOOST_TEST((std::tie(back.step, back.pipeline, back.stage, back.source) ==
+              std::tie(snapshot.step, snapshot.pipeline, snapshot.stage, snapshot.source)));
+  BOOST_REQUIRE(back.params.size() == snapshot.params.size());
+  for (size_t i = 0; i < back.params.size(); ++i) {
+    const auto &a = back.params[i], &b = snapshot.params[i];
+    BOOST_TEST((std::tie(a.name, a.shape) == std::tie(b.name, b.shape)));
+    BOOST_TEST(same_bits(a.value, b.value));
+    BOOST_TEST(same_bits(a.exp_avg, b.exp_avg));
+    BOOST_TEST(same_bits(a.exp_avg_sq, b.exp_avg_sq));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(invalid_or_corrupted_snapshots_are_refused_and_counted) {
+  const auto before = actors::dropped_wire_messages();
+  auto refused = [&](actors::stage_snapshot bad) {
+    auto out = sample_snapshot();
+    out.step = 7;
+    const bool r = !deserialize(sys, serialize(sys, bad), out);
+    BOOST_TEST(out.step == 7); // a refused message leaves the value alone
+    return r;
+  };
+  auto s = sample_snapshot();
+  s.params[1].value.pop_back(); // 3 values for a shape of 4
+  BOOST_TEST(refused(s));
+  s = sample_snapshot();
+  s.params[0].shape = {3, 0};
+  BOOST_TEST(refused(s));
+  s = sample_snapshot();
+  s.params[1].name.clear();
+  BOOST_TEST(refused(s));
+  s = sample_snapshot();
+  s.params[0].exp_avg_sq.clear(); // one moment without the other
+  BOOST_TEST(refused(s));
+  s = sample_snapshot();
+  s.step = -3;
+  BOOST_TEST(refused(s));
+  BOOST_TEST(actors::dropped_wire_messages() - before == 5);
+
+  // Flipped bits and truncations: refused and counted, or a valid snapshot; never a crash.
+  const auto good = actors::to_wire(sample_snapshot());
+  std::mt19937 rng(17);
+  int corrupted_refused = 0;
+  const auto before_corruption = actors::dropped_wire_messages();
+  for (int i = 0; i < 1000; ++i) {
+    auto bytes = good;
+    for (int f = 1 + static_cast<int>(rng() % 3); f > 0; --f)
+      bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    if (i % 5 == 0)
+      bytes.resize(rng() % bytes.size());
+    actors::stage_snapshot out;
+    if (!deserialize(sys, serialized_bytes(sys, bytes), out))
+      ++corrupted_refused;
+    else
+      for (const auto& p : out.params) // accepted: it obeys every rule
+        BOOST_TEST((!p.name.empty() && p.value.size() * 4 <= bytes.size()));
+  }
+  BOOST_TEST(corrupted_refused > 0);
+  BOOST_TEST(actors::dropped_wire_messages() - before_corruption == corrupted_refused);
+}
+
+BOOST_AUTO_TEST_CASE(a_snapshot_too_large_for_one_message_is_not_sent) {
+  auto s = sample_snapshot();
+  s.params[1].shape = {int64_t{1} << 27}; // 512 MiB of floats: one byte above a Data field
+  s.params[1].value.resize(size_t{1} << 27);
+  const auto why = actors::too_large_to_send(s);
+  BOOST_TEST(why.find("parameter 'transformer.h.5.mlp.c_fc.bias' has 536870912 bytes") !=
+                 std::string::npos,
+             why);
+  BOOST_TEST(actors::too_large_to_send(sample_snapshot()).empty());
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  BOOST_TEST(static_cast<bool>(sink(s))); // CAF's serializer gets an error, nothing throws
 }
 
 BOOST_AUTO_TEST_CASE(malformed_pipe_messages_are_refused) {

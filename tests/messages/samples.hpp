@@ -87,6 +87,15 @@ inline error_report sample_error() {
   return {"end-2", error_code::peer_down, "edge-1 disconnected during step 12"};
 }
 
+/// Two parameters of a stage, the second without moments (a checkpoint file without them).
+inline stage_snapshot sample_stage_snapshot() {
+  return {12, 1, 2,
+          {{"transformer.h.3.ln_1.weight", {4}, {1.0f, -0.5f, 0.25f, 3.0e-8f},
+            {0.125f, 0.0f, -1.0f, 2.0f}, {1.0e-6f, 0.0f, 4.0f, 0.5f}},
+           {"transformer.h.3.attn.c_attn.weight", {2, 3}, {1, 2, 3, 4, 5, 6}, {}, {}}},
+          "runs/a/checkpoint_12.safetensors"};
+}
+
 inline tensor_header sample_header(tensor_dtype d = tensor_dtype::f32) {
   tensor_header h;
   h.kind = tensor_kind::gradient;
@@ -137,6 +146,8 @@ inline std::vector<encoded_sample> every_kind() {
       {"stage_report", encode(sample_stage_report()),
        [](auto b) { return decode_stage_report(b).ok(); }},
       {"node_join", encode(sample_node_join()), [](auto b) { return decode_node_join(b).ok(); }},
+      {"stage_snapshot", encode(sample_stage_snapshot()),
+       [](auto b) { return decode_stage_snapshot(b).ok(); }},
   };
 }
 

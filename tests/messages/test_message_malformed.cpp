@@ -30,6 +30,7 @@ void decode_with_all(std::span<const uint8_t> b) {
   (void)decode_pipe_request(b);
   (void)decode_send_horizon(b);
   (void)decode_pipe_arrival(b);
+  (void)decode_stage_snapshot(b);
 }
 
 template <class R>

@@ -112,6 +112,7 @@ BOOST_AUTO_TEST_CASE(control_messages_round_trip) {
   check_round_trip(pipe_request{3, 1, 1, 2, 5, 0, 0.25}, [](auto b) { return decode_pipe_request(b); });
   check_round_trip(send_horizon{3, -1.5, 1, 2, 1}, [](auto b) { return decode_send_horizon(b); });
   check_round_trip(pipe_arrival{3, 0, 1, 2, 5, 0.5}, [](auto b) { return decode_pipe_arrival(b); });
+  check_round_trip(sample_stage_snapshot(), [](auto b) { return decode_stage_snapshot(b); });
 }
 
 BOOST_AUTO_TEST_CASE(extreme_but_valid_values_round_trip) {
