@@ -23,13 +23,6 @@ std::string reason_of(caf::actor_system& sys, const caf::error& e) {
   return sys.render(e);
 }
 
-std::string stage_name(const job_context& job, size_t flat) {
-  int p = 0, s = static_cast<int>(flat);
-  while (s >= job.stage_count(p))
-    s -= job.stage_count(p++);
-  return "pipeline " + std::to_string(p) + " stage " + std::to_string(s);
-}
-
 /// Asks `stage` and waits for its answer, its end or the timeout, whichever comes first: a
 /// request to a stage whose node went away would otherwise wait out its whole timeout,
 /// since a lost proxy does not answer pending requests. An error that the stage marks as
@@ -77,7 +70,7 @@ std::vector<stage_snapshot> snapshot_stages(caf::actor_system& sys, const job_co
                                             std::chrono::milliseconds timeout) {
   std::vector<stage_snapshot> out;
   for (size_t k = 0; k < stages.size(); ++k)
-    out.push_back(ask<stage_snapshot>(sys, stages[k], timeout, "checkpoint: " + stage_name(job, k),
+    out.push_back(ask<stage_snapshot>(sys, stages[k], timeout, "checkpoint: " + job.stage_name(k),
                                       snapshot_atom_v));
   return out;
 }
@@ -126,8 +119,8 @@ void restore_stages(caf::actor_system& sys, const job_context& job,
       }
       if (stages.at(k)->node() != sys.node())
         if (auto why = too_large_to_send(s); !why.empty())
-          throw std::runtime_error("resume: " + stage_name(job, k) + ": " + why);
-      ask<int64_t>(sys, stages.at(k), timeout, "resume: " + stage_name(job, k), restore_atom_v,
+          throw std::runtime_error("resume: " + job.stage_name(k) + ": " + why);
+      ask<int64_t>(sys, stages.at(k), timeout, "resume: " + job.stage_name(k), restore_atom_v,
                    std::move(s));
       ++k;
     }

@@ -92,11 +92,7 @@ std::string missing_stages(const coordinator_state& st) {
   for (size_t k = 0; k < st.stages.size(); ++k) {
     if (!reported && st.reports[k].has_value())
       continue;
-    int p = 0, s = static_cast<int>(k);
-    while (s >= st.job->stage_count(p))
-      s -= st.job->stage_count(p++);
-    out += (out.empty() ? "" : ", ") +
-           ("pipeline " + std::to_string(p) + " stage " + std::to_string(s));
+    out += (out.empty() ? "" : ", ") + st.job->stage_name(k);
     if (!st.stage_nodes.empty())
       out += " (node " + st.stage_nodes[k] + ")";
   }

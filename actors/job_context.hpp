@@ -1,6 +1,7 @@
 #pragma once
 
 #include "runtime/job_config.hpp"
+#include "runtime/link_sharing.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/text_corpus.hpp"
 #include "runtime/train_config.hpp"
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 
 namespace deepcee::actors {
 
@@ -46,6 +48,12 @@ struct job_context {
 
   bool wall() const { return mode.time == runtime::time_mode::wall; }
   bool dry() const { return mode.time == runtime::time_mode::dry; }
+  /// The links that need a pipe actor: those several stages send on, in virtual and dry
+  /// time. Wall time is real (transfers take what they take, or what shaping says, per
+  /// sender), so every link is its sender's own there and no pipe runs.
+  std::vector<runtime::shared_link> piped_links() const {
+    return wall() ? std::vector<runtime::shared_link>{} : runtime::shared_links(*cluster, plan);
+  }
   /// Real seconds since `epoch` (wall mode's clock).
   double real_now_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch).count();
@@ -60,6 +68,13 @@ struct job_context {
     for (int q = 0; q < pipeline; ++q)
       n += stage_count(q);
     return n + stage;
+  }
+  /// "pipeline p stage s" of flat index `flat` (the inverse of flat_index), for messages.
+  std::string stage_name(size_t flat) const {
+    int p = 0, s = static_cast<int>(flat);
+    while (s >= stage_count(p))
+      s -= stage_count(p++);
+    return "pipeline " + std::to_string(p) + " stage " + std::to_string(s);
   }
 };
 

@@ -132,9 +132,7 @@ std::vector<caf::strong_actor_ptr> spawn_pipes(caf::actor_system& sys,
                                                const coordinator_actor& coordinator,
                                                const adapter_actor& adapter) {
   std::vector<caf::strong_actor_ptr> out;
-  if (job->wall()) // real time: no virtual FIFO to keep, stages send on their own
-    return out;
-  for (auto& link : runtime::shared_links(*job->cluster, job->plan))
+  for (auto& link : job->piped_links())
     out.push_back(caf::actor_cast<caf::strong_actor_ptr>(
         spawn_pipe(sys, job, std::move(link), stages, coordinator, adapter)));
   return out;

@@ -28,10 +28,7 @@ int count_shared(const std::vector<runtime::shared_link>& links,
 } // namespace
 
 void pipe_sync::init(const job_context& job, int pipeline, int stage) {
-  // Wall time is real: transfers take what they take (or what shaping says, per sender),
-  // so every link is the stage's own there and no pipe runs (spawn_pipes).
-  const auto links = job.wall() ? std::vector<runtime::shared_link>{}
-                                : runtime::shared_links(*job.cluster, job.plan);
+  const auto links = job.piped_links();
   active_ = !links.empty();
   pipeline_ = pipeline;
   stage_ = stage;

@@ -69,6 +69,21 @@ std::string check_share(const stage_state& st, const grad_share& share) {
   return {};
 }
 
+/// This stage's report of its step: its ops, its loss and the square sum of its reduced
+/// gradients (none in dry mode).
+stage_report report_of(stage_state& st, double grad_sum_squares) {
+  stage_report r;
+  r.step = st.step;
+  r.pipeline = st.pipeline;
+  r.stage = st.stage;
+  r.end_s = st.free_at;
+  r.loss_sum = st.loss_sum;
+  r.grad_sum_squares = grad_sum_squares;
+  r.ops = std::move(st.records);
+  r.dropped = st.dropped;
+  return r;
+}
+
 /// Element offset of layer `l` inside a gradient vector that starts at layer `first`.
 size_t offset_of(stage_state& st, int first, int l) {
   return st.group->gradient_size(first, l);
@@ -110,16 +125,7 @@ void try_reduce(self_ptr self) {
       sum_squares += static_cast<double>(v) * v;
   st.group->set_gradients(first, last, total);
   st.shares.erase(st.step);
-  stage_report r;
-  r.step = st.step;
-  r.pipeline = st.pipeline;
-  r.stage = st.stage;
-  r.end_s = st.free_at;
-  r.loss_sum = st.loss_sum;
-  r.grad_sum_squares = sum_squares;
-  r.ops = std::move(st.records);
-  r.dropped = st.dropped;
-  self->send(st.coordinator, std::move(r));
+  self->send(st.coordinator, report_of(st, sum_squares));
 }
 
 /// The op list is done: send this stage's gradient sums to the other holders of its layers.
@@ -127,14 +133,7 @@ void finish_compute(self_ptr self) {
   auto& st = self->state;
   st.running = false;
   if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
-    stage_report r;
-    r.step = st.step;
-    r.pipeline = st.pipeline;
-    r.stage = st.stage;
-    r.end_s = st.free_at;
-    r.ops = std::move(st.records);
-    r.dropped = st.dropped;
-    self->send(st.coordinator, std::move(r));
+    self->send(st.coordinator, report_of(st, 0));
     return;
   }
   const int first = st.group->first_layer(), last = st.group->last_layer();

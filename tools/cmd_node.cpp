@@ -243,21 +243,16 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
             [&](caf::error& e) {
               error = "step " + std::to_string(k) + ": " + reason_text(sys, e);
             });
-    if (done != k || !(files.eval_due(k) || files.checkpoint_due(k)))
+    if (done != k)
       continue;
     try {
-      const auto params = gather();
-      if (files.eval_due(k)) {
-        const double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        std::printf("validation loss %.6f at step %d\n",
-                    files.evaluate(params, k, *s.context->corpus, elapsed), k);
-      }
-      if (files.checkpoint_due(k)) {
-        files.save(params, k);
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (const auto loss = files.after_step(k, gather, *s.context->corpus, elapsed))
+        std::printf("validation loss %.6f at step %d\n", *loss, k);
+      if (files.saved(k))
         std::printf("checkpoint at step %d: %s\n", k, files.checkpoint().string().c_str());
-        std::fflush(stdout);
-      }
+      std::fflush(stdout);
     } catch (const std::exception& e) {
       error = "step " + std::to_string(k) + ": " + e.what();
     }

@@ -141,15 +141,11 @@ int run_job(const run_options& o) {
                         : fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s",
                                       r.loss, sps, r.end_s));
     }
-    if (files.eval_due(k) || files.checkpoint_due(k)) {
-      const auto params = run.gather_parameters();
-      if (files.eval_due(k)) {
-        val_loss = files.evaluate(params, k, *corpus, real_s);
-        val_step = k;
-        bar.message(fmt::format("step {}: validation loss {:.4f}", k, val_loss));
-      }
-      if (files.checkpoint_due(k))
-        files.save(params, k);
+    if (const auto loss = files.after_step(
+            k, [&] { return run.gather_parameters(); }, *corpus, real_s)) {
+      val_loss = *loss;
+      val_step = k;
+      bar.message(fmt::format("step {}: validation loss {:.4f}", k, val_loss));
     }
     if (k - first_step < o.trace_steps)
       traced.push_back(std::move(r));

@@ -58,6 +58,20 @@ double job_files::evaluate(const std::vector<kernels::parameter_state>& params, 
   return loss;
 }
 
+std::optional<double> job_files::after_step(
+    int step, const std::function<std::vector<kernels::parameter_state>()>& gather,
+    const runtime::text_corpus& corpus, double elapsed_s) {
+  if (!eval_due(step) && !checkpoint_due(step))
+    return std::nullopt;
+  const auto params = gather();
+  std::optional<double> loss;
+  if (eval_due(step))
+    loss = evaluate(params, step, corpus, elapsed_s);
+  if (checkpoint_due(step))
+    save(params, step);
+  return loss;
+}
+
 std::string job_files::names() const {
   if (!weights_)
     return metrics_.path().filename().string() + ", " + eval_.path().filename().string();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,12 @@ public:
   /// batches `deepcee train` and `deepcee eval` use), also appended to the eval file.
   double evaluate(const std::vector<kernels::parameter_state>& params, int step,
                   const runtime::text_corpus& corpus, double elapsed_s);
+
+  /// After step `step`: when validation or a checkpoint is due, gathers the weights once
+  /// (`gather`) and evaluates and/or saves them. Returns the validation loss if evaluated.
+  std::optional<double>
+  after_step(int step, const std::function<std::vector<kernels::parameter_state>()>& gather,
+             const runtime::text_corpus& corpus, double elapsed_s);
 
   std::string names() const; ///< the files, for the closing line
 

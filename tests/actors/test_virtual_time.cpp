@@ -2,6 +2,7 @@
 // same plan (within 2%), and link samples reach the adapter.
 #include "actor_test_util.hpp"
 
+#include "runtime/errors.hpp"
 #include "runtime/simulator.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -234,9 +235,9 @@ BOOST_AUTO_TEST_CASE(link_samples_reach_the_adapter) {
     BOOST_CHECK(s.arrival_s >= s.drained_s && s.drained_s >= s.start_s && s.start_s >= s.send_s);
 }
 
-BOOST_AUTO_TEST_CASE(a_failing_stage_fails_the_step_instead_of_hanging) {
-  // A plan whose micro-batch count does not fit its corpus context is refused up front;
-  // a corpus too short for the context is bad input, not a crash.
+BOOST_AUTO_TEST_CASE(a_training_batch_other_than_the_plans_is_refused_up_front) {
+  // The plan's micro-batches must add up to the training batch: anything else is bad
+  // input, refused before any actor runs.
   const auto cluster = test_cluster();
   auto plan = one_pipeline(runtime::schedule_kind::one_f_one_b);
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
@@ -244,7 +245,7 @@ BOOST_AUTO_TEST_CASE(a_failing_stage_fails_the_step_instead_of_hanging) {
   auto train = train_for(plan, 2);
   train.batch += 1;
   BOOST_CHECK_THROW(actors::local_job(f.sys, cluster, profile, plan, train, test_corpus()),
-                    std::exception);
+                    runtime::input_error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
