@@ -1,6 +1,6 @@
 #include "actors/checkpoint_transfer.hpp"
 
-#include "actors/device_group.hpp"
+#include "actors/device_worker.hpp"
 #include "runtime/errors.hpp"
 
 #include <caf/event_based_actor.hpp>

@@ -24,6 +24,32 @@ using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_t
                                      caf::replies_to<snapshot_atom>::with<stage_snapshot>,
                                      caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
 
+/// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
+/// weights; runs ops on the rows it is given, takes part in its group's ring all-reduce
+/// (`reduce` starts it and answers with the reduced gradients on rank 0, nothing on the
+/// others; `ring_chunk` is a round from the previous device; `ring` names the next device,
+/// this device's rank and the ring's size), and steps, snapshots and restores its weights.
+using device_actor = caf::typed_actor<
+    caf::replies_to<device_work>::with<double>,
+    caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t>,
+    caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>, caf::reacts_to<ring_chunk>,
+    caf::replies_to<gradient_values>::with<int64_t>,
+    caf::replies_to<optimize_order>::with<int64_t>,
+    caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
+    caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+
+/// The devices of one stage (group_actor.hpp): splits each op's micro-batch by samples among
+/// its device actors and answers once all are done (a last stage's F: the loss sum over
+/// devices, in device order); `reduce` all-reduces its devices' gradients and answers with
+/// their sum; the rest goes to every device (a snapshot is checked to be the same on each).
+using group_actor = caf::typed_actor<
+    caf::replies_to<device_work>::with<double>,
+    caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>,
+    caf::replies_to<gradient_values>::with<int64_t>,
+    caf::replies_to<optimize_order>::with<int64_t>,
+    caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
+    caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+
 /// One link that several stages send on in virtual time (a WAN pipe crossed by several
 /// pipelines): it orders their transfers by send time with conservative synchronisation
 /// and tells each receiver when its part arrives (pipe_actor.hpp).

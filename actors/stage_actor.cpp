@@ -1,6 +1,8 @@
 #include "actors/stage_actor.hpp"
 #include "actors/wire_format.hpp"
 
+#include "actors/group_actor.hpp"
+#include "actors/device_worker.hpp"
 #include "actors/stage_checkpoint.hpp"
 #include "actors/stage_tensors.hpp"
 #include "kernels/gpt/stage_worker.hpp"
@@ -14,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -34,7 +37,7 @@ std::string where(const stage_state& st) {
 /// A failed handler never kills the actor: the coordinator fails the step with the reason.
 void report_error(self_ptr self, const std::string& what) {
   auto& st = self->state;
-  st.running = false;
+  st.running = st.op_running = st.reducing = false;
   stage_report r;
   r.step = st.step;
   r.pipeline = st.pipeline;
@@ -50,7 +53,7 @@ void report_error(self_ptr self, const std::string& what) {
 std::string check_share(const stage_state& st, const grad_share& share) {
   if (!st.group)
     return "gradient share in dry mode, where no stage has gradients";
-  const int first = st.group->first_layer(), last = st.group->last_layer();
+  const int first = st.first_layer, last = st.last_layer;
   const auto what = "gradient share of step " + std::to_string(share.step) + " layers [" +
                     std::to_string(share.first_layer) + ", " + std::to_string(share.last_layer) +
                     ") from pipeline " + std::to_string(share.pipeline);
@@ -62,7 +65,7 @@ std::string check_share(const stage_state& st, const grad_share& share) {
   if (share.first_layer < first || share.last_layer > last)
     return what + " is outside this stage's layers [" + std::to_string(first) + ", " +
            std::to_string(last) + ")";
-  const size_t want = st.group->gradient_size(share.first_layer, share.last_layer);
+  const size_t want = gradient_size(st.job->plan.model, share.first_layer, share.last_layer);
   if (share.values.size() != want)
     return what + " has " + std::to_string(share.values.size()) + " values, expected " +
            std::to_string(want);
@@ -85,15 +88,31 @@ stage_report report_of(stage_state& st, double grad_sum_squares) {
 }
 
 /// Element offset of layer `l` inside a gradient vector that starts at layer `first`.
-size_t offset_of(stage_state& st, int first, int l) {
-  return st.group->gradient_size(first, l);
+size_t offset_of(const stage_state& st, int first, int l) {
+  return gradient_size(st.job->plan.model, first, l);
+}
+
+/// The text of a failed answer (an error that carries our own message, or CAF's).
+std::string reason_of(self_ptr self, const caf::error& e) {
+  const auto& ctx = e.context();
+  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  return self->system().render(e);
+}
+
+/// The stage's step is done: its report goes to the coordinator.
+void report_step(self_ptr self, double grad_sum_squares) {
+  auto& st = self->state;
+  st.reducing = false;
+  st.own_gradients.clear();
+  self->send(st.coordinator, report_of(st, grad_sum_squares));
 }
 
 void try_reduce(self_ptr self) {
   auto& st = self->state;
-  if (st.running || st.own_gradients.empty())
+  if (!st.reducing || st.own_gradients.empty())
     return;
-  const int first = st.group->first_layer(), last = st.group->last_layer();
+  const int first = st.first_layer, last = st.last_layer;
   const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
   auto& shares = st.shares[st.step];
   int covered = 0;
@@ -115,6 +134,7 @@ void try_reduce(self_ptr self) {
                                   ", " + std::to_string(s.last_layer) + ") does not fit");
     std::copy(s.values.begin(), s.values.end(), dst.begin() + static_cast<ptrdiff_t>(at));
   }
+  st.shares.erase(st.step);
   std::vector<float> total = std::move(by_pipeline[0]);
   for (size_t q = 1; q < by_pipeline.size(); ++q)
     for (size_t i = 0; i < n; ++i)
@@ -123,21 +143,28 @@ void try_reduce(self_ptr self) {
   if (st.pipeline == 0) // pipeline 0 holds every layer exactly once
     for (float v : total)
       sum_squares += static_cast<double>(v) * v;
-  st.group->set_gradients(first, last, total);
-  st.shares.erase(st.step);
-  self->send(st.coordinator, report_of(st, sum_squares));
-}
-
-/// The op list is done: send this stage's gradient sums to the other holders of its layers.
-void finish_compute(self_ptr self) {
-  auto& st = self->state;
-  st.running = false;
-  if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
-    self->send(st.coordinator, report_of(st, 0));
+  st.own_gradients.clear();
+  if (pipelines == 1) { // the ring left the group's sum on every device already
+    report_step(self, sum_squares);
     return;
   }
-  const int first = st.group->first_layer(), last = st.group->last_layer();
-  st.own_gradients = st.group->gradient_sum(first, last);
+  const auto epoch = st.epoch;
+  self->request(st.group, caf::infinite, gradient_values{st.step, std::move(total)})
+      .then(
+          [=](int64_t) {
+            if (self->state.epoch == epoch)
+              report_step(self, sum_squares);
+          },
+          [=](caf::error& e) {
+            if (self->state.epoch == epoch)
+              report_error(self, reason_of(self, e));
+          });
+}
+
+/// Sends this stage's gradient sums (over its devices) to the other holders of its layers.
+void send_shares(self_ptr self) {
+  auto& st = self->state;
+  const int first = st.first_layer, last = st.last_layer;
   const auto& plan = st.job->plan;
   for (size_t q = 0; q < plan.pipelines.size(); ++q) {
     if (static_cast<int>(q) == st.pipeline)
@@ -161,32 +188,106 @@ void finish_compute(self_ptr self) {
                  std::move(share));
     }
   }
-  try_reduce(self);
 }
 
-/// Runs ops in list order for as long as their inputs are there. In virtual and dry time
-/// an op starts when both the stage and its input are ready and lasts the profile's time;
-/// in wall time it starts now and lasts what it takes. Dry mode skips the math.
+/// The op list is done: the group all-reduces its devices' gradients (a ring), then the
+/// stage exchanges the sum with the other pipelines' holders of its layers.
+void finish_compute(self_ptr self) {
+  auto& st = self->state;
+  st.running = false;
+  if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
+    self->send(st.coordinator, report_of(st, 0));
+    return;
+  }
+  st.reducing = true;
+  const auto epoch = st.epoch;
+  self->request(st.group, caf::infinite, reduce_atom_v, st.step)
+      .then(
+          [=](std::vector<float>& sum) {
+            auto& s = self->state;
+            if (s.epoch != epoch)
+              return;
+            try {
+              s.own_gradients = std::move(sum);
+              send_shares(self);
+              try_reduce(self);
+            } catch (const std::exception& e) {
+              report_error(self, e.what());
+            }
+          },
+          [=](caf::error& e) {
+            if (self->state.epoch == epoch)
+              report_error(self, reason_of(self, e));
+          });
+}
+
+void advance(self_ptr self);
+
+/// The op `next_op` has ended at `end` (virtual and dry time; wall time measures it now):
+/// its tensor leaves (a fused B's waits for its W), and the stage moves to the next op.
+void complete_op(self_ptr self, double start, double end, double loss,
+                 std::optional<outgoing_tensor> out) {
+  auto& st = self->state;
+  const auto op = st.ops[st.next_op];
+  const auto i = static_cast<size_t>(op.micro);
+  if (st.job->wall())
+    end = st.job->real_now_s();
+  switch (op.kind) {
+  case op_kind::forward:
+    if (st.last)
+      st.loss_sum += loss;
+    else
+      send_tensor(self, *out, end);
+    st.activations[st.step].erase(op.micro);
+    st.f_end[i] = end;
+    break;
+  case op_kind::backward_input:
+    // A fused kernel releases the input gradient only when W ends: its message waits.
+    if (out && st.fused_backward)
+      st.pending_grad_out.emplace(op.micro, std::move(*out));
+    else if (out)
+      send_tensor(self, *out, end);
+    st.gradients[st.step].erase(op.micro);
+    st.b_end[i] = end;
+    break;
+  case op_kind::backward_weight:
+    if (auto it = st.pending_grad_out.find(op.micro); it != st.pending_grad_out.end()) {
+      send_tensor(self, it->second, end);
+      st.pending_grad_out.erase(it);
+    }
+    break;
+  }
+  st.records.push_back({static_cast<int32_t>(op.kind), op.micro, start, end});
+  st.free_at = end;
+  ++st.next_op;
+}
+
+/// Starts the ops of the list in order for as long as their inputs are there, one at a time
+/// on the group (whose devices compute it in parallel); the stage goes on handling messages
+/// meanwhile and takes the next op when the group answers. In virtual and dry time an op
+/// starts when both the stage and its input are ready and lasts the profile's time; in wall
+/// time it starts now and lasts what it takes. Dry mode skips the math, so its ops end at
+/// once. An input stays in its map until its op ends (the devices read it in place, and
+/// the send bounds see it).
 void run_ready_ops(self_ptr self) {
   auto& st = self->state;
   const auto& plan = st.job->plan;
   const auto& model = plan.model;
   const bool wall = st.job->wall(), math = !st.job->dry();
-  const float loss_scale =
-      1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * model.context);
   auto& acts = st.activations[st.step];
   auto& grads = st.gradients[st.step];
-  while (st.running && st.next_op < st.ops.size()) {
+  while (st.running && !st.op_running && st.next_op < st.ops.size()) {
     const auto op = st.ops[st.next_op];
     const auto i = static_cast<size_t>(op.micro);
+    std::shared_ptr<received_tensor> input;
     double ready = 0;
     if (op.kind == op_kind::forward) {
       if (st.first)
         ready = st.free_at;
       else if (auto it = acts.find(op.micro);
                it != acts.end() &&
-               st.sync.settle(tensor_role::activation, st.step, op.micro, it->second.arrival_s))
-        ready = it->second.arrival_s;
+               st.sync.settle(tensor_role::activation, st.step, op.micro, it->second->arrival_s))
+        ready = (input = it->second)->arrival_s;
       else
         return;
     } else if (op.kind == op_kind::backward_input) {
@@ -194,8 +295,8 @@ void run_ready_ops(self_ptr self) {
         ready = st.f_end.at(i);
       else if (auto it = grads.find(op.micro);
                it != grads.end() &&
-               st.sync.settle(tensor_role::gradient, st.step, op.micro, it->second.arrival_s))
-        ready = it->second.arrival_s;
+               st.sync.settle(tensor_role::gradient, st.step, op.micro, it->second->arrival_s))
+        ready = (input = it->second)->arrival_s;
       else
         return;
     } else {
@@ -204,79 +305,55 @@ void run_ready_ops(self_ptr self) {
     if (ready < 0)
       throw std::logic_error(runtime::to_string(op) + " before its own dependency");
     const double start = wall ? st.job->real_now_s() : std::max(st.free_at, ready);
-    double end = wall ? start : start + st.costs.op_time(op.kind);
-    const auto measure_end = [&] {
-      if (wall)
-        end = st.job->real_now_s();
-    };
-    switch (op.kind) {
-    case op_kind::forward: {
-      received_tensor input;
-      if (!st.first) {
-        input = std::move(acts[op.micro]);
-        acts.erase(op.micro);
-      }
-      const auto compute = [&](std::span<float> out) {
-        if (math)
-          st.group->forward(op.micro, values_of(input), st.batch,
-                            kernels::micro_batch_offset(plan, st.pipeline, op.micro), loss_scale,
-                            st.loss_sum, out);
-      };
-      if (st.last) {
-        compute({});
-        measure_end();
-      } else {
-        send_tensor(self, tensor_role::activation, op.micro, end, compute);
-      }
-      st.f_end[i] = end;
-      break;
+    const double end = wall ? start : start + st.costs.op_time(op.kind);
+    std::optional<outgoing_tensor> out;
+    if (op.kind == op_kind::forward && !st.last)
+      out = open_tensor(st, tensor_role::activation, op.micro);
+    else if (op.kind == op_kind::backward_input && !st.first)
+      out = open_tensor(st, tensor_role::gradient, op.micro);
+    if (!math) {
+      complete_op(self, start, end, 0, std::move(out));
+      continue;
     }
-    case op_kind::backward_input: {
-      received_tensor dy;
-      if (!st.last) {
-        dy = std::move(grads[op.micro]);
-        grads.erase(op.micro);
-      }
-      const auto compute = [&](std::span<float> out) {
-        if (math)
-          st.group->backward_input(op.micro, values_of(dy), out);
-      };
-      if (st.first) {
-        compute({});
-        measure_end();
-      } else if (st.fused_backward) {
-        // A fused kernel releases the input gradient only when W ends: it waits in a
-        // staging buffer (one payload copy more, see send at W).
-        auto& staged = st.pending_grad_out[op.micro];
-        staged.assign(math ? st.group->boundary_size() : 0, 0.0f);
-        compute(staged);
-        measure_end();
-      } else {
-        send_tensor(self, tensor_role::gradient, op.micro, end, compute);
-      }
-      st.b_end[i] = end;
-      break;
+    device_work work;
+    work.kind = static_cast<int32_t>(op.kind);
+    work.micro = op.micro;
+    work.first_sample = kernels::micro_batch_offset(plan, st.pipeline, op.micro);
+    work.samples = plan.micro_batch_size;
+    work.loss_scale =
+        1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * model.context);
+    work.batch = st.batch;
+    if (input) {
+      work.input = values_of(*input);
+      work.input_owner = input;
     }
-    case op_kind::backward_weight:
-      if (math)
-        st.group->backward_weight(op.micro);
-      measure_end();
-      if (auto it = st.pending_grad_out.find(op.micro); it != st.pending_grad_out.end()) {
-        const auto& staged = it->second;
-        if (math)
-          ++st.job->counts.payload_copies;
-        send_tensor(self, tensor_role::gradient, op.micro, end, [&](std::span<float> out) {
-          std::copy(staged.begin(), staged.end(), out.begin());
-        });
-        st.pending_grad_out.erase(it);
-      }
-      break;
+    if (out && out->draft) {
+      work.output = out->draft->payload();
+      work.output_owner = out->draft;
     }
-    st.records.push_back({static_cast<int32_t>(op.kind), op.micro, start, end});
-    st.free_at = end;
-    ++st.next_op;
+    st.op_running = true;
+    const auto epoch = st.epoch;
+    self->request(st.group, caf::infinite, std::move(work))
+        .then(
+            [=](double loss) mutable {
+              auto& s = self->state;
+              if (s.epoch != epoch || !s.running)
+                return; // an answer of an abandoned step
+              s.op_running = false;
+              try {
+                complete_op(self, start, end, loss, std::move(out));
+                advance(self);
+              } catch (const std::exception& e) {
+                report_error(self, e.what());
+              }
+            },
+            [=](caf::error& e) {
+              if (self->state.epoch == epoch)
+                report_error(self, reason_of(self, e));
+            });
+    return;
   }
-  if (st.running && st.next_op == st.ops.size())
+  if (st.running && !st.op_running && st.next_op == st.ops.size())
     finish_compute(self);
 }
 
@@ -301,6 +378,8 @@ void start_step(self_ptr self, const step_order& order) {
                                 "not implemented yet)");
   st.step = order.step;
   st.running = true;
+  st.op_running = st.reducing = false;
+  ++st.epoch;
   st.next_op = 0;
   st.free_at = order.start_s;
   st.loss_sum = 0;
@@ -310,9 +389,9 @@ void start_step(self_ptr self, const step_order& order) {
   st.f_end.assign(static_cast<size_t>(m), -1.0);
   st.b_end.assign(static_cast<size_t>(m), -1.0);
   if (!st.job->dry() && (st.first || st.last))
-    st.batch = st.job->corpus->sample_batch(runtime::corpus_split::train, plan.global_batch(),
-                                            plan.model.context, st.job->train.seed,
-                                            static_cast<uint64_t>(order.step));
+    st.batch = std::make_shared<const runtime::token_batch>(st.job->corpus->sample_batch(
+        runtime::corpus_split::train, plan.global_batch(), plan.model.context,
+        st.job->train.seed, static_cast<uint64_t>(order.step)));
   advance(self);
 }
 
@@ -325,11 +404,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
   st.stage = stage;
   const auto& sp =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
+  st.first_layer = sp.first_layer;
+  st.last_layer = sp.last_layer;
   st.first = sp.first_layer == 0;
   st.last = sp.last_layer == job->plan.model.n_layer + 2;
   if (!job->dry())
-    st.group =
-        std::make_unique<device_group>(job->plan.model, sp, job->train.seed, job->train.optimizer);
+    st.group = spawn_group(self, job, pipeline, stage);
   const auto& schedule = job->cluster->schedule(pipeline);
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
   st.fused_backward = schedule.fused_backward;
@@ -378,7 +458,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           if (s.job->wall() && !s.job->mode.shape_links)
             report_arrival(self, t);
           auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
-          slot[t.step][t.micro] = std::move(t.tensor);
+          slot[t.step][t.micro] = std::make_shared<received_tensor>(std::move(t.tensor));
           advance(self);
         } catch (const std::exception& e) {
           report_error(self, e.what());
@@ -399,16 +479,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         }
       },
       [=](const optimize_order& order) -> caf::result<int64_t> {
-        try {
-          auto& s = self->state;
-          if (s.group)
-            s.group->optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
-          s.activations.erase(order.step);
-          s.gradients.erase(order.step);
+        auto& s = self->state;
+        s.activations.erase(order.step);
+        s.gradients.erase(order.step);
+        if (!s.group)
           return order.step;
-        } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
-        }
+        return self->delegate(s.group, order);
       },
       [=](const send_horizon& h) {
         try {
@@ -427,26 +503,47 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         }
       },
       [=](snapshot_atom) -> caf::result<stage_snapshot> {
+        auto& s = self->state;
+        auto promise = self->make_response_promise<stage_snapshot>();
         try {
-          auto snapshot = take_snapshot(self->state);
-          const auto& asker = self->current_sender();
-          if (asker && asker->node() != self->node())
-            if (auto why = too_large_to_send(snapshot); !why.empty())
-              throw std::runtime_error(why);
-          return snapshot;
+          require_weights_between_steps(s, "a snapshot");
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
+          promise.deliver(caf::make_error(caf::sec::runtime_error, where(s) + ": " + e.what()));
+          return promise;
         }
+        const auto& asker = self->current_sender();
+        const bool remote = asker && asker->node() != self->node();
+        self->request(s.group, caf::infinite, snapshot_atom_v)
+            .then(
+                [=](std::vector<kernels::parameter_state>& params) mutable {
+                  auto snapshot = snapshot_of(self->state, std::move(params));
+                  if (remote)
+                    if (auto why = too_large_to_send(snapshot); !why.empty()) {
+                      promise.deliver(caf::make_error(caf::sec::runtime_error,
+                                                      where(self->state) + ": " + why));
+                      return;
+                    }
+                  promise.deliver(std::move(snapshot));
+                },
+                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+        return promise;
       },
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        auto& s = self->state;
         try {
-          restore_snapshot(self->state, snapshot);
-          return snapshot.step;
-        } catch (const runtime::input_error& e) { // the file's fault: named as such
-          return caf::make_error(caf::sec::invalid_argument, std::string(e.what()));
+          require_weights_between_steps(s, "a restore");
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, where(self->state) + ": " + e.what());
+          return caf::make_error(caf::sec::runtime_error, where(s) + ": " + e.what());
         }
+        auto promise = self->make_response_promise<int64_t>();
+        self->request(s.group, caf::infinite, restore_atom_v, snapshot)
+            .then(
+                [=](int64_t step) mutable {
+                  self->state.step = step;
+                  promise.deliver(step);
+                },
+                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+        return promise;
       },
   };
 }

@@ -1,10 +1,10 @@
 #pragma once
 
-#include "actors/device_group.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
 #include "actors/link_layer.hpp"
 #include "actors/pipe_sync.hpp"
+#include "messages/codec.hpp"
 #include "messages/types.hpp"
 
 #include <map>
@@ -13,6 +13,14 @@
 #include <vector>
 
 namespace deepcee::actors {
+
+/// A tensor to a neighbour while its op runs: its header, and the message whose payload
+/// the devices write in place (none in dry mode, which sends the header alone).
+struct outgoing_tensor {
+  tensor_role role = tensor_role::activation;
+  messages::tensor_header header;
+  std::shared_ptr<messages::tensor_draft> draft;
+};
 
 /// A validated activation or gradient waiting for its op (stage_tensors.hpp reads it).
 struct received_tensor {
@@ -33,8 +41,9 @@ struct stage_state {
   std::shared_ptr<job_context> job;
   int pipeline = 0;
   int stage = 0;
-  std::unique_ptr<device_group> group; ///< none in dry mode: no weights, no kernels
-  bool first = false, last = false;    ///< holds the embedding / the head
+  group_actor group;                ///< its devices; none in dry mode: no weights, no kernels
+  int first_layer = 0, last_layer = 0;
+  bool first = false, last = false; ///< holds the embedding / the head
   std::vector<runtime::schedule_op> ops;
   bool fused_backward = false;
   runtime::virtual_stage costs;
@@ -48,27 +57,31 @@ struct stage_state {
 
   // The current step.
   int64_t step = 0;
-  bool running = false;
+  bool running = false;  ///< from the step order until its op list is done
+  bool op_running = false; ///< an op is with the group (next_op's), its answer pending
+  bool reducing = false; ///< from the op list's end until the stage's report
+  uint64_t epoch = 0;    ///< counts started steps: an answer of an abandoned one is ignored
   size_t next_op = 0;
   double free_at = 0;
   double loss_sum = 0;
-  runtime::token_batch batch;                         ///< first and last stages
+  std::shared_ptr<const runtime::token_batch> batch;  ///< first and last stages
   std::vector<double> f_end, b_end;                   ///< per micro-batch, -1 until done
-  std::map<int, std::vector<float>> pending_grad_out; ///< fused: sent when W ends
+  std::map<int, outgoing_tensor> pending_grad_out;    ///< fused: sent when W ends
   std::vector<op_record> records;
-  std::vector<float> own_gradients; ///< set when the op list is done
+  std::vector<float> own_gradients; ///< the group's sum, once reduced
   int64_t dropped = 0;              ///< malformed messages so far
 
-  // Inputs by step, then micro-batch; gradient shares by step, then sending pipeline.
-  std::map<int64_t, std::map<int, received_tensor>> activations, gradients;
+  // Inputs by step, then micro-batch (an input stays until its op ends: the op reads it
+  // in place); gradient shares by step, then sending pipeline.
+  std::map<int64_t, std::map<int, std::shared_ptr<received_tensor>>> activations, gradients;
   std::map<int64_t, std::vector<grad_share>> shares;
 };
 
 /// What the stage knows now, for the lower bounds on its next send times (pipe_sync).
 runtime::stage_progress progress_of(const stage_state& st);
 
-/// Spawns the actor of stage `stage` of pipeline `pipeline`; it builds its device group
-/// (one stage_worker per device) at once, so weights exist before the first step (dry mode
+/// Spawns the actor of stage `stage` of pipeline `pipeline`; it spawns its group actor (one
+/// device actor per device) at once, so weights exist before the first step (dry mode
 /// builds none). The job's time mode decides how op and transfer times come about:
 /// virtual and dry carry the emulated cluster's times on the messages, wall measures them.
 stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,

@@ -5,13 +5,11 @@
 
 namespace deepcee::actors {
 
-/// The stage's layers as they are after its last optimizer step. Throws std::logic_error
-/// while a step runs (a checkpoint is taken between steps only).
-stage_snapshot take_snapshot(const stage_state& st);
+/// Throws std::logic_error naming the stage when `what` (a snapshot, a restore) cannot be
+/// done now: in dry mode (no weights) or while a step runs (only between steps).
+void require_weights_between_steps(const stage_state& st, const char* what);
 
-/// Loads a snapshot's layers into every device of the stage before the next step. A tensor
-/// that is missing, of another shape or not of this stage's layers throws input_error
-/// naming `snapshot.source`, and nothing is changed then.
-void restore_snapshot(stage_state& st, const stage_snapshot& snapshot);
+/// The stage's layers (its group's weights and moments, `params`) after its last step.
+stage_snapshot snapshot_of(const stage_state& st, std::vector<kernels::parameter_state> params);
 
 } // namespace deepcee::actors

@@ -13,7 +13,7 @@ std::vector<double> input_bounds(const stage_state& st, tensor_role role, size_t
   if (auto it = by_step.find(st.step); it != by_step.end())
     for (const auto& [micro, msg] : it->second)
       if (micro >= 0 && static_cast<size_t>(micro) < micro_batches)
-        out[static_cast<size_t>(micro)] = msg.arrival_s;
+        out[static_cast<size_t>(micro)] = msg->arrival_s;
   return out;
 }
 

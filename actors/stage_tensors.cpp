@@ -61,53 +61,55 @@ std::span<const float> values_of(const received_tensor& t) {
   return {reinterpret_cast<const float*>(p.data()), p.size() / sizeof(float)};
 }
 
-void send_tensor(stage_self self, tensor_role role, int micro, double& end_s,
-                 const compute_fn& compute) {
-  auto& st = self->state;
-  auto& counts = st.job->counts;
+outgoing_tensor open_tensor(const stage_state& st, tensor_role role, int micro) {
   const bool forward = role == tensor_role::activation;
-  const bool wall = st.job->wall(), shaped = wall && st.job->mode.shape_links;
-  const int to = forward ? st.stage + 1 : st.stage - 1;
   const auto& m = st.job->plan.model;
-  messages::tensor_header h;
+  outgoing_tensor t;
+  t.role = role;
+  auto& h = t.header;
   h.kind = forward ? messages::tensor_kind::activation : messages::tensor_kind::gradient;
   h.step = st.step;
   h.micro_batch = micro;
   h.pipeline = st.pipeline;
   h.stage = st.stage;
   h.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
+  if (!st.job->dry())
+    t.draft = std::make_shared<messages::tensor_draft>(h);
+  return t;
+}
+
+void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
+  auto& st = self->state;
+  auto& counts = st.job->counts;
+  const bool forward = t.role == tensor_role::activation;
+  const bool wall = st.job->wall(), shaped = wall && st.job->mode.shape_links;
+  auto& h = t.header;
   link_sample meta;
-  meta.step = st.step;
-  meta.role = static_cast<int32_t>(role);
-  meta.micro = micro;
+  meta.step = h.step;
+  meta.role = static_cast<int32_t>(t.role);
+  meta.micro = h.micro_batch;
   meta.pipeline = st.pipeline;
   meta.stage = st.stage;
   const auto& parts = forward ? st.costs.act_parts : st.costs.grad_parts;
-  // Once the send time is final: the link model's arrival (virtual and dry time through
-  // pipe_sync, which hands shared links to their pipes; shaped wall time on this stage's
-  // own FIFO, in real seconds). Unshaped wall time leaves it 0: the receiver measures it.
-  const auto route = [&] {
-    h.send_time = end_s;
-    if (!wall)
-      h.arrival_time = st.sync.send(self, st.links, role, parts, end_s, meta);
-    else if (shaped)
-      h.arrival_time = st.links.send(self, parts, end_s, meta);
-  };
+  // The link model's arrival (virtual and dry time through pipe_sync, which hands shared
+  // links to their pipes; shaped wall time on this stage's own FIFO, in real seconds).
+  // Unshaped wall time leaves it 0: the receiver measures it.
+  h.send_time = end_s;
+  if (!wall)
+    h.arrival_time = st.sync.send(self, st.links, t.role, parts, end_s, meta);
+  else if (shaped)
+    h.arrival_time = st.links.send(self, parts, end_s, meta);
   tensor_msg msg;
-  if (st.job->dry()) {
-    route();
-    msg.bytes = messages::encode_tensor_header(h);
-  } else {
-    // The one serialization of the send path: the devices write into the payload.
-    msg.bytes = messages::encode_tensor_with(h, [&](std::span<float> out) {
-      compute(out);
-      if (wall)
-        end_s = st.job->real_now_s();
-      route();
-    });
+  if (t.draft) {
+    // The one serialization of the send path was the devices' own writes into the payload.
+    msg.bytes = t.draft->finish(h.send_time, h.arrival_time);
+    t.draft.reset();
     ++counts.serializations;
+  } else {
+    msg.bytes = messages::encode_tensor_header(h);
   }
   ++counts.messages;
+  const int to = forward ? st.stage + 1 : st.stage - 1;
   const auto peer = st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to)));
   if (shaped) {
     // The link model's FIFO and drain times, in real seconds: the message leaves when its

@@ -1,11 +1,12 @@
 #pragma once
 
 #include "actors/stage_actor.hpp"
+#include "messages/codec.hpp"
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <variant>
@@ -36,18 +37,16 @@ std::variant<accepted_tensor, std::string> accept_tensor(stage_state& st, tensor
 /// word aligned), or the values it was widened to.
 std::span<const float> values_of(const received_tensor& t);
 
-/// Writes one op's output [b, T, C] into `out`; wall mode measures the op's end inside.
-using compute_fn = std::function<void(std::span<float> out)>;
+/// Opens the message of micro-batch `micro`'s activation (to the next stage) or gradient
+/// (to the previous one) of the running step.
+outgoing_tensor open_tensor(const stage_state& st, tensor_role role, int micro);
 
-/// Computes the tensor of an op straight into a new message to the neighbour and sends it.
-/// `end_s` is the op's end, the send time: given in virtual and dry time, measured once
-/// `compute` returns in wall time. The header carries the send and arrival times: virtual
-/// and dry time ask the link model (and the pipes of shared links, pipe_sync); wall time
-/// with shaped links asks the link model in real seconds and the message leaves by a timer
-/// when its last part would have arrived; wall time without shaping sends at once and
-/// leaves the arrival to the receiver. Dry mode sends the header alone.
-void send_tensor(stage_self self, tensor_role role, int micro, double& end_s,
-                 const compute_fn& compute);
+/// Sends a tensor whose op ended at `end_s`, its send time. The header carries the send and
+/// arrival times: virtual and dry time ask the link model (and the pipes of shared links,
+/// pipe_sync); wall time with shaped links asks the link model in real seconds and the
+/// message leaves by a timer when its last part would have arrived; wall time without
+/// shaping sends at once and leaves the arrival to the receiver.
+void send_tensor(stage_self self, outgoing_tensor& t, double end_s);
 
 /// Wall mode without shaping: the transfer ends when it is here, so the receiver sets its
 /// arrival now and reports it (as sent by the neighbour, over the neighbour's parts).

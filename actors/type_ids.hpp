@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/checkpoint_messages.hpp"
+#include "actors/device_messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/pipe_messages.hpp"
 
@@ -45,6 +46,14 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, restore_atom, "restore")
 CAF_ADD_TYPE_ID(deepcee, (deepcee::kernels::parameter_state))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::kernels::parameter_state>))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_snapshot))
+
+// A stage, its group and its devices (device_messages.hpp; in-process only).
+CAF_ADD_ATOM(deepcee, deepcee::actors, reduce_atom, "reduce")
+CAF_ADD_ATOM(deepcee, deepcee::actors, ring_atom, "ring")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_work))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::ring_chunk))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::gradient_values))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<float>))
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -285,3 +285,13 @@ caf::error unsendable(const std::exception& e) {
 }
 
 } // namespace deepcee::actors
+
+namespace deepcee::actors {
+
+caf::error stays_in_process(const char* name) {
+  const std::string why = std::string("a ") + name + " never leaves its process";
+  spdlog::error("cannot send a message to another node: {}", why);
+  return caf::make_error(caf::sec::invalid_argument, why);
+}
+
+} // namespace deepcee::actors

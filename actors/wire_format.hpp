@@ -87,6 +87,9 @@ std::string too_large_to_send(const stage_snapshot& x);
 /// as the error of CAF's serializer: the message is not sent, nothing crashes.
 caf::error unsendable(const std::exception& e);
 
+/// The error of serializing a message that stays in its process, logged once.
+caf::error stays_in_process(const char* name);
+
 /// The body of the `inspect` of a struct that crosses nodes as Cap'n Proto bytes;
 /// `handles` are the fields that stay CAF-serialized (actor handles).
 template <class Inspector, class T, class... Handles>
@@ -103,6 +106,15 @@ typename Inspector::result_type inspect_as_wire(Inspector& f, T& x, const char* 
            }),
            bytes, caf::meta::load_callback([&]() -> caf::error { return from_wire(bytes, x); }),
            handles...);
+}
+
+/// The `inspect` of a struct that stays in its process (pointers into local buffers):
+/// serializing or deserializing one is an error, so it can never cross a node by mistake.
+template <class Inspector, class T>
+typename Inspector::result_type inspect_in_process(Inspector& f, T&, const char* name) {
+  const auto refuse = [name]() -> caf::error { return stays_in_process(name); };
+  return f(caf::meta::type_name(name), caf::meta::save_callback(refuse),
+           caf::meta::load_callback(refuse));
 }
 
 } // namespace deepcee::actors

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -59,6 +60,26 @@ std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const 
 /// conversion pass).
 std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
                                         const std::function<void(std::span<float>)>& write);
+
+/// encode_tensor_with in two steps, for a payload written later and elsewhere (the devices
+/// of a stage, each its own rows, while the stage goes on): `payload()` stays valid until
+/// `finish`, which sets the send and arrival times and hands over the bytes, equal to
+/// encode_tensor's. f32 only, as encode_tensor_with.
+class tensor_draft {
+public:
+  explicit tensor_draft(const tensor_header& header);
+  ~tensor_draft();
+  tensor_draft(const tensor_draft&) = delete;
+  tensor_draft& operator=(const tensor_draft&) = delete;
+
+  std::span<float> payload() const { return payload_; }
+  std::vector<uint8_t> finish(double send_time, double arrival_time);
+
+private:
+  struct parts;
+  std::unique_ptr<parts> parts_;
+  std::span<float> payload_;
+};
 
 /// A tensor message without its payload: dry mode, where the shape says what a real one
 /// would carry and nothing is computed.

@@ -168,23 +168,46 @@ std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const 
   });
 }
 
-std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
-                                        const std::function<void(std::span<float>)>& write) {
+struct tensor_draft::parts {
+  explicit parts(size_t words) : builder(words), tensor(nullptr) {}
+  detail::envelope_builder builder;
+  wire::Tensor::Builder tensor;
+};
+
+tensor_draft::tensor_draft(const tensor_header& header) {
   const int64_t n = expected_payload(header);
   if (header.dtype != tensor_dtype::f32 || n < 0 || n > max_payload_bytes)
-    throw std::invalid_argument("encode_tensor_with: a " + std::string(to_string(header.dtype)) +
+    throw std::invalid_argument("tensor_draft: a " + std::string(to_string(header.dtype)) +
                                 " tensor of rank " + std::to_string(header.shape.size()) +
                                 " cannot be written in place (f32 only)");
-  return detail::build(tensor_words(header, n), [&](wire::Envelope::Builder e) {
-    auto t = e.initTensor();
-    write_header(t, header); // in encode_tensor's order, so the bytes are the same
-    auto data = t.initPayload(static_cast<unsigned>(n));
-    // A Data field starts on a word boundary, so its bytes are aligned floats.
-    write(std::span<float>(reinterpret_cast<float*>(data.begin()), data.size() / sizeof(float)));
-    // `write` may have set the times (scalars: written in place, the bytes stay the same).
-    t.setSendTime(header.send_time);
-    t.setArrivalTime(header.arrival_time);
-  });
+  parts_ = std::make_unique<parts>(tensor_words(header, n));
+  parts_->tensor = parts_->builder.root().initTensor();
+  write_header(parts_->tensor, header); // in encode_tensor's order, so the bytes are the same
+  auto data = parts_->tensor.initPayload(static_cast<unsigned>(n));
+  // A Data field starts on a word boundary, so its bytes are aligned floats.
+  payload_ = {reinterpret_cast<float*>(data.begin()), data.size() / sizeof(float)};
+}
+
+tensor_draft::~tensor_draft() = default;
+
+std::vector<uint8_t> tensor_draft::finish(double send_time, double arrival_time) {
+  if (!parts_)
+    throw std::logic_error("tensor_draft::finish called twice");
+  // Scalars: written in place, the bytes stay those of encode_tensor.
+  parts_->tensor.setSendTime(send_time);
+  parts_->tensor.setArrivalTime(arrival_time);
+  auto bytes = parts_->builder.finish();
+  parts_.reset();
+  payload_ = {};
+  return bytes;
+}
+
+std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
+                                        const std::function<void(std::span<float>)>& write) {
+  tensor_draft draft(header);
+  write(draft.payload());
+  // `write` may have set the times through a reference the caller holds.
+  return draft.finish(header.send_time, header.arrival_time);
 }
 
 std::vector<uint8_t> encode_tensor_header(const tensor_header& header) {

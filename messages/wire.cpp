@@ -42,26 +42,36 @@ private:
 
 } // namespace
 
+envelope_builder::envelope_builder(size_t estimate_words)
+    // One word of segment table (count - 1 = 0, then the size), then the segment. The vector
+    // zero-fills, as a segment must be.
+    : out_((1 + estimate_words) * word_bytes), root_(nullptr) {
+  if (reinterpret_cast<uintptr_t>(out_.data()) % alignof(capnp::word) != 0) {
+    builder_ = std::make_unique<capnp::MallocMessageBuilder>();
+  } else {
+    first_ = reinterpret_cast<capnp::word*>(out_.data()) + 1;
+    builder_ = std::make_unique<in_place_builder>(kj::arrayPtr(first_, estimate_words));
+  }
+  root_ = builder_->initRoot<wire::Envelope>();
+}
+
+envelope_builder::~envelope_builder() = default;
+
+std::vector<uint8_t> envelope_builder::finish() {
+  const auto segments = builder_->getSegmentsForOutput();
+  if (first_ == nullptr || segments.size() != 1 || segments[0].begin() != first_)
+    return flatten(*builder_);
+  const uint32_t table[2] = {0, static_cast<uint32_t>(segments[0].size())};
+  std::memcpy(out_.data(), table, sizeof(table));
+  out_.resize((1 + segments[0].size()) * word_bytes);
+  return std::move(out_);
+}
+
 std::vector<uint8_t> build(size_t estimate_words,
                            const std::function<void(wire::Envelope::Builder)>& fill) {
-  // One word of segment table (count - 1 = 0, then the size), then the segment. The vector
-  // zero-fills, as a segment must be.
-  std::vector<uint8_t> out((1 + estimate_words) * word_bytes);
-  if (reinterpret_cast<uintptr_t>(out.data()) % alignof(capnp::word) != 0) {
-    capnp::MallocMessageBuilder builder;
-    fill(builder.initRoot<wire::Envelope>());
-    return flatten(builder);
-  }
-  auto* first = reinterpret_cast<capnp::word*>(out.data()) + 1;
-  in_place_builder builder(kj::arrayPtr(first, estimate_words));
-  fill(builder.initRoot<wire::Envelope>());
-  const auto segments = builder.getSegmentsForOutput();
-  if (segments.size() != 1 || segments[0].begin() != first)
-    return flatten(builder);
-  const uint32_t table[2] = {0, static_cast<uint32_t>(segments[0].size())};
-  std::memcpy(out.data(), table, sizeof(table));
-  out.resize((1 + segments[0].size()) * word_bytes);
-  return out;
+  envelope_builder builder(estimate_words);
+  fill(builder.root());
+  return builder.finish();
 }
 
 result<word_buffer> aligned_copy(std::span<const uint8_t> bytes) {

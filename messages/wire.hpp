@@ -32,6 +32,26 @@ static_assert(std::endian::native == std::endian::little);
 std::vector<uint8_t> build(size_t estimate_words,
                            const std::function<void(wire::Envelope::Builder)>& fill);
 
+/// build() in two steps, for a message whose fields are filled after its construction (a
+/// tensor whose payload the devices write later): `root()` is valid until `finish()`,
+/// which hands over the bytes once.
+class envelope_builder {
+public:
+  explicit envelope_builder(size_t estimate_words);
+  ~envelope_builder();
+  envelope_builder(const envelope_builder&) = delete;
+  envelope_builder& operator=(const envelope_builder&) = delete;
+
+  wire::Envelope::Builder root() { return root_; }
+  std::vector<uint8_t> finish();
+
+private:
+  std::vector<uint8_t> out_;
+  std::unique_ptr<capnp::MessageBuilder> builder_;
+  capnp::word* first_ = nullptr; ///< the in-place segment, or null (Cap'n Proto's own)
+  wire::Envelope::Builder root_;
+};
+
 /// Received bytes as words that Cap'n Proto can read in place.
 struct word_buffer {
   std::shared_ptr<const void> owner;

@@ -1,0 +1,170 @@
+#include "actors/device_actor.hpp"
+
+#include "actors/wire_format.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/schedule.hpp"
+
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = device_actor::stateful_pointer<device_state>;
+
+caf::error failure(self_ptr self, const std::exception& e) {
+  return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + e.what());
+}
+
+double run(device_worker& w, const device_work& work) {
+  switch (static_cast<runtime::op_kind>(work.kind)) {
+  case runtime::op_kind::forward:
+    return w.forward(work.micro, work.input, work.batch.get(), work.first_sample, work.samples,
+                     work.loss_scale, work.output);
+  case runtime::op_kind::backward_input:
+    w.backward_input(work.micro, work.input, work.samples, work.output);
+    return 0;
+  case runtime::op_kind::backward_weight:
+    w.backward_weight(work.micro);
+    return 0;
+  }
+  throw std::invalid_argument("op kind " + std::to_string(work.kind));
+}
+
+/// Moves the ring on as far as the rounds at hand allow: sends this round's chunk once,
+/// applies the previous device's chunk of this round when it is here; at the end the
+/// device keeps the sums as its gradients and answers the reduce.
+void pump(self_ptr self) {
+  auto& st = self->state;
+  while (st.ring && !st.ring->done()) {
+    if (!st.sent_round) {
+      auto c = st.ring->outgoing();
+      self->send(caf::actor_cast<device_actor>(st.next),
+                 ring_chunk{st.ring_step, c.round, std::move(c.values)});
+      st.sent_round = true;
+    }
+    auto it = std::find_if(st.early.begin(), st.early.end(), [&](const ring_chunk& c) {
+      return c.step == st.ring_step && c.round == st.ring->round();
+    });
+    if (it == st.early.end())
+      return;
+    const ring_chunk c = std::move(*it);
+    st.early.erase(it);
+    st.ring->receive({c.round, c.values});
+    st.sent_round = false;
+  }
+  if (!st.ring)
+    return;
+  auto values = st.ring->take_values();
+  st.ring.reset();
+  if (st.size > 1)
+    st.worker->set_gradients(values);
+  st.reduced.deliver(st.rank == 0 ? std::move(values) : std::vector<float>{});
+}
+
+/// A failed ring answers its reduce with the reason and forgets the round.
+void fail_ring(self_ptr self, const std::exception& e) {
+  auto& st = self->state;
+  st.ring.reset();
+  st.reduced.deliver(failure(self, e));
+}
+
+} // namespace
+
+device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_context> job,
+                                            int pipeline, int stage, int index) {
+  auto& st = self->state;
+  st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage) +
+             " device " + std::to_string(index);
+  const auto& sp =
+      job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
+  kernels::backend_options backend; // CPU, one OpenBLAS thread: devices are emulated
+  st.worker = std::make_unique<device_worker>(job->plan.model, sp.first_layer, sp.last_layer,
+                                              job->train.seed, job->train.optimizer, backend);
+  return {
+      [=](const device_work& work) -> caf::result<double> {
+        try {
+          return run(*self->state.worker, work);
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+      [=](ring_atom, caf::strong_actor_ptr next, int32_t rank, int32_t size) {
+        auto& s = self->state;
+        s.next = caf::actor_cast<caf::actor>(next);
+        s.rank = rank;
+        s.size = size;
+      },
+      [=](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
+        auto& s = self->state;
+        s.reduced = self->make_response_promise<std::vector<float>>();
+        try {
+          if (s.ring)
+            throw std::logic_error("reduce of step " + std::to_string(step) +
+                                   " while step " + std::to_string(s.ring_step) + " reduces");
+          s.ring.emplace(s.rank, s.size, s.worker->gradients());
+          s.ring_step = step;
+          s.sent_round = false;
+          // Rounds of earlier (failed) steps will never be needed.
+          std::erase_if(s.early, [&](const ring_chunk& c) { return c.step < step; });
+          pump(self);
+        } catch (const std::exception& e) {
+          fail_ring(self, e);
+        }
+        return s.reduced;
+      },
+      [=](ring_chunk& c) {
+        auto& s = self->state;
+        if (c.step < s.ring_step || (c.step == s.ring_step && !s.ring))
+          return; // a round of a reduce that failed or ended
+        s.early.push_back(std::move(c));
+        try {
+          pump(self);
+        } catch (const std::exception& e) {
+          fail_ring(self, e);
+        }
+      },
+      [=](const gradient_values& g) -> caf::result<int64_t> {
+        try {
+          self->state.worker->set_gradients(g.values);
+          return g.step;
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+      [=](const optimize_order& order) -> caf::result<int64_t> {
+        try {
+          self->state.worker->optimizer_step(order.lr, static_cast<int>(order.step),
+                                             order.grad_norm);
+          return order.step;
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+      [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
+        try {
+          return self->state.worker->parameter_states();
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        try {
+          self->state.worker->load_parameter_states(snapshot.params, snapshot.source);
+          return snapshot.step;
+        } catch (const runtime::input_error& e) { // the file's fault: named as such
+          return caf::make_error(caf::sec::invalid_argument, std::string(e.what()));
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+  };
+}
+
+} // namespace deepcee::actors

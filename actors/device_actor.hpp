@@ -1,0 +1,54 @@
+#pragma once
+
+#include "actors/device_worker.hpp"
+#include "actors/interfaces.hpp"
+#include "actors/job_context.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include "runtime/ring_allreduce.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// One device of a stage: its worker, and its part of the group's ring all-reduce.
+struct device_state {
+  static inline const char* name = "device";
+
+  std::string where; ///< "pipeline p stage s device j", for errors
+  std::unique_ptr<device_worker> worker;
+  caf::actor next; ///< the next device of the ring
+  int rank = 0, size = 1;
+  /// The ring of the running reduce, the step it reduces, and who waits for its result.
+  std::optional<runtime::ring_allreduce> ring;
+  int64_t ring_step = -1;
+  bool sent_round = false; ///< this round's chunk has gone to `next`
+  caf::typed_response_promise<std::vector<float>> reduced;
+  /// Rounds that came from the previous device before this one started its reduce.
+  std::vector<ring_chunk> early;
+};
+
+/// Spawns device `index` of stage `stage` of pipeline `pipeline`, linked to `parent` (its
+/// group): its weights are built before it handles a message.
+template <class Parent>
+device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int pipeline,
+                          int stage, int index);
+
+device_actor::behavior_type device_behavior(device_actor::stateful_pointer<device_state> self,
+                                            std::shared_ptr<job_context> job, int pipeline,
+                                            int stage, int index);
+
+template <class Parent>
+device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int pipeline,
+                          int stage, int index) {
+  return parent->template spawn<caf::linked>(device_behavior, std::move(job), pipeline, stage,
+                                             index);
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,65 @@
+#pragma once
+
+#include "actors/wire_format.hpp"
+#include "runtime/text_corpus.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+/// What a stage, its group actor and its device actors say to each other. They live in one
+/// process (a stage's devices share its node), so these messages never cross a node: their
+/// CAF inspect refuses to serialize them (inspect_in_process).
+namespace deepcee::actors {
+
+/// One op (runtime::op_kind) on some samples of a micro-batch: from the stage to its group
+/// (the whole micro-batch), and from the group to each device (its rows). The spans point
+/// where the tensors lie, kept alive by the owners: the received message's payload, the
+/// payload of the message being written (the devices write their rows there, disjoint), the
+/// step's batch of tokens. No copy is made on the way.
+struct device_work {
+  int32_t kind = 0;
+  int32_t micro = 0;
+  int32_t first_sample = 0; ///< in the global batch
+  int32_t samples = 0;
+  float loss_scale = 0; ///< the last stage's F: 1 / tokens of the global batch
+  std::shared_ptr<const runtime::token_batch> batch; ///< first and last stages
+  std::shared_ptr<const void> input_owner;
+  std::span<const float> input; ///< [samples, T, C], or empty
+  std::shared_ptr<void> output_owner;
+  std::span<float> output; ///< [samples, T, C], or empty
+};
+
+/// One round of a ring all-reduce of a stage's gradients, from a device to the next one
+/// (runtime::ring_allreduce).
+struct ring_chunk {
+  int64_t step = 0;
+  int32_t round = 0;
+  std::vector<float> values;
+};
+
+/// Gradients to set on every device of a stage (the all-reduce's result across pipelines).
+struct gradient_values {
+  int64_t step = 0;
+  std::vector<float> values;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_work& x) {
+  return inspect_in_process(f, x, "device_work");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ring_chunk& x) {
+  return inspect_in_process(f, x, "ring_chunk");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gradient_values& x) {
+  return inspect_in_process(f, x, "gradient_values");
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,189 @@
+#include "actors/group_actor.hpp"
+
+#include "actors/device_actor.hpp"
+#include "actors/wire_format.hpp"
+#include "kernels/gpt/stage_worker.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <map>
+#include <tuple>
+#include <utility>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = group_actor::stateful_pointer<group_state>;
+
+/// Asks each device in `asked` (indices into the group) the request `request_of(j)` (a
+/// tuple of the message's elements) and, once all have answered, delivers
+/// `finish(answers)` (in the order of `asked`) to `promise`; the first error is delivered
+/// instead, and the later answers are ignored.
+template <class Answer, class Result, class RequestOf, class Finish>
+void ask_devices(self_ptr self, const std::vector<size_t>& asked,
+                 caf::typed_response_promise<Result> promise, Finish finish,
+                 RequestOf request_of) {
+  struct gather {
+    std::vector<Answer> answers;
+    size_t missing = 0;
+    bool failed = false;
+  };
+  if (asked.empty()) {
+    std::vector<Answer> none;
+    promise.deliver(finish(none));
+    return;
+  }
+  auto g = std::make_shared<gather>();
+  g->answers.resize(asked.size());
+  g->missing = asked.size();
+  for (size_t k = 0; k < asked.size(); ++k) {
+    const auto& device = self->state.devices.at(asked[k]);
+    std::apply(
+        [&](auto&&... xs) {
+          self->request(device, caf::infinite, std::forward<decltype(xs)>(xs)...)
+              .then(
+                  [=](Answer& a) mutable {
+                    g->answers[k] = std::move(a);
+                    if (--g->missing > 0 || g->failed)
+                      return;
+                    try {
+                      promise.deliver(finish(g->answers));
+                    } catch (const std::exception& e) {
+                      promise.deliver(caf::make_error(caf::sec::runtime_error,
+                                                      self->state.where + ": " + e.what()));
+                    }
+                  },
+                  [=](caf::error& e) mutable {
+                    if (!std::exchange(g->failed, true))
+                      promise.deliver(std::move(e));
+                  });
+        },
+        request_of(asked[k]));
+  }
+}
+
+std::vector<size_t> all_devices(const group_state& st) {
+  std::vector<size_t> out(st.devices.size());
+  for (size_t j = 0; j < out.size(); ++j)
+    out[j] = j;
+  return out;
+}
+
+} // namespace
+
+group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_context> job,
+                                          int pipeline, int stage) {
+  auto& st = self->state;
+  st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage);
+  st.plan =
+      job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
+  st.row_values = int64_t{job->plan.model.context} * job->plan.model.d_model;
+  for (size_t j = 0; j < st.plan.devices.size(); ++j)
+    st.devices.push_back(spawn_device(self, job, pipeline, stage, static_cast<int>(j)));
+  const auto size = static_cast<int32_t>(st.devices.size());
+  for (int32_t j = 0; j < size; ++j)
+    self->send(st.devices[static_cast<size_t>(j)], ring_atom_v,
+               caf::actor_cast<caf::strong_actor_ptr>(st.devices[static_cast<size_t>((j + 1) % size)]),
+               j, size);
+  return {
+      [=](const device_work& work) -> caf::result<double> {
+        auto& s = self->state;
+        auto promise = self->make_response_promise<double>();
+        // Each device takes its contiguous rows of the micro-batch (kernels::sample_range);
+        // a device with no samples sits the op out.
+        std::vector<size_t> asked;
+        std::vector<device_work> parts;
+        for (size_t j = 0; j < s.devices.size(); ++j) {
+          const auto [b0, b1] = kernels::sample_range(s.plan, static_cast<int>(j));
+          if (b1 == b0)
+            continue;
+          device_work part = work;
+          part.first_sample = work.first_sample + b0;
+          part.samples = b1 - b0;
+          const auto at = static_cast<size_t>(b0 * s.row_values);
+          const auto n = static_cast<size_t>((b1 - b0) * s.row_values);
+          if (!work.input.empty())
+            part.input = work.input.subspan(at, n);
+          if (!work.output.empty())
+            part.output = work.output.subspan(at, n);
+          asked.push_back(j);
+          parts.push_back(std::move(part));
+        }
+        auto shared_parts = std::make_shared<std::vector<device_work>>(std::move(parts));
+        std::map<size_t, size_t> index;
+        for (size_t k = 0; k < asked.size(); ++k)
+          index[asked[k]] = k;
+        ask_devices<double, double>(
+            self, asked, promise,
+            [](std::vector<double>& losses) {
+              double sum = 0; // in device order: the same sum whatever answers first
+              for (double l : losses)
+                sum += l;
+              return sum;
+            },
+            [=](size_t j) { return std::make_tuple(shared_parts->at(index.at(j))); });
+        return promise;
+      },
+      [=](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
+        auto promise = self->make_response_promise<std::vector<float>>();
+        ask_devices<std::vector<float>, std::vector<float>>(
+            self, all_devices(self->state), promise,
+            [](std::vector<std::vector<float>>& reduced) { return std::move(reduced.at(0)); },
+            [=](size_t) { return std::make_tuple(reduce_atom_v, step); });
+        return promise;
+      },
+      [=](const gradient_values& g) -> caf::result<int64_t> {
+        auto promise = self->make_response_promise<int64_t>();
+        ask_devices<int64_t, int64_t>(
+            self, all_devices(self->state), promise,
+            [step = g.step](std::vector<int64_t>&) { return step; },
+            [=](size_t) { return std::make_tuple(g); });
+        return promise;
+      },
+      [=](const optimize_order& order) -> caf::result<int64_t> {
+        auto promise = self->make_response_promise<int64_t>();
+        ask_devices<int64_t, int64_t>(
+            self, all_devices(self->state), promise,
+            [step = order.step](std::vector<int64_t>&) { return step; },
+            [=](size_t) { return std::make_tuple(order); });
+        return promise;
+      },
+      [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
+        using states = std::vector<kernels::parameter_state>;
+        auto promise = self->make_response_promise<states>();
+        ask_devices<states, states>(
+            self, all_devices(self->state), promise,
+            [](std::vector<states>& by_device) {
+              // Every device steps on the same reduced gradients: one that holds other
+              // weights or moments than the first is a bug.
+              for (size_t j = 1; j < by_device.size(); ++j)
+                for (size_t i = 0; i < by_device[0].size(); ++i) {
+                  const auto &a = by_device[0][i], &b = by_device[j].at(i);
+                  if (a.name != b.name || a.value != b.value || a.exp_avg != b.exp_avg ||
+                      a.exp_avg_sq != b.exp_avg_sq)
+                    throw std::logic_error("device " + std::to_string(j) +
+                                           " of the stage holds another '" + b.name +
+                                           "' than device 0");
+                }
+              return std::move(by_device.at(0));
+            },
+            [](size_t) { return std::make_tuple(snapshot_atom_v); });
+        return promise;
+      },
+      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        auto promise = self->make_response_promise<int64_t>();
+        ask_devices<int64_t, int64_t>(
+            self, all_devices(self->state), promise,
+            [step = snapshot.step](std::vector<int64_t>&) { return step; },
+            [=](size_t) { return std::make_tuple(restore_atom_v, snapshot); });
+        return promise;
+      },
+  };
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,39 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+#include "actors/job_context.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// The device group of one stage: its device actors (spawned and linked at start, wired
+/// into a ring) and the stage's plan, which says how many samples each takes.
+struct group_state {
+  static inline const char* name = "group";
+
+  std::string where; ///< "pipeline p stage s", for errors
+  runtime::stage_plan plan;
+  int64_t row_values = 0; ///< values of one sample's activation: T * C
+  std::vector<device_actor> devices;
+};
+
+group_actor::behavior_type group_behavior(group_actor::stateful_pointer<group_state> self,
+                                          std::shared_ptr<job_context> job, int pipeline,
+                                          int stage);
+
+/// Spawns the group of stage `stage` of pipeline `pipeline` linked to `parent` (its stage
+/// actor), with one device actor per device of the stage; a failing device fails the
+/// group's answer with the device's name, it never ends the group.
+template <class Parent>
+group_actor spawn_group(Parent* parent, std::shared_ptr<job_context> job, int pipeline,
+                        int stage) {
+  return parent->template spawn<caf::linked>(group_behavior, std::move(job), pipeline, stage);
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,54 @@
+#include "runtime/ring_allreduce.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace deepcee::runtime {
+
+ring_allreduce::ring_allreduce(int rank, int size, std::vector<float> values)
+    : rank_(rank), size_(size), values_(std::move(values)) {
+  if (size < 1 || rank < 0 || rank >= size)
+    throw std::invalid_argument("ring_allreduce: rank " + std::to_string(rank) + " of " +
+                                std::to_string(size));
+}
+
+std::pair<size_t, size_t> ring_allreduce::bounds(size_t length, int size, int c) {
+  const auto n = static_cast<size_t>(size), i = static_cast<size_t>(c);
+  return {length * i / n, length * (i + 1) / n};
+}
+
+int ring_allreduce::chunk_of(int r, bool incoming) const {
+  // Reduce-scatter round r: rank i sends chunk i - r and receives chunk i - 1 - r; after
+  // it rank i holds the whole of chunk i + 1. All-gather round g: rank i sends chunk
+  // i + 1 - g (whole) and receives chunk i - g.
+  const int shift = r < size_ - 1 ? -r : 1 - (r - (size_ - 1));
+  const int c = rank_ + shift - (incoming ? 1 : 0);
+  return ((c % size_) + size_) % size_;
+}
+
+ring_allreduce::chunk ring_allreduce::outgoing() const {
+  if (done())
+    throw std::logic_error("ring_allreduce: nothing to send after the last round");
+  const auto [b, e] = bounds(values_.size(), size_, chunk_of(round_, false));
+  return {round_, std::vector<float>(values_.begin() + static_cast<ptrdiff_t>(b),
+                                     values_.begin() + static_cast<ptrdiff_t>(e))};
+}
+
+void ring_allreduce::receive(const chunk& c) {
+  const auto [b, e] = bounds(values_.size(), size_, chunk_of(round_, true));
+  if (done() || c.round != round_ || c.values.size() != e - b)
+    throw std::invalid_argument("ring_allreduce: a chunk of round " + std::to_string(c.round) +
+                                " with " + std::to_string(c.values.size()) +
+                                " values, expected round " + std::to_string(round_) + " of " +
+                                std::to_string(rounds()) + " with " + std::to_string(e - b));
+  auto* dst = values_.data() + b;
+  if (round_ < size_ - 1)
+    for (size_t i = 0; i < c.values.size(); ++i)
+      dst[i] += c.values[i];
+  else
+    std::copy(c.values.begin(), c.values.end(), dst);
+  ++round_;
+}
+
+} // namespace deepcee::runtime

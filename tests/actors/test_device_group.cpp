@@ -1,0 +1,153 @@
+// The device and group actors of a stage: a micro-batch split by samples over three device
+// actors, their gradients all-reduced by a ring of actor messages, checked against one
+// device_worker that computes the whole micro-batch alone.
+#include "actor_test_util.hpp"
+
+#include "actors/device_worker.hpp"
+#include "actors/group_actor.hpp"
+#include "kernels/gpt/stage_worker.hpp"
+#include "runtime/schedule.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <caf/binary_serializer.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+using namespace deepcee;
+using namespace deepcee::actors;
+
+namespace {
+
+/// One pipeline of one stage (every layer) on three devices taking 2, 1 and 1 of each
+/// micro-batch's 4 samples.
+runtime::plan three_device_stage() {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model_name = "custom";
+  p.model = test::tiny_model();
+  p.micro_batch_size = 4;
+  runtime::pipeline_plan a;
+  a.micro_batches = 2;
+  a.schedule = runtime::schedule_kind::gpipe;
+  a.stages = {test::stage({0, 1, 2}, {2, 1, 1}, 0, p.model.n_layer + 2)};
+  p.pipelines = {a};
+  return p;
+}
+
+struct group_fixture : test::system_fixture {
+  runtime::plan plan = three_device_stage();
+  runtime::profile_table profile{runtime::make_model_spec(plan.model)};
+  std::shared_ptr<job_context> job = make_job_context(
+      test::test_cluster(), profile, plan, test::train_for(plan, 1), test::test_corpus());
+  std::shared_ptr<const runtime::token_batch> batch =
+      std::make_shared<const runtime::token_batch>(job->corpus->sample_batch(
+          runtime::corpus_split::train, plan.global_batch(), plan.model.context, 7, 0));
+  float loss_scale = 1.0f / static_cast<float>(plan.global_batch() * plan.model.context);
+
+  device_work op(runtime::op_kind kind, int micro) const {
+    device_work w;
+    w.kind = static_cast<int32_t>(kind);
+    w.micro = micro;
+    w.first_sample = micro * plan.micro_batch_size;
+    w.samples = plan.micro_batch_size;
+    w.loss_scale = loss_scale;
+    w.batch = batch;
+    return w;
+  }
+};
+
+template <class T, class Handle, class... Ts>
+T ask(caf::scoped_actor& self, const Handle& to, Ts&&... xs) {
+  T out{};
+  bool answered = false;
+  self->request(to, std::chrono::seconds(30), std::forward<Ts>(xs)...)
+      .receive(
+          [&](T& x) {
+            out = std::move(x);
+            answered = true;
+          },
+          [&](caf::error& e) { BOOST_FAIL("request failed: " << to_string(e)); });
+  BOOST_REQUIRE(answered);
+  return out;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(device_group, group_fixture)
+
+BOOST_AUTO_TEST_CASE(three_devices_and_their_ring_equal_one_device_on_the_whole_micro_batch) {
+  // The reference: one worker computes both micro-batches whole.
+  device_worker one(plan.model, 0, plan.model.n_layer + 2, job->train.seed,
+                    job->train.optimizer, {});
+  double want_loss = 0;
+  for (int m = 0; m < 2; ++m) {
+    want_loss += one.forward(m, {}, batch.get(), m * 4, 4, loss_scale, {});
+    one.backward_input(m, {}, 4, {});
+    one.backward_weight(m);
+  }
+  const auto want = one.gradients();
+
+  caf::scoped_actor self{sys};
+  auto group = spawn_group(self.ptr(), job, 0, 0);
+  double loss = 0;
+  for (int m = 0; m < 2; ++m) {
+    loss += ask<double>(self, group, op(runtime::op_kind::forward, m));
+    ask<double>(self, group, op(runtime::op_kind::backward_input, m));
+    ask<double>(self, group, op(runtime::op_kind::backward_weight, m));
+  }
+  BOOST_TEST(std::abs(loss - want_loss) <= 1e-5 * std::abs(want_loss));
+  const auto sum = ask<std::vector<float>>(self, group, reduce_atom_v, int64_t{0});
+  BOOST_REQUIRE_EQUAL(sum.size(), want.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(sum[i] - want[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+  }
+  BOOST_TEST_MESSAGE("largest gradient difference " << worst << " of " << scale);
+  BOOST_TEST(scale > 0);
+  BOOST_TEST(worst <= 1e-4 * scale);
+  // The ring left the same sums on every device: after one optimizer step each holds the
+  // same weights (the group's snapshot compares them and fails otherwise) ...
+  ask<int64_t>(self, group, optimize_order{1, 1e-3, 1.0});
+  const auto states = ask<std::vector<kernels::parameter_state>>(self, group, snapshot_atom_v);
+  BOOST_TEST(!states.empty());
+  // ... and they equal the reference's after the same step on the reference's gradients.
+  one.set_gradients(sum);
+  one.optimizer_step(1e-3, 1, 1.0);
+  const auto ref = one.parameter_states();
+  BOOST_REQUIRE_EQUAL(ref.size(), states.size());
+  for (size_t i = 0; i < ref.size(); ++i)
+    BOOST_TEST(ref[i].value == states[i].value, ref[i].name);
+  self->send_exit(group, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_device_fails_the_answer_with_its_name_and_the_group_lives_on) {
+  caf::scoped_actor self{sys};
+  auto group = spawn_group(self.ptr(), job, 0, 0);
+  auto bad = op(runtime::op_kind::backward_input, 1); // B before its F
+  std::string error;
+  self->request(group, std::chrono::seconds(30), bad)
+      .receive([&](double) { BOOST_FAIL("B before F was accepted"); },
+               [&](caf::error& e) { error = sys.render(e); });
+  BOOST_TEST_MESSAGE(error);
+  BOOST_TEST(error.find("pipeline 0 stage 0 device") != std::string::npos);
+  // Still there: a whole F answers.
+  BOOST_TEST(std::isfinite(ask<double>(self, group, op(runtime::op_kind::forward, 0))));
+  self->send_exit(group, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(the_messages_of_a_stage_and_its_devices_never_leave_the_process) {
+  std::vector<char> buffer;
+  caf::binary_serializer sink{sys, buffer};
+  BOOST_TEST(static_cast<bool>(sink(op(runtime::op_kind::forward, 0))));
+  ring_chunk chunk{0, 0, {1.0f}};
+  BOOST_TEST(static_cast<bool>(sink(chunk)));
+  gradient_values values{0, {1.0f}};
+  BOOST_TEST(static_cast<bool>(sink(values)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

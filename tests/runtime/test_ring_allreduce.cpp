@@ -1,0 +1,110 @@
+#include "runtime/ring_allreduce.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <deque>
+#include <vector>
+
+using deepcee::runtime::ring_allreduce;
+
+namespace {
+
+/// Runs a ring of `size` ranks over per-rank vectors, delivering each round's chunks in
+/// reverse rank order (any order must give the same result), and returns every rank's end.
+std::vector<std::vector<float>> run_ring(const std::vector<std::vector<float>>& inputs) {
+  const int n = static_cast<int>(inputs.size());
+  std::vector<ring_allreduce> ranks;
+  for (int r = 0; r < n; ++r)
+    ranks.emplace_back(r, n, inputs[static_cast<size_t>(r)]);
+  int rounds = 0;
+  while (!ranks[0].done()) {
+    std::vector<ring_allreduce::chunk> sent;
+    for (auto& r : ranks)
+      sent.push_back(r.outgoing());
+    for (int r = n - 1; r >= 0; --r)
+      ranks[static_cast<size_t>(r)].receive(sent[static_cast<size_t>((r + n - 1) % n)]);
+    ++rounds;
+  }
+  BOOST_TEST(rounds == 2 * (n - 1));
+  std::vector<std::vector<float>> out;
+  for (auto& r : ranks) {
+    BOOST_TEST(r.done());
+    out.push_back(r.values());
+  }
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(ring_allreduce_logic)
+
+BOOST_AUTO_TEST_CASE(every_rank_ends_with_the_sum_for_every_size_and_length) {
+  for (int n = 1; n <= 5; ++n)
+    for (size_t length : {size_t{0}, size_t{1}, size_t{3}, size_t{7}, size_t{64}}) {
+      std::vector<std::vector<float>> inputs;
+      for (int r = 0; r < n; ++r) {
+        std::vector<float> v(length);
+        for (size_t i = 0; i < length; ++i)
+          v[i] = static_cast<float>((r + 1) * 100 + static_cast<int>(i)); // exact in float
+        inputs.push_back(v);
+      }
+      const auto out = run_ring(inputs);
+      for (size_t i = 0; i < length; ++i) {
+        float want = 0;
+        for (const auto& v : inputs)
+          want += v[i];
+        for (int r = 0; r < n; ++r)
+          BOOST_TEST(out[static_cast<size_t>(r)][i] == want,
+                     "n=" << n << " length=" << length << " rank " << r << " value " << i);
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(ranks_end_bit_identical_with_inexact_sums) {
+  std::vector<std::vector<float>> inputs;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> v(101);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = std::sin(static_cast<float>(r * 1000 + static_cast<int>(i))) * 1e-3f + 1.0f / 3;
+    inputs.push_back(v);
+  }
+  const auto out = run_ring(inputs);
+  for (size_t r = 1; r < out.size(); ++r)
+    BOOST_TEST(out[r] == out[0]); // bitwise: one summation order per chunk
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    double want = 0;
+    for (const auto& v : inputs)
+      want += v[i];
+    BOOST_TEST(std::abs(out[0][i] - want) < 1e-6);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(chunks_cover_the_vector_in_order) {
+  for (int n = 1; n <= 6; ++n)
+    for (size_t length : {size_t{0}, size_t{2}, size_t{13}}) {
+      size_t at = 0;
+      for (int c = 0; c < n; ++c) {
+        const auto [b, e] = ring_allreduce::bounds(length, n, c);
+        BOOST_TEST(b == at);
+        BOOST_TEST(e >= b);
+        at = e;
+      }
+      BOOST_TEST(at == length);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_chunk_of_another_round_or_length_is_refused_and_changes_nothing) {
+  ring_allreduce a(0, 3, {1, 2, 3, 4, 5, 6});
+  const auto before = a.values();
+  BOOST_CHECK_THROW(a.receive({1, {1, 1}}), std::invalid_argument); // round 1 in round 0
+  BOOST_CHECK_THROW(a.receive({0, {1, 1, 1}}), std::invalid_argument); // 3 values, chunk of 2
+  BOOST_TEST(a.values() == before);
+  BOOST_TEST(a.round() == 0);
+  BOOST_CHECK_THROW(ring_allreduce(3, 3, {}), std::invalid_argument);
+  ring_allreduce single(0, 1, {7});
+  BOOST_TEST(single.done());
+  BOOST_CHECK_THROW(single.outgoing(), std::logic_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
