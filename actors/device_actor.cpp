@@ -5,6 +5,7 @@
 #include "runtime/schedule.hpp"
 
 #include <caf/sec.hpp>
+#include <spdlog/spdlog.h>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -20,6 +21,14 @@ using self_ptr = device_actor::stateful_pointer<device_state>;
 
 caf::error failure(self_ptr self, const std::exception& e) {
   return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + e.what());
+}
+
+/// The device's worker, or why it has none (its backend failed at start).
+device_worker& worker(self_ptr self) {
+  auto& st = self->state;
+  if (!st.worker)
+    throw std::runtime_error(st.broken);
+  return *st.worker;
 }
 
 double run(device_worker& w, const device_work& work) {
@@ -84,13 +93,20 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
              " device " + std::to_string(index);
   const auto& sp =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
-  kernels::backend_options backend; // CPU, one OpenBLAS thread: devices are emulated
-  st.worker = std::make_unique<device_worker>(job->plan.model, sp.first_layer, sp.last_layer,
-                                              job->train.seed, job->train.optimizer, backend);
+  const int device = sp.devices.at(static_cast<size_t>(index));
+  const auto backend = device_backend(job->train, job->local_index.at(static_cast<size_t>(device)),
+                                      kernels::visible_cuda_devices());
+  try {
+    st.worker = std::make_unique<device_worker>(job->plan.model, sp.first_layer, sp.last_layer,
+                                                job->train.seed, job->train.optimizer, backend);
+  } catch (const std::exception& e) { // every request answers with it: the step fails, named
+    st.broken = e.what();
+    spdlog::error("{}: {}", st.where, st.broken);
+  }
   return {
       [=](const device_work& work) -> caf::result<double> {
         try {
-          return run(*self->state.worker, work);
+          return run(worker(self), work);
         } catch (const std::exception& e) {
           return failure(self, e);
         }
@@ -108,7 +124,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
           if (s.ring)
             throw std::logic_error("reduce of step " + std::to_string(step) +
                                    " while step " + std::to_string(s.ring_step) + " reduces");
-          s.ring.emplace(s.rank, s.size, s.worker->gradients());
+          s.ring.emplace(s.rank, s.size, worker(self).gradients());
           s.ring_step = step;
           s.sent_round = false;
           // Rounds of earlier (failed) steps will never be needed.
@@ -132,7 +148,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       },
       [=](const gradient_values& g) -> caf::result<int64_t> {
         try {
-          self->state.worker->set_gradients(g.values);
+          worker(self).set_gradients(g.values);
           return g.step;
         } catch (const std::exception& e) {
           return failure(self, e);
@@ -140,8 +156,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       },
       [=](const optimize_order& order) -> caf::result<int64_t> {
         try {
-          self->state.worker->optimizer_step(order.lr, static_cast<int>(order.step),
-                                             order.grad_norm);
+          worker(self).optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
           return order.step;
         } catch (const std::exception& e) {
           return failure(self, e);
@@ -149,14 +164,14 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       },
       [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
         try {
-          return self->state.worker->parameter_states();
+          return worker(self).parameter_states();
         } catch (const std::exception& e) {
           return failure(self, e);
         }
       },
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         try {
-          self->state.worker->load_parameter_states(snapshot.params, snapshot.source);
+          worker(self).load_parameter_states(snapshot.params, snapshot.source);
           return snapshot.step;
         } catch (const runtime::input_error& e) { // the file's fault: named as such
           return caf::make_error(caf::sec::invalid_argument, std::string(e.what()));

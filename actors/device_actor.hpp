@@ -22,7 +22,8 @@ struct device_state {
   static inline const char* name = "device";
 
   std::string where; ///< "pipeline p stage s device j", for errors
-  std::unique_ptr<device_worker> worker;
+  std::unique_ptr<device_worker> worker; ///< none when its backend failed at start:
+  std::string broken;                    ///< then why, the answer to every request
   caf::actor next; ///< the next device of the ring
   int rank = 0, size = 1;
   /// The ring of the running reduce, the step it reduces, and who waits for its result.

@@ -19,6 +19,19 @@ int layer_of_parameter(const std::string& name, int n_layer) {
   return n_layer + 1;
 }
 
+kernels::backend_options device_backend(const runtime::train_config& train, int local_index,
+                                        int visible_gpus) {
+  kernels::backend_options o;
+  o.threads = train.threads;
+  if (train.device == "cuda") {
+    o.kind = kernels::backend_kind::cuda;
+    o.device = visible_gpus > 0 ? local_index % visible_gpus : 0;
+    if (train.bf16)
+      o.precision = kernels::matmul_precision::bf16;
+  }
+  return o;
+}
+
 size_t gradient_size(const runtime::model_config& model, int first, int last) {
   const auto spec = runtime::make_model_spec(model);
   size_t n = 0;

@@ -68,6 +68,13 @@ private:
   std::vector<kernels::parameter*> by_layer_; ///< gradients()'s order
 };
 
+/// The backend of a device actor. [train] device = "cpu" (the default): the host's CPU
+/// with [train] threads OpenBLAS threads, the devices being emulated. "cuda": a real GPU,
+/// the device's place among its node's devices (`local_index`) wrapping around the
+/// `visible_gpus` this process sees, bf16 products when [train] bf16 says so.
+kernels::backend_options device_backend(const runtime::train_config& train, int local_index,
+                                        int visible_gpus);
+
 /// The pipeline layer a parameter belongs to, from its GPT-2 name.
 int layer_of_parameter(const std::string& name, int n_layer);
 

@@ -42,6 +42,9 @@ struct job_context {
   std::shared_ptr<const runtime::text_corpus> corpus;
   std::shared_ptr<runtime::virtual_cluster> cluster; ///< op and link times, schedules
   run_mode mode;
+  /// Per cluster device: its place among its node's devices, which picks its GPU when the
+  /// job runs on real ones ([train] device = "cuda"; device_backend).
+  std::vector<int> local_index;
   mutable tensor_path_counts counts; ///< the one thing actors write: statistics
   /// Wall mode's zero: real times are seconds since this process set up the job.
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();

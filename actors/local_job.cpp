@@ -5,6 +5,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/pipe_actor.hpp"
 #include "actors/stage_actor.hpp"
+#include "kernels/backend.hpp"
 #include "runtime/errors.hpp"
 
 #include <caf/exit_reason.hpp>
@@ -33,6 +34,12 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
   job->corpus = std::move(corpus);
   job->cluster = std::make_shared<runtime::virtual_cluster>(c, profile.model(), profile, plan);
   job->mode = mode;
+  std::vector<int> seen(c.nodes.size(), 0);
+  for (const auto& d : c.devices)
+    job->local_index.push_back(seen.at(static_cast<size_t>(d.node))++);
+  // Real GPUs: a job that cannot have them stops here, named, not in a device actor.
+  if (mode.time != runtime::time_mode::dry && train.device == "cuda")
+    kernels::make_backend({kernels::backend_kind::cuda, 1, 0});
   job->epoch = std::chrono::steady_clock::now();
   return job;
 }

@@ -150,4 +150,35 @@ BOOST_AUTO_TEST_CASE(the_messages_of_a_stage_and_its_devices_never_leave_the_pro
   BOOST_TEST(static_cast<bool>(sink(values)));
 }
 
+BOOST_AUTO_TEST_CASE(device_actors_run_on_the_cpu_or_on_the_nodes_gpus_in_turn) {
+  runtime::train_config t;
+  auto o = device_backend(t, 3, 2);
+  BOOST_TEST((o.kind == kernels::backend_kind::cpu));
+  BOOST_TEST(o.threads == 1);
+  t.device = "cuda";
+  t.bf16 = true;
+  o = device_backend(t, 3, 2); // the node's 4th device on its 2nd GPU
+  BOOST_TEST((o.kind == kernels::backend_kind::cuda));
+  BOOST_TEST(o.device == 1);
+  BOOST_TEST((o.precision == kernels::matmul_precision::bf16));
+  BOOST_TEST(device_backend(t, 2, 2).device == 0);
+  // Each cluster device's place on its node: c0 has 4 devices, e0 3.
+  const std::vector<int> want{0, 1, 2, 3, 0, 1, 2};
+  BOOST_TEST(job->local_index == want);
+}
+
+BOOST_AUTO_TEST_CASE(a_cuda_job_without_a_gpu_stops_at_setup_naming_it) {
+  if (kernels::visible_cuda_devices() > 0)
+    return; // it runs there (the GPU machine's tests cover it)
+  auto train = test::train_for(plan, 1);
+  train.device = "cuda";
+  try {
+    make_job_context(test::test_cluster(), profile, plan, train, test::test_corpus());
+    BOOST_FAIL("a cuda job started without a GPU");
+  } catch (const std::exception& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    BOOST_TEST(std::string(e.what()).find("cuda") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
