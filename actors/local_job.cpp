@@ -38,8 +38,11 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
   for (const auto& d : c.devices)
     job->local_index.push_back(seen.at(static_cast<size_t>(d.node))++);
   // Real GPUs: a job that cannot have them stops here, named, not in a device actor.
-  if (mode.time != runtime::time_mode::dry && train.device == "cuda")
-    kernels::make_backend({kernels::backend_kind::cuda, 1, 0});
+  if (mode.time != runtime::time_mode::dry && train.device == "cuda" &&
+      kernels::visible_cuda_devices() == 0)
+    runtime::fail_input("job", 0,
+                        "[train] device = \"cuda\", but this process sees no CUDA GPU (or the "
+                        "build has no CUDA backend)");
   job->epoch = std::chrono::steady_clock::now();
   return job;
 }
