@@ -86,6 +86,11 @@ void fail_ring(self_ptr self, const std::exception& e) {
 
 } // namespace
 
+kernels::backend_options device_backend(const job_context& job, int device) {
+  return device_backend(job.train, job.local_index.at(static_cast<size_t>(device)),
+                        kernels::visible_cuda_devices());
+}
+
 device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_context> job,
                                             int pipeline, int stage, int index) {
   auto& st = self->state;
@@ -93,9 +98,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
              " device " + std::to_string(index);
   const auto& sp =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
-  const int device = sp.devices.at(static_cast<size_t>(index));
-  const auto backend = device_backend(job->train, job->local_index.at(static_cast<size_t>(device)),
-                                      kernels::visible_cuda_devices());
+  const auto backend = device_backend(*job, sp.devices.at(static_cast<size_t>(index)));
   try {
     st.worker = std::make_unique<device_worker>(job->plan.model, sp.first_layer, sp.last_layer,
                                                 job->train.seed, job->train.optimizer, backend);
@@ -144,6 +147,25 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
           pump(self);
         } catch (const std::exception& e) {
           fail_ring(self, e);
+        }
+      },
+      [=](buffers_atom) -> caf::result<device_buffers> {
+        try {
+          auto& w = worker(self);
+          w.backend().synchronize(); // NCCL reads them next, on its own streams
+          device_buffers out;
+          for (auto* t : w.gradient_tensors())
+            out.buffers.emplace_back(t->f32(), static_cast<size_t>(t->numel()));
+          return out;
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+      [=](gradients_atom) -> caf::result<std::vector<float>> {
+        try {
+          return worker(self).gradients();
+        } catch (const std::exception& e) {
+          return failure(self, e);
         }
       },
       [=](const gradient_values& g) -> caf::result<int64_t> {

@@ -35,6 +35,9 @@ struct device_state {
   std::vector<ring_chunk> early;
 };
 
+/// The backend of cluster device `device` in this job (device_worker.hpp's device_backend).
+kernels::backend_options device_backend(const job_context& job, int device);
+
 /// Spawns device `index` of stage `stage` of pipeline `pipeline`, linked to `parent` (its
 /// group): its weights are built before it handles a message.
 template <class Parent>

@@ -41,6 +41,12 @@ struct ring_chunk {
   std::vector<float> values;
 };
 
+/// A device's gradient tensors where they lie (its GPU's memory), written and synchronized:
+/// the group's NCCL all-reduce sums them in place.
+struct device_buffers {
+  std::vector<std::span<float>> buffers;
+};
+
 /// Gradients to set on every device of a stage (the all-reduce's result across pipelines).
 struct gradient_values {
   int64_t step = 0;
@@ -55,6 +61,11 @@ typename Inspector::result_type inspect(Inspector& f, device_work& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_chunk& x) {
   return inspect_in_process(f, x, "ring_chunk");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_buffers& x) {
+  return inspect_in_process(f, x, "device_buffers");
 }
 
 template <class Inspector>

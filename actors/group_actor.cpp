@@ -1,10 +1,12 @@
 #include "actors/group_actor.hpp"
 
 #include "actors/device_actor.hpp"
+#include "actors/gpu_all_reduce.hpp"
 #include "actors/wire_format.hpp"
 #include "kernels/gpt/stage_worker.hpp"
 
 #include <caf/stateful_actor.hpp>
+#include <spdlog/spdlog.h>
 #include <caf/typed_event_based_actor.hpp>
 
 #include <map>
@@ -21,13 +23,13 @@ namespace {
 using self_ptr = group_actor::stateful_pointer<group_state>;
 
 /// Asks each device in `asked` (indices into the group) the request `request_of(j)` (a
-/// tuple of the message's elements) and, once all have answered, delivers
-/// `finish(answers)` (in the order of `asked`) to `promise`; the first error is delivered
-/// instead, and the later answers are ignored.
-template <class Answer, class Result, class RequestOf, class Finish>
+/// tuple of the message's elements) and, once all have answered, calls `on_all(answers)`
+/// (in the order of `asked`), which answers `promise`; the first error (a device's, or
+/// what `on_all` throws) answers it instead, and later answers are ignored.
+template <class Answer, class Result, class RequestOf, class OnAll>
 void ask_devices(self_ptr self, const std::vector<size_t>& asked,
-                 caf::typed_response_promise<Result> promise, Finish finish,
-                 RequestOf request_of) {
+                 caf::typed_response_promise<Result> promise, RequestOf request_of,
+                 OnAll on_all) {
   struct gather {
     std::vector<Answer> answers;
     size_t missing = 0;
@@ -35,7 +37,7 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
   };
   if (asked.empty()) {
     std::vector<Answer> none;
-    promise.deliver(finish(none));
+    on_all(none);
     return;
   }
   auto g = std::make_shared<gather>();
@@ -52,7 +54,7 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
                     if (--g->missing > 0 || g->failed)
                       return;
                     try {
-                      promise.deliver(finish(g->answers));
+                      on_all(g->answers);
                     } catch (const std::exception& e) {
                       promise.deliver(caf::make_error(caf::sec::runtime_error,
                                                       self->state.where + ": " + e.what()));
@@ -65,6 +67,17 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
         },
         request_of(asked[k]));
   }
+}
+
+/// ask_devices whose promise gets `finish(answers)`.
+template <class Answer, class Result, class RequestOf, class Finish>
+void gather_devices(self_ptr self, const std::vector<size_t>& asked,
+                    caf::typed_response_promise<Result> promise, Finish finish,
+                    RequestOf request_of) {
+  ask_devices<Answer>(self, asked, promise, request_of,
+                      [=](std::vector<Answer>& answers) mutable {
+                        promise.deliver(finish(answers));
+                      });
 }
 
 std::vector<size_t> all_devices(const group_state& st) {
@@ -83,8 +96,17 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
   st.plan =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
   st.row_values = int64_t{job->plan.model.context} * job->plan.model.d_model;
-  for (size_t j = 0; j < st.plan.devices.size(); ++j)
+  std::vector<kernels::backend_options> backends;
+  for (size_t j = 0; j < st.plan.devices.size(); ++j) {
     st.devices.push_back(spawn_device(self, job, pipeline, stage, static_cast<int>(j)));
+    backends.push_back(device_backend(*job, st.plan.devices[j]));
+  }
+  try {
+    st.gpu_all_reduce = make_gpu_all_reduce(backends);
+  } catch (const std::exception& e) { // the ring of actor messages does it then
+    spdlog::warn("{}: NCCL unavailable ({}), the devices all-reduce by a ring of messages",
+                 st.where, e.what());
+  }
   const auto size = static_cast<int32_t>(st.devices.size());
   for (int32_t j = 0; j < size; ++j)
     self->send(st.devices[static_cast<size_t>(j)], ring_atom_v,
@@ -118,7 +140,7 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
         std::map<size_t, size_t> index;
         for (size_t k = 0; k < asked.size(); ++k)
           index[asked[k]] = k;
-        ask_devices<double, double>(
+        gather_devices<double, double>(
             self, asked, promise,
             [](std::vector<double>& losses) {
               double sum = 0; // in device order: the same sum whatever answers first
@@ -131,15 +153,33 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
         auto promise = self->make_response_promise<std::vector<float>>();
-        ask_devices<std::vector<float>, std::vector<float>>(
-            self, all_devices(self->state), promise,
-            [](std::vector<std::vector<float>>& reduced) { return std::move(reduced.at(0)); },
-            [=](size_t) { return std::make_tuple(reduce_atom_v, step); });
+        const auto all = all_devices(self->state);
+        if (!self->state.gpu_all_reduce) { // the ring of actor messages
+          gather_devices<std::vector<float>>(
+              self, all, promise,
+              [](std::vector<std::vector<float>>& reduced) { return std::move(reduced.at(0)); },
+              [=](size_t) { return std::make_tuple(reduce_atom_v, step); });
+          return promise;
+        }
+        // GPUs of this process: NCCL sums the devices' gradients where they lie, then the
+        // first device's come back as the group's sum.
+        ask_devices<device_buffers>(
+            self, all, promise, [](size_t) { return std::make_tuple(buffers_atom_v); },
+            [=](std::vector<device_buffers>& by_device) mutable {
+              std::vector<std::vector<std::span<float>>> per_rank;
+              for (auto& d : by_device)
+                per_rank.push_back(std::move(d.buffers));
+              self->state.gpu_all_reduce(per_rank);
+              gather_devices<std::vector<float>>(
+                  self, {0}, promise,
+                  [](std::vector<std::vector<float>>& sums) { return std::move(sums.at(0)); },
+                  [](size_t) { return std::make_tuple(gradients_atom_v); });
+            });
         return promise;
       },
       [=](const gradient_values& g) -> caf::result<int64_t> {
         auto promise = self->make_response_promise<int64_t>();
-        ask_devices<int64_t, int64_t>(
+        gather_devices<int64_t, int64_t>(
             self, all_devices(self->state), promise,
             [step = g.step](std::vector<int64_t>&) { return step; },
             [=](size_t) { return std::make_tuple(g); });
@@ -147,7 +187,7 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](const optimize_order& order) -> caf::result<int64_t> {
         auto promise = self->make_response_promise<int64_t>();
-        ask_devices<int64_t, int64_t>(
+        gather_devices<int64_t, int64_t>(
             self, all_devices(self->state), promise,
             [step = order.step](std::vector<int64_t>&) { return step; },
             [=](size_t) { return std::make_tuple(order); });
@@ -156,7 +196,7 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
         using states = std::vector<kernels::parameter_state>;
         auto promise = self->make_response_promise<states>();
-        ask_devices<states, states>(
+        gather_devices<states, states>(
             self, all_devices(self->state), promise,
             [](std::vector<states>& by_device) {
               // Every device steps on the same reduced gradients: one that holds other
@@ -177,7 +217,7 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         auto promise = self->make_response_promise<int64_t>();
-        ask_devices<int64_t, int64_t>(
+        gather_devices<int64_t, int64_t>(
             self, all_devices(self->state), promise,
             [step = snapshot.step](std::vector<int64_t>&) { return step; },
             [=](size_t) { return std::make_tuple(restore_atom_v, snapshot); });

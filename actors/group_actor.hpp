@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "actors/gpu_all_reduce.hpp"
 #include "actors/job_context.hpp"
 
 #include <caf/stateful_actor.hpp>
@@ -21,6 +22,9 @@ struct group_state {
   runtime::stage_plan plan;
   int64_t row_values = 0; ///< values of one sample's activation: T * C
   std::vector<device_actor> devices;
+  /// NCCL over the devices when they are distinct GPUs of this process; else empty, and
+  /// the devices all-reduce by a ring of actor messages.
+  gpu_all_reduce_fn gpu_all_reduce;
 };
 
 group_actor::behavior_type group_behavior(group_actor::stateful_pointer<group_state> self,

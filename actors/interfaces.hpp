@@ -28,11 +28,15 @@ using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_t
 /// weights; runs ops on the rows it is given, takes part in its group's ring all-reduce
 /// (`reduce` starts it and answers with the reduced gradients on rank 0, nothing on the
 /// others; `ring_chunk` is a round from the previous device; `ring` names the next device,
-/// this device's rank and the ring's size), and steps, snapshots and restores its weights.
+/// this device's rank and the ring's size), hands out its gradients (`buffers`: where they
+/// lie on its GPU, for the group's NCCL all-reduce; `gradients`: a host copy), and steps,
+/// snapshots and restores its weights.
 using device_actor = caf::typed_actor<
     caf::replies_to<device_work>::with<double>,
     caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t>,
     caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>, caf::reacts_to<ring_chunk>,
+    caf::replies_to<buffers_atom>::with<device_buffers>,
+    caf::replies_to<gradients_atom>::with<std::vector<float>>,
     caf::replies_to<gradient_values>::with<int64_t>,
     caf::replies_to<optimize_order>::with<int64_t>,
     caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,

@@ -4,6 +4,7 @@
 #include "actor_test_util.hpp"
 
 #include "actors/device_worker.hpp"
+#include "actors/gpu_all_reduce.hpp"
 #include "actors/group_actor.hpp"
 #include "kernels/gpt/stage_worker.hpp"
 #include "runtime/schedule.hpp"
@@ -165,6 +166,20 @@ BOOST_AUTO_TEST_CASE(device_actors_run_on_the_cpu_or_on_the_nodes_gpus_in_turn) 
   // Each cluster device's place on its node: c0 has 4 devices, e0 3.
   const std::vector<int> want{0, 1, 2, 3, 0, 1, 2};
   BOOST_TEST(job->local_index == want);
+}
+
+BOOST_AUTO_TEST_CASE(nccl_serves_only_distinct_gpus_of_the_process) {
+  using kernels::backend_kind;
+  const kernels::backend_options cpu{}, gpu0{backend_kind::cuda, 1, 0},
+      gpu1{backend_kind::cuda, 1, 1};
+  BOOST_TEST(!make_gpu_all_reduce({cpu, cpu}));   // emulated devices: the ring
+  BOOST_TEST(!make_gpu_all_reduce({gpu0}));       // one device: nothing to reduce
+  BOOST_TEST(!make_gpu_all_reduce({gpu0, gpu0})); // one GPU twice: NCCL refuses, the ring
+  BOOST_TEST(!make_gpu_all_reduce({gpu0, cpu}));
+  if (kernels::visible_cuda_devices() >= 2)
+    BOOST_TEST(static_cast<bool>(make_gpu_all_reduce({gpu0, gpu1})));
+  else // GPUs this process does not see: NCCL cannot start, and says so
+    BOOST_CHECK_THROW(make_gpu_all_reduce({gpu0, gpu1}), std::exception);
 }
 
 BOOST_AUTO_TEST_CASE(a_cuda_job_without_a_gpu_stops_at_setup_naming_it) {
