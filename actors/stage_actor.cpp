@@ -100,6 +100,15 @@ std::string reason_of(self_ptr self, const caf::error& e) {
   return self->system().render(e);
 }
 
+/// What a failed answer of the group does: fails the step it belongs to (unless that step
+/// was abandoned since), naming the reason.
+auto group_failure(self_ptr self) {
+  return [self, epoch = self->state.epoch](caf::error& e) {
+    if (self->state.epoch == epoch)
+      report_error(self, reason_of(self, e));
+  };
+}
+
 /// The stage's step is done: its report goes to the coordinator.
 void report_step(self_ptr self, double grad_sum_squares) {
   auto& st = self->state;
@@ -155,10 +164,7 @@ void try_reduce(self_ptr self) {
             if (self->state.epoch == epoch)
               report_step(self, sum_squares);
           },
-          [=](caf::error& e) {
-            if (self->state.epoch == epoch)
-              report_error(self, reason_of(self, e));
-          });
+          group_failure(self));
 }
 
 /// Sends this stage's gradient sums (over its devices) to the other holders of its layers.
@@ -215,10 +221,7 @@ void finish_compute(self_ptr self) {
               report_error(self, e.what());
             }
           },
-          [=](caf::error& e) {
-            if (self->state.epoch == epoch)
-              report_error(self, reason_of(self, e));
-          });
+          group_failure(self));
 }
 
 void advance(self_ptr self);
@@ -347,10 +350,7 @@ void run_ready_ops(self_ptr self) {
                 report_error(self, e.what());
               }
             },
-            [=](caf::error& e) {
-              if (self->state.epoch == epoch)
-                report_error(self, reason_of(self, e));
-            });
+            group_failure(self));
     return;
   }
   if (st.running && !st.op_running && st.next_op == st.ops.size())
