@@ -135,8 +135,9 @@ struct step_result {
 };
 
 /// A node of a multi-process job announces its stage actors to the coordinator's node.
-/// `job` fingerprints the job file as the node read it (plan and training settings), so a
-/// node started with a different file is refused instead of computing something else.
+/// `job` fingerprints the cluster as the node read it (runtime::cluster_fingerprint), so a
+/// node started with another cluster is refused instead of computing something else (the
+/// plan and training settings it runs came from the coordinator's node: job_deployment).
 struct node_join {
   std::string node;
   std::string job;

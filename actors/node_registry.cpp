@@ -3,6 +3,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/make_message.hpp>
 #include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -39,16 +40,28 @@ caf::error refuse(const std::string& why) {
   return caf::make_error(caf::sec::runtime_error, why);
 }
 
-node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string job,
-                                                     std::vector<std::string> names,
-                                                     std::vector<int> owner, int local,
-                                                     std::vector<stage_actor> local_stages,
-                                                     std::chrono::milliseconds timeout,
-                                                     heartbeat_actor beats) {
+/// The node named `name`, or names.size() when it is none of the job's.
+size_t node_index(const node_registry_state& st, const std::string& name) {
+  size_t n = 0;
+  while (n < st.node_names.size() && st.node_names[n] != name)
+    ++n;
+  return n;
+}
+
+std::string other_cluster(const std::string& node) {
+  return "node '" + node + "' read a different cluster than the coordinator's node";
+}
+
+node_registry_actor::behavior_type
+registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
+                  std::vector<std::string> names, std::vector<int> owner, int local,
+                  std::vector<stage_actor> local_stages, std::chrono::milliseconds timeout,
+                  heartbeat_actor beats) {
   self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.beats = std::move(beats);
-  st.job = std::move(job);
+  st.deployment = std::move(deployment);
+  st.cluster = std::move(cluster);
   st.node_names = std::move(names);
   st.expected.assign(st.node_names.size(), {});
   st.joined.assign(st.node_names.size(), false);
@@ -62,21 +75,34 @@ node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string 
   }
   self->delayed_send(self, timeout, timeout_atom_v);
   return {
+      [=](deployment_request& r) -> caf::result<job_deployment> {
+        auto& s = self->state;
+        const size_t n = node_index(s, r.node);
+        if (n == s.node_names.size() || s.expected[n].empty())
+          return refuse("node '" + r.node + "' holds no stage of this job");
+        if (!s.failure.empty())
+          return refuse(s.failure);
+        // A node that read another cluster can never join: the job fails now.
+        if (r.cluster != s.cluster) {
+          s.failure = other_cluster(r.node);
+          try_deliver(self);
+          return refuse(s.failure);
+        }
+        auto d = s.deployment;
+        d.node = r.node;
+        return d;
+      },
       [=](node_join& j) -> caf::result<int32_t> {
         auto& s = self->state;
-        size_t n = 0;
-        while (n < s.node_names.size() && s.node_names[n] != j.node)
-          ++n;
+        const size_t n = node_index(s, j.node);
         if (n == s.node_names.size() || s.expected[n].empty())
           return refuse("node '" + j.node + "' holds no stage of this job");
         if (s.joined[n])
           return refuse("node '" + j.node + "' joined twice");
         if (!s.failure.empty())
           return refuse(s.failure);
-        // A node that read another job can never join: the job fails now, not at the timeout.
-        if (j.job != s.job)
-          s.failure = "node '" + j.node +
-                      "' read a different job (plan or training settings) than the coordinator";
+        if (j.job != s.cluster)
+          s.failure = other_cluster(j.node);
         else if (j.stages != s.expected[n] || j.handles.size() != j.stages.size())
           s.failure = "node '" + j.node + "' offers other stages than the plan gives it";
         if (!s.failure.empty()) {
@@ -117,19 +143,32 @@ node_registry_actor::behavior_type registry_behavior(self_ptr self, std::string 
         else
           self->quit(caf::make_error(caf::sec::runtime_error, why));
       },
+      [=](stop_atom, interrupt_atom, std::string& why) { self->quit(job_interrupted(why)); },
   };
 }
 
 } // namespace
 
-node_registry_actor spawn_node_registry(caf::actor_system& sys, std::string job,
-                                        std::vector<std::string> node_names,
+node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
+                                        std::string cluster, std::vector<std::string> node_names,
                                         const std::vector<int>& owner, int local,
                                         const std::vector<stage_actor>& local_stages,
-                                        std::chrono::milliseconds timeout,
-                                        heartbeat_actor beats) {
-  return sys.spawn(registry_behavior, std::move(job), std::move(node_names), owner, local,
-                   local_stages, timeout, std::move(beats));
+                                        std::chrono::milliseconds timeout, heartbeat_actor beats) {
+  return sys.spawn(registry_behavior, std::move(deployment), std::move(cluster),
+                   std::move(node_names), owner, local, local_stages, timeout, std::move(beats));
+}
+
+namespace {
+/// An error category of our own, so that no CAF exit reason reads as an interruption.
+const caf::atom_value interrupted_category = caf::atom("interrupt");
+} // namespace
+
+caf::error job_interrupted(std::string why) {
+  return caf::error(uint8_t{1}, interrupted_category, caf::make_message(std::move(why)));
+}
+
+bool is_job_interrupted(const caf::error& reason) {
+  return reason && reason.compare(uint8_t{1}, interrupted_category) == 0;
 }
 
 } // namespace deepcee::actors

@@ -15,24 +15,31 @@ namespace deepcee::actors {
 /// owns, so a join that claims other stages is refused.
 struct node_registry_state {
   static inline const char* name = "node_registry";
-  std::string job; ///< the coordinator's fingerprint of the job
+  job_deployment deployment; ///< what every node runs (`node` set per reply)
+  std::string cluster;       ///< the coordinator's cluster fingerprint
   std::vector<std::string> node_names;
   std::vector<std::vector<int32_t>> expected; ///< per node: its flat stages (empty: local)
   std::vector<bool> joined;
   stage_wiring wiring; ///< flat; local stages filled at spawn
   std::optional<caf::typed_response_promise<stage_wiring>> waiting;
-  std::string failure; ///< set once the timeout passed
+  std::string failure;   ///< set once the timeout passed or a node was refused
   heartbeat_actor beats; ///< learns each joined node's heartbeat actor (may be empty)
 };
 
 /// `owner[k]` is the node of flat stage k; `local` that of the calling process, whose
-/// stages (`local_stages`, flat) are there at once. The rest must join within `timeout`.
+/// stages (`local_stages`, flat) are there at once. The rest ask for `deployment` and join
+/// within `timeout`; a node whose cluster fingerprint differs from `cluster` fails the job.
 /// `beats`, when given, is told each joined node's heartbeat actor.
-node_registry_actor spawn_node_registry(caf::actor_system& sys, std::string job,
-                                        std::vector<std::string> node_names,
+node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
+                                        std::string cluster, std::vector<std::string> node_names,
                                         const std::vector<int>& owner, int local,
                                         const std::vector<stage_actor>& local_stages,
                                         std::chrono::milliseconds timeout,
                                         heartbeat_actor beats = {});
+
+/// The registry's exit reason after `(stop, interrupt, why)`: the coordinator's node was
+/// interrupted (Ctrl-C) and saved what it could; the other nodes tell it from a failure.
+caf::error job_interrupted(std::string why);
+bool is_job_interrupted(const caf::error& reason);
 
 } // namespace deepcee::actors

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/checkpoint_messages.hpp"
+#include "actors/deployment_messages.hpp"
 #include "actors/device_messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/pipe_messages.hpp"
@@ -46,6 +47,10 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, restore_atom, "restore")
 CAF_ADD_TYPE_ID(deepcee, (deepcee::kernels::parameter_state))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::kernels::parameter_state>))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_snapshot))
+// Job deployment of a multi-process job (deployment_messages.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::deployment_request))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::job_deployment))
+CAF_ADD_ATOM(deepcee, deepcee::actors, interrupt_atom, "interrupt")
 
 // A stage, its group and its devices (device_messages.hpp; in-process only).
 CAF_ADD_ATOM(deepcee, deepcee::actors, reduce_atom, "reduce")

@@ -1,6 +1,7 @@
 #include "actors/wire_format.hpp"
 
 #include "actors/checkpoint_messages.hpp"
+#include "actors/deployment_messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/pipe_messages.hpp"
 #include "messages/codec.hpp"
@@ -190,6 +191,42 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, node_join& x) {
     x.node = std::move(m.node);
     x.job = std::move(m.job);
     x.stages.assign(m.stages.begin(), m.stages.end());
+  });
+}
+
+std::vector<uint8_t> to_wire(const deployment_request& x) {
+  return wire::encode(wire::deployment_request{x.node, x.cluster});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, deployment_request& x) {
+  return load(bytes, wire::decode_deployment_request, [&](wire::deployment_request m) {
+    x.node = std::move(m.node);
+    x.cluster = std::move(m.cluster);
+  });
+}
+
+static_assert(unsigned(wire::time_mode::dry) == unsigned(runtime::time_mode::dry) &&
+              unsigned(wire::time_mode::wall) == unsigned(runtime::time_mode::wall));
+
+std::vector<uint8_t> to_wire(const job_deployment& x) {
+  wire::job_deployment m;
+  m.job = x.job;
+  m.node = x.node;
+  m.mode = static_cast<wire::time_mode>(x.time);
+  m.shape_links = x.shape_links;
+  m.plan = x.plan;
+  m.train = x.train;
+  return wire::encode(m);
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, job_deployment& x) {
+  return load(bytes, wire::decode_job_deployment, [&](wire::job_deployment m) {
+    x.job = std::move(m.job);
+    x.node = std::move(m.node);
+    x.time = static_cast<runtime::time_mode>(m.mode);
+    x.shape_links = m.shape_links;
+    x.plan = std::move(m.plan);
+    x.train = std::move(m.train);
   });
 }
 

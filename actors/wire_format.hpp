@@ -43,6 +43,8 @@ struct pipe_request;
 struct send_horizon;
 struct pipe_arrival;
 struct stage_snapshot;
+struct deployment_request;
+struct job_deployment;
 
 std::vector<uint8_t> to_wire(const step_order& x);
 std::vector<uint8_t> to_wire(const grad_share& x);
@@ -56,6 +58,8 @@ std::vector<uint8_t> to_wire(const send_horizon& x);
 std::vector<uint8_t> to_wire(const pipe_arrival& x);
 /// Throws std::invalid_argument when a tensor is above Cap'n Proto's 512 MiB per field.
 std::vector<uint8_t> to_wire(const stage_snapshot& x);
+std::vector<uint8_t> to_wire(const deployment_request& x);
+std::vector<uint8_t> to_wire(const job_deployment& x);
 
 /// Fills `x` from validated bytes, or leaves it alone and returns why they were refused.
 caf::error from_wire(const std::vector<uint8_t>& bytes, step_order& x);
@@ -69,6 +73,8 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_request& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, send_horizon& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_arrival& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, stage_snapshot& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, deployment_request& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, job_deployment& x);
 
 /// The default handler of every actor that receives messages from other nodes. A message
 /// whose bytes `from_wire` refused reaches the actor empty; it is dropped without a reply

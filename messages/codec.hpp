@@ -20,6 +20,7 @@
 namespace deepcee::messages {
 
 std::vector<uint8_t> encode(const job_deployment& m);
+std::vector<uint8_t> encode(const deployment_request& m);
 std::vector<uint8_t> encode(const step_start& m);
 std::vector<uint8_t> encode(const link_sample& m);
 std::vector<uint8_t> encode(const step_stats& m);
@@ -89,6 +90,7 @@ std::vector<uint8_t> encode_tensor_header(const tensor_header& header);
 result<message_kind> peek_kind(std::span<const uint8_t> bytes);
 
 result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes);
+result<deployment_request> decode_deployment_request(std::span<const uint8_t> bytes);
 result<step_start> decode_step_start(std::span<const uint8_t> bytes);
 result<link_sample> decode_link_sample(std::span<const uint8_t> bytes);
 result<step_stats> decode_step_stats(std::span<const uint8_t> bytes);

@@ -177,6 +177,7 @@ std::vector<uint8_t> encode(const job_deployment& m) {
     d.setTimeMode(static_cast<wire::TimeMode>(m.mode));
     write_plan(d.initPlan(), m.plan);
     write_train(d.initTrain(), m.train);
+    d.setShapeLinks(m.shape_links);
   });
 }
 
@@ -199,8 +200,34 @@ result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes) {
                                         m.plan = read_plan(d.getPlan(), c);
                                         m.train = read_train(d.getTrain(), c);
                                         m.train.model = m.plan.model;
+                                        m.shape_links = d.getShapeLinks();
                                         return c.finish(std::move(m));
                                       });
+}
+
+std::vector<uint8_t> encode(const deployment_request& m) {
+  return detail::build(32 + m.node.size() / 8 + m.cluster.size() / 8,
+                       [&](wire::Envelope::Builder e) {
+                         auto r = e.initDeploymentRequest();
+                         r.setNode(m.node);
+                         r.setCluster(m.cluster);
+                       });
+}
+
+result<deployment_request> decode_deployment_request(std::span<const uint8_t> bytes) {
+  const auto kind = message_kind::deployment_request;
+  return detail::read<deployment_request>(
+      detail::aligned_copy(bytes), kind,
+      [&](wire::Envelope::Reader e) -> result<deployment_request> {
+        const auto r = e.getDeploymentRequest();
+        checker c(kind);
+        deployment_request m;
+        m.node = detail::text(r.getNode());
+        m.cluster = detail::text(r.getCluster());
+        c.require(!m.node.empty(), "node", "is empty");
+        c.require(!m.cluster.empty(), "cluster", "is empty");
+        return c.finish(std::move(m));
+      });
 }
 
 } // namespace deepcee::messages

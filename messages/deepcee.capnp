@@ -93,6 +93,14 @@ struct JobDeployment {
   timeMode @2 :TimeMode;
   plan @3 :Plan;
   train @4 :TrainSettings;
+  shapeLinks @5 :Bool; # wall time: senders wait as the cluster's link model says
+}
+
+# A node of a multi-process job asks the coordinator's node for its deployment, naming the
+# cluster as it read it (its fingerprint): only the same cluster may join.
+struct DeploymentRequest {
+  node @0 :Text;
+  cluster @1 :Text;
 }
 
 # --- one training step ----------------------------------------------------------------
@@ -177,7 +185,7 @@ struct StageReport {
 # A node of a multi-process job announces its stages (the actor handles travel beside it).
 struct NodeJoin {
   node @0 :Text;
-  job @1 :Text;                # fingerprint of the job file as the node read it
+  job @1 :Text;                # fingerprint of the cluster as the node read it
   stages @2 :List(Int32);      # flat stage indices
 }
 
@@ -269,5 +277,6 @@ struct Envelope {
     sendHorizon @12 :SendHorizon;
     pipeArrival @13 :PipeArrival;
     stageSnapshot @14 :StageSnapshot;
+    deploymentRequest @15 :DeploymentRequest;
   }
 }

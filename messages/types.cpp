@@ -34,6 +34,8 @@ std::string_view to_string(message_kind k) {
     return "pipe_arrival";
   case message_kind::stage_snapshot:
     return "stage_snapshot";
+  case message_kind::deployment_request:
+    return "deployment_request";
   }
   return "unknown";
 }

@@ -31,7 +31,8 @@ enum class message_kind : uint8_t {
   pipe_request,
   send_horizon,
   pipe_arrival,
-  stage_snapshot
+  stage_snapshot,
+  deployment_request
 };
 
 std::string_view to_string(message_kind k);
@@ -48,6 +49,15 @@ struct job_deployment {
   time_mode mode = time_mode::virtual_time;
   runtime::plan plan;
   runtime::train_config train;
+  bool shape_links = false; ///< wall time: senders wait as the cluster's link model says
+};
+
+/// A node asking the coordinator's node for its job_deployment; `cluster` fingerprints the
+/// cluster as the node read it (runtime::cluster_fingerprint).
+struct deployment_request {
+  std::string node;
+  std::string cluster;
+  friend bool operator==(const deployment_request&, const deployment_request&) = default;
 };
 
 struct step_start {
@@ -210,7 +220,7 @@ struct stage_report {
   friend bool operator==(const stage_report&, const stage_report&) = default;
 };
 
-/// A node announcing its stages (flat indices) under the job's fingerprint.
+/// A node announcing its stages (flat indices) under its cluster's fingerprint (`job`).
 struct node_join {
   std::string node;
   std::string job;

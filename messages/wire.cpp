@@ -127,6 +127,8 @@ std::optional<message_kind> kind_of(wire::Envelope::Which which) {
     return message_kind::pipe_arrival;
   case wire::Envelope::STAGE_SNAPSHOT:
     return message_kind::stage_snapshot;
+  case wire::Envelope::DEPLOYMENT_REQUEST:
+    return message_kind::deployment_request;
   }
   return std::nullopt;
 }

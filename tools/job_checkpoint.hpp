@@ -69,9 +69,12 @@ private:
 
 /// While it lives, Ctrl-C (SIGINT) sets a flag instead of ending the process, so the job
 /// stops after its current step and saves its checkpoint, as `deepcee train` does.
+/// With `second_leaves` (a member node, which waits for the coordinator's node to end the
+/// job), a second Ctrl-C ends the process at once: it writes `second_leaves` as its one
+/// line and exits 130.
 class interrupt_flag {
 public:
-  interrupt_flag();
+  explicit interrupt_flag(std::string second_leaves = "");
   ~interrupt_flag();
   interrupt_flag(const interrupt_flag&) = delete;
   interrupt_flag& operator=(const interrupt_flag&) = delete;

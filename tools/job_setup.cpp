@@ -9,7 +9,11 @@ namespace deepcee::tools {
 
 resolved_job resolve_job(const std::filesystem::path& file, const job_overrides& o,
                          bool always_plan) {
-  auto job = runtime::load_job_config(file);
+  return resolve_job(runtime::load_job_config(file), o, always_plan);
+}
+
+resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool always_plan) {
+  const auto file = job.source;
   if (o.steps)
     job.train.steps = *o.steps;
   if (o.seed)

@@ -36,5 +36,7 @@ struct resolved_job {
 /// Bad input is an input_error naming the file.
 resolved_job resolve_job(const std::filesystem::path& file, const job_overrides& o,
                          bool always_plan);
+/// The same for a job file already loaded (`job.source` names it in errors).
+resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool always_plan);
 
 } // namespace deepcee::tools

@@ -18,10 +18,17 @@ for n in "${nodes[@]}"; do
   "$deepcee" node "$job" --name "$n" "$@" >"$logs/$n.log" 2>&1 &
   pids+=($!)
 done
+# Ctrl-C reaches every node (the terminal's process group): the coordinator's node stops
+# after its current step and saves its checkpoint, the others wait for it, all exit 130.
+# This script keeps waiting for them meanwhile.
+trap 'echo "run_local_cluster: interrupted: the nodes stop after the current step" >&2' INT
 status=0
 for i in "${!pids[@]}"; do
-  wait "${pids[$i]}"
-  rc=$?
+  while true; do # a trapped Ctrl-C ends `wait` early: wait again while the node lives
+    wait "${pids[$i]}"
+    rc=$?
+    kill -0 "${pids[$i]}" 2>/dev/null || break
+  done
   echo "node ${nodes[$i]}: exit $rc (log $logs/${nodes[$i]}.log)"
   (( rc == 0 )) || status=1
 done

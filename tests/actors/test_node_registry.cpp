@@ -3,6 +3,7 @@
 #include "actor_test_util.hpp"
 
 #include "actors/coordinator.hpp"
+#include "actors/node_deployment.hpp"
 #include "actors/node_registry.hpp"
 #include "actors/stage_actor.hpp"
 #include "runtime/errors.hpp"
@@ -26,6 +27,8 @@ struct job_fixture : system_fixture {
   std::shared_ptr<actors::job_context> ctx =
       actors::make_job_context(cluster, profile, plan, train_for(plan, 3), test_corpus());
   std::vector<int> owner = actors::stage_owners(cluster, plan);
+  actors::job_deployment deployment =
+      actors::make_deployment("registry-test", plan, ctx->train, ctx->mode);
   std::vector<actors::stage_actor> stages;
   caf::scoped_actor self{sys};
 
@@ -58,6 +61,11 @@ struct job_fixture : system_fixture {
     return error;
   }
   void stop(const actors::node_registry_actor& r) { self->send(r, actors::stop_atom_v, ""); }
+  /// A registry of this job whose cluster fingerprint is "cluster".
+  actors::node_registry_actor registry(std::chrono::milliseconds timeout) {
+    return actors::spawn_node_registry(sys, deployment, "cluster", {"c0", "e0"}, owner, 0, on(0),
+                                       timeout);
+  }
 };
 
 } // namespace
@@ -74,7 +82,7 @@ BOOST_AUTO_TEST_CASE(stages_belong_to_the_node_of_their_devices) {
 
 BOOST_AUTO_TEST_CASE(a_node_that_never_joins_is_named_after_the_timeout) {
   job_fixture f;
-  auto r = actors::spawn_node_registry(f.sys, "job", {"c0", "e0"}, f.owner, 0, f.on(0), 200ms);
+  auto r = f.registry(200ms);
   const auto error = f.await(r);
   BOOST_CHECK_MESSAGE(error.find("node(s) e0 did not join within 0.20 s") != std::string::npos,
                       error);
@@ -83,7 +91,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_joins_is_named_after_the_timeout) {
 
 BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   job_fixture f;
-  auto r = actors::spawn_node_registry(f.sys, "job", {"c0", "e0"}, f.owner, 0, f.on(0), 10s);
+  auto r = f.registry(10s);
   actors::node_join join;
   join.node = "e0";
   join.job = "another job";
@@ -96,7 +104,7 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
                                        [&](caf::error& e) { error = f.sys.render(e); });
     return error;
   };
-  join.job = "job";
+  join.job = "cluster";
   auto stranger = join;
   stranger.node = "x9";
   BOOST_CHECK(ask(stranger).find("holds no stage") != std::string::npos);
@@ -110,22 +118,22 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   f.stop(r);
 }
 
-/// A node with another job file, or claiming other stages, fails the job at once.
-BOOST_AUTO_TEST_CASE(a_node_with_another_job_fails_the_job_at_once) {
-  for (const bool other_job : {true, false}) {
+/// A node with another cluster, or claiming other stages, fails the job at once.
+BOOST_AUTO_TEST_CASE(a_node_with_another_cluster_fails_the_job_at_once) {
+  for (const bool other_cluster : {true, false}) {
     job_fixture f;
-    auto r = actors::spawn_node_registry(f.sys, "job", {"c0", "e0"}, f.owner, 0, f.on(0), 30s);
+    auto r = f.registry(30s);
     actors::node_join join;
     join.node = "e0";
-    join.job = other_job ? "another job" : "job";
-    join.stages = other_job ? std::vector<int32_t>{2, 4} : std::vector<int32_t>{1, 4};
+    join.job = other_cluster ? "another cluster" : "cluster";
+    join.stages = other_cluster ? std::vector<int32_t>{2, 4} : std::vector<int32_t>{1, 4};
     for (auto& s : f.on(1))
       join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
     std::string error;
     f.self->request(r, 10s, join)
         .receive([](int32_t) {}, [&](caf::error& e) { error = f.sys.render(e); });
     const auto want =
-        other_job ? "node 'e0' read a different job" : "node 'e0' offers other stages";
+        other_cluster ? "node 'e0' read a different cluster" : "node 'e0' offers other stages";
     BOOST_CHECK_MESSAGE(error.find(want) != std::string::npos, error);
     const auto failed = f.await(r); // long before the 30 s timeout
     BOOST_CHECK_MESSAGE(failed.find(want) != std::string::npos, failed);

@@ -49,6 +49,7 @@ inline job_deployment sample_deployment() {
   d.train.checkpoint_every = 10;
   d.train.out = "runs/x";
   d.train.metrics_format = "jsonl";
+  d.shape_links = true;
   return d;
 }
 
@@ -69,6 +70,9 @@ inline optimize_order sample_optimize_order() {
 }
 inline stage_report sample_stage_report() {
   return {12, 1, 2, 33.25, 41.5, 0.125, {{0, 0, 31.5, 32.0}, {1, 0, 32.5, 33.0}}, 3, ""};
+}
+inline deployment_request sample_deployment_request() {
+  return {"edge-1", "9c1f0e2d3b4a5968"};
 }
 inline node_join sample_node_join() {
   return {"edge-1", "00ab12cd34ef5678", {3, 4, 7}};
@@ -146,6 +150,8 @@ inline std::vector<encoded_sample> every_kind() {
       {"stage_report", encode(sample_stage_report()),
        [](auto b) { return decode_stage_report(b).ok(); }},
       {"node_join", encode(sample_node_join()), [](auto b) { return decode_node_join(b).ok(); }},
+      {"deployment_request", encode(sample_deployment_request()),
+       [](auto b) { return decode_deployment_request(b).ok(); }},
       {"stage_snapshot", encode(sample_stage_snapshot()),
        [](auto b) { return decode_stage_snapshot(b).ok(); }},
   };

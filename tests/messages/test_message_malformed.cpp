@@ -17,6 +17,7 @@ constexpr double inf_v = std::numeric_limits<double>::infinity();
 void decode_with_all(std::span<const uint8_t> b) {
   (void)peek_kind(b);
   (void)decode_job_deployment(b);
+  (void)decode_deployment_request(b);
   (void)decode_step_start(b);
   (void)decode_tensor(b);
   (void)decode_link_sample(b);
@@ -171,6 +172,9 @@ BOOST_AUTO_TEST_CASE(empty_required_fields_are_errors) {
                 "node is empty");
   check_refused(decode_step_start(encode(step_start{1, {}, 0.1})), "micro_batches is empty");
   check_refused(decode_node_join(encode(node_join{"", "job", {0}})), "node is empty");
+  check_refused(decode_deployment_request(encode(deployment_request{"", "f00d"})), "node is empty");
+  check_refused(decode_deployment_request(encode(deployment_request{"e0", ""})),
+                "cluster is empty");
   check_refused(decode_rebalance(encode(rebalance{{}, 1})), "micro_batches is empty");
 }
 

@@ -82,6 +82,7 @@ BOOST_AUTO_TEST_CASE(job_deployment_keeps_plan_and_settings) {
   BOOST_TEST(back->job == d.job);
   BOOST_TEST(back->node == d.node);
   BOOST_TEST((back->mode == d.mode));
+  BOOST_TEST(back->shape_links == d.shape_links);
   check_same_plan(back->plan, d.plan);
   check_same_train(back->train, d.train);
   // The model travels once, in the plan.
@@ -109,6 +110,8 @@ BOOST_AUTO_TEST_CASE(control_messages_round_trip) {
   check_round_trip(sample_optimize_order(), [](auto b) { return decode_optimize_order(b); });
   check_round_trip(sample_stage_report(), [](auto b) { return decode_stage_report(b); });
   check_round_trip(sample_node_join(), [](auto b) { return decode_node_join(b); });
+  check_round_trip(sample_deployment_request(),
+                   [](auto b) { return decode_deployment_request(b); });
   check_round_trip(pipe_request{3, 1, 1, 2, 5, 0, 0.25}, [](auto b) { return decode_pipe_request(b); });
   check_round_trip(send_horizon{3, -1.5, 1, 2, 1}, [](auto b) { return decode_send_horizon(b); });
   check_round_trip(pipe_arrival{3, 0, 1, 2, 5, 0.5}, [](auto b) { return decode_pipe_arrival(b); });

@@ -3,7 +3,8 @@
 # `deepcee train` writes (eval and train --resume read it), resuming continues the same
 # losses bit for bit, a train checkpoint resumes in run, and a checkpoint of another model
 # is one line naming the file, exit 2, no run directory. Dry mode writes no checkpoint and
-# refuses --resume.
+# refuses --resume. Ctrl-C saves the checkpoint and exits 130; resuming a plan with shared
+# WAN pipes continues bit for bit.
 #   cli_run_test.sh PATH/TO/deepcee CONFIGS_DIR
 set -u
 deepcee=$1
@@ -104,6 +105,80 @@ err=$("$deepcee" run "$work/dry.toml" --resume "$work/first/checkpoint.safetenso
 rc=$?
 [[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ dry.toml.*dry-mode ]] || fail "dry --resume: exit $rc ($err)"
 [[ -e $work/dry-resumed ]] && fail "dry --resume: left a run directory"
+
+# Ctrl-C (SIGINT): the run stops after its current step, writes its final checkpoint
+# (eval reads it) and exits 130, leaving no temporary file.
+timeout 60 "$deepcee" run "$work/job.toml" --steps 100000 --out "$work/ctrlc" >"$work/ctrlc.log" 2>&1 &
+runner=$!
+rows() { if [[ -f $1 ]]; then wc -l <"$1"; else echo 0; fi; }
+for _ in $(seq 1 200); do (( $(rows "$work/ctrlc/metrics.csv") >= 4 )) && break; sleep 0.05; done
+pkill -INT -P "$runner" # deepcee itself, under its timeout wrapper
+wait "$runner"
+rc=$?
+[[ $rc == 130 ]] || fail "Ctrl-C: exit $rc: $(tail -3 "$work/ctrlc.log")"
+k=$(tail -1 "$work/ctrlc/metrics.csv" | cut -d, -f1)
+grep -q "^interrupted: .* to $k)" "$work/ctrlc.log" || fail "Ctrl-C: no 'interrupted' summary up to step $k: $(tail -12 "$work/ctrlc.log")"
+"$deepcee" eval --checkpoint "$work/ctrlc/checkpoint.safetensors" --data "$work/data" --batch 12 --batches 1 | grep -q "step $k)" ||
+  fail "Ctrl-C: the checkpoint does not evaluate as step $k"
+ls "$work/ctrlc" | grep -q '\.tmp' && fail "Ctrl-C: a temporary file was left behind"
+echo "Ctrl-C: stopped after step $k with its checkpoint, exit 130"
+
+# --resume with shared WAN pipes: the cee-small hybrid plan on the default cluster (two
+# pipelines whose transfers share the WAN pipes, ordered by pipe actors in virtual time),
+# with a tiny model of the plan's depth: 6 steps equal 3 steps plus 3 resumed from their
+# checkpoint, bit for bit in losses and virtual step times.
+python3 - "$configs/plans/cee-small-hybrid.json" "$work/hybrid-plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["model_name"] = "custom"
+plan["model"].update(d_model=32, n_head=2, context=16)
+json.dump(plan, open(sys.argv[2], "w"), indent=1)
+PY
+cat >"$work/hybrid.toml" <<TOML
+name = "cli-run-hybrid"
+time = "virtual"
+cluster = "$configs/clusters/cee-small.toml"
+plan = "$work/hybrid-plan.json"
+[train]
+seed = 7
+steps = 6
+batch = 32
+eval_every = 0
+eval_batches = 1
+[train.model]
+n_layer = 4
+d_model = 32
+n_head = 2
+context = 16
+[train.data]
+path = "$work/data"
+TOML
+hybrid() { "$deepcee" run "$work/hybrid.toml" "$@"; }
+hybrid --out "$work/hybrid6" >"$work/hybrid6.log" 2>&1 || fail "hybrid run: $(tail -3 "$work/hybrid6.log")"
+hybrid --steps 3 --out "$work/hybrid3" >"$work/hybrid3.log" 2>&1 || fail "hybrid run --steps 3: $(tail -3 "$work/hybrid3.log")"
+hybrid --resume "$work/hybrid3/checkpoint.safetensors" --out "$work/hybrid3+3" >"$work/hybrid3+3.log" 2>&1 ||
+  fail "hybrid run --resume: $(tail -3 "$work/hybrid3+3.log")"
+# A step's time is the difference of two absolute virtual times, and a resumed run's clock
+# starts at 0 (the checkpoint does not carry the clock): the same step time then rounds
+# differently in its last bits (the uninterrupted run's own identical steps already differ
+# there). So losses must be equal bit for bit, step times to 1e-12.
+python3 - "$work"/hybrid6/metrics.csv "$work"/hybrid3/metrics.csv "$work"/hybrid3+3/metrics.csv <<'PY' || fail "hybrid resume differs"
+import csv, sys
+rows = lambda f: [(int(r["step"]), r["loss"], float(r["virtual_step_s"])) for r in csv.DictReader(open(f))]
+straight, first, resumed = (rows(f) for f in sys.argv[1:])
+assert [s for s, _, _ in resumed] == [4, 5, 6], resumed
+assert first == straight[:3], (first, straight[:3])
+assert [l for _, l, _ in resumed] == [l for _, l, _ in straight[3:]], (resumed, straight[3:])
+worst = max(abs(a[2] - b[2]) / b[2] for a, b in zip(resumed, straight[3:]))
+assert worst <= 1e-12, (resumed, straight[3:])
+print(f"resume with shared pipes: losses of steps 4-6 bit-identical, step times "
+      f"{straight[3][2]!r} s within {worst:.1e}")
+PY
+# The pipes are there: the run's emulated throughput is the simulator's for this plan, which
+# shares the WAN (the shared-pipe model of test_actors.virtual_time).
+this_run=$(sed -n 's/^  this run (actors) *\([0-9.]*\)$/\1/p' "$work/hybrid6.log")
+simulated=$(sed -n 's/^  simulator, this plan *\([0-9.]*\)$/\1/p' "$work/hybrid6.log")
+[[ -n $this_run && $this_run == "$simulated" ]] || fail "hybrid: actors $this_run samples/s, simulator $simulated"
 
 if ((failures > 0)); then
   echo "$failures failure(s)"

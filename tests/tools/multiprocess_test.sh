@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A job as three node processes on loopback: the same losses as single-device training for
-# every schedule, and every failure (a node that never joins, a port in use, a wrong job
-# file, a node lost mid-step, a hung node or coordinator, an absent coordinator) ends every
-# process non-zero within bounded time, with one line naming the node.
+# every schedule; members follow the coordinator's plan and settings; every failure (a node
+# that never joins, a port in use, another cluster, a node lost mid-step, a hung node or
+# coordinator, an absent coordinator) ends every process non-zero within bounded time, with
+# one line naming the node; Ctrl-C to the process group saves the checkpoint and ends every
+# node with 130.
 #   multiprocess_test.sh PATH/TO/deepcee CONFIGS_DIR
 set -u
 deepcee=$1
@@ -11,6 +13,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [[ -n ${group:-} ]] && kill -9 -- -"$group" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -170,22 +173,49 @@ expect_line "$work/port.log" "node n0: port $p0 on 127.0.0.1 is in use"
 kill $holder 2>/dev/null
 wait $holder 2>/dev/null
 
-# 4. A wrong job file on one node: refused by name, and the job stops at once.
+# 4. The coordinator's node is the one source of the plan and the training settings. Members
+#    whose job files say plan = "auto", another [train] seed and other steps follow it: the
+#    same losses as case 1's greedy run, bit for bit (within the warm-up the learning rate
+#    does not depend on the total steps).
+write_job "$work/follow.toml" 5 7 10 "$work/plan-greedy.json"
+write_job "$work/member.toml" 50 8 10 auto
+start n1 "$work/member.toml" "$work/follow-n1.log"
+start n2 "$work/member.toml" "$work/follow-n2.log"
+start n0 "$work/follow.toml" "$work/follow-n0.log"
+for n in n0 n1 n2; do
+  finish $n
+  [[ $rc == 0 ]] || fail "follow the coordinator: node $n exit $rc: $(tail -3 "$work/follow-$n.log")"
+done
+grep -q "node n1: runs the plan and \[train\] settings of the coordinator's node n0 (virtual time, seed 7, 5 steps)" "$work/follow-n1.log" ||
+  fail "follow the coordinator: n1 should say what it runs: $(cat "$work/follow-n1.log")"
+python3 - "$work/out-greedy-n0/metrics.csv" "$work/out-follow-n0/metrics.csv" <<'PY' || fail "follow the coordinator: losses differ"
+import csv, sys
+before = [r["loss"] for r in csv.DictReader(open(sys.argv[1]))][:5]
+now = [r["loss"] for r in csv.DictReader(open(sys.argv[2]))]
+assert len(now) == 5 and now == before, (now, before)
+print("members with another plan and seed follow the coordinator: 5 losses bit-identical")
+PY
+
+#    A member that read another cluster (a slower WAN) is refused by name, and the job
+#    stops at once.
+sed 's/^cross_region = { bandwidth = "100Mbps"/cross_region = { bandwidth = "50Mbps"/' \
+  "$configs/local-cluster/cluster.toml" >"$work/other-cluster.toml"
+cmp -s "$configs/local-cluster/cluster.toml" "$work/other-cluster.toml" && fail "other cluster: sed changed nothing"
 write_job "$work/patient.toml" 5 7 10
-write_job "$work/other.toml" 5 8 10
+sed "s|^cluster = .*|cluster = \"$work/other-cluster.toml\"|" "$work/patient.toml" >"$work/other.toml"
 t0=$SECONDS
 start n0 "$work/patient.toml" "$work/wrong-n0.log"
 start n1 "$work/patient.toml" "$work/wrong-n1.log"
 start n2 "$work/other.toml" "$work/wrong-n2.log"
-finish n2; [[ $rc == 1 ]] || fail "wrong job: n2 exit code"
-finish n0; [[ $rc == 1 ]] || fail "wrong job: n0 exit code"
-finish n1; [[ $rc != 0 ]] || fail "wrong job: n1 exit code"
-(( SECONDS - t0 <= 9 )) || fail "wrong job: took $((SECONDS - t0)) s, the connect timeout is 10 s"
-echo "wrong job: every process ended within $((SECONDS - t0)) s"
-expect_line "$work/wrong-n2.log" "node n2: refused by the coordinator's node n0: node 'n2' read a different job"
-expect_line "$work/wrong-n0.log" "node n0: node 'n2' read a different job"
-# n1 joins before or after the job failed: either way it names the coordinator's node.
-expect_line "$work/wrong-n1.log" "node n1: (job stopped by n0: node 'n2' read a different job|refused by the coordinator's node n0: it ended the job before this node joined)"
+finish n2; [[ $rc == 1 ]] || fail "other cluster: n2 exit code $rc"
+finish n0; [[ $rc == 1 ]] || fail "other cluster: n0 exit code $rc"
+finish n1; [[ $rc != 0 ]] || fail "other cluster: n1 exit code"
+(( SECONDS - t0 <= 9 )) || fail "other cluster: took $((SECONDS - t0)) s, the connect timeout is 10 s"
+echo "other cluster: every process ended within $((SECONDS - t0)) s"
+expect_line "$work/wrong-n2.log" "node n2: refused by the coordinator's node n0: node 'n2' read a different cluster than the coordinator's node"
+expect_line "$work/wrong-n0.log" "node n0: node 'n2' read a different cluster"
+# n1 asks or joins before or after the job failed: either way it names the coordinator's node.
+expect_line "$work/wrong-n1.log" "node n1: (job stopped by n0: node 'n2' read a different cluster|refused by the coordinator's node n0: (it ended the job before this node joined|node 'n2' read a different cluster))"
 
 # 5. A node lost mid-step: the others stop within seconds, naming it.
 write_job "$work/long.toml" 100000 7 10
@@ -245,6 +275,10 @@ write_job "$work/beats.toml" 100000 7 10 "" "heartbeat_interval = 0.25
 heartbeat_timeout = 1.5"
 for n in n1 n2 n0; do start $n "$work/beats.toml" "$work/silent-$n.log"; done
 for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/silent-n0.log" 2>/dev/null && break; sleep 0.1; done
+# n1 is interrupted first: it waits for the coordinator's node, which never ends the job,
+# so its heartbeat timeout ends it as it ends n2.
+pkill -INT -P "$pid_n1"
+sleep 0.3
 pkill -STOP -P "$pid_n0"
 t0=$SECONDS
 finish n1; [[ $rc == 1 ]] || fail "silent coordinator: n1 exit code $rc"
@@ -254,7 +288,70 @@ echo "silent coordinator: n1 and n2 ended within $((SECONDS - t0)) s of the stop
 pkill -KILL -P "$pid_n0"
 finish n0
 expect_line "$work/silent-n1.log" "node n1: node n0 is silent: no heartbeat for 1.5 s"
+grep -q "node n1: interrupted: its stages keep running" "$work/silent-n1.log" || fail "silent coordinator: n1 should say it was interrupted"
 expect_line "$work/silent-n2.log" "node n2: node n0 is silent: no heartbeat for 1.5 s"
+
+# 8. Ctrl-C in a terminal: SIGINT to the whole process group of the three nodes. The
+#    members keep their stages until the coordinator's node has gathered pipeline 0's
+#    stages (one of them on n1) for its final checkpoint, then every node exits 130.
+#    A launcher leads the group (ignoring SIGINT itself) and records each node's exit code.
+python3 - "$work/group" "$deepcee" node "$work/long.toml" <<'PY' &
+import os, signal, subprocess, sys
+os.setpgid(0, 0)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+out, cmd = sys.argv[1], sys.argv[2:]
+nodes = {}
+for n in ["n1", "n2", "n0"]:
+    nodes[n] = subprocess.Popen(cmd + ["--name", n, "--out", out + "-run"],
+                                stdout=open(f"{out}-{n}.log", "w"), stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+for n, p in nodes.items():
+    try:
+        rc = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = "timeout"
+    open(f"{out}-{n}.rc", "w").write(str(rc))
+PY
+group=$!
+pids+=($group)
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/group-n0.log" 2>/dev/null && break; sleep 0.1; done
+kill -INT -- -"$group"
+t0=$SECONDS
+wait "$group"
+(( SECONDS - t0 <= 10 )) || fail "Ctrl-C to the group: took $((SECONDS - t0)) s"
+for n in n0 n1 n2; do
+  [[ $(cat "$work/group-$n.rc" 2>/dev/null) == 130 ]] || fail "Ctrl-C to the group: $n exit $(cat "$work/group-$n.rc" 2>/dev/null): $(tail -3 "$work/group-$n.log")"
+done
+k=$(sed -n 's/^node n0: interrupted after step \([0-9]*\)$/\1/p' "$work/group-n0.log")
+[[ -n $k ]] || fail "Ctrl-C to the group: n0 should say after which step it stopped"
+for n in n1 n2; do
+  grep -q "^node $n: stopped because the coordinator's node n0 was interrupted: Ctrl-C after step $k, checkpoint saved$" "$work/group-$n.log" ||
+    fail "Ctrl-C to the group: $n should say the coordinator's node was interrupted: $(tail -2 "$work/group-$n.log")"
+done
+"$deepcee" eval --checkpoint "$work/group-run/checkpoint.safetensors" --data "$work/data" --batch 12 --batches 1 | grep -q "step $k)" ||
+  fail "Ctrl-C to the group: the checkpoint of step '$k' does not evaluate"
+ls "$work/group-run" | grep -q '\.tmp' && fail "Ctrl-C to the group: a temporary file was left behind"
+echo "Ctrl-C to the group: checkpoint of step $k saved, every node exited 130 within $((SECONDS - t0)) s"
+
+# 9. Ctrl-C on one member alone: it keeps serving and the job goes on; a second Ctrl-C ends
+#    it at once (130), and the others stop, naming it.
+for n in n1 n2 n0; do start $n "$work/long.toml" "$work/twice-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/twice-n0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -INT -P "$pid_n1"
+for _ in $(seq 1 50); do grep -q 'node n1: interrupted: its stages keep running' "$work/twice-n1.log" && break; sleep 0.1; done
+k=$(grep -c '^step ' "$work/twice-n0.log")
+for _ in $(seq 1 100); do (( $(grep -c '^step ' "$work/twice-n0.log") >= k + 3 )) && break; sleep 0.1; done
+(( $(grep -c '^step ' "$work/twice-n0.log") >= k + 3 )) || fail "one Ctrl-C on n1: the job should go on"
+pkill -INT -P "$pid_n1"
+t0=$SECONDS
+finish n1; [[ $rc == 130 ]] || fail "second Ctrl-C on n1: exit $rc"
+(( SECONDS - t0 <= 2 )) || fail "second Ctrl-C on n1: took $((SECONDS - t0)) s"
+finish n0; [[ $rc == 1 ]] || fail "second Ctrl-C on n1: n0 exit $rc"
+finish n2; [[ $rc == 1 ]] || fail "second Ctrl-C on n1: n2 exit $rc"
+grep -q "^node n1: interrupted twice: leaving now" "$work/twice-n1.log" || fail "second Ctrl-C on n1: its line: $(tail -2 "$work/twice-n1.log")"
+expect_line "$work/twice-n0.log" "node n0: step [0-9]+: node n1 disconnected"
+echo "Ctrl-C on one member: the job went on; a second one ended it within $((SECONDS - t0)) s"
 
 # 7. No coordinator: a node gives up after the connect timeout, naming the coordinator.
 start n1 "$work/short.toml" "$work/alone.log"
@@ -266,5 +363,5 @@ if ((failures)); then
   for f in "$work"/*.log; do echo "== $f"; cat "$f"; done
   exit 1
 fi
-grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,silent,alone}*.log
+grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,silent,twice,alone}*.log
 echo "multiprocess: all checks passed"

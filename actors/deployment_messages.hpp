@@ -1,0 +1,44 @@
+#pragma once
+
+#include "actors/wire_format.hpp"
+#include "runtime/job_config.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/train_config.hpp"
+
+#include <string>
+
+/// The job deployment of a multi-process job (actors/node_deployment.hpp): every node asks
+/// the coordinator's node for it before it spawns its stages, and runs what it says. Both
+/// cross nodes as validated Cap'n Proto (wire_format.hpp).
+namespace deepcee::actors {
+
+/// A node asks for its deployment, naming the cluster it read by its fingerprint
+/// (runtime::cluster_fingerprint): a node that read another cluster is refused.
+struct deployment_request {
+  std::string node;
+  std::string cluster;
+};
+
+/// What the coordinator's node decided for the job: the plan, the training settings and
+/// how time passes. `node` is the node it is addressed to. The plan's model is the one
+/// that runs: `train.model` equals `plan.model` once loaded.
+struct job_deployment {
+  std::string job; ///< the job's name, for messages
+  std::string node;
+  runtime::time_mode time = runtime::time_mode::virtual_time;
+  bool shape_links = false;
+  runtime::plan plan;
+  runtime::train_config train;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, deployment_request& x) {
+  return inspect_as_wire(f, x, "deployment_request");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_deployment& x) {
+  return inspect_as_wire(f, x, "job_deployment");
+}
+
+} // namespace deepcee::actors

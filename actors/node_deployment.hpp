@@ -1,0 +1,35 @@
+#pragma once
+
+#include "actors/deployment_messages.hpp"
+#include "actors/job_context.hpp"
+#include "runtime/cluster.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+/// The coordinator's node is the one source of a multi-process job's plan and training
+/// settings: it plans (or loads the plan file) once and deploys the result; every other
+/// node builds its job from that deployment and keeps from its own job file only what is
+/// its own (its name, the addresses, timeouts) and the cluster, which must be the same.
+namespace deepcee::actors {
+
+/// The deployment of a job as the coordinator's node resolved it (`node` left empty: the
+/// registry addresses a copy to each node that asks).
+job_deployment make_deployment(const std::string& job_name, const runtime::plan& plan,
+                               const runtime::train_config& train, run_mode mode);
+
+/// A node's part of a deployed job: its context, and the node of every stage.
+struct deployed_job {
+  std::shared_ptr<job_context> context;
+  std::vector<int> owner; ///< flat stage -> node (index into the cluster's nodes)
+};
+
+/// Checks a deployment against the cluster this node read and builds its job from it: it
+/// must be addressed to `node`, its plan must fit the cluster (device ids, no stage across
+/// nodes) and its model, its training settings must pass train's rules, and its data must
+/// load here. Throws input_error saying what is wrong.
+deployed_job accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
+                               const std::string& node);
+
+} // namespace deepcee::actors

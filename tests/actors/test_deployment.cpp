@@ -1,0 +1,318 @@
+// The job deployment of a multi-process job: the coordinator's node sends every other node
+// the plan and training settings as one validated Cap'n Proto message; a node builds its job
+// from it, checked against the cluster it read; a node that read another cluster is refused;
+// the interruption of the coordinator's node reaches the others as such.
+#include "actor_test_util.hpp"
+
+#include "actors/deployment_messages.hpp"
+#include "actors/node_deployment.hpp"
+#include "actors/node_registry.hpp"
+#include "actors/wire_format.hpp"
+#include "messages/codec.hpp"
+#include "runtime/errors.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+using namespace deepcee;
+using namespace deepcee::actors::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A corpus file long enough for the tiny model's context.
+std::filesystem::path corpus_file() {
+  const auto dir = std::filesystem::temp_directory_path() / "deepcee-deployment-test";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "corpus.txt";
+  std::ofstream out(file);
+  for (int i = 0; i < 300; ++i)
+    out << "line " << i << ": the coordinator's node deploys the plan to every node\n";
+  return file;
+}
+
+/// A deployment with values whose every bit matters (lr and eps are not short decimals).
+actors::job_deployment sample_deployment() {
+  const auto plan = two_pipeline_plan(runtime::schedule_kind::zb_h1);
+  auto train = train_for(plan, 30);
+  train.seed = 0x9e3779b97f4a7c15ull;
+  train.optimizer.lr = 1.0 / 3.0 * 1e-3;
+  train.optimizer.eps = 1e-8 * (1.0 + 1e-15);
+  train.optimizer.warmup_steps = 3;
+  train.checkpoint_every = 5;
+  train.data.path = corpus_file();
+  train.data.val_fraction = 0.1;
+  auto d = actors::make_deployment("deploy-test", plan, train, {runtime::time_mode::wall, true});
+  d.node = "e0";
+  return d;
+}
+
+std::vector<char> serialize(caf::actor_system& sys, const actors::job_deployment& x) {
+  auto copy = x;
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  BOOST_REQUIRE(!sink(copy));
+  return buf;
+}
+
+bool deserialize(caf::actor_system& sys, const std::vector<char>& buf,
+                 actors::job_deployment& out) {
+  caf::binary_deserializer source{sys, buf};
+  return !source(out);
+}
+
+/// The CAF bytes of a Cap'n Proto byte vector: how a deployment crosses.
+std::vector<char> as_caf_bytes(caf::actor_system& sys, std::vector<uint8_t> bytes) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  BOOST_REQUIRE(!sink(bytes));
+  return buf;
+}
+
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+void check_same_train(const runtime::train_config& a, const runtime::train_config& b) {
+  const auto &oa = a.optimizer, &ob = b.optimizer;
+  for (auto [x, y] : {std::pair{oa.lr, ob.lr},
+                      {oa.min_lr_ratio, ob.min_lr_ratio},
+                      {oa.beta1, ob.beta1},
+                      {oa.beta2, ob.beta2},
+                      {oa.eps, ob.eps},
+                      {oa.weight_decay, ob.weight_decay},
+                      {oa.grad_clip, ob.grad_clip},
+                      {a.data.val_fraction, b.data.val_fraction}})
+    BOOST_TEST(same_bits(x, y));
+  BOOST_TEST(oa.warmup_steps == ob.warmup_steps);
+  BOOST_TEST((std::tie(a.batch, a.steps, a.seed, a.device, a.bf16, a.threads, a.eval_every,
+                       a.eval_batches, a.checkpoint_every, a.metrics_format) ==
+              std::tie(b.batch, b.steps, b.seed, b.device, b.bf16, b.threads, b.eval_every,
+                       b.eval_batches, b.checkpoint_every, b.metrics_format)));
+  BOOST_TEST(a.data.path == b.data.path);
+  BOOST_TEST(a.out == b.out);
+  BOOST_TEST(
+      (std::tie(a.model.n_layer, a.model.d_model, a.model.n_head, a.model.context, a.model.vocab) ==
+       std::tie(b.model.n_layer, b.model.d_model, b.model.n_head, b.model.context, b.model.vocab)));
+}
+
+/// The message of the input_error `f` throws ("" when none).
+template <class F>
+std::string input_error_of(F f) {
+  try {
+    f();
+  } catch (const runtime::input_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(deployment, system_fixture)
+
+BOOST_AUTO_TEST_CASE(a_deployment_round_trips_bit_exact_through_caf_serialization) {
+  const auto d = sample_deployment();
+  const auto buf = serialize(sys, d);
+  // What crosses is one Cap'n Proto message: the CAF bytes are its byte vector.
+  BOOST_TEST((buf == as_caf_bytes(sys, actors::to_wire(d))));
+  actors::job_deployment back;
+  BOOST_REQUIRE(deserialize(sys, buf, back));
+  BOOST_TEST(runtime::plan_to_json(back.plan) == runtime::plan_to_json(d.plan));
+  check_same_train(back.train, d.train);
+  BOOST_TEST((std::tie(back.job, back.node, back.time, back.shape_links) ==
+              std::tie(d.job, d.node, d.time, d.shape_links)));
+  BOOST_TEST((serialize(sys, back) == buf)); // and again: the same bytes
+}
+
+BOOST_AUTO_TEST_CASE(invalid_or_corrupted_deployments_are_refused_and_counted) {
+  const auto before = actors::dropped_wire_messages();
+  auto refused = [&](const messages::job_deployment& bad) {
+    auto out = sample_deployment();
+    out.train.seed = 99;
+    const bool r = !deserialize(sys, as_caf_bytes(sys, messages::encode(bad)), out);
+    if (r)
+      BOOST_TEST(out.train.seed == 99u); // a refused message leaves the value alone
+    return r;
+  };
+  const auto good = [&] {
+    const auto d = sample_deployment();
+    messages::job_deployment m;
+    m.job = d.job;
+    m.node = d.node;
+    m.plan = d.plan;
+    m.train = d.train;
+    return m;
+  };
+  auto m = good();
+  BOOST_TEST(!refused(m));
+  m.plan.pipelines[0].stages[0].samples = {2}; // two devices, one share
+  BOOST_TEST(refused(m));
+  m = good();
+  m.node.clear();
+  BOOST_TEST(refused(m));
+  m = good();
+  m.train.threads = 0;
+  BOOST_TEST(refused(m));
+  m = good();
+  m.plan.pipelines[1].stages[1].first_layer = 4; // an empty layer range
+  BOOST_TEST(refused(m));
+  BOOST_TEST(actors::dropped_wire_messages() - before == 4);
+
+  // Flipped bits and truncations: refused and counted, or a valid deployment; never a crash.
+  const auto bytes = actors::to_wire(sample_deployment());
+  std::mt19937 rng(23);
+  int corrupted_refused = 0;
+  const auto before_corruption = actors::dropped_wire_messages();
+  for (int i = 0; i < 1000; ++i) {
+    auto b = bytes;
+    for (int f = 1 + static_cast<int>(rng() % 3); f > 0; --f)
+      b[rng() % b.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    if (i % 5 == 0)
+      b.resize(rng() % b.size());
+    actors::job_deployment out;
+    if (!deserialize(sys, as_caf_bytes(sys, b), out))
+      ++corrupted_refused;
+    else // accepted: it obeys the decoder's rules
+      BOOST_TEST(
+          (!out.node.empty() && !out.plan.pipelines.empty() && out.plan.micro_batch_size > 0));
+  }
+  BOOST_TEST(corrupted_refused > 0);
+  BOOST_TEST(actors::dropped_wire_messages() - before_corruption == corrupted_refused);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_builds_its_job_from_the_deployment) {
+  const auto cluster = test_cluster();
+  const auto d = sample_deployment();
+  const auto job = actors::accept_deployment(d, cluster, "e0");
+  BOOST_TEST(runtime::plan_to_json(job.context->plan) == runtime::plan_to_json(d.plan));
+  check_same_train(job.context->train, d.train);
+  BOOST_TEST((job.context->mode.time == runtime::time_mode::wall));
+  BOOST_TEST(job.context->mode.shape_links);
+  BOOST_TEST((job.owner == std::vector<int>{0, 0, 1, 0, 1}));
+
+  // Each refusal says what is wrong.
+  const auto refusal = [&](actors::job_deployment bad, const std::string& node = "e0") {
+    return input_error_of([&] { actors::accept_deployment(bad, cluster, node); });
+  };
+  BOOST_TEST(refusal(d, "c0").find("addressed to node 'e0', not 'c0'") != std::string::npos);
+  auto bad = d;
+  bad.plan.pipelines[1].stages[1].devices = {5, 7}; // the cluster has devices 0..6
+  BOOST_TEST(refusal(bad).find("deployment of job 'deploy-test'") != std::string::npos,
+             refusal(bad));
+  bad = d;
+  bad.plan.pipelines[0].stages[0].devices = {0, 4}; // c0 and e0 in one stage
+  bad.plan.pipelines[0].stages[2].devices = {1};
+  BOOST_TEST(refusal(bad).find("spans nodes c0 and e0") != std::string::npos, refusal(bad));
+  bad = d;
+  bad.train.batch += 1;
+  BOOST_TEST(refusal(bad).find("differs from the plan's global batch") != std::string::npos,
+             refusal(bad));
+  bad = d;
+  bad.train.data.path = "/nonexistent/deepcee/corpus";
+  BOOST_TEST(refusal(bad).find("/nonexistent/deepcee/corpus") != std::string::npos, refusal(bad));
+}
+
+BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_cluster) {
+  const auto cluster = test_cluster();
+  auto d = sample_deployment();
+  d.node.clear();
+  const auto owner = actors::stage_owners(cluster, d.plan);
+  caf::scoped_actor self{sys};
+  const auto ask = [&](const actors::node_registry_actor& r, actors::deployment_request q,
+                       actors::job_deployment* out = nullptr) {
+    std::string error;
+    self->request(r, 10s, q).receive(
+        [&](actors::job_deployment& got) {
+          if (out)
+            *out = std::move(got);
+        },
+        [&](caf::error& e) { error = sys.render(e); });
+    return error;
+  };
+  // Stages of c0 left empty: this test asks, it never wires.
+  const std::vector<actors::stage_actor> none(3);
+  for (const bool same_cluster : {true, false}) {
+    auto r = actors::spawn_node_registry(sys, d, "f00d", {"c0", "e0"}, owner, 0, none, 30s);
+    BOOST_TEST(ask(r, {"x9", "f00d"}).find("'x9' holds no stage") != std::string::npos);
+    actors::job_deployment got;
+    const auto error = ask(r, {"e0", same_cluster ? "f00d" : "beef"}, &got);
+    if (same_cluster) {
+      BOOST_TEST(error == "");
+      BOOST_TEST(got.node == "e0");
+      BOOST_TEST(runtime::plan_to_json(got.plan) == runtime::plan_to_json(d.plan));
+      BOOST_TEST(got.train.seed == d.train.seed);
+    } else {
+      BOOST_TEST(error.find("node 'e0' read a different cluster") != std::string::npos, error);
+      std::string failed; // the job fails at once, long before the 30 s timeout
+      self->request(r, 10s, actors::await_atom_v)
+          .receive([](actors::stage_wiring&) {}, [&](caf::error& e) { failed = sys.render(e); });
+      BOOST_TEST(failed.find("node 'e0' read a different cluster") != std::string::npos, failed);
+    }
+    self->send(r, actors::stop_atom_v, "");
+  }
+}
+
+/// Through a real connection: the typed request crosses as Cap'n Proto, and the end of an
+/// interrupted job reaches the other node as an interruption, an ordinary stop not.
+BOOST_AUTO_TEST_CASE(a_deployment_and_an_interruption_cross_a_real_connection) {
+  struct net_config : caf::actor_system_config {
+    net_config() {
+      actors::register_types(*this);
+      load<caf::io::middleman>();
+      set("scheduler.max-threads", 2);
+      set("logger.console", caf::atom("none"));
+    }
+  };
+  const auto cluster = test_cluster();
+  auto d = sample_deployment();
+  d.node.clear();
+  const auto owner = actors::stage_owners(cluster, d.plan);
+  const std::vector<actors::stage_actor> none(3);
+  net_config cfg_a, cfg_b;
+  caf::actor_system a{cfg_a}, b{cfg_b};
+  for (const bool interrupted : {true, false}) {
+    auto registry = actors::spawn_node_registry(a, d, "f00d", {"c0", "e0"}, owner, 0, none, 30s);
+    auto port = a.middleman().publish(registry, 0, "127.0.0.1");
+    BOOST_REQUIRE(port);
+    auto remote = b.middleman().remote_actor<actors::node_registry_actor>("127.0.0.1", *port);
+    BOOST_REQUIRE(remote);
+    caf::scoped_actor member{b};
+    member->monitor(*remote);
+    actors::job_deployment got;
+    member->request(*remote, 5s, actors::deployment_request{"e0", "f00d"})
+        .receive([&](actors::job_deployment& x) { got = std::move(x); },
+                 [&](caf::error& e) { BOOST_FAIL(b.render(e)); });
+    BOOST_TEST(got.node == "e0");
+    BOOST_TEST(runtime::plan_to_json(got.plan) == runtime::plan_to_json(d.plan));
+    check_same_train(got.train, d.train);
+
+    caf::scoped_actor boss{a};
+    if (interrupted)
+      boss->send(registry, actors::stop_atom_v, actors::interrupt_atom_v,
+                 std::string("Ctrl-C after step 3, checkpoint saved"));
+    else
+      boss->send(registry, actors::stop_atom_v, std::string("step 3: node e1 disconnected"));
+    caf::error reason;
+    member->receive([&](caf::down_msg& m) { reason = m.reason; },
+                    caf::after(5s) >> [] { BOOST_FAIL("no down message"); });
+    BOOST_TEST(actors::is_job_interrupted(reason) == interrupted);
+    const auto& context = reason.context();
+    BOOST_REQUIRE(context.match_elements<std::string>());
+    BOOST_TEST(
+        context.get_as<std::string>(0) ==
+        (interrupted ? "Ctrl-C after step 3, checkpoint saved" : "step 3: node e1 disconnected"));
+    a.middleman().unpublish(registry, *port);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

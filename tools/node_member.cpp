@@ -1,0 +1,214 @@
+// A member node of `deepcee node`: every node but the coordinator's. It connects to the
+// coordinator's node, asks it for the job's deployment (plan, training settings, time
+// mode), spawns the stage actors of its devices from it, joins with their handles, and
+// then serves until the coordinator's node ends the job. Ctrl-C does not end it at once:
+// the coordinator's node (interrupted by the same Ctrl-C of the terminal's process group)
+// still gathers pipeline 0's stages, wherever they run, for its final checkpoint.
+#include "actors/node_deployment.hpp"
+#include "actors/node_registry.hpp"
+#include "actors/stage_actor.hpp"
+#include "runtime/cluster_fingerprint.hpp"
+#include "tools/job_checkpoint.hpp"
+#include "tools/node_process.hpp"
+
+#include <caf/after.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+namespace deepcee::tools {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// The registry's reply, or why there is none.
+template <class Reply>
+struct registry_answer {
+  std::optional<Reply> reply;
+  std::string refusal; ///< the coordinator's node's reason (or that it ended the job)
+  bool timed_out = false;
+};
+
+/// Asks the registry and waits for its reply, its refusal, its end or `timeout`, whichever
+/// comes first: a plain blocking request would wait out its whole timeout when the
+/// coordinator's node ends the job meanwhile (another node failed), because a lost proxy
+/// does not answer pending requests.
+template <class Reply, class Request>
+registry_answer<Reply> ask_registry(caf::actor_system& sys, caf::scoped_actor& self,
+                                    const actors::node_registry_actor& registry, Request request,
+                                    std::chrono::milliseconds timeout) {
+  auto waiter = caf::actor_cast<caf::actor>(self);
+  sys.spawn([waiter, registry, request, timeout](caf::event_based_actor* a) {
+    const std::string ended = "it ended the job before this node joined";
+    a->monitor(registry);
+    a->set_down_handler([a, waiter, ended](caf::down_msg&) {
+      a->send(waiter, actors::stop_atom_v, ended);
+      a->quit();
+    });
+    a->request(registry, timeout, request)
+        .then(
+            [a, waiter](Reply& r) {
+              a->send(waiter, std::move(r));
+              a->quit();
+            },
+            [a, waiter, ended](caf::error& e) {
+              if (e == caf::sec::request_timeout)
+                a->send(waiter, actors::timeout_atom_v);
+              else
+                a->send(waiter, actors::stop_atom_v,
+                        e == caf::sec::request_receiver_down ? ended : reason_text(a->system(), e));
+              a->quit();
+            });
+  });
+  registry_answer<Reply> answer;
+  self->receive([&](Reply& r) { answer.reply = std::move(r); },
+                [&](actors::stop_atom, std::string& why) { answer.refusal = std::move(why); },
+                [&](actors::timeout_atom) { answer.timed_out = true; });
+  return answer;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+/// Fails the node when the registry gave no reply, naming the coordinator's node.
+template <class Reply>
+Reply require_reply(registry_answer<Reply> a, const std::string& me, const std::string& boss,
+                    const std::string& what, double timeout_s) {
+  if (a.reply)
+    return std::move(*a.reply);
+  if (a.timed_out) {
+    std::string dropped;
+    if (const auto n = actors::dropped_wire_messages(); n > 0)
+      dropped = " (" + std::to_string(n) + " malformed message(s) from other nodes dropped)";
+    fail(me, "no valid " + what + " from the coordinator's node " + boss + " within " +
+                 seconds_text(timeout_s) + dropped);
+  }
+  fail(me, "refused by the coordinator's node " + boss + ": " + a.refusal);
+}
+
+actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_config& job,
+                                    const runtime::node& me) {
+  const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
+  // Its own port, so that its peers connect to it directly (automatic connections).
+  // SO_REUSEADDR lets a restarted job bind past TIME_WAIT; a live listener still refuses.
+  const auto host = host_of(me);
+  if (auto port = sys.middleman().open(static_cast<uint16_t>(me.port), host.c_str(), true); !port)
+    fail(me.name, "port " + std::to_string(me.port) + " on " + host + " is in use or unusable (" +
+                      sys.render(port.error()) + ")");
+  const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
+  while (true) {
+    if (auto r = sys.middleman().remote_actor<actors::node_registry_actor>(
+            host_of(boss), static_cast<uint16_t>(boss.port)))
+      return *r;
+    if (std::chrono::steady_clock::now() > deadline)
+      fail(me.name, "could not reach the coordinator's node " + boss.name + " at " + host_of(boss) +
+                        ":" + std::to_string(boss.port) + " within " +
+                        std::to_string(job.connect_timeout_s).substr(0, 4) + " s");
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+} // namespace
+
+int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_index,
+               actor_guard& guard) {
+  const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
+  const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
+  interrupt_flag interrupted("node " + me.name +
+                             ": interrupted twice: leaving now, without waiting for the "
+                             "coordinator's node " +
+                             boss.name);
+  const auto registry = connect(sys, job, me);
+  caf::scoped_actor self{sys};
+  self->monitor(registry);
+  const auto wait = millis(job.connect_timeout_s);
+  const auto cluster = runtime::cluster_fingerprint(job.cluster);
+
+  // The coordinator's plan and settings, checked against what this node read.
+  const auto deployment =
+      require_reply(ask_registry<actors::job_deployment>(
+                        sys, self, registry, actors::deployment_request{me.name, cluster}, wait),
+                    me.name, boss.name, "deployment", job.connect_timeout_s);
+  actors::deployed_job deployed;
+  try {
+    deployed = actors::accept_deployment(deployment, job.cluster, me.name);
+  } catch (const std::exception& e) {
+    fail(me.name,
+         "refused the deployment from the coordinator's node " + boss.name + ": " + e.what());
+  }
+  const auto& ctx = *deployed.context;
+
+  actors::node_join join;
+  join.node = me.name;
+  join.job = cluster;
+  for (int p = 0, k = 0; p < static_cast<int>(ctx.plan.pipelines.size()); ++p)
+    for (int t = 0; t < ctx.stage_count(p); ++t, ++k)
+      if (deployed.owner[static_cast<size_t>(k)] == me_index) {
+        auto stage = actors::spawn_stage(sys, deployed.context, p, t);
+        guard.add(stage);
+        join.stages.push_back(k);
+        join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
+      }
+  std::fprintf(stderr,
+               "node %s: runs the plan and [train] settings of the coordinator's node %s "
+               "(%s time, seed %llu, %d steps)\n",
+               me.name.c_str(), boss.name.c_str(),
+               std::string(runtime::to_string(ctx.mode.time)).c_str(),
+               static_cast<unsigned long long>(ctx.train.seed), ctx.train.steps);
+  // Silence of the coordinator's node (hung, its connection still open) ends this node.
+  join.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(
+      start_heartbeat(sys, job, me_index, {boss.name}, caf::actor_cast<caf::actor>(self), guard));
+  const auto stages = join.stages.size();
+  require_reply(ask_registry<int32_t>(sys, self, registry, std::move(join), wait), me.name,
+                boss.name, "answer to its join", job.connect_timeout_s);
+  std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", me.name.c_str(),
+               boss.name.c_str(), host_of(boss).c_str(), boss.port, stages);
+
+  caf::error reason;
+  std::string silent;
+  bool done = false, told = false;
+  while (!done) {
+    self->receive(
+        [&](caf::down_msg& d) {
+          reason = d.reason;
+          done = true;
+        },
+        [&](actors::stop_atom, std::string& why) {
+          silent = std::move(why);
+          done = true;
+        },
+        caf::after(100ms) >> [] {});
+    if (interrupted.raised() && !told && !done) {
+      std::fprintf(stderr,
+                   "node %s: interrupted: its stages keep running until the coordinator's node "
+                   "%s ends the job (Ctrl-C again to leave at once)\n",
+                   me.name.c_str(), boss.name.c_str());
+      told = true;
+    }
+  }
+  if (!silent.empty())
+    fail(me.name, silent);
+  if (actors::is_job_interrupted(reason)) {
+    std::fprintf(stderr, "node %s: stopped because the coordinator's node %s was interrupted: %s\n",
+                 me.name.c_str(), boss.name.c_str(), reason_text(sys, reason).c_str());
+    return 130;
+  }
+  if (reason && reason != caf::exit_reason::normal) {
+    if (reason == caf::exit_reason::remote_link_unreachable)
+      fail(me.name, "lost the coordinator's node " + boss.name);
+    fail(me.name, "job stopped by " + boss.name + ": " + reason_text(sys, reason));
+  }
+  std::fprintf(stderr, "node %s: job done\n", me.name.c_str());
+  return 0;
+}
+
+} // namespace deepcee::tools

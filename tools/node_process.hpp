@@ -1,0 +1,49 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+#include "runtime/job_config.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+/// What the coordinator's node (cmd_node.cpp) and a member node (node_member.cpp) of
+/// `deepcee node` share: one process of a multi-process job.
+namespace deepcee::tools {
+
+/// The reason an actor gave, without CAF's error(...) wrapping when it is our own text.
+std::string reason_text(caf::actor_system& sys, const caf::error& e);
+
+/// Ends the local actors however the node leaves, so the actor system's destructor (which
+/// waits for every actor) cannot hang.
+struct actor_guard {
+  caf::actor_system& sys;
+  std::vector<caf::strong_actor_ptr> actors;
+  ~actor_guard();
+  template <class Handle>
+  void add(const Handle& h) {
+    actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(h));
+  }
+};
+
+std::string host_of(const runtime::node& n);
+
+/// The node's failure: "node NAME: what", thrown as std::runtime_error (exit 1).
+[[noreturn]] void fail(const std::string& node, const std::string& what);
+
+std::chrono::milliseconds millis(double seconds);
+
+/// Node `me`'s heartbeat actor (actors/heartbeat_actor.hpp): `expect` names the peers it
+/// must hear from from now on; `notify` is told (stop_atom, reason) when one falls silent.
+actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const runtime::job_config& job,
+                                        int me, std::vector<std::string> expect, caf::actor notify,
+                                        actor_guard& guard);
+
+/// A node other than the coordinator's: asks the coordinator's node for the job's
+/// deployment, spawns its stages from it, joins, and waits for the job's end. Returns the
+/// exit code (0 done, 130 the coordinator's node was interrupted); failures throw.
+int run_member(caf::actor_system& sys, const runtime::job_config& job, int me, actor_guard& guard);
+
+} // namespace deepcee::tools
