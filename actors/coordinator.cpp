@@ -92,9 +92,7 @@ std::string missing_stages(const coordinator_state& st) {
   for (size_t k = 0; k < st.stages.size(); ++k) {
     if (!reported && st.reports[k].has_value())
       continue;
-    out += (out.empty() ? "" : ", ") + st.job->stage_name(k);
-    if (!st.stage_nodes.empty())
-      out += " (node " + st.stage_nodes[k] + ")";
+    out += (out.empty() ? "" : ", ") + st.job->stage_name(k); // names the node, if several
   }
   return (reported ? "no optimizer acknowledgement among " : "no report from ") + out;
 }

@@ -29,6 +29,10 @@ struct job_deployment {
   bool shape_links = false;
   runtime::plan plan;
   runtime::train_config train;
+  /// The coordinator's wall clock (seconds since its job began) as it answered: a member
+  /// sets its own zero to match (aligned_epoch), so that wall-mode times from different
+  /// nodes (link samples: sent on one, arrived on another) share one clock.
+  double clock_s = 0;
 };
 
 template <class Inspector>

@@ -72,12 +72,19 @@ struct job_context {
       n += stage_count(q);
     return n + stage;
   }
-  /// "pipeline p stage s" of flat index `flat` (the inverse of flat_index), for messages.
+  /// Per flat stage, the node process it runs on (a multi-process job; empty in one).
+  std::vector<std::string> stage_nodes;
+
+  /// "pipeline p stage s" of flat index `flat` (the inverse of flat_index), with
+  /// " (node n)" in a multi-process job, for messages.
   std::string stage_name(size_t flat) const {
     int p = 0, s = static_cast<int>(flat);
     while (s >= stage_count(p))
       s -= stage_count(p++);
-    return "pipeline " + std::to_string(p) + " stage " + std::to_string(s);
+    auto name = "pipeline " + std::to_string(p) + " stage " + std::to_string(s);
+    if (flat < stage_nodes.size())
+      name += " (node " + stage_nodes[flat] + ")";
+    return name;
   }
 };
 

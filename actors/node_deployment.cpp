@@ -38,4 +38,13 @@ deployed_job accept_deployment(const job_deployment& d, const runtime::cluster& 
   return job;
 }
 
+std::chrono::steady_clock::time_point aligned_epoch(std::chrono::steady_clock::time_point asked,
+                                                    std::chrono::steady_clock::time_point answered,
+                                                    double clock_s) {
+  const auto half_trip = (answered - asked) / 2;
+  return answered - half_trip -
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(clock_s));
+}
+
 } // namespace deepcee::actors

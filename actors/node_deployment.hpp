@@ -4,6 +4,7 @@
 #include "actors/job_context.hpp"
 #include "runtime/cluster.hpp"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,5 +32,12 @@ struct deployed_job {
 /// load here. Throws input_error saying what is wrong.
 deployed_job accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
                                const std::string& node);
+
+/// This node's wall-time zero such that its clock reads the coordinator's: the coordinator's
+/// clock read `clock_s` as it answered a request this node sent at `asked` and got the
+/// answer of at `answered` (half the round trip each way).
+std::chrono::steady_clock::time_point aligned_epoch(std::chrono::steady_clock::time_point asked,
+                                                    std::chrono::steady_clock::time_point answered,
+                                                    double clock_s);
 
 } // namespace deepcee::actors

@@ -90,6 +90,8 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
         }
         auto d = s.deployment;
         d.node = r.node;
+        d.clock_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started)
+                         .count();
         return d;
       },
       [=](node_join& j) -> caf::result<int32_t> {

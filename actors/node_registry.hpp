@@ -15,7 +15,9 @@ namespace deepcee::actors {
 /// owns, so a join that claims other stages is refused.
 struct node_registry_state {
   static inline const char* name = "node_registry";
-  job_deployment deployment; ///< what every node runs (`node` set per reply)
+  job_deployment deployment; ///< what every node runs (`node` and `clock_s` set per reply)
+  /// When the registry started, the coordinator's clock reading deployment.clock_s.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::string cluster;       ///< the coordinator's cluster fingerprint
   std::vector<std::string> node_names;
   std::vector<std::vector<int32_t>> expected; ///< per node: its flat stages (empty: local)

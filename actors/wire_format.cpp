@@ -214,6 +214,7 @@ std::vector<uint8_t> to_wire(const job_deployment& x) {
   m.node = x.node;
   m.mode = static_cast<wire::time_mode>(x.time);
   m.shape_links = x.shape_links;
+  m.clock_s = x.clock_s;
   m.plan = x.plan;
   m.train = x.train;
   return wire::encode(m);
@@ -225,6 +226,7 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, job_deployment& x) {
     x.node = std::move(m.node);
     x.time = static_cast<runtime::time_mode>(m.mode);
     x.shape_links = m.shape_links;
+    x.clock_s = m.clock_s;
     x.plan = std::move(m.plan);
     x.train = std::move(m.train);
   });

@@ -178,6 +178,7 @@ std::vector<uint8_t> encode(const job_deployment& m) {
     write_plan(d.initPlan(), m.plan);
     write_train(d.initTrain(), m.train);
     d.setShapeLinks(m.shape_links);
+    d.setClock(m.clock_s);
   });
 }
 
@@ -201,6 +202,9 @@ result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes) {
                                         m.train = read_train(d.getTrain(), c);
                                         m.train.model = m.plan.model;
                                         m.shape_links = d.getShapeLinks();
+                                        m.clock_s = d.getClock();
+                                        c.require(std::isfinite(m.clock_s) && m.clock_s >= 0,
+                                                  "clock", "is not a time");
                                         return c.finish(std::move(m));
                                       });
 }

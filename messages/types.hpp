@@ -50,6 +50,7 @@ struct job_deployment {
   runtime::plan plan;
   runtime::train_config train;
   bool shape_links = false; ///< wall time: senders wait as the cluster's link model says
+  double clock_s = 0;       ///< the coordinator's wall clock as it answered (>= 0)
 };
 
 /// A node asking the coordinator's node for its job_deployment; `cluster` fingerprints the

@@ -74,6 +74,8 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
   s.context =
       actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus, mode);
   s.deployment = actors::make_deployment(s.job.name, s.plan, s.job.train, mode);
+  for (int node : s.owner)
+    s.context->stage_nodes.push_back(s.job.cluster.nodes.at(static_cast<size_t>(node)).name);
   if (o.resume && s.job.time == runtime::time_mode::dry)
     runtime::fail_input(o.job, 0,
                         "--resume: a dry-mode job has no weights to load a checkpoint into");
@@ -91,6 +93,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
   auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
+  s.deployment.clock_s = s.context->real_now_s(); // the members' clocks follow this one
   auto registry =
       actors::spawn_node_registry(sys, s.deployment, runtime::cluster_fingerprint(s.job.cluster),
                                   names, s.owner, s.me, local, timeout, beats);

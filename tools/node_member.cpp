@@ -17,6 +17,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <thread>
@@ -134,10 +135,12 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   const auto cluster = runtime::cluster_fingerprint(job.cluster);
 
   // The coordinator's plan and settings, checked against what this node read.
+  const auto asked = std::chrono::steady_clock::now();
   const auto deployment =
       require_reply(ask_registry<actors::job_deployment>(
                         sys, self, registry, actors::deployment_request{me.name, cluster}, wait),
                     me.name, boss.name, "deployment", job.connect_timeout_s);
+  const auto answered = std::chrono::steady_clock::now();
   actors::deployed_job deployed;
   try {
     deployed = actors::accept_deployment(deployment, job.cluster, me.name);
@@ -145,6 +148,10 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
     fail(me.name,
          "refused the deployment from the coordinator's node " + boss.name + ": " + e.what());
   }
+  // Wall times of this node read the coordinator's clock (link samples between nodes).
+  deployed.context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
+  for (int node : deployed.owner)
+    deployed.context->stage_nodes.push_back(job.cluster.nodes.at(static_cast<size_t>(node)).name);
   const auto& ctx = *deployed.context;
 
   actors::node_join join;

@@ -53,6 +53,7 @@ actors::job_deployment sample_deployment() {
   train.data.val_fraction = 0.1;
   auto d = actors::make_deployment("deploy-test", plan, train, {runtime::time_mode::wall, true});
   d.node = "e0";
+  d.clock_s = 1.0 / 3.0 + 4096; // not a round binary number: the bits must travel
   return d;
 }
 
@@ -129,8 +130,8 @@ BOOST_AUTO_TEST_CASE(a_deployment_round_trips_bit_exact_through_caf_serializatio
   BOOST_REQUIRE(deserialize(sys, buf, back));
   BOOST_TEST(runtime::plan_to_json(back.plan) == runtime::plan_to_json(d.plan));
   check_same_train(back.train, d.train);
-  BOOST_TEST((std::tie(back.job, back.node, back.time, back.shape_links) ==
-              std::tie(d.job, d.node, d.time, d.shape_links)));
+  BOOST_TEST((std::tie(back.job, back.node, back.time, back.shape_links, back.clock_s) ==
+              std::tie(d.job, d.node, d.time, d.shape_links, d.clock_s)));
   BOOST_TEST((serialize(sys, back) == buf)); // and again: the same bytes
 }
 
@@ -222,6 +223,16 @@ BOOST_AUTO_TEST_CASE(a_node_builds_its_job_from_the_deployment) {
   BOOST_TEST(refusal(bad).find("/nonexistent/deepcee/corpus") != std::string::npos, refusal(bad));
 }
 
+BOOST_AUTO_TEST_CASE(a_member_clock_reads_the_coordinators_half_a_round_trip_after_its_answer) {
+  using std::chrono::steady_clock;
+  const auto asked = steady_clock::now();
+  const auto answered = asked + std::chrono::milliseconds(40); // 20 ms each way
+  const auto epoch = actors::aligned_epoch(asked, answered, 12.5);
+  // At `answered` the coordinator's clock reads 12.5 s plus the 20 ms the answer travelled.
+  BOOST_TEST(std::chrono::duration<double>(answered - epoch).count() == 12.52, 
+             boost::test_tools::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_cluster) {
   const auto cluster = test_cluster();
   auto d = sample_deployment();
@@ -249,6 +260,10 @@ BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_clust
     if (same_cluster) {
       BOOST_TEST(error == "");
       BOOST_TEST(got.node == "e0");
+      // The coordinator's clock as it answered: what it read at the registry's start, plus
+      // the time since (a few ms here, well under a second).
+      BOOST_TEST(got.clock_s >= d.clock_s);
+      BOOST_TEST(got.clock_s < d.clock_s + 1.0);
       BOOST_TEST(runtime::plan_to_json(got.plan) == runtime::plan_to_json(d.plan));
       BOOST_TEST(got.train.seed == d.train.seed);
     } else {

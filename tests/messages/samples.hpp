@@ -16,6 +16,7 @@ inline job_deployment sample_deployment() {
   d.job = "cee-small";
   d.node = "edge-1";
   d.mode = time_mode::virtual_time;
+  d.clock_s = 2.75;
   auto& p = d.plan;
   p.strategy = "deepcee";
   p.model_name = "small";

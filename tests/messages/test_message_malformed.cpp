@@ -199,6 +199,11 @@ BOOST_AUTO_TEST_CASE(unknown_enum_values_are_errors) {
   d = sample_deployment();
   d.plan.pipelines[0].stages[1].send_compression = static_cast<deepcee::runtime::compression>(6);
   check_refused(decode_job_deployment(encode(d)), "stages[1].send_compression has unknown");
+  d = sample_deployment();
+  d.clock_s = -1;
+  check_refused(decode_job_deployment(encode(d)), "clock is not a time");
+  d.clock_s = std::nan("");
+  check_refused(decode_job_deployment(encode(d)), "clock is not a time");
 }
 
 BOOST_AUTO_TEST_CASE(bad_plans_are_errors) {
