@@ -29,6 +29,16 @@ struct system_fixture {
   caf::actor_system sys{cfg};
 };
 
+/// CAF's deterministic "testing" scheduler: messages run only when a test says so, in an
+/// order it chooses.
+struct testing_config : caf::actor_system_config {
+  testing_config() {
+    register_types(*this);
+    set("scheduler.policy", caf::atom("testing"));
+    set("logger.console", caf::atom("none"));
+  }
+};
+
 /// Two regions joined by a slow WAN; seven devices of three kinds.
 inline runtime::cluster test_cluster() {
   return runtime::parse_cluster(R"(

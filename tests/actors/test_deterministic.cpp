@@ -24,13 +24,6 @@ using namespace deepcee::actors::test;
 
 namespace {
 
-struct testing_config : caf::actor_system_config {
-  testing_config() {
-    actors::register_types(*this);
-    set("scheduler.policy", caf::atom("testing"));
-    set("logger.console", caf::atom("none"));
-  }
-};
 
 } // namespace
 

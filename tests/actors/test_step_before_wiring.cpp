@@ -20,13 +20,6 @@ using namespace deepcee::actors::test;
 
 namespace {
 
-struct testing_config : caf::actor_system_config {
-  testing_config() {
-    actors::register_types(*this);
-    set("scheduler.policy", caf::atom("testing"));
-    set("logger.console", caf::atom("none"));
-  }
-};
 
 /// Three pipelines sharing the WAN both ways: stages also wait on pipe actors.
 const runtime::plan plan =
