@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <thread>
 
 namespace deepcee::tools {
@@ -118,6 +119,30 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
   }
 }
 
+/// Connects straight to every other member node of the job that comes before this one (the
+/// later ones connect to this one), before this node joins: so that no traffic between
+/// members starts on a route through the coordinator's node that CAF switches to a direct
+/// connection mid-step. A member that cannot be reached within the connect timeout fails
+/// this node, naming it.
+void connect_members(caf::actor_system& sys, const runtime::job_config& job, int me_index,
+                     const std::vector<int>& owner) {
+  const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
+  const std::set<int> members(owner.begin(), owner.end());
+  const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
+  for (int j : members) {
+    if (j >= me_index || j == job.coordinator_node)
+      continue;
+    const auto& peer = job.cluster.nodes[static_cast<size_t>(j)];
+    while (!sys.middleman().connect(host_of(peer), static_cast<uint16_t>(peer.port))) {
+      if (std::chrono::steady_clock::now() > deadline)
+        fail(me.name, "could not reach node " + peer.name + " at " + host_of(peer) + ":" +
+                          std::to_string(peer.port) + " within " +
+                          std::to_string(job.connect_timeout_s).substr(0, 4) + " s");
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+}
+
 } // namespace
 
 int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_index,
@@ -153,6 +178,8 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   for (int node : deployed.owner)
     deployed.context->stage_nodes.push_back(job.cluster.nodes.at(static_cast<size_t>(node)).name);
   const auto& ctx = *deployed.context;
+
+  connect_members(sys, job, me_index, deployed.owner);
 
   actors::node_join join;
   join.node = me.name;

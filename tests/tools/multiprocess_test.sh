@@ -110,7 +110,8 @@ json.dump(plan, open(sys.argv[2], "w"), indent=1)
 PY
   write_job "$work/job-$schedule.toml" $steps 7 10 "$work/plan-$schedule.json"
   t0=$SECONDS
-  for n in n1 n2 n0; do start $n "$work/job-$schedule.toml" "$work/$schedule-$n.log"; done
+  # A stuck step fails within 20 s naming the stages it waits for (not at the script's 60 s).
+  for n in n1 n2 n0; do start $n "$work/job-$schedule.toml" "$work/$schedule-$n.log" --step-timeout 20; done
   for n in n0 n1 n2; do
     finish $n
     [[ $rc == 0 ]] || fail "same math $schedule: node $n exit $rc: $(tail -3 "$work/$schedule-$n.log")"
@@ -181,7 +182,7 @@ write_job "$work/follow.toml" 5 7 10 "$work/plan-greedy.json"
 write_job "$work/member.toml" 50 8 10 auto
 start n1 "$work/member.toml" "$work/follow-n1.log"
 start n2 "$work/member.toml" "$work/follow-n2.log"
-start n0 "$work/follow.toml" "$work/follow-n0.log"
+start n0 "$work/follow.toml" "$work/follow-n0.log" --step-timeout 20
 for n in n0 n1 n2; do
   finish $n
   [[ $rc == 0 ]] || fail "follow the coordinator: node $n exit $rc: $(tail -3 "$work/follow-$n.log")"
