@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 #include <caf/typed_event_based_actor.hpp>
 
-#include <map>
 #include <tuple>
 #include <utility>
 #include <memory>
@@ -22,8 +21,8 @@ namespace {
 
 using self_ptr = group_actor::stateful_pointer<group_state>;
 
-/// Asks each device in `asked` (indices into the group) the request `request_of(j)` (a
-/// tuple of the message's elements) and, once all have answered, calls `on_all(answers)`
+/// Asks each device in `asked` (indices into the group) the request `request_of(k)` for the
+/// k-th of them (a tuple of the message's elements) and, once all have answered, calls `on_all(answers)`
 /// (in the order of `asked`), which answers `promise`; the first error (a device's, or
 /// what `on_all` throws) answers it instead, and later answers are ignored.
 template <class Answer, class Result, class RequestOf, class OnAll>
@@ -65,7 +64,7 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
                       promise.deliver(std::move(e));
                   });
         },
-        request_of(asked[k]));
+        request_of(k));
   }
 }
 
@@ -137,9 +136,6 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
           parts.push_back(std::move(part));
         }
         auto shared_parts = std::make_shared<std::vector<device_work>>(std::move(parts));
-        std::map<size_t, size_t> index;
-        for (size_t k = 0; k < asked.size(); ++k)
-          index[asked[k]] = k;
         gather_devices<double, double>(
             self, asked, promise,
             [](std::vector<double>& losses) {
@@ -148,7 +144,7 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
                 sum += l;
               return sum;
             },
-            [=](size_t j) { return std::make_tuple(shared_parts->at(index.at(j))); });
+            [=](size_t k) { return std::make_tuple(shared_parts->at(k)); });
         return promise;
       },
       [=](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
