@@ -4,7 +4,6 @@
 #include "messages/types.hpp"
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -52,20 +51,12 @@ std::vector<uint8_t> encode(const tensor_message& m);
 /// says: one pass, no intermediate buffer.
 std::vector<uint8_t> encode_tensor(const tensor_header& header, std::span<const float> values);
 
-/// An f32 tensor whose producer writes its values straight into the message's payload
-/// (`write` gets header.rows() * header.cols() floats): the send path's one serialization
-/// is then the producer's own write, with no staging buffer. The send and arrival times
-/// are read again after `write` returns, so `write` may still set them through a reference
-/// the caller holds (an op that ends inside it, the link model asked then); the bytes equal
-/// encode_tensor's. Other dtypes throw std::invalid_argument (they need encode_tensor's
-/// conversion pass).
-std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
-                                        const std::function<void(std::span<float>)>& write);
-
-/// encode_tensor_with in two steps, for a payload written later and elsewhere (the devices
-/// of a stage, each its own rows, while the stage goes on): `payload()` stays valid until
-/// `finish`, which sets the send and arrival times and hands over the bytes, equal to
-/// encode_tensor's. f32 only, as encode_tensor_with.
+/// An f32 tensor message whose producers write its values straight into its payload, later
+/// and elsewhere (the devices of a stage, each its own rows, while the stage goes on): the
+/// send path's one serialization is then the producers' own writes, with no staging buffer.
+/// `payload()` (header.rows() * header.cols() floats) stays valid until `finish`, which
+/// sets the send and arrival times and hands over the bytes, equal to encode_tensor's.
+/// Other dtypes throw std::invalid_argument (they need encode_tensor's conversion pass).
 class tensor_draft {
 public:
   explicit tensor_draft(const tensor_header& header);

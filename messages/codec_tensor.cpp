@@ -4,7 +4,6 @@
 #include "messages/wire.hpp"
 
 #include <cstring>
-#include <functional>
 #include <stdexcept>
 
 namespace deepcee::messages {
@@ -200,14 +199,6 @@ std::vector<uint8_t> tensor_draft::finish(double send_time, double arrival_time)
   parts_.reset();
   payload_ = {};
   return bytes;
-}
-
-std::vector<uint8_t> encode_tensor_with(const tensor_header& header,
-                                        const std::function<void(std::span<float>)>& write) {
-  tensor_draft draft(header);
-  write(draft.payload());
-  // `write` may have set the times through a reference the caller holds.
-  return draft.finish(header.send_time, header.arrival_time);
 }
 
 std::vector<uint8_t> encode_tensor_header(const tensor_header& header) {

@@ -10,27 +10,31 @@ using namespace deepcee::messages::testing;
 
 BOOST_AUTO_TEST_SUITE(tensor_in_place)
 
-BOOST_AUTO_TEST_CASE(writing_into_the_payload_gives_encode_tensors_bytes) {
+BOOST_AUTO_TEST_CASE(a_draft_written_in_parts_and_timed_late_gives_encode_tensors_bytes) {
   auto h = sample_header();
   h.shape = {3, 5, 8};
   const auto values = random_values(3 * 5 * 8, 4);
   const auto want = encode_tensor(h, values);
-  auto late = h;
-  late.send_time = 0;
-  const auto got = encode_tensor_with(late, [&](std::span<float> out) {
-    BOOST_REQUIRE_EQUAL(out.size(), values.size());
-    std::copy(values.begin(), values.end(), out.begin());
-    late.send_time = h.send_time; // the send time set while writing still reaches the header
-  });
+  auto early = h;
+  early.send_time = early.arrival_time = 0; // the times are known only when the op ends
+  tensor_draft draft(early);
+  auto out = draft.payload();
+  BOOST_REQUIRE_EQUAL(out.size(), values.size());
+  // Two writers, each its own rows (a stage's devices), in either order.
+  const size_t half = 2 * 5 * 8;
+  std::copy(values.begin() + half, values.end(), out.begin() + half);
+  std::copy(values.begin(), values.begin() + half, out.begin());
+  const auto got = draft.finish(h.send_time, h.arrival_time);
   BOOST_TEST((got == want));
   auto decoded = decode_tensor(got);
   BOOST_REQUIRE(decoded);
   BOOST_TEST((decoded->header == h));
+  BOOST_CHECK_THROW(draft.finish(0, 0), std::logic_error); // handed over once
 }
 
 BOOST_AUTO_TEST_CASE(only_f32_is_written_in_place) {
   auto h = sample_header(tensor_dtype::bf16);
-  BOOST_CHECK_THROW(encode_tensor_with(h, [](std::span<float>) {}), std::invalid_argument);
+  BOOST_CHECK_THROW(tensor_draft{h}, std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(header_only_tensor_keeps_its_header_and_carries_no_payload) {
