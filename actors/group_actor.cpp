@@ -86,6 +86,18 @@ std::vector<size_t> all_devices(const group_state& st) {
   return out;
 }
 
+/// Sends `xs` to every device and answers `step` once all have done it (the first error
+/// instead).
+template <class... Ts>
+caf::typed_response_promise<int64_t> to_every_device(self_ptr self, int64_t step,
+                                                     const Ts&... xs) {
+  auto promise = self->make_response_promise<int64_t>();
+  gather_devices<int64_t>(
+      self, all_devices(self->state), promise, [step](std::vector<int64_t>&) { return step; },
+      [=](size_t) { return std::make_tuple(xs...); });
+  return promise;
+}
+
 } // namespace
 
 group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_context> job,
@@ -174,20 +186,10 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
         return promise;
       },
       [=](const gradient_values& g) -> caf::result<int64_t> {
-        auto promise = self->make_response_promise<int64_t>();
-        gather_devices<int64_t, int64_t>(
-            self, all_devices(self->state), promise,
-            [step = g.step](std::vector<int64_t>&) { return step; },
-            [=](size_t) { return std::make_tuple(g); });
-        return promise;
+        return to_every_device(self, g.step, g);
       },
       [=](const optimize_order& order) -> caf::result<int64_t> {
-        auto promise = self->make_response_promise<int64_t>();
-        gather_devices<int64_t, int64_t>(
-            self, all_devices(self->state), promise,
-            [step = order.step](std::vector<int64_t>&) { return step; },
-            [=](size_t) { return std::make_tuple(order); });
-        return promise;
+        return to_every_device(self, order.step, order);
       },
       [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
         using states = std::vector<kernels::parameter_state>;
@@ -212,12 +214,7 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
         return promise;
       },
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
-        auto promise = self->make_response_promise<int64_t>();
-        gather_devices<int64_t, int64_t>(
-            self, all_devices(self->state), promise,
-            [step = snapshot.step](std::vector<int64_t>&) { return step; },
-            [=](size_t) { return std::make_tuple(restore_atom_v, snapshot); });
-        return promise;
+        return to_every_device(self, snapshot.step, restore_atom_v, snapshot);
       },
   };
 }

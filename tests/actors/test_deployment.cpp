@@ -3,6 +3,7 @@
 // from it, checked against the cluster it read; a node that read another cluster is refused;
 // the interruption of the coordinator's node reaches the others as such.
 #include "actor_test_util.hpp"
+#include "wire_test_util.hpp"
 
 #include "actors/deployment_messages.hpp"
 #include "actors/node_deployment.hpp"
@@ -57,28 +58,6 @@ actors::job_deployment sample_deployment() {
   return d;
 }
 
-std::vector<char> serialize(caf::actor_system& sys, const actors::job_deployment& x) {
-  auto copy = x;
-  std::vector<char> buf;
-  caf::binary_serializer sink{sys, buf};
-  BOOST_REQUIRE(!sink(copy));
-  return buf;
-}
-
-bool deserialize(caf::actor_system& sys, const std::vector<char>& buf,
-                 actors::job_deployment& out) {
-  caf::binary_deserializer source{sys, buf};
-  return !source(out);
-}
-
-/// The CAF bytes of a Cap'n Proto byte vector: how a deployment crosses.
-std::vector<char> as_caf_bytes(caf::actor_system& sys, std::vector<uint8_t> bytes) {
-  std::vector<char> buf;
-  caf::binary_serializer sink{sys, buf};
-  BOOST_REQUIRE(!sink(bytes));
-  return buf;
-}
-
 bool same_bits(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
@@ -125,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_deployment_round_trips_bit_exact_through_caf_serializatio
   const auto d = sample_deployment();
   const auto buf = serialize(sys, d);
   // What crosses is one Cap'n Proto message: the CAF bytes are its byte vector.
-  BOOST_TEST((buf == as_caf_bytes(sys, actors::to_wire(d))));
+  BOOST_TEST((buf == serialized_bytes(sys, actors::to_wire(d))));
   actors::job_deployment back;
   BOOST_REQUIRE(deserialize(sys, buf, back));
   BOOST_TEST(runtime::plan_to_json(back.plan) == runtime::plan_to_json(d.plan));
@@ -140,7 +119,7 @@ BOOST_AUTO_TEST_CASE(invalid_or_corrupted_deployments_are_refused_and_counted) {
   auto refused = [&](const messages::job_deployment& bad) {
     auto out = sample_deployment();
     out.train.seed = 99;
-    const bool r = !deserialize(sys, as_caf_bytes(sys, messages::encode(bad)), out);
+    const bool r = !deserialize(sys, serialized_bytes(sys, messages::encode(bad)), out);
     if (r)
       BOOST_TEST(out.train.seed == 99u); // a refused message leaves the value alone
     return r;
@@ -175,13 +154,9 @@ BOOST_AUTO_TEST_CASE(invalid_or_corrupted_deployments_are_refused_and_counted) {
   int corrupted_refused = 0;
   const auto before_corruption = actors::dropped_wire_messages();
   for (int i = 0; i < 1000; ++i) {
-    auto b = bytes;
-    for (int f = 1 + static_cast<int>(rng() % 3); f > 0; --f)
-      b[rng() % b.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
-    if (i % 5 == 0)
-      b.resize(rng() % b.size());
+    const auto b = corrupted(bytes, rng, i);
     actors::job_deployment out;
-    if (!deserialize(sys, as_caf_bytes(sys, b), out))
+    if (!deserialize(sys, serialized_bytes(sys, b), out))
       ++corrupted_refused;
     else // accepted: it obeys the decoder's rules
       BOOST_TEST(

@@ -3,6 +3,7 @@
 // never reach an actor, also through a real middleman connection; heartbeats name a
 // silent peer.
 #include "actor_test_util.hpp"
+#include "wire_test_util.hpp"
 
 #include "actors/checkpoint_messages.hpp"
 #include "actors/heartbeat_actor.hpp"
@@ -30,29 +31,6 @@ using namespace deepcee::actors::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <class T>
-std::vector<char> serialize(caf::actor_system& sys, T& x) {
-  std::vector<char> buf;
-  caf::binary_serializer sink{sys, buf};
-  BOOST_REQUIRE(!sink(x));
-  return buf;
-}
-
-/// Loads `buf` into `out`; true when CAF's deserializer accepted it.
-template <class T>
-bool deserialize(caf::actor_system& sys, const std::vector<char>& buf, T& out) {
-  caf::binary_deserializer source{sys, buf};
-  return !source(out);
-}
-
-template <class T>
-T round_trip(caf::actor_system& sys, T x) {
-  const auto buf = serialize(sys, x);
-  T back;
-  BOOST_REQUIRE(deserialize(sys, buf, back));
-  return back;
-}
 
 actors::stage_report sample_report() {
   actors::stage_report r;
@@ -85,11 +63,6 @@ actors::stage_snapshot sample_snapshot() {
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-/// A CAF-serialized byte vector, which is how every Cap'n Proto-carried struct is saved.
-std::vector<char> serialized_bytes(caf::actor_system& sys, std::vector<uint8_t> bytes) {
-  return serialize(sys, bytes);
 }
 
 } // namespace
@@ -211,11 +184,7 @@ BOOST_AUTO_TEST_CASE(invalid_or_corrupted_snapshots_are_refused_and_counted) {
   int corrupted_refused = 0;
   const auto before_corruption = actors::dropped_wire_messages();
   for (int i = 0; i < 1000; ++i) {
-    auto bytes = good;
-    for (int f = 1 + static_cast<int>(rng() % 3); f > 0; --f)
-      bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
-    if (i % 5 == 0)
-      bytes.resize(rng() % bytes.size());
+    const auto bytes = corrupted(good, rng, i);
     actors::stage_snapshot out;
     if (!deserialize(sys, serialized_bytes(sys, bytes), out))
       ++corrupted_refused;

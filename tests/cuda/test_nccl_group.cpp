@@ -8,6 +8,8 @@
 #include "kernels/cuda/nccl_group.hpp"
 #endif
 
+#include "tests/support/refusal.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
@@ -22,6 +24,9 @@
 namespace dk = deepcee::kernels;
 
 namespace {
+
+using deepcee::test::contains;
+using deepcee::test::refusal;
 
 using layout = std::vector<std::vector<std::span<float>>>;
 
@@ -96,20 +101,6 @@ struct gpu_buffers {
     }
   }
 };
-
-template <class F>
-std::string refusal(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 } // namespace
 

@@ -7,6 +7,8 @@
 #include "kernels/cuda/nccl_group.hpp"
 #endif
 
+#include "tests/support/refusal.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <span>
@@ -17,22 +19,10 @@ namespace dk = deepcee::kernels;
 
 namespace {
 
+using deepcee::test::contains;
+using deepcee::test::refusal;
+
 using layout = std::vector<std::vector<std::span<float>>>;
-
-/// The message of the std::invalid_argument that f throws ("" when it throws none).
-template <class F>
-std::string refusal(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 } // namespace
 
