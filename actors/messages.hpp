@@ -118,6 +118,9 @@ struct stage_wiring {
   caf::strong_actor_ptr coordinator;
   caf::strong_actor_ptr adapter;
   std::vector<caf::strong_actor_ptr> pipes; ///< one per runtime::shared_links() entry
+  /// Per device slot (job_context::device_slot): the device actor of a stage's device that
+  /// runs on another node than its stage; empty for the others (the group spawns them).
+  std::vector<caf::strong_actor_ptr> devices;
 };
 
 /// A finished step as the coordinator reports it.
@@ -144,11 +147,15 @@ struct node_join {
   std::vector<int32_t> stages; ///< flat indices
   std::vector<caf::strong_actor_ptr> handles;
   caf::strong_actor_ptr heartbeat; ///< the node's heartbeat actor (may be empty)
+  /// The node's devices that belong to stages of other nodes: their device slots
+  /// (job_context::device_slot) and their device actors.
+  std::vector<int32_t> devices;
+  std::vector<caf::strong_actor_ptr> device_handles;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_join& x) {
-  return inspect_as_wire(f, x, "node_join", x.handles, x.heartbeat);
+  return inspect_as_wire(f, x, "node_join", x.handles, x.heartbeat, x.device_handles);
 }
 
 template <class Inspector>
@@ -200,7 +207,8 @@ typename Inspector::result_type inspect(Inspector& f, heartbeat& x) {
 /// Actor handles only: CAF's own addressing, CAF-serialized.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
-  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes);
+  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes,
+           x.devices);
 }
 
 template <class Inspector>

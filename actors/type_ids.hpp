@@ -62,6 +62,11 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, buffers_atom, "buffers")
 CAF_ADD_ATOM(deepcee, deepcee::actors, gradients_atom, "gradients")
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_buffers))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<float>))
+// A stage's devices on other nodes (remote_device.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_rows))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_output))
+CAF_ADD_ATOM(deepcee, deepcee::actors, digest_atom, "digest")
+CAF_ADD_ATOM(deepcee, deepcee::actors, devices_atom, "devices")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

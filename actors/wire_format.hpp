@@ -45,6 +45,10 @@ struct pipe_arrival;
 struct stage_snapshot;
 struct deployment_request;
 struct job_deployment;
+struct device_rows;
+struct device_output;
+struct ring_chunk;
+struct gradient_values;
 
 std::vector<uint8_t> to_wire(const step_order& x);
 std::vector<uint8_t> to_wire(const grad_share& x);
@@ -60,6 +64,10 @@ std::vector<uint8_t> to_wire(const pipe_arrival& x);
 std::vector<uint8_t> to_wire(const stage_snapshot& x);
 std::vector<uint8_t> to_wire(const deployment_request& x);
 std::vector<uint8_t> to_wire(const job_deployment& x);
+std::vector<uint8_t> to_wire(const device_rows& x);
+std::vector<uint8_t> to_wire(const device_output& x);
+std::vector<uint8_t> to_wire(const ring_chunk& x);
+std::vector<uint8_t> to_wire(const gradient_values& x);
 
 /// Fills `x` from validated bytes, or leaves it alone and returns why they were refused.
 caf::error from_wire(const std::vector<uint8_t>& bytes, step_order& x);
@@ -75,6 +83,10 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, pipe_arrival& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, stage_snapshot& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, deployment_request& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, job_deployment& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, device_rows& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, device_output& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, ring_chunk& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, gradient_values& x);
 
 /// The default handler of every actor that receives messages from other nodes. A message
 /// whose bytes `from_wire` refused reaches the actor empty; it is dropped without a reply
