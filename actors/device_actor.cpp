@@ -4,6 +4,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/schedule.hpp"
 
+#include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
 #include <spdlog/spdlog.h>
 #include <caf/stateful_actor.hpp>
@@ -46,6 +47,41 @@ double run(device_worker& w, const device_work& work) {
   throw std::invalid_argument("op kind " + std::to_string(work.kind));
 }
 
+/// A device_rows of a stage on another node, run where its rows lie in the message: the
+/// tokens and targets of its samples make a batch of their own (each checked against the
+/// model's vocabulary: they index the embedding), and the rows it writes are the answer.
+device_output run_rows(device_worker& w, const runtime::model_config& model,
+                       const device_rows& rows) {
+  const auto token_values = static_cast<size_t>(int64_t{rows.samples} * model.context);
+  runtime::token_batch batch{rows.samples, model.context, rows.tokens, rows.targets};
+  const bool forward = static_cast<runtime::op_kind>(rows.kind) == runtime::op_kind::forward;
+  if (forward && ((w.first() && batch.tokens.size() != token_values) ||
+                  (w.last() && batch.targets.size() != token_values)))
+    throw std::invalid_argument("device_rows m" + std::to_string(rows.micro) + ": " +
+                                std::to_string(batch.tokens.size()) + " tokens and " +
+                                std::to_string(batch.targets.size()) + " targets for " +
+                                std::to_string(rows.samples) + " samples of " +
+                                std::to_string(model.context));
+  for (const auto* v : {&batch.tokens, &batch.targets})
+    for (int32_t t : *v)
+      if (t < 0 || t >= model.vocab)
+        throw std::invalid_argument("device_rows m" + std::to_string(rows.micro) + ": token " +
+                                    std::to_string(t) + " outside the vocabulary of " +
+                                    std::to_string(model.vocab));
+  device_output out;
+  out.output.resize(static_cast<size_t>(rows.output_values));
+  device_work work;
+  work.kind = rows.kind;
+  work.micro = rows.micro;
+  work.samples = rows.samples; // its samples are the whole batch here: first_sample 0
+  work.loss_scale = rows.loss_scale;
+  work.batch = std::shared_ptr<const runtime::token_batch>(&batch, [](auto*) {});
+  work.input = rows.input;
+  work.output = out.output;
+  out.loss = run(w, work);
+  return out;
+}
+
 /// Moves the ring on as far as the rounds at hand allow: sends this round's chunk once,
 /// applies the previous device's chunk of this round when it is here; at the end the
 /// device keeps the sums as its gradients and answers the reduce.
@@ -74,7 +110,8 @@ void pump(self_ptr self) {
   st.ring.reset();
   if (st.size > 1)
     st.worker->set_gradients(values);
-  st.reduced.deliver(st.rank == 0 ? std::move(values) : std::vector<float>{});
+  st.reduced.deliver(
+      gradient_values{st.ring_step, st.rank == 0 ? std::move(values) : std::vector<float>{}});
 }
 
 /// A failed ring answers its reduce with the reason and forgets the round.
@@ -85,6 +122,22 @@ void fail_ring(self_ptr self, const std::exception& e) {
 }
 
 } // namespace
+
+std::vector<device_actor> spawn_devices_apart(caf::actor_system& sys,
+                                              const std::shared_ptr<job_context>& job, int node) {
+  std::vector<device_actor> out;
+  for (int32_t slot : job->layout.apart_on(node)) {
+    if (job->dry()) {
+      out.emplace_back();
+      continue;
+    }
+    const int flat = job->layout.slot_stage.at(static_cast<size_t>(slot));
+    const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(flat));
+    out.push_back(sys.spawn(device_behavior, job, pipeline, stage,
+                            slot - job->layout.first_slot.at(static_cast<size_t>(flat))));
+  }
+  return out;
+}
 
 kernels::backend_options device_backend(const job_context& job, int device) {
   return device_backend(job.train, job.local_index.at(static_cast<size_t>(device)),
@@ -114,15 +167,22 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
           return failure(self, e);
         }
       },
+      [=](const device_rows& rows) -> caf::result<device_output> {
+        try {
+          return run_rows(worker(self), job->plan.model, rows);
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
       [=](ring_atom, caf::strong_actor_ptr next, int32_t rank, int32_t size) {
         auto& s = self->state;
         s.next = caf::actor_cast<caf::actor>(next);
         s.rank = rank;
         s.size = size;
       },
-      [=](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
+      [=](reduce_atom, int64_t step) -> caf::result<gradient_values> {
         auto& s = self->state;
-        s.reduced = self->make_response_promise<std::vector<float>>();
+        s.reduced = self->make_response_promise<gradient_values>();
         try {
           if (s.ring)
             throw std::logic_error("reduce of step " + std::to_string(step) +
@@ -187,6 +247,13 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
         try {
           return worker(self).parameter_states();
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+      [=](digest_atom) -> caf::result<uint64_t> {
+        try {
+          return state_digest(worker(self).parameter_states());
         } catch (const std::exception& e) {
           return failure(self, e);
         }

@@ -30,7 +30,7 @@ struct device_state {
   std::optional<runtime::ring_allreduce> ring;
   int64_t ring_step = -1;
   bool sent_round = false; ///< this round's chunk has gone to `next`
-  caf::typed_response_promise<std::vector<float>> reduced;
+  caf::typed_response_promise<gradient_values> reduced;
   /// Rounds that came from the previous device before this one started its reduce.
   std::vector<ring_chunk> early;
 };
@@ -47,6 +47,11 @@ device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int 
 device_actor::behavior_type device_behavior(device_actor::stateful_pointer<device_state> self,
                                             std::shared_ptr<job_context> job, int pipeline,
                                             int stage, int index);
+
+/// The device actors node `node` runs for stages on other nodes (job_context::layout's
+/// apart_on), in slot order; invalid handles in dry mode (no weights, nothing to compute).
+std::vector<device_actor> spawn_devices_apart(caf::actor_system& sys,
+                                              const std::shared_ptr<job_context>& job, int node);
 
 template <class Parent>
 device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int pipeline,

@@ -4,6 +4,7 @@
 #include "runtime/model_spec.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,34 @@ int layer_of_parameter(const std::string& name, int n_layer) {
   if (name.rfind(block, 0) == 0)
     return std::stoi(name.substr(block.size())) + 1;
   return n_layer + 1;
+}
+
+uint64_t state_digest(const std::vector<kernels::parameter_state>& states) {
+  uint64_t h = 14695981039346656037ull;
+  const auto mix = [&](const void* data, size_t bytes) { // 8 bytes a round, then the rest
+    const auto* p = static_cast<const unsigned char*>(data);
+    size_t i = 0;
+    for (uint64_t word; i + 8 <= bytes; i += 8) {
+      std::memcpy(&word, p + i, 8);
+      h = (h ^ word) * 1099511628211ull;
+    }
+    for (; i < bytes; ++i)
+      h = (h ^ p[i]) * 1099511628211ull;
+  };
+  const auto mix_floats = [&](const std::vector<float>& v) {
+    const uint64_t n = v.size();
+    mix(&n, sizeof n);
+    mix(v.data(), v.size() * sizeof(float));
+  };
+  for (const auto& s : states) {
+    mix(s.name.data(), s.name.size() + 1);
+    for (int64_t d : s.shape)
+      mix(&d, sizeof d);
+    mix_floats(s.value);
+    mix_floats(s.exp_avg);
+    mix_floats(s.exp_avg_sq);
+  }
+  return h;
 }
 
 kernels::backend_options device_backend(const runtime::train_config& train, int local_index,

@@ -75,6 +75,10 @@ private:
 kernels::backend_options device_backend(const runtime::train_config& train, int local_index,
                                         int visible_gpus);
 
+/// A hash (FNV-1a over 64-bit words) of the names, shapes and bits of the weights and moments of
+/// `states`: equal states give equal digests, and the devices of a stage compare theirs.
+uint64_t state_digest(const std::vector<kernels::parameter_state>& states);
+
 /// The pipeline layer a parameter belongs to, from its GPT-2 name.
 int layer_of_parameter(const std::string& name, int n_layer);
 

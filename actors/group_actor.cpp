@@ -2,6 +2,7 @@
 
 #include "actors/device_actor.hpp"
 #include "actors/gpu_all_reduce.hpp"
+#include "actors/remote_device.hpp"
 #include "actors/wire_format.hpp"
 #include "kernels/gpt/stage_worker.hpp"
 
@@ -79,6 +80,43 @@ void gather_devices(self_ptr self, const std::vector<size_t>& asked,
                       });
 }
 
+/// Tells every device its rank and the next device of the ring; from then on the group
+/// takes work.
+void wire_ring(self_ptr self) {
+  auto& st = self->state;
+  const auto size = static_cast<int32_t>(st.devices.size());
+  for (int32_t j = 0; j < size; ++j)
+    self->send(st.devices[static_cast<size_t>(j)], ring_atom_v,
+               st.ring[static_cast<size_t>((j + 1) % size)], j, size);
+  st.ready = true;
+}
+
+/// Takes the device actors of the devices apart from this stage (by place) and wires the ring.
+void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
+                        const std::vector<caf::strong_actor_ptr>& handed) {
+  auto& st = self->state;
+  if (st.ready)
+    return; // a second wiring (a restarted coordinator's) changes nothing here
+  const auto& model = job->plan.model;
+  for (size_t j = 0; j < st.devices.size(); ++j) {
+    if (st.devices[j])
+      continue;
+    if (j >= handed.size() || !handed[j]) {
+      spdlog::error("{}: device {} of another node was not handed over", st.where, j);
+      return;
+    }
+    const auto node = job->layout.slot_node.at(
+        static_cast<size_t>(job->layout.slot(st.flat, static_cast<int>(j))));
+    st.devices[j] = spawn_remote_device(
+        self, caf::actor_cast<device_actor>(handed[j]),
+        st.where + " device " + std::to_string(j) + " (node " +
+            job->node_names.at(static_cast<size_t>(node)) + ")",
+        st.plan.first_layer == 0, st.plan.last_layer == model.n_layer + 2, model.context);
+    st.ring[j] = handed[j];
+  }
+  wire_ring(self);
+}
+
 std::vector<size_t> all_devices(const group_state& st) {
   std::vector<size_t> out(st.devices.size());
   for (size_t j = 0; j < out.size(); ++j)
@@ -104,28 +142,41 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
                                           int pipeline, int stage) {
   auto& st = self->state;
   st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage);
+  st.flat = job->flat_index(pipeline, stage);
   st.plan =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
   st.row_values = int64_t{job->plan.model.context} * job->plan.model.d_model;
   std::vector<kernels::backend_options> backends;
+  bool apart = false;
   for (size_t j = 0; j < st.plan.devices.size(); ++j) {
+    if (job->layout.apart(st.flat, static_cast<int>(j))) { // handed over by the stage
+      apart = true;
+      st.devices.emplace_back();
+      st.ring.emplace_back();
+      continue;
+    }
     st.devices.push_back(spawn_device(self, job, pipeline, stage, static_cast<int>(j)));
+    st.ring.push_back(caf::actor_cast<caf::strong_actor_ptr>(st.devices.back()));
     backends.push_back(device_backend(*job, st.plan.devices[j]));
   }
   try {
-    st.gpu_all_reduce = make_gpu_all_reduce(backends);
+    if (!apart) // NCCL sums the GPUs of one process only
+      st.gpu_all_reduce = make_gpu_all_reduce(backends);
   } catch (const std::exception& e) { // the ring of actor messages does it then
     spdlog::warn("{}: NCCL unavailable ({}), the devices all-reduce by a ring of messages",
                  st.where, e.what());
   }
-  const auto size = static_cast<int32_t>(st.devices.size());
-  for (int32_t j = 0; j < size; ++j)
-    self->send(st.devices[static_cast<size_t>(j)], ring_atom_v,
-               caf::actor_cast<caf::strong_actor_ptr>(st.devices[static_cast<size_t>((j + 1) % size)]),
-               j, size);
+  if (!apart)
+    wire_ring(self);
   return {
+      [=](devices_atom, const std::vector<caf::strong_actor_ptr>& handed) {
+        take_devices_apart(self, job, handed);
+      },
       [=](const device_work& work) -> caf::result<double> {
         auto& s = self->state;
+        if (!s.ready)
+          return caf::make_error(caf::sec::runtime_error,
+                                 s.where + ": its devices on other nodes were not handed over");
         auto promise = self->make_response_promise<double>();
         // Each device takes its contiguous rows of the micro-batch (kernels::sample_range);
         // a device with no samples sits the op out.
@@ -163,9 +214,9 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
         auto promise = self->make_response_promise<std::vector<float>>();
         const auto all = all_devices(self->state);
         if (!self->state.gpu_all_reduce) { // the ring of actor messages
-          gather_devices<std::vector<float>>(
+          gather_devices<gradient_values>(
               self, all, promise,
-              [](std::vector<std::vector<float>>& reduced) { return std::move(reduced.at(0)); },
+              [](std::vector<gradient_values>& reduced) { return std::move(reduced.at(0).values); },
               [=](size_t) { return std::make_tuple(reduce_atom_v, step); });
           return promise;
         }
@@ -194,23 +245,27 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
         using states = std::vector<kernels::parameter_state>;
         auto promise = self->make_response_promise<states>();
-        gather_devices<states, states>(
-            self, all_devices(self->state), promise,
-            [](std::vector<states>& by_device) {
-              // Every device steps on the same reduced gradients: one that holds other
-              // weights or moments than the first is a bug.
-              for (size_t j = 1; j < by_device.size(); ++j)
-                for (size_t i = 0; i < by_device[0].size(); ++i) {
-                  const auto &a = by_device[0][i], &b = by_device[j].at(i);
-                  if (a.name != b.name || a.value != b.value || a.exp_avg != b.exp_avg ||
-                      a.exp_avg_sq != b.exp_avg_sq)
-                    throw std::logic_error("device " + std::to_string(j) +
-                                           " of the stage holds another '" + b.name +
-                                           "' than device 0");
-                }
-              return std::move(by_device.at(0));
-            },
-            [](size_t) { return std::make_tuple(snapshot_atom_v); });
+        // The first device's weights and moments; every other device steps on the same
+        // reduced gradients, so one whose digest differs (wherever it runs) is a bug.
+        ask_devices<states>(
+            self, {0}, promise, [](size_t) { return std::make_tuple(snapshot_atom_v); },
+            [=](std::vector<states>& first) mutable {
+              auto snapshot = std::make_shared<states>(std::move(first.at(0)));
+              std::vector<size_t> others;
+              for (size_t j = 1; j < self->state.devices.size(); ++j)
+                others.push_back(j);
+              ask_devices<uint64_t>(
+                  self, others, promise, [](size_t) { return std::make_tuple(digest_atom_v); },
+                  [=](std::vector<uint64_t>& digests) mutable {
+                    const auto want = state_digest(*snapshot);
+                    for (size_t k = 0; k < digests.size(); ++k)
+                      if (digests[k] != want)
+                        throw std::logic_error("device " + std::to_string(others[k]) +
+                                               " of the stage holds other weights or moments "
+                                               "than device 0");
+                    promise.deliver(std::move(*snapshot));
+                  });
+            });
         return promise;
       },
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {

@@ -13,15 +13,19 @@
 
 namespace deepcee::actors {
 
-/// The device group of one stage: its device actors (spawned and linked at start, wired
-/// into a ring) and the stage's plan, which says how many samples each takes.
+/// The device group of one stage: its device actors (spawned and linked at start; those on
+/// other nodes handed over by the stage and stood in for by remote_device actors, wired into
+/// a ring) and the stage's plan, which says how many samples each takes.
 struct group_state {
   static inline const char* name = "group";
 
   std::string where; ///< "pipeline p stage s", for errors
+  int flat = 0;      ///< the stage's flat index
   runtime::stage_plan plan;
   int64_t row_values = 0; ///< values of one sample's activation: T * C
-  std::vector<device_actor> devices;
+  std::vector<device_actor> devices; ///< by place; invalid until a device apart is handed over
+  std::vector<caf::strong_actor_ptr> ring; ///< by place: the device actors themselves
+  bool ready = false; ///< every device is there and the ring is wired
   /// NCCL over the devices when they are distinct GPUs of this process; else empty, and
   /// the devices all-reduce by a ring of actor messages.
   gpu_all_reduce_fn gpu_all_reduce;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/node_layout.hpp"
 #include "runtime/job_config.hpp"
 #include "runtime/link_sharing.hpp"
 #include "runtime/plan.hpp"
@@ -10,7 +11,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 namespace deepcee::actors {
 
@@ -32,6 +35,21 @@ struct tensor_path_counts {
   std::atomic<int64_t> payload_copies{0};
 };
 
+/// Shaped wall time's links: one FIFO per link for every stage of this process, so that two
+/// stages sending on one link (a WAN crossed by two pipelines) share its bandwidth. Stages
+/// on other nodes keep their own: they cannot see each other's sends.
+class shaped_links {
+public:
+  runtime::transfer_times send(const runtime::transfer_part& part, double send_s) {
+    std::lock_guard lock(mutex_);
+    return fifo_.send(part, send_s);
+  }
+
+private:
+  std::mutex mutex_;
+  runtime::link_fifo fifo_;
+};
+
 /// What every actor of a job in this process reads and never writes (`counts` apart): the
 /// plan, the training settings, the corpus, the emulated cluster and the time mode. Shared
 /// by pointer because it is immutable after start; a node of a multi-process job builds its own
@@ -45,15 +63,16 @@ struct job_context {
   /// Per cluster device: its place among its node's devices, which picks its GPU when the
   /// job runs on real ones ([train] device = "cuda"; device_backend).
   std::vector<int> local_index;
-  mutable tensor_path_counts counts; ///< the one thing actors write: statistics
+  mutable tensor_path_counts counts; ///< what actors write: statistics,
+  mutable shaped_links shaped;       ///< and shaped wall time's link FIFOs
   /// Wall mode's zero: real times are seconds since this process set up the job.
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
 
   bool wall() const { return mode.time == runtime::time_mode::wall; }
   bool dry() const { return mode.time == runtime::time_mode::dry; }
   /// The links that need a pipe actor: those several stages send on, in virtual and dry
-  /// time. Wall time is real (transfers take what they take, or what shaping says, per
-  /// sender), so every link is its sender's own there and no pipe runs.
+  /// time. Wall time is real (transfers take what they take, or what shaping says on the
+  /// sender's side: `shaped`), so no pipe runs there.
   std::vector<runtime::shared_link> piped_links() const {
     return wall() ? std::vector<runtime::shared_link>{} : runtime::shared_links(*cluster, plan);
   }
@@ -72,15 +91,34 @@ struct job_context {
       n += stage_count(q);
     return n + stage;
   }
-  /// Per flat stage, the node process it runs on (a multi-process job; empty in one).
+  /// Which node runs each stage and device (a multi-process job; empty in one, which runs
+  /// them all), and each stage's node by name.
+  node_layout layout;
+  std::vector<std::string> node_names; ///< the cluster's, by index
   std::vector<std::string> stage_nodes;
+  /// Lays the job out on the nodes of `c`: from then on it is one node's part of a
+  /// multi-process job.
+  void place_on_nodes(const runtime::cluster& c) {
+    layout = layout_of(c, plan);
+    node_names.clear();
+    for (const auto& n : c.nodes)
+      node_names.push_back(n.name);
+    stage_nodes.clear();
+    for (int node : layout.stage_node)
+      stage_nodes.push_back(node_names.at(static_cast<size_t>(node)));
+  }
 
-  /// "pipeline p stage s" of flat index `flat` (the inverse of flat_index), with
-  /// " (node n)" in a multi-process job, for messages.
-  std::string stage_name(size_t flat) const {
+  /// The (pipeline, stage) of flat index `flat` (the inverse of flat_index).
+  std::pair<int, int> stage_at(size_t flat) const {
     int p = 0, s = static_cast<int>(flat);
     while (s >= stage_count(p))
       s -= stage_count(p++);
+    return {p, s};
+  }
+  /// "pipeline p stage s" of flat index `flat`, with " (node n)" in a multi-process job, for
+  /// messages.
+  std::string stage_name(size_t flat) const {
+    const auto [p, s] = stage_at(flat);
     auto name = "pipeline " + std::to_string(p) + " stage " + std::to_string(s);
     if (flat < stage_nodes.size())
       name += " (node " + stage_nodes[flat] + ")";

@@ -18,14 +18,22 @@ class link_layer {
 public:
   void set_adapter(adapter_actor adapter) { adapter_ = std::move(adapter); }
 
-  /// Records the transfer of one micro-batch sent at `send_s`; returns when its last
-  /// part arrives.
+  /// Records the transfer of one micro-batch sent at `send_s` on this stage's own FIFO;
+  /// returns when its last part arrives.
   template <class Self>
   double send(Self* self, const std::vector<runtime::transfer_part>& parts, double send_s,
               link_sample meta) {
+    return send(self, fifo_, parts, send_s, meta);
+  }
+
+  /// The same on `fifo` (a runtime::link_fifo, or anything with its `send`: shaped wall
+  /// time's, shared by every stage of the process).
+  template <class Self, class Fifo>
+  double send(Self* self, Fifo& fifo, const std::vector<runtime::transfer_part>& parts,
+              double send_s, link_sample meta) {
     double arrival = send_s;
     for (const auto& part : parts) {
-      const auto t = fifo_.send(part, send_s);
+      const auto t = fifo.send(part, send_s);
       arrival = std::max(arrival, t.arrival_s);
       if (adapter_) {
         meta.from_device = part.from;

@@ -47,25 +47,6 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
   return job;
 }
 
-std::vector<int> stage_owners(const runtime::cluster& c, const runtime::plan& plan) {
-  std::vector<int> owner;
-  for (size_t p = 0; p < plan.pipelines.size(); ++p)
-    for (size_t s = 0; s < plan.pipelines[p].stages.size(); ++s) {
-      const auto& devices = plan.pipelines[p].stages[s].devices;
-      const int node = c.devices.at(static_cast<size_t>(devices.at(0))).node;
-      for (int d : devices)
-        if (c.devices.at(static_cast<size_t>(d)).node != node)
-          runtime::fail_input(
-              "plan", 0,
-              "pipeline " + std::to_string(p) + " stage " + std::to_string(s) + " spans nodes " +
-                  c.nodes[static_cast<size_t>(node)].name + " and " +
-                  c.nodes[static_cast<size_t>(c.devices[static_cast<size_t>(d)].node)].name +
-                  " (a stage's devices must share one process)");
-      owner.push_back(node);
-    }
-  return owner;
-}
-
 local_job::local_job(caf::actor_system& sys, const runtime::cluster& c,
                      const runtime::profile_table& profile, const runtime::plan& plan,
                      const runtime::train_config& train,

@@ -22,10 +22,6 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
                  const runtime::plan& plan, const runtime::train_config& train,
                  std::shared_ptr<const runtime::text_corpus> corpus, run_mode mode = {});
 
-/// The node (index into c.nodes) of each stage, in flat order. A stage's device group lives
-/// in one process, so a stage whose devices span nodes is an input_error.
-std::vector<int> stage_owners(const runtime::cluster& c, const runtime::plan& plan);
-
 /// Every actor of a job in one process (`deepcee run`): one stage actor per (pipeline,
 /// stage), the coordinator and the adapter, wired together. The caller drives steps; each
 /// waits at most `step_timeout` of real time, so a stuck actor is an error, not a hang.

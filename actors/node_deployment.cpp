@@ -21,20 +21,19 @@ job_deployment make_deployment(const std::string& job_name, const runtime::plan&
   return d;
 }
 
-deployed_job accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
+std::shared_ptr<job_context> accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
                                const std::string& node) {
   const std::string source = "the deployment of job '" + d.job + "'";
   if (d.node != node)
     runtime::fail_input(source, 0, "it is addressed to node '" + d.node + "', not '" + node + "'");
   runtime::validate_plan(d.plan, static_cast<int>(cluster.devices.size()), source);
   runtime::validate(d.train, source);
-  deployed_job job;
-  job.owner = stage_owners(cluster, d.plan);
   auto corpus = std::make_shared<const runtime::text_corpus>(
       runtime::text_corpus::load(d.train.data.path, d.train.data.val_fraction));
   const runtime::profile_table profile(runtime::make_model_spec(d.plan.model, d.plan.model_name));
-  job.context = make_job_context(cluster, profile, d.plan, d.train, std::move(corpus),
-                                 {d.time, d.shape_links});
+  auto job = make_job_context(cluster, profile, d.plan, d.train, std::move(corpus),
+                              {d.time, d.shape_links});
+  job->place_on_nodes(cluster);
   return job;
 }
 

@@ -20,17 +20,11 @@ namespace deepcee::actors {
 job_deployment make_deployment(const std::string& job_name, const runtime::plan& plan,
                                const runtime::train_config& train, run_mode mode);
 
-/// A node's part of a deployed job: its context, and the node of every stage.
-struct deployed_job {
-  std::shared_ptr<job_context> context;
-  std::vector<int> owner; ///< flat stage -> node (index into the cluster's nodes)
-};
-
-/// Checks a deployment against the cluster this node read and builds its job from it: it
-/// must be addressed to `node`, its plan must fit the cluster (device ids, no stage across
-/// nodes) and its model, its training settings must pass train's rules, and its data must
-/// load here. Throws input_error saying what is wrong.
-deployed_job accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
+/// Checks a deployment against the cluster this node read and builds its job from it, laid
+/// out on the cluster's nodes (job_context::layout): it must be addressed to `node`, its
+/// plan must fit the cluster (device ids) and its model, its training settings must pass
+/// train's rules, and its data must load here. Throws input_error saying what is wrong.
+std::shared_ptr<job_context> accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
                                const std::string& node);
 
 /// This node's wall-time zero such that its clock reads the coordinator's: the coordinator's

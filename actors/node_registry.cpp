@@ -16,9 +16,14 @@ namespace {
 
 using self_ptr = node_registry_actor::stateful_pointer<node_registry_state>;
 
+/// Whether node `n` runs something this registry waits for.
+bool must_join(const node_registry_state& st, size_t n) {
+  return !st.expected[n].empty() || !st.expected_devices[n].empty();
+}
+
 bool complete(const node_registry_state& st) {
   for (size_t n = 0; n < st.joined.size(); ++n)
-    if (!st.joined[n] && !st.expected[n].empty())
+    if (!st.joined[n] && must_join(st, n))
       return false;
   return true;
 }
@@ -54,31 +59,37 @@ std::string other_cluster(const std::string& node) {
 
 node_registry_actor::behavior_type
 registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
-                  std::vector<std::string> names, std::vector<int> owner, int local,
-                  std::vector<stage_actor> local_stages, std::chrono::milliseconds timeout,
-                  heartbeat_actor beats) {
+                  std::vector<std::string> names, node_layout layout, local_part local,
+                  std::chrono::milliseconds timeout, heartbeat_actor beats) {
   self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.beats = std::move(beats);
   st.deployment = std::move(deployment);
   st.cluster = std::move(cluster);
   st.node_names = std::move(names);
-  st.expected.assign(st.node_names.size(), {});
   st.joined.assign(st.node_names.size(), false);
-  st.wiring.stages.resize(owner.size());
-  size_t next_local = 0;
-  for (size_t k = 0; k < owner.size(); ++k) {
-    if (owner[k] == local)
-      st.wiring.stages[k] = caf::actor_cast<caf::strong_actor_ptr>(local_stages.at(next_local++));
-    else
-      st.expected.at(static_cast<size_t>(owner[k])).push_back(static_cast<int32_t>(k));
+  for (size_t n = 0; n < st.node_names.size(); ++n) {
+    const bool here = static_cast<int>(n) == local.node;
+    st.expected.push_back(here ? std::vector<int32_t>{} : layout.stages_on(static_cast<int>(n)));
+    st.expected_devices.push_back(here ? std::vector<int32_t>{}
+                                       : layout.apart_on(static_cast<int>(n)));
   }
+  st.wiring.stages.resize(layout.stage_node.size());
+  st.wiring.devices.resize(layout.slot_node.size());
+  const auto stages = layout.stages_on(local.node);
+  for (size_t i = 0; i < stages.size(); ++i)
+    st.wiring.stages[static_cast<size_t>(stages[i])] =
+        caf::actor_cast<caf::strong_actor_ptr>(local.stages.at(i));
+  const auto slots = layout.apart_on(local.node);
+  for (size_t i = 0; i < slots.size() && i < local.devices.size(); ++i)
+    st.wiring.devices[static_cast<size_t>(slots[i])] =
+        caf::actor_cast<caf::strong_actor_ptr>(local.devices[i]);
   self->delayed_send(self, timeout, timeout_atom_v);
   return {
       [=](deployment_request& r) -> caf::result<job_deployment> {
         auto& s = self->state;
         const size_t n = node_index(s, r.node);
-        if (n == s.node_names.size() || s.expected[n].empty())
+        if (n == s.node_names.size() || !must_join(s, n))
           return refuse("node '" + r.node + "' holds no stage of this job");
         if (!s.failure.empty())
           return refuse(s.failure);
@@ -97,7 +108,7 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
       [=](node_join& j) -> caf::result<int32_t> {
         auto& s = self->state;
         const size_t n = node_index(s, j.node);
-        if (n == s.node_names.size() || s.expected[n].empty())
+        if (n == s.node_names.size() || !must_join(s, n))
           return refuse("node '" + j.node + "' holds no stage of this job");
         if (s.joined[n])
           return refuse("node '" + j.node + "' joined twice");
@@ -107,16 +118,26 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           s.failure = other_cluster(j.node);
         else if (j.stages != s.expected[n] || j.handles.size() != j.stages.size())
           s.failure = "node '" + j.node + "' offers other stages than the plan gives it";
+        else if (j.devices != s.expected_devices[n] ||
+                 j.device_handles.size() != j.devices.size())
+          s.failure = "node '" + j.node + "' offers other devices than the plan gives it";
         if (!s.failure.empty()) {
           try_deliver(self);
           return refuse(s.failure);
         }
         for (size_t i = 0; i < j.stages.size(); ++i)
           s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(j.handles[i]);
+        for (size_t i = 0; i < j.devices.size(); ++i)
+          s.wiring.devices[static_cast<size_t>(j.devices[i])] = std::move(j.device_handles[i]);
         s.joined[n] = true;
         if (s.beats && j.heartbeat)
           self->send(s.beats, peer_atom_v, j.node, std::move(j.heartbeat));
-        std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(), j.stages.size());
+        if (j.devices.empty())
+          std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(),
+                       j.stages.size());
+        else
+          std::fprintf(stderr, "node %s joined with %zu stage(s) and %zu device(s) of others\n",
+                       j.node.c_str(), j.stages.size(), j.devices.size());
         try_deliver(self);
         return static_cast<int32_t>(n);
       },
@@ -133,7 +154,7 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           return;
         std::string missing;
         for (size_t n = 0; n < s.joined.size(); ++n)
-          if (!s.joined[n] && !s.expected[n].empty())
+          if (!s.joined[n] && must_join(s, n))
             missing += (missing.empty() ? "" : ", ") + s.node_names[n];
         s.failure = "node(s) " + missing + " did not join within " +
                     std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s";
@@ -153,11 +174,10 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
 
 node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
                                         std::string cluster, std::vector<std::string> node_names,
-                                        const std::vector<int>& owner, int local,
-                                        const std::vector<stage_actor>& local_stages,
+                                        const node_layout& layout, const local_part& local,
                                         std::chrono::milliseconds timeout, heartbeat_actor beats) {
   return sys.spawn(registry_behavior, std::move(deployment), std::move(cluster),
-                   std::move(node_names), owner, local, local_stages, timeout, std::move(beats));
+                   std::move(node_names), layout, local, timeout, std::move(beats));
 }
 
 namespace {

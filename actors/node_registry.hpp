@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "actors/node_layout.hpp"
 
 #include <caf/typed_response_promise.hpp>
 
@@ -12,7 +13,8 @@
 namespace deepcee::actors {
 
 /// Who must join and what has: `expected` holds the flat stage indices each remote node
-/// owns, so a join that claims other stages is refused.
+/// owns and `expected_devices` the slots of its devices apart from their stages
+/// (node_layout), so a join that claims others is refused.
 struct node_registry_state {
   static inline const char* name = "node_registry";
   job_deployment deployment; ///< what every node runs (`node` and `clock_s` set per reply)
@@ -21,6 +23,7 @@ struct node_registry_state {
   std::string cluster;       ///< the coordinator's cluster fingerprint
   std::vector<std::string> node_names;
   std::vector<std::vector<int32_t>> expected; ///< per node: its flat stages (empty: local)
+  std::vector<std::vector<int32_t>> expected_devices; ///< per node: its slots apart
   std::vector<bool> joined;
   stage_wiring wiring; ///< flat; local stages filled at spawn
   std::optional<caf::typed_response_promise<stage_wiring>> waiting;
@@ -28,14 +31,21 @@ struct node_registry_state {
   heartbeat_actor beats; ///< learns each joined node's heartbeat actor (may be empty)
 };
 
-/// `owner[k]` is the node of flat stage k; `local` that of the calling process, whose
-/// stages (`local_stages`, flat) are there at once. The rest ask for `deployment` and join
-/// within `timeout`; a node whose cluster fingerprint differs from `cluster` fails the job.
-/// `beats`, when given, is told each joined node's heartbeat actor.
+/// What the calling process runs: node `node`'s stages (`stages`, flat order) and its
+/// devices apart from their stages (`devices`, slot order; none in dry mode).
+struct local_part {
+  int node = 0;
+  std::vector<stage_actor> stages;
+  std::vector<device_actor> devices;
+};
+
+/// `layout` says which node runs each stage and device; `local`'s are there at once. The
+/// other nodes that run some ask for `deployment` and join within `timeout`; a node whose
+/// cluster fingerprint differs from `cluster` fails the job. `beats`, when given, is told
+/// each joined node's heartbeat actor.
 node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
                                         std::string cluster, std::vector<std::string> node_names,
-                                        const std::vector<int>& owner, int local,
-                                        const std::vector<stage_actor>& local_stages,
+                                        const node_layout& layout, const local_part& local,
                                         std::chrono::milliseconds timeout,
                                         heartbeat_actor beats = {});
 

@@ -34,6 +34,27 @@ std::string where(const stage_state& st) {
   return "pipeline " + std::to_string(st.pipeline) + " stage " + std::to_string(st.stage);
 }
 
+/// The device actors of the stage's devices on other nodes, by place in the stage (empty
+/// where its group spawns its own), from the wiring; empty when it has none.
+std::vector<caf::strong_actor_ptr> devices_apart(const job_context& job, int pipeline, int stage,
+                                                 const stage_wiring& w) {
+  const int flat = job.flat_index(pipeline, stage);
+  const auto n = job.plan.pipelines.at(static_cast<size_t>(pipeline))
+                     .stages.at(static_cast<size_t>(stage))
+                     .devices.size();
+  std::vector<caf::strong_actor_ptr> handed(n);
+  bool any = false;
+  for (size_t j = 0; j < n; ++j) {
+    if (!job.layout.apart(flat, static_cast<int>(j)))
+      continue;
+    any = true;
+    if (const auto slot = static_cast<size_t>(job.layout.slot(flat, static_cast<int>(j)));
+        slot < w.devices.size())
+      handed[j] = w.devices[slot];
+  }
+  return any ? handed : std::vector<caf::strong_actor_ptr>{};
+}
+
 /// A failed handler never kills the actor: the coordinator fails the step with the reason.
 void report_error(self_ptr self, const std::string& what) {
   auto& st = self->state;
@@ -423,6 +444,9 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           s.peers.push_back(caf::actor_cast<stage_actor>(p));
         s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
         s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
+        if (s.group) // its devices on other nodes, by place
+          if (auto handed = devices_apart(*job, pipeline, stage, w); !handed.empty())
+            self->send(s.group, devices_atom_v, std::move(handed));
         try {
           s.sync.wire(w.pipes);
           if (auto order = std::exchange(s.unwired_order, std::nullopt))

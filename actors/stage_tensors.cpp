@@ -92,13 +92,13 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
   meta.stage = st.stage;
   const auto& parts = forward ? st.costs.act_parts : st.costs.grad_parts;
   // The link model's arrival (virtual and dry time through pipe_sync, which hands shared
-  // links to their pipes; shaped wall time on this stage's own FIFO, in real seconds).
-  // Unshaped wall time leaves it 0: the receiver measures it.
+  // links to their pipes; shaped wall time on the FIFOs of this process's stages, in real
+  // seconds). Unshaped wall time leaves it 0: the receiver measures it.
   h.send_time = end_s;
   if (!wall)
     h.arrival_time = st.sync.send(self, st.links, t.role, parts, end_s, meta);
   else if (shaped)
-    h.arrival_time = st.links.send(self, parts, end_s, meta);
+    h.arrival_time = st.links.send(self, st.job->shaped, parts, end_s, meta);
   tensor_msg msg;
   if (t.draft) {
     // The one serialization of the send path was the devices' own writes into the payload.

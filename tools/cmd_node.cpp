@@ -56,8 +56,7 @@ struct node_setup {
   runtime::job_config job;
   runtime::plan plan;
   int me = 0;
-  std::vector<int> owner; ///< flat stage -> node
-  std::shared_ptr<actors::job_context> context;
+  std::shared_ptr<actors::job_context> context; ///< laid out on the nodes
   actors::job_deployment deployment;
   std::optional<kernels::checkpoint_contents> resume;
 };
@@ -69,13 +68,11 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
   s.job = std::move(r.job);
   s.me = me;
   s.plan = std::move(r.plan);
-  s.owner = actors::stage_owners(s.job.cluster, s.plan);
   const actors::run_mode mode{s.job.time, s.job.shape_links};
   s.context =
       actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus, mode);
   s.deployment = actors::make_deployment(s.job.name, s.plan, s.job.train, mode);
-  for (int node : s.owner)
-    s.context->stage_nodes.push_back(s.job.cluster.nodes.at(static_cast<size_t>(node)).name);
+  s.context->place_on_nodes(s.job.cluster);
   if (o.resume && s.job.time == runtime::time_mode::dry)
     runtime::fail_input(o.job, 0,
                         "--resume: a dry-mode job has no weights to load a checkpoint into");
@@ -85,7 +82,7 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
 }
 
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
-                    const std::vector<actors::stage_actor>& local, actor_guard& guard) {
+                    const actors::local_part& local, actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   std::vector<std::string> names;
   for (const auto& n : s.job.cluster.nodes)
@@ -96,7 +93,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   s.deployment.clock_s = s.context->real_now_s(); // the members' clocks follow this one
   auto registry =
       actors::spawn_node_registry(sys, s.deployment, runtime::cluster_fingerprint(s.job.cluster),
-                                  names, s.owner, s.me, local, timeout, beats);
+                                  names, s.context->layout, local, timeout, beats);
   guard.add(registry);
   const auto host = host_of(me);
   if (auto port =
@@ -122,13 +119,10 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   if (!error.empty())
     finish(error);
   std::vector<actors::stage_actor> stages;
-  std::vector<std::string> stage_nodes;
-  for (size_t k = 0; k < wiring.stages.size(); ++k) {
-    stages.push_back(caf::actor_cast<actors::stage_actor>(wiring.stages[k]));
-    stage_nodes.push_back(names[static_cast<size_t>(s.owner[k])]);
-  }
+  for (const auto& stage : wiring.stages)
+    stages.push_back(caf::actor_cast<actors::stage_actor>(stage));
   auto adapter = actors::spawn_adapter(sys);
-  auto coordinator = actors::spawn_coordinator(sys, s.context, stages, stage_nodes,
+  auto coordinator = actors::spawn_coordinator(sys, s.context, stages, s.context->stage_nodes,
                                                std::chrono::seconds(o.step_timeout_s));
   guard.add(adapter);
   guard.add(coordinator);
@@ -259,14 +253,7 @@ int run_node(const node_options& o) {
   actor_guard guard{sys, {}};
   if (!s)
     return run_member(sys, job, *me, guard);
-  std::vector<actors::stage_actor> local;
-  for (size_t p = 0, k = 0; p < s->plan.pipelines.size(); ++p)
-    for (size_t t = 0; t < s->plan.pipelines[p].stages.size(); ++t, ++k)
-      if (s->owner[k] == s->me) {
-        local.push_back(
-            actors::spawn_stage(sys, s->context, static_cast<int>(p), static_cast<int>(t)));
-        guard.add(local.back());
-      }
+  const auto local = spawn_local_part(sys, s->context, s->me, guard);
   return run_coordinator(sys, *s, o, local, guard);
 }
 

@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
-#include <set>
 #include <thread>
 
 namespace deepcee::tools {
@@ -125,12 +124,11 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
 /// connection mid-step. A member that cannot be reached within the connect timeout fails
 /// this node, naming it.
 void connect_members(caf::actor_system& sys, const runtime::job_config& job, int me_index,
-                     const std::vector<int>& owner) {
+                     const actors::node_layout& layout) {
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
-  const std::set<int> members(owner.begin(), owner.end());
   const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
-  for (int j : members) {
-    if (j >= me_index || j == job.coordinator_node)
+  for (int j = 0; j < me_index; ++j) {
+    if (j == job.coordinator_node || !layout.runs_on(j))
       continue;
     const auto& peer = job.cluster.nodes[static_cast<size_t>(j)];
     while (!sys.middleman().connect(host_of(peer), static_cast<uint16_t>(peer.port))) {
@@ -166,32 +164,29 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
                         sys, self, registry, actors::deployment_request{me.name, cluster}, wait),
                     me.name, boss.name, "deployment", job.connect_timeout_s);
   const auto answered = std::chrono::steady_clock::now();
-  actors::deployed_job deployed;
+  std::shared_ptr<actors::job_context> context;
   try {
-    deployed = actors::accept_deployment(deployment, job.cluster, me.name);
+    context = actors::accept_deployment(deployment, job.cluster, me.name);
   } catch (const std::exception& e) {
     fail(me.name,
          "refused the deployment from the coordinator's node " + boss.name + ": " + e.what());
   }
   // Wall times of this node read the coordinator's clock (link samples between nodes).
-  deployed.context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
-  for (int node : deployed.owner)
-    deployed.context->stage_nodes.push_back(job.cluster.nodes.at(static_cast<size_t>(node)).name);
-  const auto& ctx = *deployed.context;
+  context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
+  const auto& ctx = *context;
 
-  connect_members(sys, job, me_index, deployed.owner);
+  connect_members(sys, job, me_index, ctx.layout);
 
   actors::node_join join;
   join.node = me.name;
   join.job = cluster;
-  for (int p = 0, k = 0; p < static_cast<int>(ctx.plan.pipelines.size()); ++p)
-    for (int t = 0; t < ctx.stage_count(p); ++t, ++k)
-      if (deployed.owner[static_cast<size_t>(k)] == me_index) {
-        auto stage = actors::spawn_stage(sys, deployed.context, p, t);
-        guard.add(stage);
-        join.stages.push_back(k);
-        join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
-      }
+  const auto part = spawn_local_part(sys, context, me_index, guard);
+  join.stages = ctx.layout.stages_on(me_index);
+  for (const auto& stage : part.stages)
+    join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
+  join.devices = ctx.layout.apart_on(me_index);
+  for (const auto& device : part.devices)
+    join.device_handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(device));
   std::fprintf(stderr,
                "node %s: runs the plan and [train] settings of the coordinator's node %s "
                "(%s time, seed %llu, %d steps)\n",

@@ -1,6 +1,8 @@
 #include "tools/node_process.hpp"
 
+#include "actors/device_actor.hpp"
 #include "actors/heartbeat_actor.hpp"
+#include "actors/stage_actor.hpp"
 
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
@@ -43,6 +45,23 @@ actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const runtime::j
       millis(job.heartbeat_timeout_s), std::move(expect), std::move(notify));
   guard.add(beats);
   return beats;
+}
+
+actors::local_part spawn_local_part(caf::actor_system& sys,
+                                    const std::shared_ptr<actors::job_context>& job, int node,
+                                    actor_guard& guard) {
+  actors::local_part part;
+  part.node = node;
+  for (int32_t k : job->layout.stages_on(node)) {
+    const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(k));
+    part.stages.push_back(actors::spawn_stage(sys, job, pipeline, stage));
+    guard.add(part.stages.back());
+  }
+  part.devices = actors::spawn_devices_apart(sys, job, node);
+  for (const auto& d : part.devices)
+    if (d)
+      guard.add(d);
+  return part;
 }
 
 } // namespace deepcee::tools

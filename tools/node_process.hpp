@@ -1,11 +1,14 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "actors/job_context.hpp"
+#include "actors/node_registry.hpp"
 #include "runtime/job_config.hpp"
 
 #include <caf/actor_system.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +43,12 @@ std::chrono::milliseconds millis(double seconds);
 actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const runtime::job_config& job,
                                         int me, std::vector<std::string> expect, caf::actor notify,
                                         actor_guard& guard);
+
+/// Spawns node `node`'s part of the job: its stages and its devices of stages on other
+/// nodes, each ended by `guard`.
+actors::local_part spawn_local_part(caf::actor_system& sys,
+                                    const std::shared_ptr<actors::job_context>& job, int node,
+                                    actor_guard& guard);
 
 /// A node other than the coordinator's: asks the coordinator's node for the job's
 /// deployment, spawns its stages from it, joins, and waits for the job's end. Returns the

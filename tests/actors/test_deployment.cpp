@@ -170,11 +170,12 @@ BOOST_AUTO_TEST_CASE(a_node_builds_its_job_from_the_deployment) {
   const auto cluster = test_cluster();
   const auto d = sample_deployment();
   const auto job = actors::accept_deployment(d, cluster, "e0");
-  BOOST_TEST(runtime::plan_to_json(job.context->plan) == runtime::plan_to_json(d.plan));
-  check_same_train(job.context->train, d.train);
-  BOOST_TEST((job.context->mode.time == runtime::time_mode::wall));
-  BOOST_TEST(job.context->mode.shape_links);
-  BOOST_TEST((job.owner == std::vector<int>{0, 0, 1, 0, 1}));
+  BOOST_TEST(runtime::plan_to_json(job->plan) == runtime::plan_to_json(d.plan));
+  check_same_train(job->train, d.train);
+  BOOST_TEST((job->mode.time == runtime::time_mode::wall));
+  BOOST_TEST(job->mode.shape_links);
+  BOOST_TEST((job->layout.stage_node == std::vector<int>{0, 0, 1, 0, 1}));
+  BOOST_TEST((job->stage_nodes == std::vector<std::string>{"c0", "c0", "e0", "c0", "e0"}));
 
   // Each refusal says what is wrong.
   const auto refusal = [&](actors::job_deployment bad, const std::string& node = "e0") {
@@ -212,7 +213,7 @@ BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_clust
   const auto cluster = test_cluster();
   auto d = sample_deployment();
   d.node.clear();
-  const auto owner = actors::stage_owners(cluster, d.plan);
+  const auto layout = actors::layout_of(cluster, d.plan);
   caf::scoped_actor self{sys};
   const auto ask = [&](const actors::node_registry_actor& r, actors::deployment_request q,
                        actors::job_deployment* out = nullptr) {
@@ -226,9 +227,9 @@ BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_clust
     return error;
   };
   // Stages of c0 left empty: this test asks, it never wires.
-  const std::vector<actors::stage_actor> none(3);
+  const actors::local_part none{0, std::vector<actors::stage_actor>(3), {}};
   for (const bool same_cluster : {true, false}) {
-    auto r = actors::spawn_node_registry(sys, d, "f00d", {"c0", "e0"}, owner, 0, none, 30s);
+    auto r = actors::spawn_node_registry(sys, d, "f00d", {"c0", "e0"}, layout, none, 30s);
     BOOST_TEST(ask(r, {"x9", "f00d"}).find("'x9' holds no stage") != std::string::npos);
     actors::job_deployment got;
     const auto error = ask(r, {"e0", same_cluster ? "f00d" : "beef"}, &got);
@@ -266,12 +267,12 @@ BOOST_AUTO_TEST_CASE(a_deployment_and_an_interruption_cross_a_real_connection) {
   const auto cluster = test_cluster();
   auto d = sample_deployment();
   d.node.clear();
-  const auto owner = actors::stage_owners(cluster, d.plan);
-  const std::vector<actors::stage_actor> none(3);
+  const auto layout = actors::layout_of(cluster, d.plan);
+  const actors::local_part none{0, std::vector<actors::stage_actor>(3), {}};
   net_config cfg_a, cfg_b;
   caf::actor_system a{cfg_a}, b{cfg_b};
   for (const bool interrupted : {true, false}) {
-    auto registry = actors::spawn_node_registry(a, d, "f00d", {"c0", "e0"}, owner, 0, none, 30s);
+    auto registry = actors::spawn_node_registry(a, d, "f00d", {"c0", "e0"}, layout, none, 30s);
     auto port = a.middleman().publish(registry, 0, "127.0.0.1");
     BOOST_REQUIRE(port);
     auto remote = b.middleman().remote_actor<actors::node_registry_actor>("127.0.0.1", *port);

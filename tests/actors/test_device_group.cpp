@@ -5,7 +5,9 @@
 
 #include "actors/device_worker.hpp"
 #include "actors/gpu_all_reduce.hpp"
+#include "actors/device_actor.hpp"
 #include "actors/group_actor.hpp"
+#include "actors/remote_device.hpp"
 #include "kernels/gpt/stage_worker.hpp"
 #include "runtime/schedule.hpp"
 
@@ -76,6 +78,24 @@ T ask(caf::scoped_actor& self, const Handle& to, Ts&&... xs) {
   return out;
 }
 
+/// What a group computed for both micro-batches: the loss and the reduced gradients.
+struct step_sums {
+  double loss = 0;
+  std::vector<float> gradients;
+};
+
+step_sums run_both_micro_batches(group_fixture& f, caf::scoped_actor& self,
+                                 const group_actor& group) {
+  step_sums out;
+  for (int m = 0; m < 2; ++m) {
+    out.loss += ask<double>(self, group, f.op(runtime::op_kind::forward, m));
+    ask<double>(self, group, f.op(runtime::op_kind::backward_input, m));
+    ask<double>(self, group, f.op(runtime::op_kind::backward_weight, m));
+  }
+  out.gradients = ask<std::vector<float>>(self, group, reduce_atom_v, int64_t{0});
+  return out;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(device_group, group_fixture)
@@ -94,14 +114,8 @@ BOOST_AUTO_TEST_CASE(three_devices_and_their_ring_equal_one_device_on_the_whole_
 
   caf::scoped_actor self{sys};
   auto group = spawn_group(self.ptr(), job, 0, 0);
-  double loss = 0;
-  for (int m = 0; m < 2; ++m) {
-    loss += ask<double>(self, group, op(runtime::op_kind::forward, m));
-    ask<double>(self, group, op(runtime::op_kind::backward_input, m));
-    ask<double>(self, group, op(runtime::op_kind::backward_weight, m));
-  }
+  const auto [loss, sum] = run_both_micro_batches(*this, self, group);
   BOOST_TEST(std::abs(loss - want_loss) <= 1e-5 * std::abs(want_loss));
-  const auto sum = ask<std::vector<float>>(self, group, reduce_atom_v, int64_t{0});
   BOOST_REQUIRE_EQUAL(sum.size(), want.size());
   double worst = 0, scale = 0;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -126,6 +140,84 @@ BOOST_AUTO_TEST_CASE(three_devices_and_their_ring_equal_one_device_on_the_whole_
   self->send_exit(group, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(devices_on_another_node_compute_what_local_ones_do) {
+  caf::scoped_actor self{sys};
+  auto local = spawn_group(self.ptr(), job, 0, 0);
+  const auto want = run_both_micro_batches(*this, self, local);
+  ask<int64_t>(self, local, optimize_order{1, 1e-3, 1.0});
+  const auto want_states =
+      ask<std::vector<kernels::parameter_state>>(self, local, snapshot_atom_v);
+  self->send_exit(local, caf::exit_reason::user_shutdown);
+
+  // The same stage with devices 1 and 2 on node e0: the stage's node (c0) hands them over,
+  // and their rows, tokens and targets go in device_rows messages.
+  auto spread = plan;
+  spread.pipelines[0].stages[0].devices = {0, 4, 5};
+  auto apart = make_job_context(test::test_cluster(), profile, spread, test::train_for(spread, 1),
+                                test::test_corpus());
+  apart->place_on_nodes(test::test_cluster());
+  BOOST_TEST((apart->layout.apart_on(1) == std::vector<int32_t>{1, 2}));
+  const auto on_e0 = spawn_devices_apart(sys, apart, 1);
+  BOOST_REQUIRE_EQUAL(on_e0.size(), 2u);
+  auto group = spawn_group(self.ptr(), apart, 0, 0);
+  // Work before the handover is refused, named.
+  self->request(group, std::chrono::seconds(30), op(runtime::op_kind::forward, 0))
+      .receive([](double) { BOOST_FAIL("a group without its devices took work"); },
+               [&](caf::error& e) {
+                 BOOST_TEST(sys.render(e).find("not handed over") != std::string::npos);
+               });
+  self->send(group, devices_atom_v,
+             std::vector<caf::strong_actor_ptr>{{},
+                                                caf::actor_cast<caf::strong_actor_ptr>(on_e0[0]),
+                                                caf::actor_cast<caf::strong_actor_ptr>(on_e0[1])});
+  const auto got = run_both_micro_batches(*this, self, group);
+  // The same rows in the same order: bit for bit what the local devices gave.
+  BOOST_TEST(got.loss == want.loss);
+  BOOST_TEST((got.gradients == want.gradients));
+  ask<int64_t>(self, group, optimize_order{1, 1e-3, 1.0});
+  // The snapshot compares the digests of the devices apart with device 0's weights.
+  const auto states = ask<std::vector<kernels::parameter_state>>(self, group, snapshot_atom_v);
+  BOOST_REQUIRE_EQUAL(states.size(), want_states.size());
+  for (size_t i = 0; i < states.size(); ++i)
+    BOOST_TEST((states[i].value == want_states[i].value), states[i].name);
+  BOOST_TEST(ask<uint64_t>(self, on_e0[1], digest_atom_v) == state_digest(want_states));
+  // A device apart that drifts (here: another step of its own) fails the snapshot, named.
+  ask<int64_t>(self, on_e0[1], optimize_order{2, 1e-3, 1.0});
+  self->request(group, std::chrono::seconds(30), snapshot_atom_v)
+      .receive([](std::vector<kernels::parameter_state>&) { BOOST_FAIL("drift unnoticed"); },
+               [&](caf::error& e) {
+                 BOOST_TEST_MESSAGE(sys.render(e));
+                 BOOST_TEST(sys.render(e).find("device 2 of the stage holds other weights") !=
+                            std::string::npos);
+               });
+  self->send_exit(group, caf::exit_reason::user_shutdown);
+  for (const auto& d : on_e0)
+    self->send_exit(d, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(device_rows_carry_the_rows_and_tokens_of_a_devices_samples) {
+  auto work = op(runtime::op_kind::forward, 1);
+  work.first_sample += 1; // samples 5 and 6 of the batch
+  work.samples = 2;
+  std::vector<float> input(static_cast<size_t>(2 * plan.model.context * plan.model.d_model));
+  input[3] = 1.5f;
+  work.input = input;
+  const auto t = static_cast<size_t>(plan.model.context);
+  const auto rows = rows_of(work, true, true, plan.model.context);
+  BOOST_TEST(rows.first_sample == 5);
+  BOOST_TEST(rows.samples == 2);
+  BOOST_TEST((rows.tokens == std::vector<int32_t>(batch->tokens.begin() + 5 * t,
+                                                  batch->tokens.begin() + 7 * t)));
+  BOOST_TEST((rows.targets == std::vector<int32_t>(batch->targets.begin() + 5 * t,
+                                                   batch->targets.begin() + 7 * t)));
+  BOOST_TEST((rows.input == input));
+  BOOST_TEST(rows.output_values == 0);
+  // A middle stage reads neither; B and W never do.
+  BOOST_TEST(rows_of(work, false, false, plan.model.context).tokens.empty());
+  work.kind = static_cast<int32_t>(runtime::op_kind::backward_input);
+  BOOST_TEST(rows_of(work, true, true, plan.model.context).targets.empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_failing_device_fails_the_answer_with_its_name_and_the_group_lives_on) {
   caf::scoped_actor self{sys};
   auto group = spawn_group(self.ptr(), job, 0, 0);
@@ -141,14 +233,12 @@ BOOST_AUTO_TEST_CASE(a_failing_device_fails_the_answer_with_its_name_and_the_gro
   self->send_exit(group, caf::exit_reason::user_shutdown);
 }
 
-BOOST_AUTO_TEST_CASE(the_messages_of_a_stage_and_its_devices_never_leave_the_process) {
+BOOST_AUTO_TEST_CASE(work_that_points_into_local_memory_never_leaves_the_process) {
   std::vector<char> buffer;
   caf::binary_serializer sink{sys, buffer};
   BOOST_TEST(static_cast<bool>(sink(op(runtime::op_kind::forward, 0))));
-  ring_chunk chunk{0, 0, {1.0f}};
-  BOOST_TEST(static_cast<bool>(sink(chunk)));
-  gradient_values values{0, {1.0f}};
-  BOOST_TEST(static_cast<bool>(sink(values)));
+  device_buffers buffers;
+  BOOST_TEST(static_cast<bool>(sink(buffers)));
 }
 
 BOOST_AUTO_TEST_CASE(device_actors_run_on_the_cpu_or_on_the_nodes_gpus_in_turn) {

@@ -26,7 +26,8 @@ struct job_fixture : system_fixture {
   runtime::profile_table profile{runtime::make_model_spec(plan.model)};
   std::shared_ptr<actors::job_context> ctx =
       actors::make_job_context(cluster, profile, plan, train_for(plan, 3), test_corpus());
-  std::vector<int> owner = actors::stage_owners(cluster, plan);
+  actors::node_layout layout = actors::layout_of(cluster, plan);
+  const std::vector<int>& owner = layout.stage_node;
   actors::job_deployment deployment =
       actors::make_deployment("registry-test", plan, ctx->train, ctx->mode);
   std::vector<actors::stage_actor> stages;
@@ -63,8 +64,8 @@ struct job_fixture : system_fixture {
   void stop(const actors::node_registry_actor& r) { self->send(r, actors::stop_atom_v, ""); }
   /// A registry of this job whose cluster fingerprint is "cluster".
   actors::node_registry_actor registry(std::chrono::milliseconds timeout) {
-    return actors::spawn_node_registry(sys, deployment, "cluster", {"c0", "e0"}, owner, 0, on(0),
-                                       timeout);
+    return actors::spawn_node_registry(sys, deployment, "cluster", {"c0", "e0"}, layout,
+                                       {0, on(0), {}}, timeout);
   }
 };
 
@@ -75,9 +76,21 @@ BOOST_AUTO_TEST_SUITE(node_registry)
 BOOST_AUTO_TEST_CASE(stages_belong_to_the_node_of_their_devices) {
   job_fixture f;
   BOOST_CHECK((f.owner == std::vector<int>{0, 0, 1, 0, 1}));
+  BOOST_CHECK(f.layout.apart_on(0).empty());
+  BOOST_CHECK(f.layout.apart_on(1).empty());
+  // A stage whose devices span nodes runs on its first device's node; the others run apart.
   auto split = f.plan;
-  split.pipelines[0].stages[0].devices = {0, 4};
-  BOOST_CHECK_THROW(actors::stage_owners(f.cluster, split), runtime::input_error);
+  split.pipelines[0].stages[1].devices = {4, 1, 5};
+  const auto layout = actors::layout_of(f.cluster, split);
+  BOOST_CHECK((layout.stage_node == std::vector<int>{0, 1, 1, 0, 1}));
+  const int flat = 1;
+  BOOST_CHECK(!layout.apart(flat, 0) && layout.apart(flat, 1) && !layout.apart(flat, 2));
+  BOOST_CHECK((layout.apart_on(0) == std::vector<int32_t>{layout.slot(flat, 1)}));
+  BOOST_CHECK(layout.apart_on(1).empty());
+  BOOST_CHECK((layout.slot_node.at(static_cast<size_t>(layout.slot(flat, 2))) == 1));
+  BOOST_CHECK(layout.runs_on(0) && layout.runs_on(1));
+  // One process runs every node: nothing is apart.
+  BOOST_CHECK(!actors::node_layout{}.apart(flat, 1));
 }
 
 BOOST_AUTO_TEST_CASE(a_node_that_never_joins_is_named_after_the_timeout) {

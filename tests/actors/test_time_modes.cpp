@@ -195,9 +195,37 @@ BOOST_AUTO_TEST_CASE(shaped_links_make_the_sender_wait_as_the_link_model_says) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(shaped_links_are_shared_by_the_stages_of_a_process) {
+  // Two pipelines, both sending cloud -> edge over the one slow WAN: their activations
+  // queue on one FIFO, so a step lasts at least as long as that FIFO drains both senders'
+  // transfers (twice what each sender's own FIFO would drain).
+  const auto cluster = slow_wan_cluster();
+  auto plan = wan_pipeline(runtime::schedule_kind::gpipe);
+  auto second = plan.pipelines[0];
+  second.stages = {stage({1}, {2}, 0, 2), stage({5}, {2}, 2, 4)};
+  plan.pipelines.push_back(second);
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const runtime::virtual_cluster vc(cluster, profile.model(), profile, plan);
+  runtime::link_fifo shared, own;
+  double both = 0, one = 0;
+  for (int p = 0; p < 2; ++p)
+    for (int micro = 0; micro < plan.pipelines[0].micro_batches; ++micro)
+      for (const auto& part : vc.stage(p, 0).act_parts) {
+        both = std::max(both, shared.send(part, 0).arrival_s);
+        if (p == 0)
+          one = std::max(one, own.send(part, 0).arrival_s);
+      }
+  BOOST_TEST_MESSAGE("one sender's FIFO drains in " << one * 1e3 << " ms, both senders' in "
+                                                     << both * 1e3 << " ms");
+  BOOST_REQUIRE_GT(both, 1.8 * one);
+  const auto got = run_steps(cluster, plan, 2, shaped_wall_mode).steps;
+  for (const auto& step : got)
+    BOOST_CHECK_GE(step.compute_end_s - step.start_s, both);
+}
+
 BOOST_AUTO_TEST_CASE(links_shared_by_pipelines_need_no_pipes) {
   // Three pipelines cross one WAN pipe each way: virtual time orders them by pipe actors,
-  // wall time (shaped or not) sends on each stage's own links, with the same math.
+  // wall time (shaped or not) needs none, with the same math.
   const auto cluster = test_cluster();
   const auto plan =
       shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b);

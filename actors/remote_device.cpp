@@ -1,0 +1,113 @@
+#include "actors/remote_device.hpp"
+
+#include "actors/wire_format.hpp"
+#include "runtime/schedule.hpp"
+
+#include <caf/sec.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = device_actor::stateful_pointer<remote_device_state>;
+
+caf::error failure(self_ptr self, const std::string& why) {
+  return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + why);
+}
+
+} // namespace
+
+device_rows rows_of(const device_work& work, bool first, bool last, int context) {
+  device_rows r;
+  r.kind = work.kind;
+  r.micro = work.micro;
+  r.first_sample = work.first_sample;
+  r.samples = work.samples;
+  r.loss_scale = work.loss_scale;
+  if (static_cast<runtime::op_kind>(work.kind) == runtime::op_kind::forward && work.batch) {
+    const auto at = static_cast<size_t>(int64_t{work.first_sample} * context);
+    const auto n = static_cast<size_t>(int64_t{work.samples} * context);
+    const auto slice = [&](const std::vector<int32_t>& v) {
+      return std::vector<int32_t>(v.begin() + static_cast<ptrdiff_t>(at),
+                                  v.begin() + static_cast<ptrdiff_t>(at + n));
+    };
+    if (first)
+      r.tokens = slice(work.batch->tokens);
+    if (last)
+      r.targets = slice(work.batch->targets);
+  }
+  r.input.assign(work.input.begin(), work.input.end());
+  r.output_values = static_cast<int64_t>(work.output.size());
+  return r;
+}
+
+device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor device,
+                                                   std::string where, bool first, bool last,
+                                                   int context) {
+  auto& st = self->state;
+  st.device = std::move(device);
+  st.where = std::move(where);
+  st.first = first;
+  st.last = last;
+  st.context = context;
+  const auto not_here = [=](const char* what) {
+    return failure(self, std::string(what) + " of a device on another node");
+  };
+  return {
+      [=](const device_work& work) -> caf::result<double> {
+        auto& s = self->state;
+        auto promise = self->make_response_promise<double>();
+        self->request(s.device, caf::infinite, rows_of(work, s.first, s.last, s.context))
+            .then(
+                [=](device_output& out) mutable {
+                  if (out.output.size() != work.output.size()) {
+                    promise.deliver(failure(self, "answered " + std::to_string(out.output.size()) +
+                                                      " values, expected " +
+                                                      std::to_string(work.output.size())));
+                    return;
+                  }
+                  // `work` (captured) keeps the message these rows are written into alive.
+                  std::copy(out.output.begin(), out.output.end(), work.output.begin());
+                  promise.deliver(out.loss);
+                },
+                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+        return promise;
+      },
+      [=](const device_rows& rows) -> caf::result<device_output> {
+        return self->delegate(self->state.device, rows);
+      },
+      [=](ring_atom a, caf::strong_actor_ptr next, int32_t rank, int32_t size) {
+        self->send(self->state.device, a, std::move(next), rank, size);
+      },
+      [=](reduce_atom a, int64_t step) -> caf::result<gradient_values> {
+        return self->delegate(self->state.device, a, step);
+      },
+      [=](ring_chunk& c) { self->send(self->state.device, std::move(c)); },
+      [=](buffers_atom) -> caf::result<device_buffers> { return not_here("GPU buffers"); },
+      [=](gradients_atom) -> caf::result<std::vector<float>> {
+        return not_here("host gradients");
+      },
+      [=](const gradient_values& g) -> caf::result<int64_t> {
+        return self->delegate(self->state.device, g);
+      },
+      [=](const optimize_order& order) -> caf::result<int64_t> {
+        return self->delegate(self->state.device, order);
+      },
+      [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
+        return not_here("a snapshot (its digest is compared)");
+      },
+      [=](digest_atom a) -> caf::result<uint64_t> {
+        return self->delegate(self->state.device, a);
+      },
+      [=](restore_atom a, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        if (auto why = too_large_to_send(snapshot); !why.empty())
+          return failure(self, why);
+        return self->delegate(self->state.device, a, snapshot);
+      },
+  };
+}
+
+} // namespace deepcee::actors
