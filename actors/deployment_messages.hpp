@@ -8,8 +8,8 @@
 #include <string>
 
 /// The job deployment of a multi-process job (actors/node_deployment.hpp): every node asks
-/// the coordinator's node for it before it spawns its stages, and runs what it says. Both
-/// cross nodes as validated Cap'n Proto (wire_format.hpp).
+/// the coordinator's node for it before it spawns its stages, and runs what it says, or
+/// says why it cannot. These cross nodes as validated Cap'n Proto (wire_format.hpp).
 namespace deepcee::actors {
 
 /// A node asks for its deployment, naming the cluster it read by its fingerprint
@@ -34,6 +34,19 @@ struct job_deployment {
   /// nodes (link samples: sent on one, arrived on another) share one clock.
   double clock_s = 0;
 };
+
+/// A node tells the coordinator's node it cannot run the job (it refused the deployment:
+/// its data does not load, the plan does not fit its cluster...), so that the job stops at
+/// once, naming it, instead of at the connect timeout.
+struct node_error {
+  std::string node;
+  std::string message; ///< one line
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_error& x) {
+  return inspect_as_wire(f, x, "node_error");
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, deployment_request& x) {

@@ -86,13 +86,14 @@ using adapter_actor =
 /// Published by the coordinator's node of a multi-process job: every other node first asks
 /// it for the job's deployment (plan, training settings, time mode), then joins with its
 /// stage actors; `await` answers with every stage once all nodes have joined, or an error
-/// naming the missing nodes when the connect timeout passes. `stop` ends the job: the
+/// naming the missing nodes when the connect timeout passes, or at once naming a node that
+/// sent a `node_error` (it cannot run the job). `stop` ends the job: the
 /// registry quits with the reason (empty: success), which the other nodes watch for;
 /// `(stop, interrupt, why)` ends it because the coordinator's node was interrupted
 /// (node_registry.hpp: job_interrupted).
 using node_registry_actor =
     caf::typed_actor<caf::replies_to<deployment_request>::with<job_deployment>,
-                     caf::replies_to<node_join>::with<int32_t>,
+                     caf::replies_to<node_join>::with<int32_t>, caf::reacts_to<node_error>,
                      caf::replies_to<await_atom>::with<stage_wiring>, caf::reacts_to<timeout_atom>,
                      caf::reacts_to<stop_atom, std::string>,
                      caf::reacts_to<stop_atom, interrupt_atom, std::string>>;

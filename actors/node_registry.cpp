@@ -141,6 +141,13 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
         try_deliver(self);
         return static_cast<int32_t>(n);
       },
+      [=](const node_error& e) {
+        auto& s = self->state;
+        if (node_index(s, e.node) == s.node_names.size() || !s.failure.empty())
+          return;
+        s.failure = "node " + e.node + " cannot run the job: " + e.message;
+        try_deliver(self);
+      },
       [=](await_atom) -> caf::result<stage_wiring> {
         auto& s = self->state;
         s.waiting = self->make_response_promise<stage_wiring>();

@@ -51,6 +51,7 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_snapshot))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::deployment_request))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::job_deployment))
 CAF_ADD_ATOM(deepcee, deepcee::actors, interrupt_atom, "interrupt")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::node_error))
 
 // A stage, its group and its devices (device_messages.hpp; in-process only).
 CAF_ADD_ATOM(deepcee, deepcee::actors, reduce_atom, "reduce")

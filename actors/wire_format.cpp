@@ -333,4 +333,15 @@ caf::error stays_in_process(const char* name) {
   return caf::make_error(caf::sec::invalid_argument, why);
 }
 
+std::vector<uint8_t> to_wire(const node_error& x) {
+  return wire::encode(wire::error_report{x.node, wire::error_code::bad_input, x.message});
+}
+
+caf::error from_wire(const std::vector<uint8_t>& bytes, node_error& x) {
+  return load(bytes, wire::decode_error_report, [&](wire::error_report m) {
+    x.node = std::move(m.node);
+    x.message = std::move(m.message);
+  });
+}
+
 } // namespace deepcee::actors

@@ -49,6 +49,7 @@ struct device_rows;
 struct device_output;
 struct ring_chunk;
 struct gradient_values;
+struct node_error;
 
 std::vector<uint8_t> to_wire(const step_order& x);
 std::vector<uint8_t> to_wire(const grad_share& x);
@@ -68,6 +69,7 @@ std::vector<uint8_t> to_wire(const device_rows& x);
 std::vector<uint8_t> to_wire(const device_output& x);
 std::vector<uint8_t> to_wire(const ring_chunk& x);
 std::vector<uint8_t> to_wire(const gradient_values& x);
+std::vector<uint8_t> to_wire(const node_error& x);
 
 /// Fills `x` from validated bytes, or leaves it alone and returns why they were refused.
 caf::error from_wire(const std::vector<uint8_t>& bytes, step_order& x);
@@ -87,6 +89,7 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, device_rows& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, device_output& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, ring_chunk& x);
 caf::error from_wire(const std::vector<uint8_t>& bytes, gradient_values& x);
+caf::error from_wire(const std::vector<uint8_t>& bytes, node_error& x);
 
 /// The default handler of every actor that receives messages from other nodes. A message
 /// whose bytes `from_wire` refused reaches the actor empty; it is dropped without a reply

@@ -168,6 +168,9 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   try {
     context = actors::accept_deployment(deployment, job.cluster, me.name);
   } catch (const std::exception& e) {
+    // The coordinator's node stops the job now, naming this node, not at its connect timeout.
+    self->send(registry, actors::node_error{me.name, e.what()});
+    std::this_thread::sleep_for(300ms); // lets the message leave before the socket closes
     fail(me.name,
          "refused the deployment from the coordinator's node " + boss.name + ": " + e.what());
   }

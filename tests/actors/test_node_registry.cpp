@@ -131,6 +131,46 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   f.stop(r);
 }
 
+BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
+  job_fixture f;
+  auto split = f.plan; // pipeline 0's stage 1 (on c0) gets a device of e0
+  split.pipelines[0].stages[1].devices = {2, 4};
+  const auto layout = actors::layout_of(f.cluster, split);
+  const auto slot = layout.slot(1, 1);
+  BOOST_REQUIRE((layout.apart_on(1) == std::vector<int32_t>{slot}));
+  auto r = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"}, layout,
+                                       {0, f.on(0), {}}, 10s);
+  actors::node_join join;
+  join.node = "e0";
+  join.job = "cluster";
+  join.stages = {2, 4};
+  for (auto& s : f.on(1))
+    join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  const auto device = caf::actor_cast<caf::strong_actor_ptr>(f.stages[2]); // any handle
+  join.devices = {slot};
+  join.device_handles = {device};
+  std::string error;
+  f.self->request(r, 10s, join)
+      .receive([](int32_t) {}, [&](caf::error& e) { error = f.sys.render(e); });
+  BOOST_CHECK_EQUAL(error, "");
+  actors::stage_wiring w;
+  BOOST_CHECK_EQUAL(f.await(r, &w), "");
+  BOOST_REQUIRE_EQUAL(w.devices.size(), layout.slot_node.size());
+  for (size_t k = 0; k < w.devices.size(); ++k)
+    BOOST_CHECK(w.devices[k] == (static_cast<int>(k) == slot ? device : nullptr));
+  f.stop(r);
+
+  // Without them it is refused, naming what is wrong.
+  auto again = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"}, layout,
+                                           {0, f.on(0), {}}, 10s);
+  join.devices.clear();
+  join.device_handles.clear();
+  f.self->request(again, 10s, join)
+      .receive([](int32_t) {}, [&](caf::error& e) { error = f.sys.render(e); });
+  BOOST_CHECK_MESSAGE(error.find("node 'e0' offers other devices") != std::string::npos, error);
+  f.stop(again);
+}
+
 /// A node with another cluster, or claiming other stages, fails the job at once.
 BOOST_AUTO_TEST_CASE(a_node_with_another_cluster_fails_the_job_at_once) {
   for (const bool other_cluster : {true, false}) {
@@ -152,6 +192,18 @@ BOOST_AUTO_TEST_CASE(a_node_with_another_cluster_fails_the_job_at_once) {
     BOOST_CHECK_MESSAGE(failed.find(want) != std::string::npos, failed);
     f.stop(r);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_cannot_run_the_job_fails_it_at_once_naming_itself) {
+  job_fixture f;
+  auto r = f.registry(30s);
+  f.self->send(r, actors::node_error{"x9", "not one of the job's nodes: ignored"});
+  f.self->send(r, actors::node_error{"e0", "data/ holds no text"});
+  const auto failed = f.await(r); // long before the 30 s timeout
+  BOOST_CHECK_MESSAGE(failed.find("node e0 cannot run the job: data/ holds no text") !=
+                          std::string::npos,
+                      failed);
+  f.stop(r);
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_stage_fails_the_step_naming_its_node) {
