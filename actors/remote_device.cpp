@@ -1,6 +1,7 @@
 #include "actors/remote_device.hpp"
 
 #include "actors/wire_format.hpp"
+#include "messages/codec.hpp"
 #include "runtime/schedule.hpp"
 
 #include <caf/sec.hpp>
@@ -91,6 +92,10 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
         return not_here("host gradients");
       },
       [=](const gradient_values& g) -> caf::result<int64_t> {
+        // Sent anyway, it would be dropped by the encoder and the step would wait.
+        if (static_cast<int64_t>(g.values.size() * sizeof(float)) > messages::max_payload_bytes)
+          return failure(self, std::to_string(g.values.size()) +
+                                   " gradient values are more than one message carries");
         return self->delegate(self->state.device, g);
       },
       [=](const optimize_order& order) -> caf::result<int64_t> {

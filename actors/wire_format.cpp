@@ -4,6 +4,7 @@
 #include "actors/deployment_messages.hpp"
 #include "actors/messages.hpp"
 #include "actors/pipe_messages.hpp"
+#include "actors/wire_load.hpp"
 #include "messages/codec.hpp"
 
 #include <caf/message.hpp>
@@ -20,27 +21,18 @@ namespace deepcee::actors {
 namespace {
 
 namespace wire = deepcee::messages;
+using detail::load;
+using detail::refuse;
 
 std::atomic<int64_t> dropped{0};
 
-/// The one place a refused message is logged and counted.
-caf::error refuse(const std::string& why) {
+} // namespace
+
+caf::error detail::refuse(const std::string& why) {
   const auto n = ++dropped;
   spdlog::warn("dropped a malformed message from another node ({}); {} so far", why, n);
   return caf::make_error(caf::sec::invalid_argument, why);
 }
-
-/// Decodes with `decode` and, when the bytes are valid, converts with `assign`.
-template <class Decode, class Assign>
-caf::error load(const std::vector<uint8_t>& bytes, Decode decode, Assign assign) {
-  auto r = decode(std::span<const uint8_t>(bytes));
-  if (!r)
-    return refuse(r.error().what);
-  assign(std::move(*r));
-  return caf::none;
-}
-
-} // namespace
 
 caf::result<caf::message> drop_unexpected(caf::scheduled_actor*, caf::message_view& x) {
   if (!x.content().empty()) // an empty one was refused in from_wire, and logged there
@@ -182,8 +174,9 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, link_sample& x) {
 }
 
 std::vector<uint8_t> to_wire(const node_join& x) {
-  return wire::encode(
-      wire::node_join{x.node, x.job, std::vector<int>(x.stages.begin(), x.stages.end())});
+  return wire::encode(wire::node_join{x.node, x.job,
+                                      std::vector<int>(x.stages.begin(), x.stages.end()),
+                                      std::vector<int>(x.devices.begin(), x.devices.end())});
 }
 
 caf::error from_wire(const std::vector<uint8_t>& bytes, node_join& x) {
@@ -191,6 +184,7 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, node_join& x) {
     x.node = std::move(m.node);
     x.job = std::move(m.job);
     x.stages.assign(m.stages.begin(), m.stages.end());
+    x.devices.assign(m.devices.begin(), m.devices.end());
   });
 }
 

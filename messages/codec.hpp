@@ -36,6 +36,14 @@ std::vector<uint8_t> encode(const pipe_arrival& m);
 /// than max_payload_bytes (Cap'n Proto's limit on a Data field) or disagrees with its shape.
 std::vector<uint8_t> encode(const stage_snapshot& m);
 
+/// A stage's device on another node (actors/device_messages.hpp). Each throws
+/// std::invalid_argument, naming the message and the field, when a Float32 field holds more
+/// than max_payload_bytes.
+std::vector<uint8_t> encode(const device_rows& m);
+std::vector<uint8_t> encode(const device_output& m);
+std::vector<uint8_t> encode(const ring_chunk& m);
+std::vector<uint8_t> encode(const gradient_values& m);
+
 /// Largest payload of one tensor message (Cap'n Proto's limit on a Data field); a larger
 /// tensor is sent in slices of samples (tensor_header::first_sample).
 constexpr int64_t max_payload_bytes = (int64_t{1} << 29) - 1;
@@ -95,6 +103,10 @@ result<pipe_request> decode_pipe_request(std::span<const uint8_t> bytes);
 result<send_horizon> decode_send_horizon(std::span<const uint8_t> bytes);
 result<pipe_arrival> decode_pipe_arrival(std::span<const uint8_t> bytes);
 result<stage_snapshot> decode_stage_snapshot(std::span<const uint8_t> bytes);
+result<device_rows> decode_device_rows(std::span<const uint8_t> bytes);
+result<device_output> decode_device_output(std::span<const uint8_t> bytes);
+result<ring_chunk> decode_ring_chunk(std::span<const uint8_t> bytes);
+result<gradient_values> decode_gradient_values(std::span<const uint8_t> bytes);
 
 /// Copies the bytes once into an aligned buffer that the result's payload view points into.
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);

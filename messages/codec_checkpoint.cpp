@@ -3,12 +3,13 @@
 #include "messages/codec.hpp"
 #include "messages/wire.hpp"
 
-#include <cstring>
 #include <stdexcept>
 
 namespace deepcee::messages {
 
 using detail::checker;
+using detail::get_floats;
+using detail::set_floats;
 
 namespace {
 
@@ -31,18 +32,6 @@ void check_field_size(const std::vector<float>& values, const std::string& name,
                                 std::to_string(bytes) + " bytes, more than one Cap'n Proto "
                                 "message field holds (" + std::to_string(max_payload_bytes) +
                                 ")");
-}
-
-void set_floats(capnp::Data::Builder data, const std::vector<float>& values) {
-  if (!values.empty())
-    std::memcpy(data.begin(), values.data(), values.size() * 4);
-}
-
-std::vector<float> get_floats(capnp::Data::Reader data) {
-  std::vector<float> out(data.size() / 4);
-  if (!out.empty())
-    std::memcpy(out.data(), data.begin(), out.size() * 4);
-  return out;
 }
 
 void check_parameter(checker& c, const parameter_tensor& p, const std::string& field) {

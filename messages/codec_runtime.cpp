@@ -1,5 +1,6 @@
 // The messages of a running job between actors on different nodes: the optimizer order,
-// a stage's report of its step, and a node joining the coordinator's node.
+// a stage's report of its step, and a node joining the coordinator's node (with its devices
+// that serve other nodes' stages).
 #include "messages/codec.hpp"
 #include "messages/wire.hpp"
 
@@ -115,12 +116,14 @@ result<stage_report> decode_stage_report(std::span<const uint8_t> bytes) {
 }
 
 std::vector<uint8_t> encode(const node_join& m) {
-  const size_t words = 64 + m.stages.size() / 2 + (m.node.size() + m.job.size()) / 8;
+  const size_t words =
+      64 + (m.stages.size() + m.devices.size()) / 2 + (m.node.size() + m.job.size()) / 8;
   return detail::build(words, [&](wire::Envelope::Builder e) {
     auto s = e.initNodeJoin();
     s.setNode(m.node);
     s.setJob(m.job);
     detail::fill_list(s.initStages(static_cast<unsigned>(m.stages.size())), m.stages);
+    detail::fill_list(s.initDevices(static_cast<unsigned>(m.devices.size())), m.devices);
   });
 }
 
@@ -136,9 +139,11 @@ result<node_join> decode_node_join(std::span<const uint8_t> bytes) {
         if (c.failed())
           return c.finish(node_join{});
         node_join m{one_line(detail::text(s.getNode())), one_line(detail::text(s.getJob())),
-                    detail::to_vector<int>(s.getStages())};
+                    detail::to_vector<int>(s.getStages()), detail::to_vector<int>(s.getDevices())};
         for (size_t i = 0; i < m.stages.size(); ++i)
           c.non_negative(m.stages[i], "stages[" + std::to_string(i) + "]");
+        for (size_t i = 0; i < m.devices.size(); ++i)
+          c.non_negative(m.devices[i], "devices[" + std::to_string(i) + "]");
         return c.finish(std::move(m));
       });
 }

@@ -188,6 +188,7 @@ struct NodeJoin {
   node @0 :Text;
   job @1 :Text;                # fingerprint of the cluster as the node read it
   stages @2 :List(Int32);      # flat stage indices
+  devices @3 :List(Int32);     # device slots of its devices that serve other nodes' stages
 }
 
 struct StepStats {
@@ -261,6 +262,42 @@ struct StageSnapshot {
   source @4 :Text;                   # restore: the checkpoint file, named by errors
 }
 
+# A stage's device on another node than its stage (actors/device_messages.hpp). Float32
+# values travel as little-endian bytes in Data fields (at most 512 MiB - 1 each: a larger
+# one is refused when encoding).
+
+# One op on some samples of a micro-batch, with the rows the device reads.
+struct DeviceRows {
+  kind @0 :Int32;            # runtime::op_kind: 0 F, 1 B, 2 W
+  microBatch @1 :Int32;
+  firstSample @2 :Int32;     # in the global batch
+  samples @3 :Int32;         # at least 1
+  lossScale @4 :Float32;     # the last stage's F: 1 / tokens of the global batch
+  tokens @5 :List(Int32);    # the first stage's F: [samples, T], else empty
+  targets @6 :List(Int32);   # the last stage's F: [samples, T], else empty
+  input @7 :Data;            # Float32 [samples, T, C], or empty
+  outputValues @8 :Int64;    # what the answer carries: samples * T * C, or 0
+}
+
+# A DeviceRows' answer: the last stage's F loss sum (else 0) and the rows written.
+struct DeviceOutput {
+  loss @0 :Float64;
+  output @1 :Data;           # Float32, DeviceRows.outputValues of them
+}
+
+# One round of a ring all-reduce of a stage's gradients, to the next device of the ring.
+struct RingChunk {
+  step @0 :Int64;
+  round @1 :Int32;
+  values @2 :Data;           # Float32
+}
+
+# Gradients to set on a device, or a device's answer to a reduce (empty but on rank 0).
+struct GradientValues {
+  step @0 :Int64;
+  values @1 :Data;           # Float32
+}
+
 struct Envelope {
   union {
     jobDeployment @0 :JobDeployment;
@@ -279,5 +316,9 @@ struct Envelope {
     pipeArrival @13 :PipeArrival;
     stageSnapshot @14 :StageSnapshot;
     deploymentRequest @15 :DeploymentRequest;
+    deviceRows @16 :DeviceRows;
+    deviceOutput @17 :DeviceOutput;
+    ringChunk @18 :RingChunk;
+    gradientValues @19 :GradientValues;
   }
 }

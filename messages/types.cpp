@@ -36,6 +36,14 @@ std::string_view to_string(message_kind k) {
     return "stage_snapshot";
   case message_kind::deployment_request:
     return "deployment_request";
+  case message_kind::device_rows:
+    return "device_rows";
+  case message_kind::device_output:
+    return "device_output";
+  case message_kind::ring_chunk:
+    return "ring_chunk";
+  case message_kind::gradient_values:
+    return "gradient_values";
   }
   return "unknown";
 }

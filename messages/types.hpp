@@ -32,7 +32,11 @@ enum class message_kind : uint8_t {
   send_horizon,
   pipe_arrival,
   stage_snapshot,
-  deployment_request
+  deployment_request,
+  device_rows,
+  device_output,
+  ring_chunk,
+  gradient_values
 };
 
 std::string_view to_string(message_kind k);
@@ -221,11 +225,13 @@ struct stage_report {
   friend bool operator==(const stage_report&, const stage_report&) = default;
 };
 
-/// A node announcing its stages (flat indices) under its cluster's fingerprint (`job`).
+/// A node announcing its stages (flat indices) under its cluster's fingerprint (`job`), and
+/// the device slots of its devices that serve stages of other nodes.
 struct node_join {
   std::string node;
   std::string job;
   std::vector<int> stages;
+  std::vector<int> devices;
   friend bool operator==(const node_join&, const node_join&) = default;
 };
 
@@ -253,6 +259,45 @@ struct error_report {
   error_code code = error_code::internal;
   std::string message; ///< one line
   friend bool operator==(const error_report&, const error_report&) = default;
+};
+
+/// A stage's device on another node than its stage (actors/device_messages.hpp): one op on
+/// `samples` samples of a micro-batch, with the rows it reads. Every row field holds a
+/// whole number of rows (a multiple of `samples` values), or nothing.
+struct device_rows {
+  int kind = 0; ///< runtime::op_kind: 0..2
+  int micro_batch = 0;
+  int first_sample = 0; ///< in the global batch
+  int samples = 0;      ///< at least 1
+  float loss_scale = 0.0f;
+  std::vector<int32_t> tokens;  ///< the first stage's F: [samples, T], else empty
+  std::vector<int32_t> targets; ///< the last stage's F: [samples, T], else empty
+  std::vector<float> input;     ///< [samples, T, C], or empty
+  int64_t output_values = 0;    ///< what the answer carries: samples * T * C, or 0
+  friend bool operator==(const device_rows&, const device_rows&) = default;
+};
+
+/// A device_rows' answer: the last stage's F loss sum (else 0; non-finite when the run
+/// diverged) and the rows written.
+struct device_output {
+  double loss = 0.0;
+  std::vector<float> output;
+  friend bool operator==(const device_output&, const device_output&) = default;
+};
+
+/// One round of a ring all-reduce of a stage's gradients.
+struct ring_chunk {
+  int64_t step = 0;
+  int round = 0;
+  std::vector<float> values;
+  friend bool operator==(const ring_chunk&, const ring_chunk&) = default;
+};
+
+/// Gradients to set on a device, or a device's answer to a reduce.
+struct gradient_values {
+  int64_t step = 0;
+  std::vector<float> values;
+  friend bool operator==(const gradient_values&, const gradient_values&) = default;
 };
 
 } // namespace deepcee::messages

@@ -1,7 +1,10 @@
 #include "messages/wire.hpp"
 
+#include "messages/codec.hpp"
+
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace deepcee::messages::detail {
 
@@ -129,6 +132,14 @@ std::optional<message_kind> kind_of(wire::Envelope::Which which) {
     return message_kind::stage_snapshot;
   case wire::Envelope::DEPLOYMENT_REQUEST:
     return message_kind::deployment_request;
+  case wire::Envelope::DEVICE_ROWS:
+    return message_kind::device_rows;
+  case wire::Envelope::DEVICE_OUTPUT:
+    return message_kind::device_output;
+  case wire::Envelope::RING_CHUNK:
+    return message_kind::ring_chunk;
+  case wire::Envelope::GRADIENT_VALUES:
+    return message_kind::gradient_values;
   }
   return std::nullopt;
 }
@@ -160,6 +171,28 @@ std::optional<decode_error> check_envelope(capnp::FlatArrayMessageReader& reader
 
 std::string text(capnp::Text::Reader t) {
   return std::string(t.cStr(), t.size());
+}
+
+void set_floats(capnp::Data::Builder data, std::span<const float> values) {
+  if (!values.empty())
+    std::memcpy(data.begin(), values.data(), values.size() * sizeof(float));
+}
+
+std::vector<float> get_floats(capnp::Data::Reader data) {
+  std::vector<float> out(data.size() / sizeof(float));
+  if (!out.empty())
+    std::memcpy(out.data(), data.begin(), out.size() * sizeof(float));
+  return out;
+}
+
+unsigned float_field_bytes(message_kind kind, const char* field, size_t values) {
+  const auto most = static_cast<size_t>(max_payload_bytes);
+  if (values > most / sizeof(float))
+    throw std::invalid_argument(std::string(to_string(kind)) + ": " + field + " has " +
+                                std::to_string(values * sizeof(float)) +
+                                " bytes, more than one Cap'n Proto message field holds (" +
+                                std::to_string(most) + ")");
+  return static_cast<unsigned>(values * sizeof(float));
 }
 
 } // namespace deepcee::messages::detail

@@ -147,4 +147,14 @@ void fill_list(List list, const std::vector<T>& values) {
 
 std::string text(capnp::Text::Reader t);
 
+/// Float32 values as a Data field's little-endian bytes, and back (the caller has checked
+/// that the size is a whole number of floats). memcpy, because a Data field is only byte
+/// aligned; the bits cross unchanged.
+void set_floats(capnp::Data::Builder data, std::span<const float> values);
+std::vector<float> get_floats(capnp::Data::Reader data);
+
+/// The bytes of `values` as one Data field; throws std::invalid_argument naming the message
+/// and the field when they are more than one field holds (max_payload_bytes).
+unsigned float_field_bytes(message_kind kind, const char* field, size_t values);
+
 } // namespace deepcee::messages::detail

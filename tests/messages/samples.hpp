@@ -76,7 +76,7 @@ inline deployment_request sample_deployment_request() {
   return {"edge-1", "9c1f0e2d3b4a5968"};
 }
 inline node_join sample_node_join() {
-  return {"edge-1", "00ab12cd34ef5678", {3, 4, 7}};
+  return {"edge-1", "00ab12cd34ef5678", {3, 4, 7}, {5, 0}};
 }
 inline step_stats sample_step_stats() {
   return {12,
@@ -125,6 +125,29 @@ inline std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1
   return v;
 }
 
+/// The F of the first and last stage at once (tokens and targets) on 2 samples of T = 3,
+/// C = 4, with activations in: every field of a device_rows used.
+inline device_rows sample_device_rows() {
+  return {0,
+          3,
+          6,
+          2,
+          1.0f / 96,
+          {11, 0, 250, 7, 7, 1},
+          {0, 250, 7, 7, 1, 12},
+          random_values(2 * 3 * 4, 21),
+          2 * 3 * 4};
+}
+inline device_output sample_device_output() {
+  return {41.375, random_values(2 * 3 * 4, 22)};
+}
+inline ring_chunk sample_ring_chunk() {
+  return {12, 3, random_values(5, 23)};
+}
+inline gradient_values sample_gradient_values() {
+  return {12, random_values(7, 24)};
+}
+
 /// One encoded sample of every message kind, with the decoder that accepts it.
 struct encoded_sample {
   std::string name;
@@ -155,6 +178,13 @@ inline std::vector<encoded_sample> every_kind() {
        [](auto b) { return decode_deployment_request(b).ok(); }},
       {"stage_snapshot", encode(sample_stage_snapshot()),
        [](auto b) { return decode_stage_snapshot(b).ok(); }},
+      {"device_rows", encode(sample_device_rows()),
+       [](auto b) { return decode_device_rows(b).ok(); }},
+      {"device_output", encode(sample_device_output()),
+       [](auto b) { return decode_device_output(b).ok(); }},
+      {"ring_chunk", encode(sample_ring_chunk()), [](auto b) { return decode_ring_chunk(b).ok(); }},
+      {"gradient_values", encode(sample_gradient_values()),
+       [](auto b) { return decode_gradient_values(b).ok(); }},
   };
 }
 

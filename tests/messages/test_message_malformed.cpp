@@ -32,6 +32,10 @@ void decode_with_all(std::span<const uint8_t> b) {
   (void)decode_send_horizon(b);
   (void)decode_pipe_arrival(b);
   (void)decode_stage_snapshot(b);
+  (void)decode_device_rows(b);
+  (void)decode_device_output(b);
+  (void)decode_ring_chunk(b);
+  (void)decode_gradient_values(b);
 }
 
 template <class R>
@@ -153,6 +157,9 @@ BOOST_AUTO_TEST_CASE(runtime_messages_out_of_range_are_errors) {
   auto join = sample_node_join();
   join.stages[2] = -1;
   check_refused(decode_node_join(encode(join)), "stages[2] is negative");
+  join = sample_node_join();
+  join.devices[1] = -1;
+  check_refused(decode_node_join(encode(join)), "devices[1] is negative");
   auto link = sample_link_sample();
   link.drained = link.end + 1;
   check_refused(decode_link_sample(encode(link)), "end is before drained");
