@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(empty_required_fields_are_errors) {
   check_refused(decode_error_report(encode(error_report{"", error_code::timeout, "x"})),
                 "node is empty");
   check_refused(decode_step_start(encode(step_start{1, {}, 0.1})), "micro_batches is empty");
-  check_refused(decode_node_join(encode(node_join{"", "job", {0}})), "node is empty");
+  check_refused(decode_node_join(encode(node_join{"", "job", {0}, {}})), "node is empty");
   check_refused(decode_deployment_request(encode(deployment_request{"", "f00d"})), "node is empty");
   check_refused(decode_deployment_request(encode(deployment_request{"e0", ""})),
                 "cluster is empty");

@@ -177,6 +177,20 @@ worst = max(abs(float(r["loss"]) - single[int(r["step"])]) / single[int(r["step"
 print(f"stages across nodes: {steps} steps equal one process bit for bit; worst relative loss difference to one device {worst:.2e}")
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
+#     The same in wall time, the links shaped: the same losses (the math does not depend
+#     on how time passes).
+sed 's/^time = "virtual"/time = "wall"\nshape_links = true/' "$work/job-spread.toml" >"$work/job-spread-wall.toml"
+for n in n1 n2 n0; do start $n "$work/job-spread-wall.toml" "$work/spread-wall-$n.log" --step-timeout 20; done
+for n in n0 n1 n2; do
+  finish $n
+  [[ $rc == 0 ]] || fail "stages across nodes, wall time: node $n exit $rc: $(tail -3 "$work/spread-wall-$n.log")"
+done
+python3 - "$work/out-spread-n0/metrics.csv" "$work/out-spread-wall-n0/metrics.csv" <<'PY' || fail "stages across nodes, wall time: losses differ"
+import csv, sys
+virtual, wall = ([r["loss"] for r in csv.DictReader(open(f))] for f in sys.argv[1:3])
+assert len(wall) == len(virtual) and wall == virtual, (virtual, wall)
+print(f"stages across nodes, shaped wall time: {len(wall)} losses equal virtual time's bit for bit")
+PY
 
 # expect_failure LOG PATTERN: one line from deepcee that matches.
 expect_line() {
