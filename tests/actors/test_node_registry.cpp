@@ -62,6 +62,16 @@ struct job_fixture : system_fixture {
     return error;
   }
   void stop(const actors::node_registry_actor& r) { self->send(r, actors::stop_atom_v, ""); }
+  /// e0's join with its stages.
+  actors::node_join e0_join(std::string job = "cluster") const {
+    actors::node_join join;
+    join.node = "e0";
+    join.job = std::move(job);
+    join.stages = {2, 4};
+    for (auto& s : on(1))
+      join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+    return join;
+  }
   /// A registry of this job whose cluster fingerprint is "cluster".
   actors::node_registry_actor registry(std::chrono::milliseconds timeout) {
     return actors::spawn_node_registry(sys, deployment, "cluster", {"c0", "e0"}, layout,
@@ -105,12 +115,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_joins_is_named_after_the_timeout) {
 BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   job_fixture f;
   auto r = f.registry(10s);
-  actors::node_join join;
-  join.node = "e0";
-  join.job = "another job";
-  join.stages = {2, 4};
-  for (auto& s : f.on(1))
-    join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  auto join = f.e0_join("another job");
   const auto ask = [&](const actors::node_join& j) {
     std::string error;
     f.self->request(r, 10s, j).receive([](int32_t) {},
@@ -140,12 +145,7 @@ BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
   BOOST_REQUIRE((layout.apart_on(1) == std::vector<int32_t>{slot}));
   auto r = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"}, layout,
                                        {0, f.on(0), {}}, 10s);
-  actors::node_join join;
-  join.node = "e0";
-  join.job = "cluster";
-  join.stages = {2, 4};
-  for (auto& s : f.on(1))
-    join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  auto join = f.e0_join();
   const auto device = caf::actor_cast<caf::strong_actor_ptr>(f.stages[2]); // any handle
   join.devices = {slot};
   join.device_handles = {device};
@@ -176,12 +176,9 @@ BOOST_AUTO_TEST_CASE(a_node_with_another_cluster_fails_the_job_at_once) {
   for (const bool other_cluster : {true, false}) {
     job_fixture f;
     auto r = f.registry(30s);
-    actors::node_join join;
-    join.node = "e0";
-    join.job = other_cluster ? "another cluster" : "cluster";
-    join.stages = other_cluster ? std::vector<int32_t>{2, 4} : std::vector<int32_t>{1, 4};
-    for (auto& s : f.on(1))
-      join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+    auto join = f.e0_join(other_cluster ? "another cluster" : "cluster");
+    if (!other_cluster)
+      join.stages = {1, 4};
     std::string error;
     f.self->request(r, 10s, join)
         .receive([](int32_t) {}, [&](caf::error& e) { error = f.sys.render(e); });

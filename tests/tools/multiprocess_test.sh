@@ -82,6 +82,18 @@ finish() {
   rc=$?
 }
 
+# run_nodes JOB NAME WHAT [OPTIONS...]: the three nodes of JOB (logs NAME-NODE.log), each
+# of which must exit 0; a stuck step fails within 20 s naming the stages it waits for (not
+# at the 60 s of `start`).
+run_nodes() {
+  local n
+  for n in n1 n2 n0; do start $n "$1" "$work/$2-$n.log" --step-timeout 20 "${@:4}"; done
+  for n in n0 n1 n2; do
+    finish $n
+    [[ $rc == 0 ]] || fail "$3: node $n exit $rc: $(tail -3 "$work/$2-$n.log")"
+  done
+}
+
 # 1. Same math: 30 steps as three processes equal single-device training, for every
 #    schedule (the local cluster's plan with its pipelines' schedule replaced).
 steps=30
@@ -110,12 +122,7 @@ json.dump(plan, open(sys.argv[2], "w"), indent=1)
 PY
   write_job "$work/job-$schedule.toml" $steps 7 10 "$work/plan-$schedule.json"
   t0=$SECONDS
-  # A stuck step fails within 20 s naming the stages it waits for (not at the script's 60 s).
-  for n in n1 n2 n0; do start $n "$work/job-$schedule.toml" "$work/$schedule-$n.log" --step-timeout 20; done
-  for n in n0 n1 n2; do
-    finish $n
-    [[ $rc == 0 ]] || fail "same math $schedule: node $n exit $rc: $(tail -3 "$work/$schedule-$n.log")"
-  done
+  run_nodes "$work/job-$schedule.toml" $schedule "same math $schedule"
   grep '^step ' "$work/$schedule-n0.log" | awk '{print $2","$4}' >"$work/nodes-$schedule.csv"
   python3 - "$work/single/metrics.csv" "$work/nodes-$schedule.csv" $steps $schedule $((SECONDS - t0)) <<'PY' || fail "same math $schedule: losses differ"
 import csv, sys
@@ -157,11 +164,7 @@ json.dump(plan, open(sys.argv[2], "w"), indent=1)
 PY
 spread_steps=10
 write_job "$work/job-spread.toml" $spread_steps 7 10 "$work/plan-spread.json"
-for n in n1 n2 n0; do start $n "$work/job-spread.toml" "$work/spread-$n.log" --step-timeout 20; done
-for n in n0 n1 n2; do
-  finish $n
-  [[ $rc == 0 ]] || fail "stages across nodes: node $n exit $rc: $(tail -3 "$work/spread-$n.log")"
-done
+run_nodes "$work/job-spread.toml" spread "stages across nodes"
 grep -q "node n2 joined with 1 stage(s) and 1 device(s) of others" "$work/spread-n0.log" ||
   fail "stages across nodes: n2 should join with its device of n1's stage: $(cat "$work/spread-n0.log")"
 "$deepcee" run "$work/job-spread.toml" --out "$work/one-spread" >/dev/null 2>&1 || fail "deepcee run of the spread job"
@@ -180,11 +183,7 @@ PY
 #     The same in wall time, the links shaped: the same losses (the math does not depend
 #     on how time passes).
 sed 's/^time = "virtual"/time = "wall"\nshape_links = true/' "$work/job-spread.toml" >"$work/job-spread-wall.toml"
-for n in n1 n2 n0; do start $n "$work/job-spread-wall.toml" "$work/spread-wall-$n.log" --step-timeout 20; done
-for n in n0 n1 n2; do
-  finish $n
-  [[ $rc == 0 ]] || fail "stages across nodes, wall time: node $n exit $rc: $(tail -3 "$work/spread-wall-$n.log")"
-done
+run_nodes "$work/job-spread-wall.toml" spread-wall "stages across nodes, wall time"
 python3 - "$work/out-spread-n0/metrics.csv" "$work/out-spread-wall-n0/metrics.csv" <<'PY' || fail "stages across nodes, wall time: losses differ"
 import csv, sys
 virtual, wall = ([r["loss"] for r in csv.DictReader(open(f))] for f in sys.argv[1:3])
@@ -288,8 +287,7 @@ ckpt=$(grep '^checkpoint at step' "$work/lost-n0.log" | tail -1)
 k=$(echo "$ckpt" | sed 's/^checkpoint at step \([0-9]*\):.*/\1/')
 ckpt=${ckpt#*: }
 "$deepcee" eval --checkpoint "$ckpt" --data "$work/data" --batch 12 --batches 1 | grep -q "step $k)" || fail "lost node: checkpoint '$ckpt' of step '$k' does not evaluate"
-for n in n1 n2 n0; do start $n "$work/long.toml" "$work/resume-$n.log" --steps $((k + 2)) --resume "$ckpt"; done
-for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "resume: node $n exit $rc: $(tail -2 "$work/resume-$n.log")"; done
+run_nodes "$work/long.toml" resume "resume" --steps $((k + 2)) --resume "$ckpt"
 [[ $(grep -m1 '^step ' "$work/resume-n0.log" | cut -d' ' -f2) == $((k + 1)) ]] || fail "resume should start at step $((k + 1))"
 python3 - "$work/single/metrics.csv" "$work/lost-n0.log" "$work/resume-n0.log" $((k + 1)) <<'PY' || fail "resume: losses differ"
 import csv, sys
