@@ -404,6 +404,24 @@ grep -q "^node n1: interrupted twice: leaving now" "$work/twice-n1.log" || fail 
 expect_line "$work/twice-n0.log" "node n0: step [0-9]+: (node n1 disconnected|checkpoint: .*\(node n1\): it went away)"
 echo "Ctrl-C on one member: the job went on; a second one ended it within $((SECONDS - t0)) s"
 
+# 10. The planner's plan for the cloud-edge-end cluster (configs/cee-mixed-nodes: one stage
+#     of 8 devices over two cloud nodes) as two processes: the one-process run's losses and
+#     virtual step times, bit for bit.
+sed -e "s/^port = 47200/port = $p0/" -e "s/^port = 47201/port = $p1/" \
+  -e "s|^cluster = .*|cluster = \"$configs/clusters/cee-mixed.toml\"|" \
+  -e "s|^plan = .*|plan = \"$configs/cee-mixed-nodes/plan.json\"|" \
+  -e "s|^path = .*|path = \"$work/data\"|" "$configs/cee-mixed-nodes/job.toml" >"$work/cee.toml"
+start cloud1 "$work/cee.toml" "$work/cee-cloud1.log" --steps 3
+start cloud0 "$work/cee.toml" "$work/cee-cloud0.log" --steps 3
+for n in cloud0 cloud1; do
+  finish $n
+  [[ $rc == 0 ]] || fail "cee-mixed nodes: $n exit $rc: $(tail -3 "$work/cee-$n.log")"
+done
+"$deepcee" run "$work/cee.toml" --steps 3 --out "$work/cee-one" >/dev/null 2>&1 || fail "deepcee run of the cee-mixed job"
+cmp -s <(cut -d, -f1-2,5 "$work/cee-one/metrics.csv") <(cut -d, -f1-2,5 "$work/out-cee-cloud0/metrics.csv") &&
+  echo "cee-mixed plan over two nodes: 3 steps equal one process bit for bit" ||
+  fail "cee-mixed nodes: losses or step times differ from one process"
+
 # 7. No coordinator: a node gives up after the connect timeout, naming the coordinator.
 start n1 "$work/short.toml" "$work/alone.log"
 finish n1; [[ $rc == 1 ]] || fail "no coordinator: exit code"
