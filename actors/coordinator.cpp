@@ -71,14 +71,13 @@ void all_reported(self_ptr self) {
               [=](caf::error& e) { fail_step(self, self->system().render(e)); });
 }
 
-void stage_lost(self_ptr self, const caf::down_msg& down) {
+void peer_lost(self_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
-  for (size_t k = 0; k < st.stages.size(); ++k) {
-    if (st.stages[k].address() != down.source)
+  for (const auto& [actor, node] : st.watched) {
+    if (actor->address() != down.source)
       continue;
     if (st.lost.empty())
-      st.lost = "node " + st.stage_nodes.at(k) + " disconnected (" +
-                self->system().render(down.reason) + ")";
+      st.lost = "node " + node + " disconnected (" + self->system().render(down.reason) + ")";
     fail_step(self, st.lost);
     return;
   }
@@ -101,17 +100,25 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
                                                       std::shared_ptr<job_context> job,
                                                       std::vector<stage_actor> stages,
                                                       std::vector<std::string> stage_nodes,
-                                                      std::chrono::milliseconds step_timeout) {
+                                                      std::chrono::milliseconds step_timeout,
+                                                      std::vector<caf::strong_actor_ptr> devices) {
   self->set_default_handler(drop_unexpected);
-  self->state.step_timeout = step_timeout;
-  self->state.job = std::move(job);
-  self->state.stages = std::move(stages);
-  self->state.stage_nodes = std::move(stage_nodes);
-  if (!self->state.stage_nodes.empty()) {
-    self->set_down_handler([=](caf::down_msg& down) { stage_lost(self, down); });
-    for (auto& stage : self->state.stages)
-      self->monitor(stage);
-  }
+  auto& st = self->state;
+  st.step_timeout = step_timeout;
+  st.job = std::move(job);
+  st.stages = std::move(stages);
+  if (!stage_nodes.empty())
+    for (size_t k = 0; k < st.stages.size(); ++k)
+      st.watched.emplace_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages[k]),
+                              stage_nodes.at(k));
+  for (size_t slot = 0; slot < devices.size(); ++slot)
+    if (devices[slot])
+      st.watched.emplace_back(
+          devices[slot],
+          st.job->node_names.at(static_cast<size_t>(st.job->layout.slot_node.at(slot))));
+  self->set_down_handler([=](caf::down_msg& down) { peer_lost(self, down); });
+  for (const auto& w : st.watched)
+    self->monitor(w.first);
   return {
       [=](step_atom, int64_t step) -> caf::result<step_result> {
         auto& st = self->state;
@@ -185,9 +192,10 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
                                     std::vector<stage_actor> stages,
                                     std::vector<std::string> stage_nodes,
-                                    std::chrono::milliseconds step_timeout) {
+                                    std::chrono::milliseconds step_timeout,
+                                    const std::vector<caf::strong_actor_ptr>& devices_apart) {
   return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes),
-                   step_timeout);
+                   step_timeout, devices_apart);
 }
 
 } // namespace deepcee::actors

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace deepcee::actors {
@@ -23,8 +24,10 @@ struct coordinator_state {
   static inline const char* name = "coordinator";
   std::shared_ptr<job_context> job;
   std::vector<stage_actor> stages;           ///< flat order
-  std::vector<std::string> stage_nodes;      ///< flat order: the node each stage runs on
-  std::string lost;                          ///< set once a stage's node went away
+  /// A multi-process job's actors on other nodes (stages, devices apart from their stage)
+  /// whose loss fails the job, each with its node's name.
+  std::vector<std::pair<caf::strong_actor_ptr, std::string>> watched;
+  std::string lost; ///< set once a watched actor's node went away
   std::chrono::milliseconds step_timeout{0}; ///< 0: none
   double clock_s = 0;                        ///< when the next step starts (virtual)
 
@@ -35,14 +38,16 @@ struct coordinator_state {
   int64_t dropped = 0; ///< reports naming no stage of the job
 };
 
-/// With `stage_nodes` (a multi-process job) the coordinator monitors every stage: a stage
-/// that goes away (its node disconnected or died) fails the running step and every later
-/// one with a message naming that node, instead of leaving the step waiting.
+/// With `stage_nodes` (a multi-process job) the coordinator monitors every stage, and every
+/// device actor in `devices_apart` (by slot: the stage_wiring's `devices`): one that goes
+/// away (its node disconnected or died) fails the running step and every later one with a
+/// message naming that node, instead of leaving the step waiting.
 /// With a `step_timeout`, a step that outlives it fails naming the stages (and nodes) it
 /// still waits for: a hung peer is an error, not a hang.
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
                                     std::vector<stage_actor> stages,
                                     std::vector<std::string> stage_nodes = {},
-                                    std::chrono::milliseconds step_timeout = {});
+                                    std::chrono::milliseconds step_timeout = {},
+                                    const std::vector<caf::strong_actor_ptr>& devices_apart = {});
 
 } // namespace deepcee::actors

@@ -122,8 +122,9 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   for (const auto& stage : wiring.stages)
     stages.push_back(caf::actor_cast<actors::stage_actor>(stage));
   auto adapter = actors::spawn_adapter(sys);
-  auto coordinator = actors::spawn_coordinator(sys, s.context, stages, s.context->stage_nodes,
-                                               std::chrono::seconds(o.step_timeout_s));
+  auto coordinator =
+      actors::spawn_coordinator(sys, s.context, stages, s.context->stage_nodes,
+                                std::chrono::seconds(o.step_timeout_s), wiring.devices);
   guard.add(adapter);
   guard.add(coordinator);
   wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator);

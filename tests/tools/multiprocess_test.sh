@@ -421,6 +421,17 @@ done
 cmp -s <(cut -d, -f1-2,5 "$work/cee-one/metrics.csv") <(cut -d, -f1-2,5 "$work/out-cee-cloud0/metrics.csv") &&
   echo "cee-mixed plan over two nodes: 3 steps equal one process bit for bit" ||
   fail "cee-mixed nodes: losses or step times differ from one process"
+#     cloud1 runs no stage, only devices of cloud0's: killed mid-step, it is named at once.
+start cloud1 "$work/cee.toml" "$work/cee-lost-cloud1.log"
+start cloud0 "$work/cee.toml" "$work/cee-lost-cloud0.log" --steps 100000
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/cee-lost-cloud0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -9 -P "$pid_cloud1"
+t0=$SECONDS
+finish cloud0; [[ $rc == 1 ]] || fail "cee-mixed lost devices: cloud0 exit $rc"
+(( SECONDS - t0 <= 3 )) || fail "cee-mixed lost devices: took $((SECONDS - t0)) s"
+finish cloud1
+expect_line "$work/cee-lost-cloud0.log" "node cloud0: step [0-9]+: node cloud1 disconnected"
+echo "cee-mixed lost devices: cloud0 ended within $((SECONDS - t0)) s of the kill, naming cloud1"
 
 # 7. No coordinator: a node gives up after the connect timeout, naming the coordinator.
 start n1 "$work/short.toml" "$work/alone.log"
