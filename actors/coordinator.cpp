@@ -113,9 +113,7 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
                               stage_nodes.at(k));
   for (size_t slot = 0; slot < devices.size(); ++slot)
     if (devices[slot])
-      st.watched.emplace_back(
-          devices[slot],
-          st.job->node_names.at(static_cast<size_t>(st.job->layout.slot_node.at(slot))));
+      st.watched.emplace_back(devices[slot], st.job->slot_node_name(static_cast<int>(slot)));
   self->set_down_handler([=](caf::down_msg& down) { peer_lost(self, down); });
   for (const auto& w : st.watched)
     self->monitor(w.first);

@@ -47,35 +47,46 @@ double run(device_worker& w, const device_work& work) {
   throw std::invalid_argument("op kind " + std::to_string(work.kind));
 }
 
-/// A device_rows of a stage on another node, run where its rows lie in the message: the
-/// tokens and targets of its samples make a batch of their own (each checked against the
-/// model's vocabulary: they index the embedding), and the rows it writes are the answer.
-device_output run_rows(device_worker& w, const runtime::model_config& model,
+/// A device_rows of a stage on another node, checked before anything is allocated (it came
+/// from the network): its samples must be the plan's for this device, the rows it asks for
+/// what the op writes, its tokens and targets those of its samples and inside the model's
+/// vocabulary (they index the embedding). They make a batch of their own; the rows the op
+/// writes are the answer.
+device_output run_rows(device_worker& w, const runtime::model_config& model, int samples,
                        const device_rows& rows) {
-  const auto token_values = static_cast<size_t>(int64_t{rows.samples} * model.context);
-  runtime::token_batch batch{rows.samples, model.context, rows.tokens, rows.targets};
-  const bool forward = static_cast<runtime::op_kind>(rows.kind) == runtime::op_kind::forward;
-  if (forward && ((w.first() && batch.tokens.size() != token_values) ||
-                  (w.last() && batch.targets.size() != token_values)))
-    throw std::invalid_argument("device_rows m" + std::to_string(rows.micro) + ": " +
-                                std::to_string(batch.tokens.size()) + " tokens and " +
-                                std::to_string(batch.targets.size()) + " targets for " +
-                                std::to_string(rows.samples) + " samples of " +
+  const auto what = "device_rows m" + std::to_string(rows.micro) + ": ";
+  if (rows.samples != samples)
+    throw std::invalid_argument(what + std::to_string(rows.samples) +
+                                " samples, the plan gives this device " + std::to_string(samples));
+  const auto kind = static_cast<runtime::op_kind>(rows.kind);
+  const bool forward = kind == runtime::op_kind::forward;
+  const bool writes = (forward && !w.last()) || (kind == runtime::op_kind::backward_input && !w.first());
+  const int64_t token_values = int64_t{samples} * model.context;
+  const int64_t output_values = writes ? token_values * model.d_model : 0;
+  if (rows.output_values != output_values)
+    throw std::invalid_argument(what + "asks for " + std::to_string(rows.output_values) +
+                                " output values, the op writes " + std::to_string(output_values));
+  const auto tokens_needed = [&](bool needed) { return forward && needed ? token_values : 0; };
+  if (static_cast<int64_t>(rows.tokens.size()) != tokens_needed(w.first()) ||
+      static_cast<int64_t>(rows.targets.size()) != tokens_needed(w.last()))
+    throw std::invalid_argument(what + std::to_string(rows.tokens.size()) + " tokens and " +
+                                std::to_string(rows.targets.size()) + " targets for " +
+                                std::to_string(samples) + " samples of " +
                                 std::to_string(model.context));
-  for (const auto* v : {&batch.tokens, &batch.targets})
+  for (const auto* v : {&rows.tokens, &rows.targets})
     for (int32_t t : *v)
       if (t < 0 || t >= model.vocab)
-        throw std::invalid_argument("device_rows m" + std::to_string(rows.micro) + ": token " +
-                                    std::to_string(t) + " outside the vocabulary of " +
-                                    std::to_string(model.vocab));
+        throw std::invalid_argument(what + "token " + std::to_string(t) +
+                                    " outside the vocabulary of " + std::to_string(model.vocab));
   device_output out;
-  out.output.resize(static_cast<size_t>(rows.output_values));
+  out.output.resize(static_cast<size_t>(output_values));
   device_work work;
   work.kind = rows.kind;
   work.micro = rows.micro;
-  work.samples = rows.samples; // its samples are the whole batch here: first_sample 0
+  work.samples = samples; // its samples are the whole batch here: first_sample 0
   work.loss_scale = rows.loss_scale;
-  work.batch = std::shared_ptr<const runtime::token_batch>(&batch, [](auto*) {});
+  work.batch = std::make_shared<const runtime::token_batch>(
+      runtime::token_batch{samples, model.context, rows.tokens, rows.targets});
   work.input = rows.input;
   work.output = out.output;
   out.loss = run(w, work);
@@ -149,6 +160,9 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
   auto& st = self->state;
   st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage) +
              " device " + std::to_string(index);
+  const int flat = job->flat_index(pipeline, stage);
+  if (job->layout.apart(flat, index)) // its errors reach another node: they name this one
+    st.where += " (node " + job->slot_node_name(job->layout.slot(flat, index)) + ")";
   const auto& sp =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
   const auto backend = device_backend(*job, sp.devices.at(static_cast<size_t>(index)));
@@ -169,7 +183,8 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       },
       [=](const device_rows& rows) -> caf::result<device_output> {
         try {
-          return run_rows(worker(self), job->plan.model, rows);
+          return run_rows(worker(self), job->plan.model, sp.samples.at(static_cast<size_t>(index)),
+                          rows);
         } catch (const std::exception& e) {
           return failure(self, e);
         }

@@ -77,6 +77,9 @@ kernels::backend_options device_backend(const runtime::train_config& train, int 
 
 /// A hash (FNV-1a over 64-bit words) of the names, shapes and bits of the weights and moments of
 /// `states`: equal states give equal digests, and the devices of a stage compare theirs.
+/// Bits, not values: the devices of a stage step on bit-identical gradients (the ring sums
+/// in one order) with the same arithmetic, so they hold the same bits; hardware that rounds
+/// otherwise (another GPU generation) would show as a difference, and be named.
 uint64_t state_digest(const std::vector<kernels::parameter_state>& states);
 
 /// The pipeline layer a parameter belongs to, from its GPT-2 name.

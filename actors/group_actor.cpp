@@ -5,6 +5,7 @@
 #include "actors/remote_device.hpp"
 #include "actors/wire_format.hpp"
 #include "kernels/gpt/stage_worker.hpp"
+#include "messages/codec.hpp"
 
 #include <caf/stateful_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -35,6 +36,11 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
     size_t missing = 0;
     bool failed = false;
   };
+  if (!self->state.unready.empty()) {
+    promise.deliver(caf::make_error(caf::sec::runtime_error,
+                                    self->state.where + ": " + self->state.unready));
+    return;
+  }
   if (asked.empty()) {
     std::vector<Answer> none;
     on_all(none);
@@ -88,29 +94,40 @@ void wire_ring(self_ptr self) {
   for (int32_t j = 0; j < size; ++j)
     self->send(st.devices[static_cast<size_t>(j)], ring_atom_v,
                st.ring[static_cast<size_t>((j + 1) % size)], j, size);
-  st.ready = true;
+  st.unready.clear();
+}
+
+/// "device j (node n)" of device `j` of the group's stage, which runs apart from it.
+std::string device_apart(const group_state& st, const job_context& job, size_t j) {
+  return "device " + std::to_string(j) + " (node " +
+         job.slot_node_name(job.layout.slot(st.flat, static_cast<int>(j))) + ")";
 }
 
 /// Takes the device actors of the devices apart from this stage (by place) and wires the ring.
 void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
                         const std::vector<caf::strong_actor_ptr>& handed) {
   auto& st = self->state;
-  if (st.ready)
+  if (st.unready.empty())
     return; // a second wiring (a restarted coordinator's) changes nothing here
   const auto& model = job->plan.model;
+  // Ring chunks between nodes are single messages: a stage too large for them cannot run.
+  const auto chunk = (gradient_size(model, st.plan.first_layer, st.plan.last_layer) +
+                      st.devices.size() - 1) /
+                     st.devices.size();
+  if (static_cast<int64_t>(chunk * sizeof(float)) > messages::max_payload_bytes) {
+    st.unready = "its ring all-reduce sends chunks of " + std::to_string(chunk) +
+                 " values, more than one message between nodes carries";
+    return;
+  }
   for (size_t j = 0; j < st.devices.size(); ++j) {
     if (st.devices[j])
       continue;
     if (j >= handed.size() || !handed[j]) {
-      spdlog::error("{}: device {} of another node was not handed over", st.where, j);
+      st.unready = device_apart(st, *job, j) + " was not handed over by its node";
       return;
     }
-    const auto node = job->layout.slot_node.at(
-        static_cast<size_t>(job->layout.slot(st.flat, static_cast<int>(j))));
     st.devices[j] = spawn_remote_device(
-        self, caf::actor_cast<device_actor>(handed[j]),
-        st.where + " device " + std::to_string(j) + " (node " +
-            job->node_names.at(static_cast<size_t>(node)) + ")",
+        self, caf::actor_cast<device_actor>(handed[j]), st.where + " " + device_apart(st, *job, j),
         st.plan.first_layer == 0, st.plan.last_layer == model.n_layer + 2, model.context);
     st.ring[j] = handed[j];
   }
@@ -147,10 +164,9 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
   st.row_values = int64_t{job->plan.model.context} * job->plan.model.d_model;
   std::vector<kernels::backend_options> backends;
-  bool apart = false;
   for (size_t j = 0; j < st.plan.devices.size(); ++j) {
     if (job->layout.apart(st.flat, static_cast<int>(j))) { // handed over by the stage
-      apart = true;
+      st.unready += (st.unready.empty() ? "waits for its " : ", ") + device_apart(st, *job, j);
       st.devices.emplace_back();
       st.ring.emplace_back();
       continue;
@@ -159,6 +175,7 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
     st.ring.push_back(caf::actor_cast<caf::strong_actor_ptr>(st.devices.back()));
     backends.push_back(device_backend(*job, st.plan.devices[j]));
   }
+  const bool apart = !st.unready.empty();
   try {
     if (!apart) // NCCL sums the GPUs of one process only
       st.gpu_all_reduce = make_gpu_all_reduce(backends);
@@ -174,9 +191,6 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](const device_work& work) -> caf::result<double> {
         auto& s = self->state;
-        if (!s.ready)
-          return caf::make_error(caf::sec::runtime_error,
-                                 s.where + ": its devices on other nodes were not handed over");
         auto promise = self->make_response_promise<double>();
         // Each device takes its contiguous rows of the micro-batch (kernels::sample_range);
         // a device with no samples sits the op out.

@@ -25,7 +25,9 @@ struct group_state {
   int64_t row_values = 0; ///< values of one sample's activation: T * C
   std::vector<device_actor> devices; ///< by place; invalid until a device apart is handed over
   std::vector<caf::strong_actor_ptr> ring; ///< by place: the device actors themselves
-  bool ready = false; ///< every device is there and the ring is wired
+  /// Why the group cannot take work yet (its devices on other nodes are not all there):
+  /// every request that reaches its devices answers with it. Empty once the ring is wired.
+  std::string unready;
   /// NCCL over the devices when they are distinct GPUs of this process; else empty, and
   /// the devices all-reduce by a ring of actor messages.
   gpu_all_reduce_fn gpu_all_reduce;

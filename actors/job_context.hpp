@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/node_layout.hpp"
+#include "runtime/node_layout.hpp"
 #include "runtime/job_config.hpp"
 #include "runtime/link_sharing.hpp"
 #include "runtime/plan.hpp"
@@ -93,19 +93,24 @@ struct job_context {
   }
   /// Which node runs each stage and device (a multi-process job; empty in one, which runs
   /// them all), and each stage's node by name.
-  node_layout layout;
+  runtime::node_layout layout;
   std::vector<std::string> node_names; ///< the cluster's, by index
   std::vector<std::string> stage_nodes;
   /// Lays the job out on the nodes of `c`: from then on it is one node's part of a
   /// multi-process job.
   void place_on_nodes(const runtime::cluster& c) {
-    layout = layout_of(c, plan);
+    layout = runtime::layout_of(c, plan);
     node_names.clear();
     for (const auto& n : c.nodes)
       node_names.push_back(n.name);
     stage_nodes.clear();
     for (int node : layout.stage_node)
       stage_nodes.push_back(node_names.at(static_cast<size_t>(node)));
+  }
+
+  /// The name of the node that runs device slot `slot` (a multi-process job).
+  const std::string& slot_node_name(int slot) const {
+    return node_names.at(static_cast<size_t>(layout.slot_node.at(static_cast<size_t>(slot))));
   }
 
   /// The (pipeline, stage) of flat index `flat` (the inverse of flat_index).

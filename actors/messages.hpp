@@ -118,7 +118,7 @@ struct stage_wiring {
   caf::strong_actor_ptr coordinator;
   caf::strong_actor_ptr adapter;
   std::vector<caf::strong_actor_ptr> pipes; ///< one per runtime::shared_links() entry
-  /// Per device slot (node_layout::slot): the device actor of a stage's device that
+  /// Per device slot (runtime::node_layout::slot): the device actor of a stage's device that
   /// runs on another node than its stage; empty for the others (the group spawns them).
   std::vector<caf::strong_actor_ptr> devices;
 };
@@ -148,7 +148,7 @@ struct node_join {
   std::vector<caf::strong_actor_ptr> handles;
   caf::strong_actor_ptr heartbeat; ///< the node's heartbeat actor (may be empty)
   /// The node's devices that belong to stages of other nodes: their device slots
-  /// (node_layout::slot) and their device actors.
+  /// (runtime::node_layout::slot) and their device actors.
   std::vector<int32_t> devices;
   std::vector<caf::strong_actor_ptr> device_handles;
 };

@@ -9,6 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <cstdio>
+#include <stdexcept>
 
 namespace deepcee::actors {
 
@@ -53,13 +54,31 @@ size_t node_index(const node_registry_state& st, const std::string& name) {
   return n;
 }
 
+std::string slots_text(const std::vector<int32_t>& slots) {
+  std::string out = "[";
+  for (size_t i = 0; i < slots.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(slots[i]);
+  return out + "]";
+}
+
+/// The first device slot of `j` whose handle is missing, or -1. Dry mode spawns no device
+/// actors (nothing is computed), so there they all are.
+int32_t first_null(const node_join& j, runtime::time_mode time) {
+  if (time == runtime::time_mode::dry)
+    return -1;
+  for (size_t i = 0; i < j.devices.size(); ++i)
+    if (!j.device_handles[i])
+      return j.devices[i];
+  return -1;
+}
+
 std::string other_cluster(const std::string& node) {
   return "node '" + node + "' read a different cluster than the coordinator's node";
 }
 
 node_registry_actor::behavior_type
 registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
-                  std::vector<std::string> names, node_layout layout, local_part local,
+                  std::vector<std::string> names, runtime::node_layout layout, local_part local,
                   std::chrono::milliseconds timeout, heartbeat_actor beats) {
   self->set_default_handler(drop_unexpected);
   auto& st = self->state;
@@ -81,7 +100,11 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
     st.wiring.stages[static_cast<size_t>(stages[i])] =
         caf::actor_cast<caf::strong_actor_ptr>(local.stages.at(i));
   const auto slots = layout.apart_on(local.node);
-  for (size_t i = 0; i < slots.size() && i < local.devices.size(); ++i)
+  if (slots.size() != local.devices.size())
+    throw std::logic_error("node registry: " + std::to_string(local.devices.size()) +
+                           " local devices apart, the layout gives " +
+                           std::to_string(slots.size()));
+  for (size_t i = 0; i < slots.size(); ++i)
     st.wiring.devices[static_cast<size_t>(slots[i])] =
         caf::actor_cast<caf::strong_actor_ptr>(local.devices[i]);
   self->delayed_send(self, timeout, timeout_atom_v);
@@ -120,7 +143,11 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           s.failure = "node '" + j.node + "' offers other stages than the plan gives it";
         else if (j.devices != s.expected_devices[n] ||
                  j.device_handles.size() != j.devices.size())
-          s.failure = "node '" + j.node + "' offers other devices than the plan gives it";
+          s.failure = "node '" + j.node + "' offers device slots " + slots_text(j.devices) +
+                      ", the plan gives it " + slots_text(s.expected_devices[n]);
+        else if (const auto k = first_null(j, s.deployment.time); k >= 0)
+          s.failure = "node '" + j.node + "' handed over no actor for device slot " +
+                      std::to_string(k);
         if (!s.failure.empty()) {
           try_deliver(self);
           return refuse(s.failure);
@@ -143,7 +170,8 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
       },
       [=](const node_error& e) {
         auto& s = self->state;
-        if (node_index(s, e.node) == s.node_names.size() || !s.failure.empty())
+        const size_t n = node_index(s, e.node);
+        if (n == s.node_names.size() || !must_join(s, n) || s.joined[n] || !s.failure.empty())
           return;
         s.failure = "node " + e.node + " cannot run the job: " + e.message;
         try_deliver(self);
@@ -181,7 +209,7 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
 
 node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
                                         std::string cluster, std::vector<std::string> node_names,
-                                        const node_layout& layout, const local_part& local,
+                                        const runtime::node_layout& layout, const local_part& local,
                                         std::chrono::milliseconds timeout, heartbeat_actor beats) {
   return sys.spawn(registry_behavior, std::move(deployment), std::move(cluster),
                    std::move(node_names), layout, local, timeout, std::move(beats));

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
-#include "actors/node_layout.hpp"
+#include "runtime/node_layout.hpp"
 
 #include <caf/typed_response_promise.hpp>
 
@@ -45,7 +45,7 @@ struct local_part {
 /// each joined node's heartbeat actor.
 node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
                                         std::string cluster, std::vector<std::string> node_names,
-                                        const node_layout& layout, const local_part& local,
+                                        const runtime::node_layout& layout, const local_part& local,
                                         std::chrono::milliseconds timeout,
                                         heartbeat_actor beats = {});
 

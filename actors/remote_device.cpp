@@ -7,6 +7,7 @@
 #include <caf/sec.hpp>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 namespace deepcee::actors {
@@ -32,6 +33,10 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
     const auto at = static_cast<size_t>(int64_t{work.first_sample} * context);
     const auto n = static_cast<size_t>(int64_t{work.samples} * context);
     const auto slice = [&](const std::vector<int32_t>& v) {
+      if (at + n > v.size())
+        throw std::invalid_argument("samples [" + std::to_string(work.first_sample) + ", " +
+                                    std::to_string(work.first_sample + work.samples) +
+                                    ") outside the step's batch");
       return std::vector<int32_t>(v.begin() + static_cast<ptrdiff_t>(at),
                                   v.begin() + static_cast<ptrdiff_t>(at + n));
     };
@@ -60,8 +65,19 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
   return {
       [=](const device_work& work) -> caf::result<double> {
         auto& s = self->state;
+        device_rows rows;
+        try {
+          rows = rows_of(work, s.first, s.last, s.context);
+        } catch (const std::exception& e) {
+          return failure(self, e.what());
+        }
+        // Sent anyway, a message too large would be dropped by the encoder, the step waiting.
+        for (const auto values : {work.input.size(), work.output.size()})
+          if (static_cast<int64_t>(values * sizeof(float)) > messages::max_payload_bytes)
+            return failure(self, "rows of " + std::to_string(values) +
+                                     " values are more than one message carries");
         auto promise = self->make_response_promise<double>();
-        self->request(s.device, caf::infinite, rows_of(work, s.first, s.last, s.context))
+        self->request(s.device, caf::infinite, std::move(rows))
             .then(
                 [=](device_output& out) mutable {
                   if (out.output.size() != work.output.size()) {
@@ -92,7 +108,6 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
         return not_here("host gradients");
       },
       [=](const gradient_values& g) -> caf::result<int64_t> {
-        // Sent anyway, it would be dropped by the encoder and the step would wait.
         if (static_cast<int64_t>(g.values.size() * sizeof(float)) > messages::max_payload_bytes)
           return failure(self, std::to_string(g.values.size()) +
                                    " gradient values are more than one message carries");

@@ -38,21 +38,19 @@ std::string where(const stage_state& st) {
 /// where its group spawns its own), from the wiring; empty when it has none.
 std::vector<caf::strong_actor_ptr> devices_apart(const job_context& job, int pipeline, int stage,
                                                  const stage_wiring& w) {
-  const int flat = job.flat_index(pipeline, stage);
+  if (job.layout.empty()) // one process runs every device
+    return {};
   const auto n = job.plan.pipelines.at(static_cast<size_t>(pipeline))
                      .stages.at(static_cast<size_t>(stage))
                      .devices.size();
-  std::vector<caf::strong_actor_ptr> handed(n);
-  bool any = false;
-  for (size_t j = 0; j < n; ++j) {
-    if (!job.layout.apart(flat, static_cast<int>(j)))
-      continue;
-    any = true;
-    if (const auto slot = static_cast<size_t>(job.layout.slot(flat, static_cast<int>(j)));
-        slot < w.devices.size())
-      handed[j] = w.devices[slot];
-  }
-  return any ? handed : std::vector<caf::strong_actor_ptr>{};
+  const auto first = static_cast<size_t>(job.layout.slot(job.flat_index(pipeline, stage), 0));
+  if (first + n > w.devices.size())
+    return {};
+  std::vector<caf::strong_actor_ptr> handed(w.devices.begin() + static_cast<ptrdiff_t>(first),
+                                            w.devices.begin() + static_cast<ptrdiff_t>(first + n));
+  return std::any_of(handed.begin(), handed.end(), [](const auto& d) { return d != nullptr; })
+             ? handed
+             : std::vector<caf::strong_actor_ptr>{};
 }
 
 /// A failed handler never kills the actor: the coordinator fails the step with the reason.

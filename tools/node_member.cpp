@@ -124,7 +124,7 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
 /// connection mid-step. A member that cannot be reached within the connect timeout fails
 /// this node, naming it.
 void connect_members(caf::actor_system& sys, const runtime::job_config& job, int me_index,
-                     const actors::node_layout& layout) {
+                     const runtime::node_layout& layout) {
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
   const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
   for (int j = 0; j < me_index; ++j) {
@@ -164,26 +164,36 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
                         sys, self, registry, actors::deployment_request{me.name, cluster}, wait),
                     me.name, boss.name, "deployment", job.connect_timeout_s);
   const auto answered = std::chrono::steady_clock::now();
+  // What stops this node before it joins, the coordinator's node learns at once (and stops
+  // the job naming it) instead of at its connect timeout.
+  const auto tell_and_fail = [&](const std::string& why) {
+    self->send(registry, actors::node_error{me.name, why});
+    std::this_thread::sleep_for(300ms); // lets the message leave before the socket closes
+    fail(me.name, why);
+  };
   std::shared_ptr<actors::job_context> context;
   try {
     context = actors::accept_deployment(deployment, job.cluster, me.name);
   } catch (const std::exception& e) {
-    // The coordinator's node stops the job now, naming this node, not at its connect timeout.
-    self->send(registry, actors::node_error{me.name, e.what()});
-    std::this_thread::sleep_for(300ms); // lets the message leave before the socket closes
-    fail(me.name,
-         "refused the deployment from the coordinator's node " + boss.name + ": " + e.what());
+    tell_and_fail("refused the deployment from the coordinator's node " + boss.name + ": " +
+                  e.what());
   }
   // Wall times of this node read the coordinator's clock (link samples between nodes).
   context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
   const auto& ctx = *context;
 
-  connect_members(sys, job, me_index, ctx.layout);
-
   actors::node_join join;
   join.node = me.name;
   join.job = cluster;
-  const auto part = spawn_local_part(sys, context, me_index, guard);
+  actors::local_part part;
+  try {
+    connect_members(sys, job, me_index, ctx.layout);
+    part = spawn_local_part(sys, context, me_index, guard);
+  } catch (const std::exception& e) {
+    const std::string prefix = "node " + me.name + ": "; // fail() adds it again
+    std::string why = e.what();
+    tell_and_fail(why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why);
+  }
   join.stages = ctx.layout.stages_on(me_index);
   for (const auto& stage : part.stages)
     join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));

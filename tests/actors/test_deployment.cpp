@@ -216,7 +216,7 @@ BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_clust
   const auto cluster = test_cluster();
   auto d = sample_deployment();
   d.node.clear();
-  const auto layout = actors::layout_of(cluster, d.plan);
+  const auto layout = runtime::layout_of(cluster, d.plan);
   caf::scoped_actor self{sys};
   const auto ask = [&](const actors::node_registry_actor& r, actors::deployment_request q,
                        actors::job_deployment* out = nullptr) {
@@ -270,7 +270,7 @@ BOOST_AUTO_TEST_CASE(a_deployment_and_an_interruption_cross_a_real_connection) {
   const auto cluster = test_cluster();
   auto d = sample_deployment();
   d.node.clear();
-  const auto layout = actors::layout_of(cluster, d.plan);
+  const auto layout = runtime::layout_of(cluster, d.plan);
   const actors::local_part none{0, std::vector<actors::stage_actor>(3), {}};
   net_config cfg_a, cfg_b;
   caf::actor_system a{cfg_a}, b{cfg_b};

@@ -160,12 +160,17 @@ BOOST_AUTO_TEST_CASE(devices_on_another_node_compute_what_local_ones_do) {
   const auto on_e0 = spawn_devices_apart(sys, apart, 1);
   BOOST_REQUIRE_EQUAL(on_e0.size(), 2u);
   auto group = spawn_group(self.ptr(), apart, 0, 0);
-  // Work before the handover is refused, named.
+  // Work, or a reduce, before the handover is refused, naming the devices it waits for.
+  const auto refused = [&](caf::error& e) {
+    BOOST_TEST(sys.render(e).find("waits for its device 1 (node e0), device 2 (node e0)") !=
+                   std::string::npos,
+               sys.render(e));
+  };
   self->request(group, std::chrono::seconds(30), op(runtime::op_kind::forward, 0))
-      .receive([](double) { BOOST_FAIL("a group without its devices took work"); },
-               [&](caf::error& e) {
-                 BOOST_TEST(sys.render(e).find("not handed over") != std::string::npos);
-               });
+      .receive([](double) { BOOST_FAIL("a group without its devices took work"); }, refused);
+  self->request(group, std::chrono::seconds(30), reduce_atom_v, int64_t{0})
+      .receive([](std::vector<float>&) { BOOST_FAIL("a group without its devices reduced"); },
+               refused);
   self->send(group, devices_atom_v,
              std::vector<caf::strong_actor_ptr>{{},
                                                 caf::actor_cast<caf::strong_actor_ptr>(on_e0[0]),
@@ -188,6 +193,18 @@ BOOST_AUTO_TEST_CASE(devices_on_another_node_compute_what_local_ones_do) {
                [&](caf::error& e) {
                  BOOST_TEST_MESSAGE(sys.render(e));
                  BOOST_TEST(sys.render(e).find("device 2 of the stage holds other weights") !=
+                            std::string::npos);
+               });
+  // A device apart checks what came from the network before it allocates, and its errors
+  // name its node.
+  auto rows = rows_of(op(runtime::op_kind::forward, 0), true, true, plan.model.context);
+  rows.samples = 1000000;
+  self->request(on_e0[0], std::chrono::seconds(30), rows)
+      .receive([](device_output&) { BOOST_FAIL("a device took another device's samples"); },
+               [&](caf::error& e) {
+                 BOOST_TEST_MESSAGE(sys.render(e));
+                 BOOST_TEST(sys.render(e).find("pipeline 0 stage 0 device 1 (node e0): "
+                                               "device_rows m0: 1000000 samples") !=
                             std::string::npos);
                });
   self->send_exit(group, caf::exit_reason::user_shutdown);

@@ -26,7 +26,7 @@ struct job_fixture : system_fixture {
   runtime::profile_table profile{runtime::make_model_spec(plan.model)};
   std::shared_ptr<actors::job_context> ctx =
       actors::make_job_context(cluster, profile, plan, train_for(plan, 3), test_corpus());
-  actors::node_layout layout = actors::layout_of(cluster, plan);
+  runtime::node_layout layout = runtime::layout_of(cluster, plan);
   const std::vector<int>& owner = layout.stage_node;
   actors::job_deployment deployment =
       actors::make_deployment("registry-test", plan, ctx->train, ctx->mode);
@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(stages_belong_to_the_node_of_their_devices) {
   // A stage whose devices span nodes runs on its first device's node; the others run apart.
   auto split = f.plan;
   split.pipelines[0].stages[1].devices = {4, 1, 5};
-  const auto layout = actors::layout_of(f.cluster, split);
+  const auto layout = runtime::layout_of(f.cluster, split);
   BOOST_CHECK((layout.stage_node == std::vector<int>{0, 1, 1, 0, 1}));
   const int flat = 1;
   BOOST_CHECK(!layout.apart(flat, 0) && layout.apart(flat, 1) && !layout.apart(flat, 2));
@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(stages_belong_to_the_node_of_their_devices) {
   BOOST_CHECK((layout.slot_node.at(static_cast<size_t>(layout.slot(flat, 2))) == 1));
   BOOST_CHECK(layout.runs_on(0) && layout.runs_on(1));
   // One process runs every node: nothing is apart.
-  BOOST_CHECK(!actors::node_layout{}.apart(flat, 1));
+  BOOST_CHECK(!runtime::node_layout{}.apart(flat, 1));
 }
 
 BOOST_AUTO_TEST_CASE(a_node_that_never_joins_is_named_after_the_timeout) {
@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
   job_fixture f;
   auto split = f.plan; // pipeline 0's stage 1 (on c0) gets a device of e0
   split.pipelines[0].stages[1].devices = {2, 4};
-  const auto layout = actors::layout_of(f.cluster, split);
+  const auto layout = runtime::layout_of(f.cluster, split);
   const auto slot = layout.slot(1, 1);
   BOOST_REQUIRE((layout.apart_on(1) == std::vector<int32_t>{slot}));
   auto r = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"}, layout,
@@ -160,15 +160,26 @@ BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
     BOOST_CHECK(w.devices[k] == (static_cast<int>(k) == slot ? device : nullptr));
   f.stop(r);
 
-  // Without them it is refused, naming what is wrong.
-  auto again = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"}, layout,
-                                           {0, f.on(0), {}}, 10s);
-  join.devices.clear();
-  join.device_handles.clear();
-  f.self->request(again, 10s, join)
-      .receive([](int32_t) {}, [&](caf::error& e) { error = f.sys.render(e); });
-  BOOST_CHECK_MESSAGE(error.find("node 'e0' offers other devices") != std::string::npos, error);
-  f.stop(again);
+  // Without them, or without an actor for one, it is refused, naming what is wrong.
+  const auto refusal = [&](actors::node_join bad) {
+    auto again = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"},
+                                             layout, {0, f.on(0), {}}, 10s);
+    std::string why;
+    f.self->request(again, 10s, bad)
+        .receive([](int32_t) {}, [&](caf::error& e) { why = f.sys.render(e); });
+    f.stop(again);
+    return why;
+  };
+  auto none = join;
+  none.devices.clear();
+  none.device_handles.clear();
+  const auto slots = "offers device slots [], the plan gives it [" + std::to_string(slot) + "]";
+  BOOST_CHECK_MESSAGE(refusal(none).find(slots) != std::string::npos, refusal(none));
+  auto null = join;
+  null.device_handles = {nullptr};
+  BOOST_CHECK_MESSAGE(refusal(null).find("handed over no actor for device slot " +
+                                         std::to_string(slot)) != std::string::npos,
+                      refusal(null));
 }
 
 /// A node with another cluster, or claiming other stages, fails the job at once.

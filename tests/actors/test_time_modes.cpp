@@ -9,6 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 using namespace deepcee;
@@ -19,6 +20,7 @@ namespace {
 /// A job's steps and what its tensor paths counted.
 struct run_output {
   std::vector<actors::step_result> steps;
+  std::vector<actors::link_sample> samples; ///< every transfer, as the adapter got it
   int64_t messages = 0, serializations = 0, deserializations = 0, payload_copies = 0;
 };
 
@@ -31,6 +33,7 @@ run_output run_steps(const runtime::cluster& c, const runtime::plan& plan, int s
   run_output out;
   for (int k = 0; k < steps; ++k)
     out.steps.push_back(job.step());
+  out.samples = job.samples();
   const auto& n = job.context().counts;
   out.messages = n.messages;
   out.serializations = n.serializations;
@@ -218,9 +221,25 @@ BOOST_AUTO_TEST_CASE(shaped_links_are_shared_by_the_stages_of_a_process) {
   BOOST_TEST_MESSAGE("one sender's FIFO drains in " << one * 1e3 << " ms, both senders' in "
                                                      << both * 1e3 << " ms");
   BOOST_REQUIRE_GT(both, 1.8 * one);
-  const auto got = run_steps(cluster, plan, 2, shaped_wall_mode).steps;
-  for (const auto& step : got)
+  const auto got = run_steps(cluster, plan, 2, shaped_wall_mode);
+  for (const auto& step : got.steps)
     BOOST_CHECK_GE(step.compute_end_s - step.start_s, both);
+  // On the WAN, no transfer starts before the one ahead of it (either sender's) drained.
+  int wan = -1;
+  for (const auto& a : vc.stage(0, 0).act_parts)
+    for (const auto& b : vc.stage(1, 0).act_parts)
+      if (a.link == b.link)
+        wan = a.link;
+  BOOST_REQUIRE_GE(wan, 0);
+  std::vector<actors::link_sample> on_wan;
+  for (const auto& x : got.samples)
+    if (x.link == wan)
+      on_wan.push_back(x);
+  std::sort(on_wan.begin(), on_wan.end(),
+            [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+  BOOST_REQUIRE_EQUAL(on_wan.size(), 2u * 2 * 4); // 2 steps, 2 senders, 4 micro-batches
+  for (size_t i = 1; i < on_wan.size(); ++i)
+    BOOST_CHECK_GE(on_wan[i].start_s, on_wan[i - 1].drained_s - 1e-9);
 }
 
 BOOST_AUTO_TEST_CASE(links_shared_by_pipelines_need_no_pipes) {

@@ -173,7 +173,7 @@ import csv, sys
 single = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
 one, nodes = (list(csv.DictReader(open(f))) for f in sys.argv[2:4])
 steps = int(sys.argv[4])
-assert len(nodes) == steps, f"{len(nodes)} steps from the nodes, expected {steps}"
+assert len(nodes) == steps == len(one), f"{len(nodes)} steps from the nodes, {len(one)} from one process, expected {steps}"
 for a, b in zip(one, nodes):
     assert a["loss"] == b["loss"] and a["virtual_step_s"] == b["virtual_step_s"], (a, b)
 worst = max(abs(float(r["loss"]) - single[int(r["step"])]) / single[int(r["step"])] for r in nodes)

@@ -1,6 +1,6 @@
-#include "actors/node_layout.hpp"
+#include "runtime/node_layout.hpp"
 
-namespace deepcee::actors {
+namespace deepcee::runtime {
 
 node_layout layout_of(const runtime::cluster& c, const runtime::plan& plan) {
   node_layout out;
@@ -38,4 +38,4 @@ bool node_layout::runs_on(int node) const {
   return !stages_on(node).empty() || !apart_on(node).empty();
 }
 
-} // namespace deepcee::actors
+} // namespace deepcee::runtime

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace deepcee::actors {
+namespace deepcee::runtime {
 
 /// Where the parts of a plan run in a multi-process job (`deepcee node`). A stage, with its
 /// group actor, runs on the node of its first device; each of its devices runs on its own
@@ -44,4 +44,4 @@ struct node_layout {
 /// The layout of `plan` on cluster `c` (the plan's devices must be devices of `c`).
 node_layout layout_of(const runtime::cluster& c, const runtime::plan& plan);
 
-} // namespace deepcee::actors
+} // namespace deepcee::runtime
