@@ -111,12 +111,17 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
   return {
       [=](deployment_request& r) -> caf::result<job_deployment> {
         auto& s = self->state;
+        // A node of the cluster that runs nothing gets the deployment too: it sees that the
+        // plan leaves it out, says why and ends, without joining.
         const size_t n = node_index(s, r.node);
-        if (n == s.node_names.size() || !must_join(s, n))
-          return refuse("node '" + r.node + "' holds no stage of this job");
+        if (n == s.node_names.size())
+          return refuse("node '" + r.node + "' is not a node of this job");
         if (!s.failure.empty())
           return refuse(s.failure);
-        // A node that read another cluster can never join: the job fails now.
+        // A node that read another cluster can never join: the job fails now (unless the
+        // plan leaves the node out anyway).
+        if (r.cluster != s.cluster && !must_join(s, n))
+          return refuse(other_cluster(r.node));
         if (r.cluster != s.cluster) {
           s.failure = other_cluster(r.node);
           try_deliver(self);
@@ -132,7 +137,7 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
         auto& s = self->state;
         const size_t n = node_index(s, j.node);
         if (n == s.node_names.size() || !must_join(s, n))
-          return refuse("node '" + j.node + "' holds no stage of this job");
+          return refuse("node '" + j.node + "' runs nothing of this job");
         if (s.joined[n])
           return refuse("node '" + j.node + "' joined twice");
         if (!s.failure.empty())

@@ -141,6 +141,17 @@ void connect_members(caf::actor_system& sys, const runtime::job_config& job, int
   }
 }
 
+/// Why the plan uses none of node `node`'s devices: the planner's reasons for excluding
+/// them, or that it did not need them.
+std::string left_out_because(const runtime::plan& plan, const runtime::cluster& c, int node) {
+  std::string why;
+  for (const auto& x : plan.excluded)
+    if (c.devices.at(static_cast<size_t>(x.device)).node == node &&
+        why.find(x.reason) == std::string::npos)
+      why += (why.empty() ? "" : "; ") + x.reason;
+  return why.empty() ? "the plan does not need them" : why;
+}
+
 } // namespace
 
 int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_index,
@@ -177,6 +188,14 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   } catch (const std::exception& e) {
     tell_and_fail("refused the deployment from the coordinator's node " + boss.name + ": " +
                   e.what());
+  }
+  if (!context->layout.runs_on(me_index)) { // the plan leaves it out: nothing to join
+    std::fprintf(stderr,
+                 "node %s: the plan of the coordinator's node %s uses none of its devices "
+                 "(%s); nothing to run\n",
+                 me.name.c_str(), boss.name.c_str(),
+                 left_out_because(context->plan, job.cluster, me_index).c_str());
+    return 0;
   }
   // Wall times of this node read the coordinator's clock (link samples between nodes).
   context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);

@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   join.job = "cluster";
   auto stranger = join;
   stranger.node = "x9";
-  BOOST_CHECK(ask(stranger).find("holds no stage") != std::string::npos);
+  BOOST_CHECK(ask(stranger).find("runs nothing of this job") != std::string::npos);
   BOOST_CHECK_EQUAL(ask(join), "");
   BOOST_CHECK(ask(join).find("joined twice") != std::string::npos);
   actors::stage_wiring w;

@@ -407,13 +407,14 @@ echo "Ctrl-C on one member: the job went on; a second one ended it within $((SEC
 # 10. The planner's plan for the cloud-edge-end cluster (configs/cee-mixed-nodes: one stage
 #     of 8 devices over two cloud nodes) as two processes: the one-process run's losses and
 #     virtual step times, bit for bit.
-sed -e "s/^port = 47200/port = $p0/" -e "s/^port = 47201/port = $p1/" \
+sed -e "s/^port = 47200/port = $p0/" -e "s/^port = 47201/port = $p1/" -e "s/^port = 47202/port = $p2/" \
   -e "s|^cluster = .*|cluster = \"$configs/clusters/cee-mixed.toml\"|" \
   -e "s|^plan = .*|plan = \"$configs/cee-mixed-nodes/plan.json\"|" \
   -e "s|^path = .*|path = \"$work/data\"|" "$configs/cee-mixed-nodes/job.toml" >"$work/cee.toml"
+start end0 "$work/cee.toml" "$work/cee-end0.log" --steps 3
 start cloud1 "$work/cee.toml" "$work/cee-cloud1.log" --steps 3
 start cloud0 "$work/cee.toml" "$work/cee-cloud0.log" --steps 3
-for n in cloud0 cloud1; do
+for n in cloud0 cloud1 end0; do
   finish $n
   [[ $rc == 0 ]] || fail "cee-mixed nodes: $n exit $rc: $(tail -3 "$work/cee-$n.log")"
 done
@@ -421,6 +422,8 @@ done
 cmp -s <(cut -d, -f1-2,5 "$work/cee-one/metrics.csv") <(cut -d, -f1-2,5 "$work/out-cee-cloud0/metrics.csv") &&
   echo "cee-mixed plan over two nodes: 3 steps equal one process bit for bit" ||
   fail "cee-mixed nodes: losses or step times differ from one process"
+grep -q "^node end0: the plan of the coordinator's node cloud0 uses none of its devices (.*50 Mbps.*); nothing to run$" "$work/cee-end0.log" ||
+  fail "cee-mixed nodes: end0 should say the plan leaves it out: $(cat "$work/cee-end0.log")"
 #     cloud1 runs no stage, only devices of cloud0's: killed mid-step, it is named at once.
 start cloud1 "$work/cee.toml" "$work/cee-lost-cloud1.log"
 start cloud0 "$work/cee.toml" "$work/cee-lost-cloud0.log" --steps 100000
