@@ -1,4 +1,6 @@
 #include "actors/coordinator.hpp"
+
+#include <caf/scoped_actor.hpp>
 #include "actors/wire_format.hpp"
 
 #include "runtime/lr_schedule.hpp"
@@ -118,6 +120,14 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
   for (const auto& w : st.watched)
     self->monitor(w.first);
   return {
+      [=](restore_atom, double clock_s) -> caf::result<double> {
+        auto& st = self->state;
+        if (st.pending)
+          return caf::make_error(caf::sec::runtime_error, "clock restored while a step runs");
+        if (!st.job->wall())
+          st.clock_s = clock_s;
+        return st.clock_s;
+      },
       [=](step_atom, int64_t step) -> caf::result<step_result> {
         auto& st = self->state;
         if (st.pending)
@@ -186,6 +196,16 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
 }
 
 } // namespace
+
+void restore_clock(caf::actor_system& sys, const coordinator_actor& coordinator, double clock_s,
+                   std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  std::string error;
+  self->request(coordinator, timeout, restore_atom_v, clock_s)
+      .receive([](double) {}, [&](caf::error& e) { error = sys.render(e); });
+  if (!error.empty())
+    throw std::runtime_error("restoring the virtual clock: " + error);
+}
 
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
                                     std::vector<stage_actor> stages,

@@ -44,6 +44,11 @@ struct coordinator_state {
 /// message naming that node, instead of leaving the step waiting.
 /// With a `step_timeout`, a step that outlives it fails naming the stages (and nodes) it
 /// still waits for: a hung peer is an error, not a hang.
+/// Sets `coordinator`'s virtual clock to a resumed checkpoint's `clock_s` (waiting at most
+/// `timeout` for its answer); throws std::runtime_error when it refuses.
+void restore_clock(caf::actor_system& sys, const coordinator_actor& coordinator, double clock_s,
+                   std::chrono::milliseconds timeout);
+
 coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
                                     std::vector<stage_actor> stages,
                                     std::vector<std::string> stage_nodes = {},

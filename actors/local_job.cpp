@@ -101,8 +101,9 @@ std::vector<kernels::parameter_state> local_job::gather_parameters() {
 }
 
 void local_job::restore(const std::vector<kernels::parameter_state>& params, int step,
-                        const std::filesystem::path& source) {
+                        double clock_s, const std::filesystem::path& source) {
   restore_stages(sys_, *job_, stages_, params, step, source, timeout_);
+  restore_clock(sys_, coordinator_, clock_s, timeout_);
   steps_done_ = step;
 }
 

@@ -41,10 +41,11 @@ public:
   step_result step();
   /// The whole model's weights and AdamW moments, from the stages (for a checkpoint).
   std::vector<kernels::parameter_state> gather_parameters();
-  /// Loads a checkpoint's tensors into every stage; the next step is `step + 1`. Tensors
-  /// that do not fit the job's model are an input_error naming `source`; each stage then
-  /// keeps its own weights, but stages checked before may hold the file's: do not run it.
-  void restore(const std::vector<kernels::parameter_state>& params, int step,
+  /// Loads a checkpoint's tensors into every stage; the next step is `step + 1`, starting
+  /// at virtual time `clock_s` (the checkpoint's). Tensors that do not fit the job's model
+  /// are an input_error naming `source`; each stage then keeps its own weights, but stages
+  /// checked before may hold the file's: do not run it.
+  void restore(const std::vector<kernels::parameter_state>& params, int step, double clock_s,
                const std::filesystem::path& source);
   std::vector<link_summary> links();
   std::vector<link_sample> samples();

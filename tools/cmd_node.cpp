@@ -144,6 +144,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
     try {
       actors::restore_stages(sys, *s.context, stages, s.resume->params, s.resume->info.step,
                              *o.resume, wait);
+      actors::restore_clock(sys, coordinator, s.resume->info.clock_s, wait);
     } catch (const runtime::input_error& e) {
       self->send(registry, actors::stop_atom_v, std::string(e.what()));
       std::this_thread::sleep_for(300ms);
@@ -161,6 +162,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto gather = [&] { return actors::gather_parameters(sys, *s.context, stages, wait); };
   interrupt_flag interrupted;
   const auto start = std::chrono::steady_clock::now();
+  double clock_s = 0; // the last step's end in virtual time, for the checkpoint
   while (done < s.job.train.steps && error.empty() && !interrupted.raised()) {
     const int k = done + 1;
     self->request(coordinator, wait, actors::step_atom_v, static_cast<int64_t>(k))
@@ -179,6 +181,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
               else
                 std::printf("step %d loss %.6f\n", k, r.loss);
               std::fflush(stdout);
+              clock_s = wall ? 0 : r.end_s;
               done = k;
             },
             [&](caf::error& e) {
@@ -189,7 +192,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
     try {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (const auto loss = files.after_step(k, gather, *s.context->corpus, elapsed))
+      if (const auto loss = files.after_step(k, clock_s, gather, *s.context->corpus, elapsed))
         std::printf("validation loss %.6f at step %d\n", *loss, k);
       if (files.saved(k))
         std::printf("checkpoint at step %d: %s\n", k, files.checkpoint().string().c_str());

@@ -88,7 +88,7 @@ int run_job(const run_options& o) {
   actors::local_job run(sys, job.cluster, profile, plan, job.train, corpus,
                         std::chrono::seconds(o.step_timeout_s), {job.time, job.shape_links});
   if (resume) {
-    run.restore(resume->params, resume->info.step, *o.resume);
+    run.restore(resume->params, resume->info.step, resume->info.clock_s, *o.resume);
     resume.reset(); // the stages hold their copies
   }
   // Only once every input has been checked, so that bad input leaves nothing behind.
@@ -142,7 +142,7 @@ int run_job(const run_options& o) {
                                       r.loss, sps, r.end_s));
     }
     if (const auto loss = files.after_step(
-            k, [&] { return run.gather_parameters(); }, *corpus, real_s)) {
+            k, wall ? 0 : r.end_s, [&] { return run.gather_parameters(); }, *corpus, real_s)) {
       val_loss = *loss;
       val_step = k;
       bar.message(fmt::format("step {}: validation loss {:.4f}", k, val_loss));

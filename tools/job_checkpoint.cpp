@@ -59,7 +59,7 @@ bool job_files::eval_due(int step) const {
 }
 
 void job_files::save(const std::vector<kernels::parameter_state>& params, int step) {
-  kernels::save_checkpoint(checkpoint_, params, {step, train_.model, train_.seed});
+  kernels::save_checkpoint(checkpoint_, params, {step, train_.model, train_.seed, clock_s_});
   saved_step_ = step;
 }
 
@@ -75,8 +75,9 @@ double job_files::evaluate(const std::vector<kernels::parameter_state>& params, 
 }
 
 std::optional<double> job_files::after_step(
-    int step, const std::function<std::vector<kernels::parameter_state>()>& gather,
+    int step, double clock_s, const std::function<std::vector<kernels::parameter_state>()>& gather,
     const runtime::text_corpus& corpus, double elapsed_s) {
+  clock_s_ = clock_s;
   if (!eval_due(step) && !checkpoint_due(step))
     return std::nullopt;
   const auto params = gather();

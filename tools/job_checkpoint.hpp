@@ -42,7 +42,8 @@ public:
   /// Every `eval_every` steps and at the last one.
   bool eval_due(int step) const;
 
-  /// The checkpoint after `step` steps, written atomically (temporary file, then rename).
+  /// The checkpoint after `step` steps, written atomically (temporary file, then rename),
+  /// with the virtual clock the last after_step gave.
   void save(const std::vector<kernels::parameter_state>& params, int step);
   /// Whether the checkpoint file already holds step `step` (the final save is then skipped).
   bool saved(int step) const { return saved_step_ == step; }
@@ -51,10 +52,12 @@ public:
   double evaluate(const std::vector<kernels::parameter_state>& params, int step,
                   const runtime::text_corpus& corpus, double elapsed_s);
 
-  /// After step `step`: when validation or a checkpoint is due, gathers the weights once
-  /// (`gather`) and evaluates and/or saves them. Returns the validation loss if evaluated.
+  /// After step `step`, which ended at `clock_s` of virtual time (0 in wall time): when
+  /// validation or a checkpoint is due, gathers the weights once (`gather`) and evaluates
+  /// and/or saves them. Returns the validation loss if evaluated.
   std::optional<double>
-  after_step(int step, const std::function<std::vector<kernels::parameter_state>()>& gather,
+  after_step(int step, double clock_s,
+             const std::function<std::vector<kernels::parameter_state>()>& gather,
              const runtime::text_corpus& corpus, double elapsed_s);
 
   std::string names() const; ///< the files, for the closing line
@@ -65,6 +68,7 @@ private:
   std::filesystem::path checkpoint_;
   bool weights_ = true;
   int saved_step_ = -1;
+  double clock_s_ = 0; ///< the virtual clock after the last step
 };
 
 /// While it lives, Ctrl-C (SIGINT) sets a flag instead of ending the process, so the job

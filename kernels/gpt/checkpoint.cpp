@@ -3,6 +3,9 @@
 #include "runtime/errors.hpp"
 #include "runtime/safetensors.hpp"
 
+#include <charconv>
+#include <cmath>
+
 namespace deepcee::kernels {
 namespace {
 
@@ -13,8 +16,16 @@ runtime::named_tensor to_named(backend& be, const std::string& name, const tenso
   return runtime::named_tensor::f32(name, t.shape(), be.to_host<float>(t));
 }
 
+/// The shortest text that reads back as exactly `x`.
+std::string exact_text(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
 std::map<std::string, std::string> metadata(const checkpoint_info& info) {
   return {{"format", "deepcee-checkpoint-1"},
+          {"clock_s", exact_text(info.clock_s)},
           {"step", std::to_string(info.step)},
           {"seed", std::to_string(info.seed)},
           {"n_layer", std::to_string(info.model.n_layer)},
@@ -44,6 +55,13 @@ checkpoint_info parse_info(const std::filesystem::path& path,
   info.model.n_head = static_cast<int>(number("n_head"));
   info.model.context = static_cast<int>(number("context"));
   info.model.vocab = static_cast<int>(number("vocab"));
+  if (auto it = meta.find("clock_s"); it != meta.end()) { // older files have none: 0
+    const auto& text = it->second;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), info.clock_s);
+    if (r.ec != std::errc{} || r.ptr != text.data() + text.size() || !std::isfinite(info.clock_s) ||
+        info.clock_s < 0)
+      runtime::fail_input(path, 0, "metadata 'clock_s' is not a time in seconds: " + text);
+  }
   return info;
 }
 

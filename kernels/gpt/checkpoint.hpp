@@ -15,6 +15,10 @@ struct checkpoint_info {
   int step = 0;  ///< optimizer steps completed
   runtime::model_config model;
   uint64_t seed = 0;
+  /// A virtual-time job's clock after `step` (seconds): a resumed run starts there, so its
+  /// step times are the uninterrupted run's bit for bit. 0 where there is none (deepcee
+  /// train, wall time, files without it).
+  double clock_s = 0;
 };
 
 /// Writes weights (Hugging Face GPT-2 names), AdamW moments

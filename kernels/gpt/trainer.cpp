@@ -51,7 +51,7 @@ double trainer::validation_loss() {
 }
 
 void trainer::save(const std::filesystem::path& path) {
-  save_checkpoint(path, be_, model_, &optimizer_, {steps_done_, config_.model, config_.seed});
+  save_checkpoint(path, be_, model_, &optimizer_, {steps_done_, config_.model, config_.seed, 0});
 }
 
 void trainer::resume(const std::filesystem::path& path) {

@@ -35,16 +35,16 @@ struct job_fixture : system_fixture {
     return std::make_unique<actors::local_job>(sys, cluster, profile, plan,
                                                train_for(plan, total_steps), corpus);
   }
-  /// Writes the job's checkpoint as `deepcee run` does.
-  fs::path save(actors::local_job& job, const std::string& name) {
+  /// Writes the job's checkpoint as `deepcee run` does, with the virtual clock `clock_s`.
+  fs::path save(actors::local_job& job, const std::string& name, double clock_s = 0) {
     const auto file = tmp.path / name;
     kernels::save_checkpoint(file, job.gather_parameters(),
-                             {job.steps_done(), plan.model, train_for(plan, 1).seed});
+                             {job.steps_done(), plan.model, train_for(plan, 1).seed, clock_s});
     return file;
   }
   void restore(actors::local_job& job, const fs::path& file) {
     auto contents = kernels::read_checkpoint(file);
-    job.restore(contents.params, contents.info.step, file);
+    job.restore(contents.params, contents.info.step, contents.info.clock_s, file);
   }
 };
 
@@ -70,9 +70,13 @@ BOOST_FIXTURE_TEST_CASE(resume_continues_bit_for_bit, job_fixture) {
   fs::path file;
   {
     auto first = make_job(total);
-    for (int k = 0; k < cut; ++k)
-      BOOST_TEST(first->step().loss == straight[static_cast<size_t>(k)].loss);
-    file = save(*first, "mid.safetensors");
+    double clock_s = 0;
+    for (int k = 0; k < cut; ++k) {
+      const auto r = first->step();
+      BOOST_TEST(r.loss == straight[static_cast<size_t>(k)].loss);
+      clock_s = r.end_s;
+    }
+    file = save(*first, "mid.safetensors", clock_s);
   }
   auto second = make_job(total);
   restore(*second, file);
@@ -84,6 +88,9 @@ BOOST_FIXTURE_TEST_CASE(resume_continues_bit_for_bit, job_fixture) {
     BOOST_TEST(got.loss == want.loss); // bit-identical, not merely close
     BOOST_TEST(got.grad_norm == want.grad_norm);
     BOOST_TEST(got.lr == want.lr);
+    // The checkpoint's clock: the resumed steps start and end when the straight run's did.
+    BOOST_TEST(got.start_s == want.start_s);
+    BOOST_TEST(got.end_s == want.end_s);
   }
 }
 
@@ -173,6 +180,27 @@ BOOST_FIXTURE_TEST_CASE(train_checkpoint_resumes_in_the_runtime, job_fixture) {
     const auto got = job->step();
     BOOST_TEST(got.step == want.step);
     BOOST_TEST(std::abs(got.loss - want.loss) / want.loss < 1e-4);
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(the_virtual_clock_survives_the_file_bit_for_bit, job_fixture) {
+  auto job = make_job(1);
+  const double clock_s = 0.1 + 0.2; // not 0.3: its last bits must survive
+  const auto file = save(*job, "clock.safetensors", clock_s);
+  BOOST_TEST(kernels::read_checkpoint_info(file).clock_s == clock_s);
+  // A file without it (older ones) starts at 0; a clock that is no time is refused, named.
+  auto contents = runtime::read_safetensors(file);
+  contents.metadata.erase("clock_s");
+  runtime::write_safetensors(tmp.path / "old.safetensors", contents.tensors, contents.metadata);
+  BOOST_TEST(kernels::read_checkpoint_info(tmp.path / "old.safetensors").clock_s == 0.0);
+  contents.metadata["clock_s"] = "soon";
+  runtime::write_safetensors(tmp.path / "bad.safetensors", contents.tensors, contents.metadata);
+  try {
+    kernels::read_checkpoint_info(tmp.path / "bad.safetensors");
+    BOOST_FAIL("a clock of 'soon' was read");
+  } catch (const runtime::input_error& e) {
+    BOOST_TEST(std::string(e.what()).find("bad.safetensors") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find("'clock_s' is not a time") != std::string::npos);
   }
 }
 
