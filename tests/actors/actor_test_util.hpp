@@ -98,6 +98,24 @@ inline runtime::stage_plan stage(std::vector<int> devices, std::vector<int> samp
   return s;
 }
 
+/// One pipeline of one stage (every layer of the tiny model) on `devices`, each taking its
+/// `samples` of every micro-batch; two micro-batches, GPipe.
+inline runtime::plan one_stage_plan(std::vector<int> devices, std::vector<int> samples) {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model_name = "custom";
+  p.model = tiny_model();
+  p.micro_batch_size = 0;
+  for (int n : samples)
+    p.micro_batch_size += n;
+  runtime::pipeline_plan a;
+  a.micro_batches = 2;
+  a.schedule = runtime::schedule_kind::gpipe;
+  a.stages = {stage(std::move(devices), std::move(samples), 0, p.model.n_layer + 2)};
+  p.pipelines = {a};
+  return p;
+}
+
 /// Two asymmetric pipelines with data parallelism inside stages: pipeline 0 has three
 /// stages (the first split over two devices), pipeline 1 two (the last split), and
 /// different layer cuts, so the all-reduce crosses stage boundaries.

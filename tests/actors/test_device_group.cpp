@@ -25,24 +25,8 @@ using namespace deepcee::actors;
 
 namespace {
 
-/// One pipeline of one stage (every layer) on three devices taking 2, 1 and 1 of each
-/// micro-batch's 4 samples.
-runtime::plan three_device_stage() {
-  runtime::plan p;
-  p.strategy = "test";
-  p.model_name = "custom";
-  p.model = test::tiny_model();
-  p.micro_batch_size = 4;
-  runtime::pipeline_plan a;
-  a.micro_batches = 2;
-  a.schedule = runtime::schedule_kind::gpipe;
-  a.stages = {test::stage({0, 1, 2}, {2, 1, 1}, 0, p.model.n_layer + 2)};
-  p.pipelines = {a};
-  return p;
-}
-
 struct group_fixture : test::system_fixture {
-  runtime::plan plan = three_device_stage();
+  runtime::plan plan = test::one_stage_plan({0, 1, 2}, {2, 1, 1});
   runtime::profile_table profile{runtime::make_model_spec(plan.model)};
   std::shared_ptr<job_context> job = make_job_context(
       test::test_cluster(), profile, plan, test::train_for(plan, 1), test::test_corpus());

@@ -24,21 +24,6 @@ namespace fixture = deepcee::actors::test; // the actor suites' cluster, plans a
 
 namespace {
 
-/// One stage (every layer) on cluster devices 0 and 1 (node c0), 2 samples each.
-runtime::plan two_device_stage() {
-  runtime::plan p;
-  p.strategy = "test";
-  p.model_name = "custom";
-  p.model = fixture::tiny_model();
-  p.micro_batch_size = 4;
-  runtime::pipeline_plan a;
-  a.micro_batches = 2;
-  a.schedule = runtime::schedule_kind::gpipe;
-  a.stages = {fixture::stage({0, 1}, {2, 2}, 0, p.model.n_layer + 2)};
-  p.pipelines = {a};
-  return p;
-}
-
 struct step_sums {
   double loss = 0;
   std::vector<float> gradients;
@@ -58,7 +43,7 @@ T ask(caf::scoped_actor& self, const group_actor& group, Ts&&... xs) {
 /// device actors of kind `device` ("cpu" or "cuda").
 step_sums run_group(const std::string& device) {
   fixture::system_fixture f;
-  const auto plan = two_device_stage();
+  const auto plan = fixture::one_stage_plan({0, 1}, {2, 2}); // on node c0
   const runtime::profile_table profile{runtime::make_model_spec(plan.model)};
   auto train = fixture::train_for(plan, 1);
   train.device = device;
