@@ -60,7 +60,8 @@ device_output run_rows(device_worker& w, const runtime::model_config& model, int
                                 " samples, the plan gives this device " + std::to_string(samples));
   const auto kind = static_cast<runtime::op_kind>(rows.kind);
   const bool forward = kind == runtime::op_kind::forward;
-  const bool writes = (forward && !w.last()) || (kind == runtime::op_kind::backward_input && !w.first());
+  const bool writes =
+      (forward && !w.last()) || (kind == runtime::op_kind::backward_input && !w.first());
   const int64_t token_values = int64_t{samples} * model.context;
   const int64_t output_values = writes ? token_values * model.d_model : 0;
   if (rows.output_values != output_values)
@@ -183,8 +184,8 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       },
       [=](const device_rows& rows) -> caf::result<device_output> {
         try {
-          return run_rows(worker(self), job->plan.model, sp.samples.at(static_cast<size_t>(index)),
-                          rows);
+          const int samples = sp.samples.at(static_cast<size_t>(index));
+          return run_rows(worker(self), job->plan.model, samples, rows);
         } catch (const std::exception& e) {
           return failure(self, e);
         }

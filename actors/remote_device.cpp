@@ -104,9 +104,7 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
       },
       [=](ring_chunk& c) { self->send(self->state.device, std::move(c)); },
       [=](buffers_atom) -> caf::result<device_buffers> { return not_here("GPU buffers"); },
-      [=](gradients_atom) -> caf::result<std::vector<float>> {
-        return not_here("host gradients");
-      },
+      [=](gradients_atom) -> caf::result<std::vector<float>> { return not_here("host gradients"); },
       [=](const gradient_values& g) -> caf::result<int64_t> {
         if (static_cast<int64_t>(g.values.size() * sizeof(float)) > messages::max_payload_bytes)
           return failure(self, std::to_string(g.values.size()) +
@@ -119,9 +117,7 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
       [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
         return not_here("a snapshot (its digest is compared)");
       },
-      [=](digest_atom a) -> caf::result<uint64_t> {
-        return self->delegate(self->state.device, a);
-      },
+      [=](digest_atom a) -> caf::result<uint64_t> { return self->delegate(self->state.device, a); },
       [=](restore_atom a, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         if (auto why = too_large_to_send(snapshot); !why.empty())
           return failure(self, why);

@@ -27,13 +27,12 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
 
 device_actor::behavior_type
 remote_device_behavior(device_actor::stateful_pointer<remote_device_state> self,
-                       device_actor device, std::string where, bool first, bool last,
-                       int context);
+                       device_actor device, std::string where, bool first, bool last, int context);
 
 /// Spawns the stand-in for `device`, linked to `parent` (its group).
 template <class Parent>
-device_actor spawn_remote_device(Parent* parent, device_actor device, std::string where,
-                                 bool first, bool last, int context) {
+device_actor spawn_remote_device(Parent* parent, device_actor device, std::string where, bool first,
+                                 bool last, int context) {
   return parent->template spawn<caf::linked>(remote_device_behavior, std::move(device),
                                              std::move(where), first, last, context);
 }

@@ -22,9 +22,7 @@ struct node_layout {
   std::vector<int> slot_stage; ///< per slot: its flat stage
 
   bool empty() const { return stage_node.empty(); }
-  int slot(int flat, int index) const {
-    return first_slot.at(static_cast<size_t>(flat)) + index;
-  }
+  int slot(int flat, int index) const { return first_slot.at(static_cast<size_t>(flat)) + index; }
   /// Whether device `index` of flat stage `flat` runs on another node than its stage (never
   /// in an empty layout: one process runs every node).
   bool apart(int flat, int index) const {

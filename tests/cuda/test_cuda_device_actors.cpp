@@ -47,7 +47,8 @@ step_sums run_group(const std::string& device) {
   const runtime::profile_table profile{runtime::make_model_spec(plan.model)};
   auto train = fixture::train_for(plan, 1);
   train.device = device;
-  auto job = make_job_context(fixture::test_cluster(), profile, plan, train, fixture::test_corpus());
+  auto job =
+      make_job_context(fixture::test_cluster(), profile, plan, train, fixture::test_corpus());
   const auto batch = std::make_shared<const runtime::token_batch>(job->corpus->sample_batch(
       runtime::corpus_split::train, plan.global_batch(), plan.model.context, 7, 0));
   caf::scoped_actor self{f.sys};
@@ -77,9 +78,10 @@ step_sums run_group(const std::string& device) {
 BOOST_AUTO_TEST_SUITE(cuda_device_actors)
 
 BOOST_AUTO_TEST_CASE(a_group_on_gpus_computes_what_it_does_on_the_cpu) {
-  BOOST_TEST_MESSAGE(kernels::visible_cuda_devices()
-                     << " GPU(s): the two devices "
-                     << (kernels::visible_cuda_devices() >= 2 ? "sum by NCCL" : "share one GPU: ring"));
+  BOOST_TEST_MESSAGE(
+      kernels::visible_cuda_devices()
+      << " GPU(s): the two devices "
+      << (kernels::visible_cuda_devices() >= 2 ? "sum by NCCL" : "share one GPU: ring"));
   const auto cpu = run_group("cpu");
   const auto gpu = run_group("cuda");
   BOOST_TEST(std::abs(gpu.loss - cpu.loss) <= 1e-4 * std::abs(cpu.loss));
