@@ -96,11 +96,9 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
                                   names, s.context->layout, local, timeout, beats);
   guard.add(registry);
   const auto host = host_of(me);
-  if (auto port =
-          sys.middleman().publish(registry, static_cast<uint16_t>(me.port), host.c_str(), true);
-      !port)
-    fail(me.name, "port " + std::to_string(me.port) + " on " + host + " is in use or unusable (" +
-                      sys.render(port.error()) + ")");
+  listen_on(sys, me, [&] {
+    return sys.middleman().publish(registry, static_cast<uint16_t>(me.port), host.c_str(), true);
+  });
   std::fprintf(stderr, "node %s: coordinator at %s:%d, waiting up to %.1f s for the others\n",
                me.name.c_str(), host.c_str(), me.port, s.job.connect_timeout_s);
   caf::scoped_actor self{sys};

@@ -102,9 +102,9 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
   // Its own port, so that its peers connect to it directly (automatic connections).
   // SO_REUSEADDR lets a restarted job bind past TIME_WAIT; a live listener still refuses.
   const auto host = host_of(me);
-  if (auto port = sys.middleman().open(static_cast<uint16_t>(me.port), host.c_str(), true); !port)
-    fail(me.name, "port " + std::to_string(me.port) + " on " + host + " is in use or unusable (" +
-                      sys.render(port.error()) + ")");
+  listen_on(sys, me, [&] {
+    return sys.middleman().open(static_cast<uint16_t>(me.port), host.c_str(), true);
+  });
   const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
   while (true) {
     if (auto r = sys.middleman().remote_actor<actors::node_registry_actor>(

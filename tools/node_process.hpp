@@ -8,6 +8,7 @@
 #include <caf/actor_system.hpp>
 
 #include <chrono>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,22 @@ std::chrono::milliseconds millis(double seconds);
 actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const runtime::job_config& job,
                                         int me, std::vector<std::string> expect, caf::actor notify,
                                         actor_guard& guard);
+
+/// Listens on node `me`'s port with `listen` (the middleman's publish or open, returning
+/// caf::expected), or fails the node naming the port. A port inside the ephemeral range
+/// can be busy for an instant (a connection attempt given it as its local port), so it is
+/// tried a few times over a second before it counts as in use.
+template <class Listen>
+void listen_on(caf::actor_system& sys, const runtime::node& me, Listen listen) {
+  auto port = listen();
+  for (int attempt = 0; attempt < 5 && !port; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    port = listen();
+  }
+  if (!port)
+    fail(me.name, "port " + std::to_string(me.port) + " on " + host_of(me) +
+                      " is in use or unusable (" + sys.render(port.error()) + ")");
+}
 
 /// Spawns node `node`'s part of the job: its stages and its devices of stages on other
 /// nodes, each ended by `guard`.

@@ -20,12 +20,21 @@ trap cleanup EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# Three free ports: bound to port 0 by the kernel, released just before the nodes start.
+# Three free ports below Linux's ephemeral range (32768-60999): inside it, a node's own
+# outgoing connection may be given the very port another node is about to listen on.
 read -r p0 p1 p2 < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+import random, socket
+ports = []
+while len(ports) < 3:
+    p = random.randrange(20000, 32000)
+    with socket.socket() as x:
+        try:
+            x.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+    if p not in ports:
+        ports.append(p)
+print(*ports)')
 
 mkdir -p "$work/data"
 for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
@@ -407,7 +416,7 @@ echo "Ctrl-C on one member: the job went on; a second one ended it within $((SEC
 # 10. The planner's plan for the cloud-edge-end cluster (configs/cee-mixed-nodes: one stage
 #     of 8 devices over two cloud nodes) as two processes: the one-process run's losses and
 #     virtual step times, bit for bit.
-sed -e "s/^port = 47200/port = $p0/" -e "s/^port = 47201/port = $p1/" -e "s/^port = 47202/port = $p2/" \
+sed -e "s/^port = 29200/port = $p0/" -e "s/^port = 29201/port = $p1/" -e "s/^port = 29202/port = $p2/" \
   -e "s|^cluster = .*|cluster = \"$configs/clusters/cee-mixed.toml\"|" \
   -e "s|^plan = .*|plan = \"$configs/cee-mixed-nodes/plan.json\"|" \
   -e "s|^path = .*|path = \"$work/data\"|" "$configs/cee-mixed-nodes/job.toml" >"$work/cee.toml"
