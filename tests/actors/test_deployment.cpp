@@ -12,6 +12,8 @@
 #include "messages/codec.hpp"
 #include "runtime/errors.hpp"
 
+#include "tests/support/refusal.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <caf/binary_deserializer.hpp>
@@ -22,7 +24,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 using namespace deepcee;
 using namespace deepcee::actors::test;
@@ -85,17 +86,6 @@ void check_same_train(const runtime::train_config& a, const runtime::train_confi
        std::tie(b.model.n_layer, b.model.d_model, b.model.n_head, b.model.context, b.model.vocab)));
 }
 
-/// The message of the input_error `f` throws ("" when none).
-template <class F>
-std::string input_error_of(F f) {
-  try {
-    f();
-  } catch (const runtime::input_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(deployment, system_fixture)
@@ -149,21 +139,12 @@ BOOST_AUTO_TEST_CASE(invalid_or_corrupted_deployments_are_refused_and_counted) {
   BOOST_TEST(actors::dropped_wire_messages() - before == 4);
 
   // Flipped bits and truncations: refused and counted, or a valid deployment; never a crash.
-  const auto bytes = actors::to_wire(sample_deployment());
-  std::mt19937 rng(23);
-  int corrupted_refused = 0;
-  const auto before_corruption = actors::dropped_wire_messages();
-  for (int i = 0; i < 1000; ++i) {
-    const auto b = corrupted(bytes, rng, i);
-    actors::job_deployment out;
-    if (!deserialize(sys, serialized_bytes(sys, b), out))
-      ++corrupted_refused;
-    else // accepted: it obeys the decoder's rules
-      BOOST_TEST(
-          (!out.node.empty() && !out.plan.pipelines.empty() && out.plan.micro_batch_size > 0));
-  }
-  BOOST_TEST(corrupted_refused > 0);
-  BOOST_TEST(actors::dropped_wire_messages() - before_corruption == corrupted_refused);
+  BOOST_TEST(fuzz<actors::job_deployment>(sys, sample_deployment(), 23, 1000,
+                                          [](const actors::job_deployment& out, auto&) {
+                                            return !out.node.empty() &&
+                                                   !out.plan.pipelines.empty() &&
+                                                   out.plan.micro_batch_size > 0;
+                                          }) > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_builds_its_job_from_the_deployment) {
@@ -179,7 +160,8 @@ BOOST_AUTO_TEST_CASE(a_node_builds_its_job_from_the_deployment) {
 
   // Each refusal says what is wrong.
   const auto refusal = [&](actors::job_deployment bad, const std::string& node = "e0") {
-    return input_error_of([&] { actors::accept_deployment(bad, cluster, node); });
+    return deepcee::test::refusal<runtime::input_error>(
+        [&] { actors::accept_deployment(bad, cluster, node); });
   };
   BOOST_TEST(refusal(d, "c0").find("addressed to node 'e0', not 'c0'") != std::string::npos);
   auto bad = d;

@@ -16,7 +16,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <random>
 
@@ -49,26 +48,6 @@ actors::device_rows sample_rows() {
 template <class T>
 bool refused(caf::actor_system& sys, const T& bad, T& out) {
   return !deserialize(sys, serialize(sys, bad), out);
-}
-
-/// `rounds` corrupted copies of `good`: each refused and counted, or accepted only when it
-/// obeys `valid`. Returns how many were refused.
-template <class T>
-int fuzz(caf::actor_system& sys, const T& good, uint32_t seed, int rounds,
-         const std::function<bool(const T&)>& valid) {
-  const auto bytes = actors::to_wire(good);
-  std::mt19937 rng(seed);
-  int refusals = 0;
-  const auto before = actors::dropped_wire_messages();
-  for (int i = 0; i < rounds; ++i) {
-    T out;
-    if (!deserialize(sys, serialized_bytes(sys, corrupted(bytes, rng, i)), out))
-      ++refusals;
-    else
-      BOOST_TEST(valid(out));
-  }
-  BOOST_TEST(actors::dropped_wire_messages() - before == refusals);
-  return refusals;
 }
 
 } // namespace
@@ -151,7 +130,7 @@ BOOST_AUTO_TEST_CASE(invalid_device_messages_are_refused_counted_and_leave_the_v
 }
 
 BOOST_AUTO_TEST_CASE(corrupted_device_messages_are_refused_and_counted_never_crash) {
-  const auto rows_valid = [](const actors::device_rows& r) {
+  const auto rows_valid = [](const actors::device_rows& r, auto&) {
     return r.kind >= 0 && r.kind <= 2 && r.samples >= 1 && r.micro >= 0 && r.first_sample >= 0 &&
            std::isfinite(r.loss_scale) && r.tokens.size() % r.samples == 0 &&
            r.targets.size() % r.samples == 0 && r.input.size() % r.samples == 0 &&
@@ -159,11 +138,11 @@ BOOST_AUTO_TEST_CASE(corrupted_device_messages_are_refused_and_counted_never_cra
   };
   BOOST_TEST(fuzz<actors::device_rows>(sys, sample_rows(), 21, 600, rows_valid) > 0);
   BOOST_TEST(fuzz<actors::device_output>(sys, {2.5, awkward_values(12, 5)}, 22, 300,
-                                         [](auto&) { return true; }) > 0);
+                                         [](auto&, auto&) { return true; }) > 0);
   BOOST_TEST(fuzz<actors::ring_chunk>(sys, {4, 1, awkward_values(10, 6)}, 23, 300,
-                                      [](auto& c) { return c.step >= 0 && c.round >= 0; }) > 0);
+                                      [](auto& c, auto&) { return c.step >= 0 && c.round >= 0; }) > 0);
   BOOST_TEST(fuzz<actors::gradient_values>(sys, {4, awkward_values(10, 7)}, 24, 300,
-                                           [](auto& g) { return g.step >= 0; }) > 0);
+                                           [](auto& g, auto&) { return g.step >= 0; }) > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_join_carries_its_device_slots_and_handles) {

@@ -2,6 +2,8 @@
 
 // CAF's serializer as BASP uses it between nodes, for the tests of what crosses a node.
 
+#include "actors/wire_format.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <caf/actor_system.hpp>
@@ -9,6 +11,7 @@
 #include <caf/binary_serializer.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -51,6 +54,28 @@ inline std::vector<uint8_t> corrupted(std::vector<uint8_t> bytes, std::mt19937& 
   if (i % 5 == 0)
     bytes.resize(rng() % bytes.size());
   return bytes;
+}
+
+/// `rounds` corrupted copies of `good`'s bytes: each refused and counted, or accepted only
+/// when what it loads obeys `valid` (given the corrupted bytes too). Returns how many were
+/// refused.
+template <class T>
+int fuzz(caf::actor_system& sys, const T& good, uint32_t seed, int rounds,
+         const std::function<bool(const T&, const std::vector<uint8_t>&)>& valid) {
+  const auto bytes = actors::to_wire(good);
+  std::mt19937 rng(seed);
+  int refusals = 0;
+  const auto before = actors::dropped_wire_messages();
+  for (int i = 0; i < rounds; ++i) {
+    const auto bad = corrupted(bytes, rng, i);
+    T out;
+    if (!deserialize(sys, serialized_bytes(sys, bad), out))
+      ++refusals;
+    else
+      BOOST_TEST(valid(out, bad));
+  }
+  BOOST_TEST(actors::dropped_wire_messages() - before == refusals);
+  return refusals;
 }
 
 } // namespace deepcee::actors::test

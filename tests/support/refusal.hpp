@@ -5,12 +5,13 @@
 
 namespace deepcee::test {
 
-/// The message of the std::invalid_argument that f throws ("" when it throws none).
-template <class F>
+/// The message of the `Error` (std::invalid_argument unless said) that f throws ("" when
+/// it throws none).
+template <class Error = std::invalid_argument, class F>
 std::string refusal(F f) {
   try {
     f();
-  } catch (const std::invalid_argument& e) {
+  } catch (const Error& e) {
     return e.what();
   }
   return "";
