@@ -6,13 +6,14 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
-#include <spdlog/spdlog.h>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace deepcee::actors {
 
@@ -133,6 +134,30 @@ void fail_ring(self_ptr self, const std::exception& e) {
   st.reduced.deliver(failure(self, e));
 }
 
+/// Why chunk `c` from the previous device may not wait for its round (empty: it may).
+std::string early_refusal(self_ptr self, const ring_chunk& c) {
+  auto& st = self->state;
+  if (!st.worker)
+    return {}; // the reduce fails with the reason the device has no worker
+  std::vector<runtime::ring_round> waiting;
+  for (const auto& w : st.early)
+    waiting.push_back({w.step, w.round});
+  const runtime::ring_position at{st.rank, st.size, st.worker->gradient_size(), st.ring_step,
+                                  st.ring ? st.ring->round() : 2 * (st.size - 1)};
+  return runtime::early_chunk_refusal(waiting, {c.step, c.round}, c.values.size(), at);
+}
+
+/// A chunk no honest ring sends: the running reduce fails naming it, or else the next one.
+void refuse_chunk(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  const auto what = "a ring chunk from the previous device refused: " + why;
+  spdlog::error("{}: {}", st.where, what);
+  if (st.ring)
+    fail_ring(self, std::runtime_error(what));
+  else
+    st.refused = what;
+}
+
 } // namespace
 
 std::vector<device_actor> spawn_devices_apart(caf::actor_system& sys,
@@ -201,8 +226,10 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
         s.reduced = self->make_response_promise<gradient_values>();
         try {
           if (s.ring)
-            throw std::logic_error("reduce of step " + std::to_string(step) +
-                                   " while step " + std::to_string(s.ring_step) + " reduces");
+            throw std::logic_error("reduce of step " + std::to_string(step) + " while step " +
+                                   std::to_string(s.ring_step) + " reduces");
+          if (!s.refused.empty())
+            throw std::runtime_error(std::exchange(s.refused, {}));
           s.ring.emplace(s.rank, s.size, worker(self).gradients());
           s.ring_step = step;
           s.sent_round = false;
@@ -218,6 +245,10 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
         auto& s = self->state;
         if (c.step < s.ring_step || (c.step == s.ring_step && !s.ring))
           return; // a round of a reduce that failed or ended
+        if (const auto why = early_refusal(self, c); !why.empty()) {
+          refuse_chunk(self, why);
+          return;
+        }
         s.early.push_back(std::move(c));
         try {
           pump(self);

@@ -4,9 +4,9 @@
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
 
+#include "runtime/ring_allreduce.hpp"
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include "runtime/ring_allreduce.hpp"
 
 #include <caf/typed_response_promise.hpp>
 
@@ -21,18 +21,20 @@ namespace deepcee::actors {
 struct device_state {
   static inline const char* name = "device";
 
-  std::string where; ///< "pipeline p stage s device j", for errors
+  std::string where;                     ///< "pipeline p stage s device j", for errors
   std::unique_ptr<device_worker> worker; ///< none when its backend failed at start:
   std::string broken;                    ///< then why, the answer to every request
-  caf::actor next; ///< the next device of the ring
+  caf::actor next;                       ///< the next device of the ring
   int rank = 0, size = 1;
   /// The ring of the running reduce, the step it reduces, and who waits for its result.
   std::optional<runtime::ring_allreduce> ring;
   int64_t ring_step = -1;
   bool sent_round = false; ///< this round's chunk has gone to `next`
   caf::typed_response_promise<gradient_values> reduced;
-  /// Rounds that came from the previous device before this one started its reduce.
+  /// Rounds that came from the previous device before this one could apply them: the
+  /// rounds of at most two steps (runtime::early_chunk_refusal).
   std::vector<ring_chunk> early;
+  std::string refused; ///< a chunk refused between reduces: the next one fails with it
 };
 
 /// The backend of cluster device `device` in this job (device_worker.hpp's device_backend).
@@ -41,8 +43,8 @@ kernels::backend_options device_backend(const job_context& job, int device);
 /// Spawns device `index` of stage `stage` of pipeline `pipeline`, linked to `parent` (its
 /// group): its weights are built before it handles a message.
 template <class Parent>
-device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int pipeline,
-                          int stage, int index);
+device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int pipeline, int stage,
+                          int index);
 
 device_actor::behavior_type device_behavior(device_actor::stateful_pointer<device_state> self,
                                             std::shared_ptr<job_context> job, int pipeline,
@@ -54,8 +56,8 @@ std::vector<device_actor> spawn_devices_apart(caf::actor_system& sys,
                                               const std::shared_ptr<job_context>& job, int node);
 
 template <class Parent>
-device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int pipeline,
-                          int stage, int index) {
+device_actor spawn_device(Parent* parent, std::shared_ptr<job_context> job, int pipeline, int stage,
+                          int index) {
   return parent->template spawn<caf::linked>(device_behavior, std::move(job), pipeline, stage,
                                              index);
 }

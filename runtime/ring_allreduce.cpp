@@ -18,6 +18,11 @@ std::pair<size_t, size_t> ring_allreduce::bounds(size_t length, int size, int c)
   return {length * i / n, length * (i + 1) / n};
 }
 
+size_t ring_allreduce::incoming_length(size_t length, int rank, int size, int r) {
+  const auto [b, e] = bounds(length, size, ring_allreduce(rank, size, {}).chunk_of(r, true));
+  return e - b;
+}
+
 int ring_allreduce::chunk_of(int r, bool incoming) const {
   // Reduce-scatter round r: rank i sends chunk i - r and receives chunk i - 1 - r; after
   // it rank i holds the whole of chunk i + 1. All-gather round g: rank i sends chunk
@@ -49,6 +54,35 @@ void ring_allreduce::receive(const chunk& c) {
   else
     std::copy(c.values.begin(), c.values.end(), dst);
   ++round_;
+}
+
+std::string early_chunk_refusal(const std::vector<ring_round>& waiting, ring_round chunk,
+                                size_t values, const ring_position& at) {
+  const auto what =
+      "round " + std::to_string(chunk.round) + " of step " + std::to_string(chunk.step);
+  const int rounds = 2 * (at.size - 1);
+  if (chunk.round < 0 || chunk.round >= rounds)
+    return what + ": a ring of " + std::to_string(at.size) + " has " + std::to_string(rounds) +
+           " rounds";
+  const auto same = [&](const ring_round& w) {
+    return w.step == chunk.step && w.round == chunk.round;
+  };
+  if ((chunk.step == at.last_step && chunk.round < at.applied) ||
+      std::any_of(waiting.begin(), waiting.end(), same))
+    return what + " came twice";
+  if (at.last_step >= 0 && chunk.step > at.last_step + 1)
+    return what + " while step " + std::to_string(at.last_step) +
+           " reduces or reduced last: a ring runs one step at a time";
+  if (at.last_step < 0)
+    for (const auto& w : waiting)
+      if (w.step != chunk.step)
+        return what + " while rounds of step " + std::to_string(w.step) +
+               " wait: a ring runs one step at a time";
+  const auto expected = ring_allreduce::incoming_length(at.length, at.rank, at.size, chunk.round);
+  if (values != expected)
+    return what + " has " + std::to_string(values) + " values, expected " +
+           std::to_string(expected);
+  return {};
 }
 
 } // namespace deepcee::runtime

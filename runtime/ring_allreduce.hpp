@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,8 @@ public:
 
   /// [begin, end) of chunk `c` of a vector of `length` values cut into `size` chunks.
   static std::pair<size_t, size_t> bounds(size_t length, int size, int c);
+  /// How many values rank `rank` of `size` receives in round `r` for vectors of `length`.
+  static size_t incoming_length(size_t length, int rank, int size, int r);
 
 private:
   /// The chunk this rank sends (`incoming` false) or receives in round `r`.
@@ -48,5 +51,26 @@ private:
   int rank_, size_, round_ = 0;
   std::vector<float> values_;
 };
+
+/// A ring chunk named by the step it reduces and its round.
+struct ring_round {
+  int64_t step = 0;
+  int round = 0;
+};
+
+/// Where a rank's ring stands when a chunk arrives that it cannot apply yet.
+struct ring_position {
+  int rank = 0, size = 1;
+  size_t length = 0;      ///< values the ring reduces
+  int64_t last_step = -1; ///< the step it reduces, or reduced last (-1: none yet)
+  int applied = 0;        ///< rounds of `last_step` applied
+};
+
+/// Whether a chunk of `values` values may wait beside `waiting` until its round comes, or
+/// why not (empty: it may). Honest peers send each round once, with the length that round
+/// carries, and only for the step this rank reduces or reduced last and the next one (before
+/// its first reduce, for one step): so no more than two steps of rounds ever wait.
+std::string early_chunk_refusal(const std::vector<ring_round>& waiting, ring_round chunk,
+                                size_t values, const ring_position& at);
 
 } // namespace deepcee::runtime

@@ -3,9 +3,9 @@
 // device_worker that computes the whole micro-batch alone.
 #include "actor_test_util.hpp"
 
+#include "actors/device_actor.hpp"
 #include "actors/device_worker.hpp"
 #include "actors/gpu_all_reduce.hpp"
-#include "actors/device_actor.hpp"
 #include "actors/group_actor.hpp"
 #include "actors/remote_device.hpp"
 #include "kernels/gpt/stage_worker.hpp"
@@ -86,8 +86,8 @@ BOOST_FIXTURE_TEST_SUITE(device_group, group_fixture)
 
 BOOST_AUTO_TEST_CASE(three_devices_and_their_ring_equal_one_device_on_the_whole_micro_batch) {
   // The reference: one worker computes both micro-batches whole.
-  device_worker one(plan.model, 0, plan.model.n_layer + 2, job->train.seed,
-                    job->train.optimizer, {});
+  device_worker one(plan.model, 0, plan.model.n_layer + 2, job->train.seed, job->train.optimizer,
+                    {});
   double want_loss = 0;
   for (int m = 0; m < 2; ++m) {
     want_loss += one.forward(m, {}, batch.get(), m * 4, 4, loss_scale, {});
@@ -129,8 +129,7 @@ BOOST_AUTO_TEST_CASE(devices_on_another_node_compute_what_local_ones_do) {
   auto local = spawn_group(self.ptr(), job, 0, 0);
   const auto want = run_both_micro_batches(*this, self, local);
   ask<int64_t>(self, local, optimize_order{1, 1e-3, 1.0});
-  const auto want_states =
-      ask<std::vector<kernels::parameter_state>>(self, local, snapshot_atom_v);
+  const auto want_states = ask<std::vector<kernels::parameter_state>>(self, local, snapshot_atom_v);
   self->send_exit(local, caf::exit_reason::user_shutdown);
 
   // The same stage with devices 1 and 2 on node e0: the stage's node (c0) hands them over,
@@ -207,8 +206,8 @@ BOOST_AUTO_TEST_CASE(device_rows_carry_the_rows_and_tokens_of_a_devices_samples)
   const auto rows = rows_of(work, true, true, plan.model.context);
   BOOST_TEST(rows.first_sample == 5);
   BOOST_TEST(rows.samples == 2);
-  BOOST_TEST((rows.tokens == std::vector<int32_t>(batch->tokens.begin() + 5 * t,
-                                                  batch->tokens.begin() + 7 * t)));
+  BOOST_TEST((rows.tokens ==
+              std::vector<int32_t>(batch->tokens.begin() + 5 * t, batch->tokens.begin() + 7 * t)));
   BOOST_TEST((rows.targets == std::vector<int32_t>(batch->targets.begin() + 5 * t,
                                                    batch->targets.begin() + 7 * t)));
   BOOST_TEST((rows.input == input));
@@ -232,6 +231,22 @@ BOOST_AUTO_TEST_CASE(a_failing_device_fails_the_answer_with_its_name_and_the_gro
   // Still there: a whole F answers.
   BOOST_TEST(std::isfinite(ask<double>(self, group, op(runtime::op_kind::forward, 0))));
   self->send_exit(group, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_ring_chunk_no_honest_ring_sends_fails_the_devices_reduce_naming_it) {
+  caf::scoped_actor self{sys};
+  auto device = sys.spawn(device_behavior, job, 0, 0, 1);
+  self->send(device, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), 1, 3);
+  self->send(device, ring_chunk{0, 9, {1.0f}}); // a ring of 3 has rounds 0 to 3
+  self->request(device, std::chrono::seconds(30), reduce_atom_v, int64_t{0})
+      .receive([](gradient_values&) { BOOST_FAIL("a reduce ran past a refused chunk"); },
+               [&](caf::error& e) {
+                 BOOST_TEST(sys.render(e).find("pipeline 0 stage 0 device 1: a ring chunk from "
+                                               "the previous device refused: round 9 of step "
+                                               "0: a ring of 3 has 4 rounds") != std::string::npos,
+                            sys.render(e));
+               });
+  self->send_exit(device, caf::exit_reason::user_shutdown);
 }
 
 /// Only the messages that point into local memory: ring chunks and gradient values may go to

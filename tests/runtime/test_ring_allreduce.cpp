@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <deque>
+#include <string>
 #include <vector>
 
 using deepcee::runtime::ring_allreduce;
@@ -97,7 +98,7 @@ BOOST_AUTO_TEST_CASE(chunks_cover_the_vector_in_order) {
 BOOST_AUTO_TEST_CASE(a_chunk_of_another_round_or_length_is_refused_and_changes_nothing) {
   ring_allreduce a(0, 3, {1, 2, 3, 4, 5, 6});
   const auto before = a.values();
-  BOOST_CHECK_THROW(a.receive({1, {1, 1}}), std::invalid_argument); // round 1 in round 0
+  BOOST_CHECK_THROW(a.receive({1, {1, 1}}), std::invalid_argument);    // round 1 in round 0
   BOOST_CHECK_THROW(a.receive({0, {1, 1, 1}}), std::invalid_argument); // 3 values, chunk of 2
   BOOST_TEST(a.values() == before);
   BOOST_TEST(a.round() == 0);
@@ -105,6 +106,49 @@ BOOST_AUTO_TEST_CASE(a_chunk_of_another_round_or_length_is_refused_and_changes_n
   ring_allreduce single(0, 1, {7});
   BOOST_TEST(single.done());
   BOOST_CHECK_THROW(single.outgoing(), std::logic_error);
+}
+
+BOOST_AUTO_TEST_CASE(an_honest_peers_early_rounds_may_wait_and_nothing_else) {
+  using deepcee::runtime::early_chunk_refusal;
+  using deepcee::runtime::ring_round;
+  // Rank 1 of 3 reduces 10 values; its previous rank ran ahead: every round of step 5 came
+  // before rank 1's first reduce, then every round of step 6 after step 5's reduce.
+  deepcee::runtime::ring_position at{1, 3, 10, -1, 0};
+  const auto length = [&](int round) { return ring_allreduce::incoming_length(10, 1, 3, round); };
+  std::vector<ring_round> waiting;
+  for (int64_t step : {5, 6}) {
+    for (int round = 0; round < 4; ++round) {
+      BOOST_TEST(early_chunk_refusal(waiting, {step, round}, length(round), at) == "");
+      waiting.push_back({step, round});
+    }
+    waiting.clear(); // its reduce applies them
+    at.last_step = step;
+    at.applied = 4;
+  }
+  const auto refusal = [&](ring_round chunk, size_t values) {
+    return early_chunk_refusal(waiting, chunk, values, at);
+  };
+  waiting = {{7, 0}};
+  BOOST_TEST(refusal({7, 4}, length(0)) == "round 4 of step 7: a ring of 3 has 4 rounds");
+  BOOST_TEST(refusal({7, -1}, length(0)) == "round -1 of step 7: a ring of 3 has 4 rounds");
+  BOOST_TEST(refusal({7, 0}, length(0)) == "round 0 of step 7 came twice");
+  BOOST_TEST(refusal({8, 0}, length(0)) ==
+             "round 0 of step 8 while step 6 reduces or reduced last: a ring runs one step at "
+             "a time");
+  BOOST_TEST(refusal({7, 1}, length(1) + 1) ==
+             "round 1 of step 7 has " + std::to_string(length(1) + 1) + " values, expected " +
+                 std::to_string(length(1)));
+  at.last_step = 7; // step 7 reduces, two rounds applied
+  at.applied = 2;
+  waiting.clear();
+  BOOST_TEST(refusal({7, 1}, length(1)) == "round 1 of step 7 came twice");
+  BOOST_TEST(refusal({7, 2}, length(2)) == "");
+  at = {1, 3, 10, -1, 0}; // before the first reduce, rounds of one step wait
+  waiting = {{3, 0}};
+  BOOST_TEST(refusal({4, 0}, length(0)) ==
+             "round 0 of step 4 while rounds of step 3 wait: a ring runs one step at a time");
+  BOOST_TEST(early_chunk_refusal({}, {0, 0}, 1, {0, 1, 1, -1, 0}) ==
+             "round 0 of step 0: a ring of 1 has 0 rounds");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
