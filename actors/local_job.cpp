@@ -41,8 +41,7 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
   if (mode.time != runtime::time_mode::dry && train.device == "cuda" &&
       kernels::visible_cuda_devices() == 0)
     runtime::fail_input("job", 0,
-                        "[train] device = \"cuda\", but this process sees no CUDA GPU (or the "
-                        "build has no CUDA backend)");
+                        "[train] device = \"cuda\", but " + kernels::no_cuda_devices_reason());
   job->epoch = std::chrono::steady_clock::now();
   return job;
 }

@@ -30,7 +30,7 @@ struct options {
   std::string device = "cpu";
   bool bf16 = false;
   std::string torch = "bench/torch_gpt.py";
-  std::string python = "/usr/bin/python3";  ///< Debian's, where python3-torch installs
+  std::string python = "/usr/bin/python3"; ///< Debian's, where python3-torch installs
   bool no_torch = false;
 };
 
@@ -69,17 +69,22 @@ std::array<double, 3> time_layer(backend& be, layer& l, const tensor& input, con
   return total;
 }
 
-double torch_tokens_per_s(const options& o) {
-  std::string cmd = fmt::format(
-      "{} {} --layers {} --d-model {} --heads {} --context {} --batch {} --steps {} "
-      "--threads {} --device {} 2>/dev/null",
-      o.python, o.torch, o.model.n_layer, o.model.d_model, o.model.n_head, o.model.context, o.batch,
-      o.steps, o.threads, o.device);
+/// PyTorch's tokens/s for the same model, batch and precision, or 0 with its output's last
+/// line in `why`.
+double torch_tokens_per_s(const options& o, std::string& why) {
+  std::string cmd =
+      fmt::format("{} {} --layers {} --d-model {} --heads {} --context {} --batch {} --steps {} "
+                  "--threads {} --device {}{} 2>&1",
+                  o.python, o.torch, o.model.n_layer, o.model.d_model, o.model.n_head,
+                  o.model.context, o.batch, o.steps, o.threads, o.device, o.bf16 ? " --bf16" : "");
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  char line[256];
+  char line[1024];
   double v = 0;
   while (pipe && std::fgets(line, sizeof line, pipe.get()))
-    std::sscanf(line, "tokens_per_s=%lf", &v);
+    if (std::sscanf(line, "tokens_per_s=%lf", &v) != 1)
+      why = line;
+  if (!why.empty() && why.back() == '\n')
+    why.pop_back();
   return v;
 }
 
@@ -94,7 +99,8 @@ int main(int argc, char** argv) {
   app.add_option("--context", o.model.context)->capture_default_str();
   app.add_option("--batch", o.batch)->capture_default_str();
   app.add_option("--steps", o.steps, "Timed steps")->capture_default_str();
-  app.add_option("--threads", o.threads, "CPU threads (OpenBLAS and PyTorch)")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads (OpenBLAS and PyTorch)")
+      ->capture_default_str();
   app.add_option("--device", o.device, "cpu or cuda")->capture_default_str();
   app.add_flag("--bf16", o.bf16, "CUDA: bf16 matrix products");
   app.add_option("--torch", o.torch, "PyTorch reference script")->capture_default_str();
@@ -166,12 +172,18 @@ int main(int argc, char** argv) {
   fmt::print("\ntrain step (F+B+W+AdamW): {:.1f} ms, {:.0f} tokens/s\n", step_s * 1e3,
              tokens / step_s);
   if (!o.no_torch) {
-    double torch = torch_tokens_per_s(o);
+    std::string why;
+    double torch = torch_tokens_per_s(o, why);
     if (torch > 0)
-      fmt::print("PyTorch {} same model and batch: {:.0f} tokens/s -> deepcee / PyTorch = {:.2f}\n",
-                 o.device, torch, tokens / step_s / torch);
+      fmt::print(
+          "PyTorch {}{} same model and batch: {:.0f} tokens/s -> deepcee / PyTorch = {:.2f}\n",
+          o.device, o.bf16 ? " bf16 autocast" : "", torch, tokens / step_s / torch);
     else
-      fmt::print("PyTorch reference unavailable (needs python3-torch: DEEPCEE_WITH_TORCH=1 ./setup.sh)\n");
+      fmt::print(
+          "PyTorch reference unavailable ({} {}: {}); on a CPU machine Debian's python3-torch "
+          "serves (DEEPCEE_WITH_TORCH=1 ./setup.sh), on a GPU one --python must name a "
+          "PyTorch built with CUDA\n",
+          o.python, o.torch, why.empty() ? "no output" : why);
   }
   return 0;
 }

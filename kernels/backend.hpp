@@ -17,8 +17,8 @@ enum class matmul_precision { fp32, bf16 };
 
 struct backend_options {
   backend_kind kind = backend_kind::cpu;
-  int threads = 1;    ///< CPU: OpenBLAS threads (0 = OpenBLAS's default)
-  int device = 0;     ///< CUDA: device ordinal
+  int threads = 1; ///< CPU: OpenBLAS threads (0 = OpenBLAS's default)
+  int device = 0;  ///< CUDA: device ordinal
   matmul_precision precision = matmul_precision::fp32;
 };
 
@@ -58,8 +58,8 @@ struct adamw_step {
   float beta2 = 0.95f;
   float eps = 1e-8f;
   float weight_decay = 0;
-  float grad_scale = 1;  ///< multiplies the gradient first (global-norm clipping)
-  int step = 1;          ///< 1-based, for bias correction
+  float grad_scale = 1; ///< multiplies the gradient first (global-norm clipping)
+  int step = 1;         ///< 1-based, for bias correction
 };
 
 /// The operations the GPT layers need, implemented once per device kind. Pointers are
@@ -83,6 +83,7 @@ public:
   virtual void synchronize() = 0;
 
   // Dense algebra.
+  /// The batch's outputs must not overlap: stride_c >= (m - 1) * ldc + n when batch > 1.
   virtual void gemm(const gemm_desc& d, const float* a, const float* b, float* c) = 0;
   /// y[r, :] += bias for every row r.
   virtual void add_bias(float* y, const float* bias, int64_t rows, int64_t cols) = 0;
@@ -98,12 +99,12 @@ public:
 
   // LayerNorm over the last dimension; mean and rstd are saved per row for backward.
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
-                                 const float* gamma, const float* beta, int64_t rows,
-                                 int64_t cols, float eps) = 0;
+                                 const float* gamma, const float* beta, int64_t rows, int64_t cols,
+                                 float eps) = 0;
   /// dx = d(out)/dx^T dy (overwrite).
   virtual void layernorm_backward_input(float* dx, const float* dy, const float* x,
-                                        const float* mean, const float* rstd,
-                                        const float* gamma, int64_t rows, int64_t cols) = 0;
+                                        const float* mean, const float* rstd, const float* gamma,
+                                        int64_t rows, int64_t cols) = 0;
   /// dgamma += sum dy * xhat, dbeta += sum dy (accumulate).
   virtual void layernorm_backward_weight(float* dgamma, float* dbeta, const float* dy,
                                          const float* x, const float* mean, const float* rstd,
@@ -125,8 +126,8 @@ public:
 
   /// probs[r, i, j] = softmax_j(scale * scores[r, i, j]) over j <= i, and 0 for j > i;
   /// for r < rows (= batch * heads), each a T x T matrix.
-  virtual void softmax_causal_forward(float* probs, const float* scores, float scale,
-                                      int64_t rows, int T) = 0;
+  virtual void softmax_causal_forward(float* probs, const float* scores, float scale, int64_t rows,
+                                      int T) = 0;
   /// dscores = scale * probs * (dprobs - sum_j dprobs * probs) (overwrite).
   virtual void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs,
                                        float scale, int64_t rows, int T) = 0;
@@ -185,6 +186,10 @@ std::unique_ptr<backend> make_backend(const backend_options& options);
 
 /// Number of CUDA devices visible to this process (0 in a build without CUDA).
 int visible_cuda_devices();
+
+/// Why none is, in one line: no GPU, a GPU whose driver CUDA cannot use (too old for this
+/// build, ...), or a build without CUDA.
+std::string no_cuda_devices_reason();
 
 backend_kind parse_backend_kind(const std::string& name);
 

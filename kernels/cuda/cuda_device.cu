@@ -2,6 +2,9 @@
 
 #include <cuda_runtime.h>
 
+#include <filesystem>
+#include <string>
+
 namespace deepcee::kernels {
 
 int cuda_device_count() {
@@ -11,6 +14,17 @@ int cuda_device_count() {
     return 0;
   }
   return count;
+}
+
+std::string cuda_driver_problem() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  cudaGetLastError();
+  if (status == cudaSuccess || status == cudaErrorNoDevice ||
+      !std::filesystem::exists("/proc/driver/nvidia/version"))
+    return {};
+  return std::string("the NVIDIA driver is there, but CUDA says ") + cudaGetErrorName(status) +
+         ": " + cudaGetErrorString(status);
 }
 
 } // namespace deepcee::kernels

@@ -47,6 +47,12 @@ void gemm(cublasHandle_t handle, const gemm_desc& d, const float* a, const float
   CUDA_REQUIRE(d.lda >= std::max(1, a_cols), describe(d));
   CUDA_REQUIRE(d.ldb >= std::max(1, b_cols), describe(d));
   CUDA_REQUIRE(d.ldc >= std::max(1, d.n), describe(d));
+  // The batch's products run at once: their outputs must not overlap (the CPU's would
+  // accumulate in turn).
+  CUDA_REQUIRE(d.batch <= 1 || d.m == 0 || d.n == 0 ||
+                   d.stride_c >= static_cast<int64_t>(d.m - 1) * d.ldc + d.n,
+               describe(d) + ": the batch's outputs overlap (stride_c " +
+                   std::to_string(d.stride_c) + ")");
   if (d.m == 0 || d.n == 0 || d.batch == 0)
     return;
   if (d.k == 0) { // cuBLAS does not promise to handle an empty inner dimension

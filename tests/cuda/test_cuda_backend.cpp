@@ -104,8 +104,9 @@ int64_t matrix_elems(int rows, int ld) {
   return static_cast<int64_t>(rows) * ld;
 }
 
-void check_gemm(backends& be, dk::backend& gpu, const dk::gemm_desc& d, double tolerance,
-                uint32_t seed, const std::string& what) {
+/// Checks one product against the CPU's; returns its relative max error.
+double check_gemm(backends& be, dk::backend& gpu, const dk::gemm_desc& d, double tolerance,
+                  uint32_t seed, const std::string& what) {
   int rows_a = d.trans_a ? d.k : d.m, rows_b = d.trans_b ? d.n : d.k;
   int64_t size_a = d.stride_a * (d.batch - 1) + matrix_elems(rows_a, d.lda);
   int64_t size_b = d.stride_b * (d.batch - 1) + matrix_elems(rows_b, d.ldb);
@@ -121,6 +122,7 @@ void check_gemm(backends& be, dk::backend& gpu, const dk::gemm_desc& d, double t
   gpu.gemm(d, ga.f32(), gb.f32(), gc.f32());
   double e = relative_max_error(gpu.to_host<float>(gc), be.cpu->to_host<float>(cc));
   BOOST_TEST(e <= tolerance, what << ": relative max error " << e << " > " << tolerance);
+  return e;
 }
 
 /// A batched gemm with padded row strides and gaps between batch entries.
@@ -175,7 +177,7 @@ BOOST_FIXTURE_TEST_CASE(fill_values_and_offsets, backends) {
 
 BOOST_FIXTURE_TEST_CASE(add_axpy_scale, backends) {
   for (int64_t n : {int64_t{5}, int64_t{1000003}}) {
-    twin a = random(n, 4), b = random(n, 5), out = zeros(n);
+    twin a = random(n, 4), b = random(n, 5), out = random(n, 6);
     run([&](dk::backend& be, bool g) { be.add(out.at(g), a.at(g), b.at(g), n); });
     check(out, elementwise_tol, "add");
     run([&](dk::backend& be, bool g) { be.add(a.at(g), a.at(g), b.at(g), n); }); // aliased
@@ -254,7 +256,9 @@ BOOST_FIXTURE_TEST_CASE(gemm_bf16, backends) {
                  std::string("gemm bf16 ") + (ta ? "T" : "N") + (tb ? "T" : "N"));
   dk::gemm_desc d;
   d.m = 1031, d.n = 3072, d.k = 768, d.lda = 768, d.ldb = 3072, d.ldc = 3072;
-  check_gemm(*this, *bf16, d, gemm_bf16_tol, 17, "gemm bf16 large");
+  const double e = check_gemm(*this, *bf16, d, gemm_bf16_tol, 17, "gemm bf16 large");
+  // Inputs rounded to bf16 (8 bits of mantissa) leave about 1e-3; fp32 products about 1e-6.
+  BOOST_TEST(e > 1e-4, "bf16 products as exact as fp32 ones (" << e << "): no bf16 was used");
 }
 
 BOOST_FIXTURE_TEST_CASE(layernorm_forward_and_backward, backends) {
@@ -265,7 +269,8 @@ BOOST_FIXTURE_TEST_CASE(layernorm_forward_and_backward, backends) {
     std::string what = " " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
     int64_t n = s.rows * s.cols;
     twin x = random(n, 20, -2.0f, 3.0f), gamma = random(s.cols, 21, 0.5f, 1.5f),
-         beta = random(s.cols, 22), out = zeros(n), mean = zeros(s.rows), rstd = zeros(s.rows);
+         beta = random(s.cols, 22), out = random(n, 27), mean = random(s.rows, 28),
+         rstd = random(s.rows, 29);
     run([&](dk::backend& b, bool g) {
       b.layernorm_forward(out.at(g), mean.at(g), rstd.at(g), x.at(g), gamma.at(g), beta.at(g),
                           s.rows, s.cols, 1e-5f);
@@ -295,7 +300,9 @@ BOOST_FIXTURE_TEST_CASE(layernorm_forward_and_backward, backends) {
 
 BOOST_FIXTURE_TEST_CASE(gelu_forward_and_backward, backends) {
   for (int64_t n : {int64_t{7}, int64_t{100003}}) {
-    twin x = random(n, 30, -5.0f, 5.0f), out = zeros(n), dy = random(n, 31), dx = zeros(n);
+    // Outputs start as garbage: an op that adds where it must overwrite differs.
+    twin x = random(n, 30, -5.0f, 5.0f), out = random(n, 32), dy = random(n, 31),
+         dx = random(n, 33);
     run([&](dk::backend& b, bool g) { b.gelu_forward(out.at(g), x.at(g), n); });
     check(out, transcendental_tol, "gelu_forward");
     run([&](dk::backend& b, bool g) { b.gelu_backward(dx.at(g), dy.at(g), x.at(g), n); });
@@ -313,19 +320,19 @@ BOOST_FIXTURE_TEST_CASE(attention_layouts, backends) {
     std::string what = " " + std::to_string(s.B) + "," + std::to_string(s.T) + "," +
                        std::to_string(s.H) + "," + std::to_string(s.D);
     int64_t n = static_cast<int64_t>(s.B) * s.T * s.H * s.D;
-    twin qkv = random(3 * n, 40), q = zeros(n), k = zeros(n), v = zeros(n);
+    twin qkv = random(3 * n, 40), q = random(n, 45), k = random(n, 46), v = random(n, 47);
     run([&](dk::backend& b, bool g) {
       b.split_qkv(q.at(g), k.at(g), v.at(g), qkv.at(g), s.B, s.T, s.H, s.D);
     });
     check(q, exact, "split_qkv q" + what);
     check(k, exact, "split_qkv k" + what);
     check(v, exact, "split_qkv v" + what);
-    twin dq = random(n, 41), dk_ = random(n, 42), dv = random(n, 43), dqkv = zeros(3 * n);
+    twin dq = random(n, 41), dk_ = random(n, 42), dv = random(n, 43), dqkv = random(3 * n, 48);
     run([&](dk::backend& b, bool g) {
       b.merge_qkv(dqkv.at(g), dq.at(g), dk_.at(g), dv.at(g), s.B, s.T, s.H, s.D);
     });
     check(dqkv, exact, "merge_qkv" + what);
-    twin yh = random(n, 44), y = zeros(n), back = zeros(n);
+    twin yh = random(n, 44), y = random(n, 49), back = random(n, 39);
     run([&](dk::backend& b, bool g) { b.merge_heads(y.at(g), yh.at(g), s.B, s.T, s.H, s.D); });
     check(y, exact, "merge_heads" + what);
     run([&](dk::backend& b, bool g) { b.split_heads(back.at(g), y.at(g), s.B, s.T, s.H, s.D); });
@@ -365,7 +372,7 @@ BOOST_FIXTURE_TEST_CASE(embedding_forward_and_backward, backends) {
     int64_t n = static_cast<int64_t>(s.B) * s.T * s.C;
     twin tokens = upload_ids(random_ids(static_cast<size_t>(s.B) * s.T, 60, s.V));
     twin wte = random(static_cast<int64_t>(s.V) * s.C, 61), wpe = random(s.T * s.C, 62),
-         out = zeros(n);
+         out = random(n, 66);
     run([&](dk::backend& b, bool g) {
       b.embedding_forward(out.at(g), tokens.ids(g), wte.at(g), wpe.at(g), s.B, s.T, s.C);
     });
@@ -390,7 +397,8 @@ BOOST_FIXTURE_TEST_CASE(cross_entropy, backends) {
   for (shape s : {shape{5, 7}, shape{37, 50257}, shape{1024, 50257}, shape{3, 1}}) {
     std::string what = " " + std::to_string(s.n) + "x" + std::to_string(s.V);
     int64_t total = s.n * s.V;
-    twin logits = random(total, 70, -6.0f, 6.0f), probs = zeros(total), losses = zeros(s.n);
+    twin logits = random(total, 70, -6.0f, 6.0f), probs = random(total, 73),
+         losses = random(s.n, 74);
     twin targets = upload_ids(random_ids(s.n, 71, s.V));
     run([&](dk::backend& b, bool g) {
       b.cross_entropy_forward(losses.at(g), probs.at(g), logits.at(g), targets.ids(g), s.n, s.V);
@@ -466,6 +474,13 @@ BOOST_AUTO_TEST_CASE(bad_shapes_throw) {
     BOOST_ERROR("gemm accepted lda < k");
   } catch (const std::invalid_argument& e) {
     BOOST_TEST(std::string(e.what()).find("lda 3") != std::string::npos, e.what());
+  }
+  d.lda = 4, d.batch = 2, d.stride_c = 8; // the two 4 x 4 outputs would share rows
+  try {
+    gpu->gemm(d, t.f32(), t.f32(), t.f32());
+    BOOST_ERROR("gemm accepted overlapping batch outputs");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string(e.what()).find("outputs overlap") != std::string::npos, e.what());
   }
   BOOST_CHECK_THROW(gpu->add(t.f32(), t.f32(), t.f32(), -1), std::invalid_argument);
   gpu->synchronize(); // nothing bad was enqueued

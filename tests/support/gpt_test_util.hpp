@@ -3,11 +3,40 @@
 #include "kernels/backend.hpp"
 #include "kernels/gpt/gpt_model.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace deepcee::test {
+
+/// What disagrees between weights after `steps` AdamW steps at rate `lr` on two backends, or
+/// empty. Adam turns a gradient below rounding noise into a step of +-lr, so where a
+/// gradient was near zero an element may differ by up to a few lr per step; every other
+/// element (all but 1%, or one) must agree within `tolerance` of the tensor's largest weight.
+inline std::string adam_weights_disagree(const std::vector<float>& got,
+                                         const std::vector<float>& want, double tolerance,
+                                         double lr, int steps) {
+  if (got.size() != want.size())
+    return std::to_string(got.size()) + " weights, expected " + std::to_string(want.size());
+  double largest = 1e-12;
+  for (float w : want)
+    largest = std::max(largest, std::abs(static_cast<double>(w)));
+  size_t loose = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double diff = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (!(diff <= 3 * lr * steps))
+      return "weight " + std::to_string(i) + " differs by " + std::to_string(diff) +
+             ", more than 3 lr per step";
+    loose += diff > tolerance * largest;
+  }
+  if (loose > std::max<size_t>(1, got.size() / 100))
+    return std::to_string(loose) + " of " + std::to_string(got.size()) +
+           " weights differ by more than " + std::to_string(tolerance) + " of the largest";
+  return {};
+}
 
 inline std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f) {
   std::mt19937_64 rng(seed);
