@@ -121,10 +121,9 @@ void pump(self_ptr self) {
     return;
   auto values = st.ring->take_values();
   st.ring.reset();
-  if (st.size > 1)
-    st.worker->set_gradients(values);
-  st.reduced.deliver(
-      gradient_values{st.ring_step, st.rank == 0 ? std::move(values) : std::vector<float>{}});
+  st.worker->set_gradients(values);
+  st.reduced.deliver(gradient_values{
+      st.ring_step, st.rank == 0 && st.answer_sums ? std::move(values) : std::vector<float>{}});
 }
 
 /// A failed ring answers its reduce with the reason and forgets the round.
@@ -221,8 +220,16 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
         s.rank = rank;
         s.size = size;
       },
-      [=](reduce_atom, int64_t step) -> caf::result<gradient_values> {
+      [=](reduce_atom, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
         auto& s = self->state;
+        if (s.size == 1) { // alone: its gradients are the sums already
+          try {
+            return gradient_values{step,
+                                   answer_sums ? worker(self).gradients() : std::vector<float>{}};
+          } catch (const std::exception& e) {
+            return failure(self, e);
+          }
+        }
         s.reduced = self->make_response_promise<gradient_values>();
         try {
           if (s.ring)
@@ -232,6 +239,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
             throw std::runtime_error(std::exchange(s.refused, {}));
           s.ring.emplace(s.rank, s.size, worker(self).gradients());
           s.ring_step = step;
+          s.answer_sums = answer_sums;
           s.sent_round = false;
           // Rounds of earlier (failed) steps will never be needed.
           std::erase_if(s.early, [&](const ring_chunk& c) { return c.step < step; });
@@ -271,6 +279,13 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       [=](gradients_atom) -> caf::result<std::vector<float>> {
         try {
           return worker(self).gradients();
+        } catch (const std::exception& e) {
+          return failure(self, e);
+        }
+      },
+      [=](squares_atom) -> caf::result<double> {
+        try {
+          return worker(self).gradient_sum_squares();
         } catch (const std::exception& e) {
           return failure(self, e);
         }

@@ -69,9 +69,8 @@ size_t gradient_size(const runtime::model_config& model, int first, int last) {
   return n;
 }
 
-device_worker::device_worker(const runtime::model_config& model, int first_layer,
-                             int last_layer, uint64_t seed,
-                             const runtime::optimizer_config& optimizer,
+device_worker::device_worker(const runtime::model_config& model, int first_layer, int last_layer,
+                             uint64_t seed, const runtime::optimizer_config& optimizer,
                              const kernels::backend_options& backend)
     : model_(model), first_layer_(first_layer), last_layer_(last_layer),
       backend_(kernels::make_backend(backend)),
@@ -160,6 +159,13 @@ size_t device_worker::gradient_size() const {
   return n;
 }
 
+double device_worker::gradient_sum_squares() {
+  double sum = 0;
+  for (auto* p : by_layer_)
+    sum += backend_->sum_squares(p->grad.f32(), p->grad.numel());
+  return sum;
+}
+
 std::vector<float> device_worker::gradients() {
   std::vector<float> out(gradient_size());
   size_t at = 0;
@@ -217,9 +223,9 @@ void device_worker::load_parameter_states(const std::vector<kernels::parameter_s
       layer = layer_of_parameter(s.name, model_.n_layer);
     } catch (const std::exception&) { // "transformer.h.x...": not a block number
     }
-    const bool known = layer >= first_layer_ && layer < last_layer_ &&
-                       std::any_of(by_layer_.begin(), by_layer_.end(),
-                                   [&](auto* p) { return p->name == s.name; });
+    const bool known =
+        layer >= first_layer_ && layer < last_layer_ &&
+        std::any_of(by_layer_.begin(), by_layer_.end(), [&](auto* p) { return p->name == s.name; });
     if (!known)
       runtime::fail_input(source, 0,
                           "tensor '" + s.name + "' is not a parameter of layers [" +

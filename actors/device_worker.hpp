@@ -20,8 +20,8 @@ namespace deepcee::actors {
 /// actor owns one (device_actor.hpp).
 class device_worker {
 public:
-  device_worker(const runtime::model_config& model, int first_layer, int last_layer,
-                uint64_t seed, const runtime::optimizer_config& optimizer,
+  device_worker(const runtime::model_config& model, int first_layer, int last_layer, uint64_t seed,
+                const runtime::optimizer_config& optimizer,
                 const kernels::backend_options& backend);
 
   bool first() const { return first_layer_ == 0; }
@@ -44,6 +44,8 @@ public:
   /// Values of every gradient, layer by layer, each layer's parameters in model order.
   size_t gradient_size() const;
   std::vector<float> gradients();
+  /// The sum of the squares of gradients(), taken where they lie (in double).
+  double gradient_sum_squares();
   void set_gradients(std::span<const float> values);
   /// The gradient tensors in gradients()'s order (device memory: for NCCL).
   std::vector<kernels::tensor*> gradient_tensors();

@@ -8,14 +8,14 @@
 #include "messages/codec.hpp"
 
 #include <caf/stateful_actor.hpp>
-#include <spdlog/spdlog.h>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
-#include <tuple>
-#include <utility>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace deepcee::actors {
 
@@ -24,21 +24,20 @@ namespace {
 using self_ptr = group_actor::stateful_pointer<group_state>;
 
 /// Asks each device in `asked` (indices into the group) the request `request_of(k)` for the
-/// k-th of them (a tuple of the message's elements) and, once all have answered, calls `on_all(answers)`
-/// (in the order of `asked`), which answers `promise`; the first error (a device's, or
-/// what `on_all` throws) answers it instead, and later answers are ignored.
+/// k-th of them (a tuple of the message's elements) and, once all have answered, calls
+/// `on_all(answers)` (in the order of `asked`), which answers `promise`; the first error (a
+/// device's, or what `on_all` throws) answers it instead, and later answers are ignored.
 template <class Answer, class Result, class RequestOf, class OnAll>
 void ask_devices(self_ptr self, const std::vector<size_t>& asked,
-                 caf::typed_response_promise<Result> promise, RequestOf request_of,
-                 OnAll on_all) {
+                 caf::typed_response_promise<Result> promise, RequestOf request_of, OnAll on_all) {
   struct gather {
     std::vector<Answer> answers;
     size_t missing = 0;
     bool failed = false;
   };
   if (!self->state.unready.empty()) {
-    promise.deliver(caf::make_error(caf::sec::runtime_error,
-                                    self->state.where + ": " + self->state.unready));
+    promise.deliver(
+        caf::make_error(caf::sec::runtime_error, self->state.where + ": " + self->state.unready));
     return;
   }
   if (asked.empty()) {
@@ -80,10 +79,9 @@ template <class Answer, class Result, class RequestOf, class Finish>
 void gather_devices(self_ptr self, const std::vector<size_t>& asked,
                     caf::typed_response_promise<Result> promise, Finish finish,
                     RequestOf request_of) {
-  ask_devices<Answer>(self, asked, promise, request_of,
-                      [=](std::vector<Answer>& answers) mutable {
-                        promise.deliver(finish(answers));
-                      });
+  ask_devices<Answer>(self, asked, promise, request_of, [=](std::vector<Answer>& answers) mutable {
+    promise.deliver(finish(answers));
+  });
 }
 
 /// Tells every device its rank and the next device of the ring; from then on the group
@@ -111,9 +109,9 @@ void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
     return; // a second wiring (a restarted coordinator's) changes nothing here
   const auto& model = job->plan.model;
   // Ring chunks between nodes are single messages: a stage too large for them cannot run.
-  const auto chunk = (gradient_size(model, st.plan.first_layer, st.plan.last_layer) +
-                      st.devices.size() - 1) /
-                     st.devices.size();
+  const auto chunk =
+      (gradient_size(model, st.plan.first_layer, st.plan.last_layer) + st.devices.size() - 1) /
+      st.devices.size();
   if (static_cast<int64_t>(chunk * sizeof(float)) > messages::max_payload_bytes) {
     st.unready = "its ring all-reduce sends chunks of " + std::to_string(chunk) +
                  " values, more than one message between nodes carries";
@@ -144,13 +142,44 @@ std::vector<size_t> all_devices(const group_state& st) {
 /// Sends `xs` to every device and answers `step` once all have done it (the first error
 /// instead).
 template <class... Ts>
-caf::typed_response_promise<int64_t> to_every_device(self_ptr self, int64_t step,
-                                                     const Ts&... xs) {
+caf::typed_response_promise<int64_t> to_every_device(self_ptr self, int64_t step, const Ts&... xs) {
   auto promise = self->make_response_promise<int64_t>();
   gather_devices<int64_t>(
       self, all_devices(self->state), promise, [step](std::vector<int64_t>&) { return step; },
       [=](size_t) { return std::make_tuple(xs...); });
   return promise;
+}
+
+/// All-reduces the devices' gradients of `step`, every device ending with the sums, then
+/// calls `then(sums)`: the ring's sums when `on_host` asks for them (else null), null after
+/// NCCL (GPUs of this process), which sums the gradients where they lie. The first error
+/// answers `promise` instead.
+template <class Result, class Then>
+void all_reduce(self_ptr self, int64_t step, bool on_host,
+                caf::typed_response_promise<Result> promise, Then then) {
+  const auto all = all_devices(self->state);
+  if (!self->state.gpu_all_reduce) { // the ring of actor messages
+    ask_devices<gradient_values>(
+        self, all, promise, [=](size_t) { return std::make_tuple(reduce_atom_v, step, on_host); },
+        [=](std::vector<gradient_values>& reduced) mutable {
+          then(on_host ? &reduced.at(0).values : nullptr);
+        });
+    return;
+  }
+  ask_devices<device_buffers>(
+      self, all, promise, [](size_t) { return std::make_tuple(buffers_atom_v); },
+      [=](std::vector<device_buffers>& by_device) mutable {
+        std::vector<std::vector<std::span<float>>> per_rank;
+        for (auto& d : by_device)
+          per_rank.push_back(std::move(d.buffers));
+        try {
+          self->state.gpu_all_reduce(per_rank);
+        } catch (...) { // NCCL aborted its communicators: later steps use the ring
+          self->state.gpu_all_reduce = nullptr;
+          throw;
+        }
+        then(nullptr);
+      });
 }
 
 } // namespace
@@ -226,28 +255,25 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
         auto promise = self->make_response_promise<std::vector<float>>();
-        const auto all = all_devices(self->state);
-        if (!self->state.gpu_all_reduce) { // the ring of actor messages
-          gather_devices<gradient_values>(
-              self, all, promise,
-              [](std::vector<gradient_values>& reduced) { return std::move(reduced.at(0).values); },
-              [=](size_t) { return std::make_tuple(reduce_atom_v, step); });
-          return promise;
-        }
-        // GPUs of this process: NCCL sums the devices' gradients where they lie, then the
-        // first device's come back as the group's sum.
-        ask_devices<device_buffers>(
-            self, all, promise, [](size_t) { return std::make_tuple(buffers_atom_v); },
-            [=](std::vector<device_buffers>& by_device) mutable {
-              std::vector<std::vector<std::span<float>>> per_rank;
-              for (auto& d : by_device)
-                per_rank.push_back(std::move(d.buffers));
-              self->state.gpu_all_reduce(per_rank);
-              gather_devices<std::vector<float>>(
-                  self, {0}, promise,
-                  [](std::vector<std::vector<float>>& sums) { return std::move(sums.at(0)); },
-                  [](size_t) { return std::make_tuple(gradients_atom_v); });
-            });
+        all_reduce(self, step, true, promise, [=](std::vector<float>* sums) mutable {
+          if (sums) {
+            promise.deliver(std::move(*sums));
+            return;
+          }
+          gather_devices<std::vector<float>>( // the first device's, where NCCL left them
+              self, {0}, promise,
+              [](std::vector<std::vector<float>>& first) { return std::move(first.at(0)); },
+              [](size_t) { return std::make_tuple(gradients_atom_v); });
+        });
+        return promise;
+      },
+      [=](squares_atom, int64_t step) -> caf::result<double> {
+        auto promise = self->make_response_promise<double>();
+        all_reduce(self, step, false, promise, [=](std::vector<float>*) mutable {
+          gather_devices<double>(
+              self, {0}, promise, [](std::vector<double>& first) { return first.at(0); },
+              [](size_t) { return std::make_tuple(squares_atom_v); });
+        });
         return promise;
       },
       [=](const gradient_values& g) -> caf::result<int64_t> {

@@ -28,19 +28,19 @@ using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_t
 /// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
 /// process; `device_rows` in the message, from a stage on another node), takes part in its
 /// group's ring all-reduce (`reduce` starts it and answers with the reduced gradients on
-/// rank 0, empty values on the others; `ring_chunk` is a round from the previous device;
-/// `ring` names the next device, this device's rank and the ring's size), hands out its
-/// gradients (`buffers`: where they lie on its GPU, for the group's NCCL all-reduce;
-/// `gradients`: a host copy), and steps, snapshots and restores its weights (`digest`: a
+/// rank 0 when asked for them, empty values otherwise; `ring_chunk` is a round from the
+/// previous device; `ring` names the next device, this device's rank and the ring's size),
+/// hands out its gradients (`buffers`: where they lie on its GPU, for the group's NCCL
+/// all-reduce; `gradients`: a host copy; `squares`: their sum of squares, taken where they
+/// lie), and steps, snapshots and restores its weights (`digest`: a
 /// hash of its weights and moments, to check it holds what the stage's first device does).
 using device_actor = caf::typed_actor<
-    caf::replies_to<device_work>::with<double>,
-    caf::replies_to<device_rows>::with<device_output>,
+    caf::replies_to<device_work>::with<double>, caf::replies_to<device_rows>::with<device_output>,
     caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t>,
-    caf::replies_to<reduce_atom, int64_t>::with<gradient_values>, caf::reacts_to<ring_chunk>,
+    caf::replies_to<reduce_atom, int64_t, bool>::with<gradient_values>, caf::reacts_to<ring_chunk>,
     caf::replies_to<buffers_atom>::with<device_buffers>,
     caf::replies_to<gradients_atom>::with<std::vector<float>>,
-    caf::replies_to<gradient_values>::with<int64_t>,
+    caf::replies_to<squares_atom>::with<double>, caf::replies_to<gradient_values>::with<int64_t>,
     caf::replies_to<optimize_order>::with<int64_t>,
     caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
     caf::replies_to<digest_atom>::with<uint64_t>,
@@ -49,17 +49,20 @@ using device_actor = caf::typed_actor<
 /// The devices of one stage (group_actor.hpp): splits each op's micro-batch by samples among
 /// its device actors and answers once all are done (a last stage's F: the loss sum over
 /// devices, in device order); `reduce` all-reduces its devices' gradients and answers with
-/// their sum; the rest goes to every device (a snapshot is checked to be the same on each).
-/// `devices` hands it the device actors of its devices on other nodes, by place in the
-/// stage (empty where the group spawns its own); it waits for them when it has any.
-using group_actor = caf::typed_actor<
-    caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>>,
-    caf::replies_to<device_work>::with<double>,
-    caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>,
-    caf::replies_to<gradient_values>::with<int64_t>,
-    caf::replies_to<optimize_order>::with<int64_t>,
-    caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
-    caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+/// their sum (`squares`: with the sum of its squares, the sum staying on the devices, for a
+/// job of one pipeline, where no other stage needs it); the rest goes to every device (a snapshot
+/// is checked to be the same on each). `devices` hands it the device actors of its devices on other
+/// nodes, by place in the stage (empty where the group spawns its own); it waits for them when it
+/// has any.
+using group_actor =
+    caf::typed_actor<caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>>,
+                     caf::replies_to<device_work>::with<double>,
+                     caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>,
+                     caf::replies_to<squares_atom, int64_t>::with<double>,
+                     caf::replies_to<gradient_values>::with<int64_t>,
+                     caf::replies_to<optimize_order>::with<int64_t>,
+                     caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
+                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
 
 /// One link that several stages send on in virtual time (a WAN pipe crossed by several
 /// pipelines): it orders their transfers by send time with conservative synchronisation

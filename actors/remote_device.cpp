@@ -99,9 +99,10 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
       [=](ring_atom a, caf::strong_actor_ptr next, int32_t rank, int32_t size) {
         self->send(self->state.device, a, std::move(next), rank, size);
       },
-      [=](reduce_atom a, int64_t step) -> caf::result<gradient_values> {
-        return self->delegate(self->state.device, a, step);
+      [=](reduce_atom a, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
+        return self->delegate(self->state.device, a, step, answer_sums);
       },
+      [=](squares_atom a) -> caf::result<double> { return self->delegate(self->state.device, a); },
       [=](ring_chunk& c) { self->send(self->state.device, std::move(c)); },
       [=](buffers_atom) -> caf::result<device_buffers> { return not_here("GPU buffers"); },
       [=](gradients_atom) -> caf::result<std::vector<float>> { return not_here("host gradients"); },

@@ -1,8 +1,8 @@
 #include "actors/stage_actor.hpp"
 #include "actors/wire_format.hpp"
 
-#include "actors/group_actor.hpp"
 #include "actors/device_worker.hpp"
+#include "actors/group_actor.hpp"
 #include "actors/stage_checkpoint.hpp"
 #include "actors/stage_tensors.hpp"
 #include "kernels/gpt/stage_worker.hpp"
@@ -172,10 +172,6 @@ void try_reduce(self_ptr self) {
     for (float v : total)
       sum_squares += static_cast<double>(v) * v;
   st.own_gradients.clear();
-  if (pipelines == 1) { // the ring left the group's sum on every device already
-    report_step(self, sum_squares);
-    return;
-  }
   const auto epoch = st.epoch;
   self->request(st.group, caf::infinite, gradient_values{st.step, std::move(total)})
       .then(
@@ -215,8 +211,9 @@ void send_shares(self_ptr self) {
   }
 }
 
-/// The op list is done: the group all-reduces its devices' gradients (a ring), then the
-/// stage exchanges the sum with the other pipelines' holders of its layers.
+/// The op list is done: the group all-reduces its devices' gradients (a ring, or NCCL),
+/// then the stage exchanges the sum with the other pipelines' holders of its layers; in a
+/// job of one pipeline it needs only the sum's squares, taken on its first device.
 void finish_compute(self_ptr self) {
   auto& st = self->state;
   st.running = false;
@@ -226,6 +223,16 @@ void finish_compute(self_ptr self) {
   }
   st.reducing = true;
   const auto epoch = st.epoch;
+  if (st.job->plan.pipelines.size() == 1) { // no other holder: the sums stay on the devices
+    self->request(st.group, caf::infinite, squares_atom_v, st.step)
+        .then(
+            [=](double sum_squares) {
+              if (self->state.epoch == epoch)
+                report_step(self, sum_squares);
+            },
+            group_failure(self));
+    return;
+  }
   self->request(st.group, caf::infinite, reduce_atom_v, st.step)
       .then(
           [=](std::vector<float>& sum) {
@@ -409,8 +416,8 @@ void start_step(self_ptr self, const step_order& order) {
   st.b_end.assign(static_cast<size_t>(m), -1.0);
   if (!st.job->dry() && (st.first || st.last))
     st.batch = std::make_shared<const runtime::token_batch>(st.job->corpus->sample_batch(
-        runtime::corpus_split::train, plan.global_batch(), plan.model.context,
-        st.job->train.seed, static_cast<uint64_t>(order.step)));
+        runtime::corpus_split::train, plan.global_batch(), plan.model.context, st.job->train.seed,
+        static_cast<uint64_t>(order.step)));
   advance(self);
 }
 

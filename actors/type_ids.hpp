@@ -68,6 +68,7 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_rows))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_output))
 CAF_ADD_ATOM(deepcee, deepcee::actors, digest_atom, "digest")
 CAF_ADD_ATOM(deepcee, deepcee::actors, devices_atom, "devices")
+CAF_ADD_ATOM(deepcee, deepcee::actors, squares_atom, "squares")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

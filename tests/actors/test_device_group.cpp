@@ -68,14 +68,21 @@ struct step_sums {
   std::vector<float> gradients;
 };
 
-step_sums run_both_micro_batches(group_fixture& f, caf::scoped_actor& self,
-                                 const group_actor& group) {
-  step_sums out;
+/// F, B and W of both micro-batches; the loss.
+double run_ops(group_fixture& f, caf::scoped_actor& self, const group_actor& group) {
+  double loss = 0;
   for (int m = 0; m < 2; ++m) {
-    out.loss += ask<double>(self, group, f.op(runtime::op_kind::forward, m));
+    loss += ask<double>(self, group, f.op(runtime::op_kind::forward, m));
     ask<double>(self, group, f.op(runtime::op_kind::backward_input, m));
     ask<double>(self, group, f.op(runtime::op_kind::backward_weight, m));
   }
+  return loss;
+}
+
+step_sums run_both_micro_batches(group_fixture& f, caf::scoped_actor& self,
+                                 const group_actor& group) {
+  step_sums out;
+  out.loss = run_ops(f, self, group);
   out.gradients = ask<std::vector<float>>(self, group, reduce_atom_v, int64_t{0});
   return out;
 }
@@ -122,6 +129,30 @@ BOOST_AUTO_TEST_CASE(three_devices_and_their_ring_equal_one_device_on_the_whole_
   for (size_t i = 0; i < ref.size(); ++i)
     BOOST_TEST(ref[i].value == states[i].value, ref[i].name);
   self->send_exit(group, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_one_pipeline_reduce_answers_the_sums_squares_and_leaves_the_sums) {
+  caf::scoped_actor self{sys};
+  auto with_values = spawn_group(self.ptr(), job, 0, 0);
+  const auto want = run_both_micro_batches(*this, self, with_values);
+  double want_squares = 0;
+  for (float g : want.gradients)
+    want_squares += static_cast<double>(g) * g;
+  auto squares_only = spawn_group(self.ptr(), job, 0, 0);
+  run_ops(*this, self, squares_only);
+  const double squares = ask<double>(self, squares_only, squares_atom_v, int64_t{0});
+  BOOST_TEST(squares > 0);
+  BOOST_TEST(std::abs(squares - want_squares) <= 1e-12 * want_squares);
+  // The sums stay on the devices: the same step's weights follow.
+  ask<int64_t>(self, with_values, optimize_order{1, 1e-3, std::sqrt(want_squares)});
+  ask<int64_t>(self, squares_only, optimize_order{1, 1e-3, std::sqrt(want_squares)});
+  const auto a = ask<std::vector<kernels::parameter_state>>(self, with_values, snapshot_atom_v);
+  const auto b = ask<std::vector<kernels::parameter_state>>(self, squares_only, snapshot_atom_v);
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    BOOST_TEST((a[i].value == b[i].value), a[i].name);
+  for (const auto& g : {with_values, squares_only})
+    self->send_exit(g, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(devices_on_another_node_compute_what_local_ones_do) {
@@ -238,7 +269,7 @@ BOOST_AUTO_TEST_CASE(a_ring_chunk_no_honest_ring_sends_fails_the_devices_reduce_
   auto device = sys.spawn(device_behavior, job, 0, 0, 1);
   self->send(device, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), 1, 3);
   self->send(device, ring_chunk{0, 9, {1.0f}}); // a ring of 3 has rounds 0 to 3
-  self->request(device, std::chrono::seconds(30), reduce_atom_v, int64_t{0})
+  self->request(device, std::chrono::seconds(30), reduce_atom_v, int64_t{0}, true)
       .receive([](gradient_values&) { BOOST_FAIL("a reduce ran past a refused chunk"); },
                [&](caf::error& e) {
                  BOOST_TEST(sys.render(e).find("pipeline 0 stage 0 device 1: a ring chunk from "
