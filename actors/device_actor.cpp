@@ -1,6 +1,7 @@
 #include "actors/device_actor.hpp"
 
 #include "actors/wire_format.hpp"
+#include "messages/codec.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/schedule.hpp"
 
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,6 +22,10 @@ namespace deepcee::actors {
 namespace {
 
 using self_ptr = device_actor::stateful_pointer<device_state>;
+
+/// The most values of one ring chunk: what one message between nodes carries. A stage's
+/// gradients beyond that go round segment after segment (the same bits in every layout).
+constexpr size_t ring_chunk_values = messages::max_payload_bytes / sizeof(float);
 
 caf::error failure(self_ptr self, const std::exception& e) {
   return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + e.what());
@@ -141,8 +147,12 @@ std::string early_refusal(self_ptr self, const ring_chunk& c) {
   std::vector<runtime::ring_round> waiting;
   for (const auto& w : st.early)
     waiting.push_back({w.step, w.round});
-  const runtime::ring_position at{st.rank, st.size, st.worker->gradient_size(), st.ring_step,
-                                  st.ring ? st.ring->round() : 2 * (st.size - 1)};
+  const runtime::ring_position at{st.rank,
+                                  st.size,
+                                  st.worker->gradient_size(),
+                                  st.ring_step,
+                                  st.ring ? st.ring->round() : std::numeric_limits<int>::max(),
+                                  ring_chunk_values};
   return runtime::early_chunk_refusal(waiting, {c.step, c.round}, c.values.size(), at);
 }
 
@@ -237,7 +247,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
                                    std::to_string(s.ring_step) + " reduces");
           if (!s.refused.empty())
             throw std::runtime_error(std::exchange(s.refused, {}));
-          s.ring.emplace(s.rank, s.size, worker(self).gradients());
+          s.ring.emplace(s.rank, s.size, worker(self).gradients(), ring_chunk_values);
           s.ring_step = step;
           s.answer_sums = answer_sums;
           s.sent_round = false;

@@ -160,10 +160,10 @@ size_t device_worker::gradient_size() const {
 }
 
 double device_worker::gradient_sum_squares() {
-  double sum = 0;
+  std::vector<kernels::float_buffer> grads;
   for (auto* p : by_layer_)
-    sum += backend_->sum_squares(p->grad.f32(), p->grad.numel());
-  return sum;
+    grads.push_back({p->grad.f32(), p->grad.numel()});
+  return backend_->sum_squares_of(grads);
 }
 
 std::vector<float> device_worker::gradients() {

@@ -108,15 +108,6 @@ void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
   if (st.unready.empty())
     return; // a second wiring (a restarted coordinator's) changes nothing here
   const auto& model = job->plan.model;
-  // Ring chunks between nodes are single messages: a stage too large for them cannot run.
-  const auto chunk =
-      (gradient_size(model, st.plan.first_layer, st.plan.last_layer) + st.devices.size() - 1) /
-      st.devices.size();
-  if (static_cast<int64_t>(chunk * sizeof(float)) > messages::max_payload_bytes) {
-    st.unready = "its ring all-reduce sends chunks of " + std::to_string(chunk) +
-                 " values, more than one message between nodes carries";
-    return;
-  }
   for (size_t j = 0; j < st.devices.size(); ++j) {
     if (st.devices[j])
       continue;

@@ -16,6 +16,13 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+double backend::sum_squares_of(const std::vector<float_buffer>& buffers) {
+  double sum = 0;
+  for (const auto& b : buffers)
+    sum += sum_squares(b.data, b.n);
+  return sum;
+}
+
 int visible_cuda_devices() {
 #ifdef DEEPCEE_HAVE_CUDA
   return cuda_device_count();

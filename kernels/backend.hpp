@@ -52,6 +52,12 @@ inline gemm_desc packed_gemm(bool trans_a, bool trans_b, int m, int n, int k, fl
   return d;
 }
 
+/// `n` floats in a backend's memory (kernels/cuda compiles as C++17: no std::span here).
+struct float_buffer {
+  const float* data = nullptr;
+  int64_t n = 0;
+};
+
 struct adamw_step {
   float lr = 0;
   float beta1 = 0.9f;
@@ -96,6 +102,9 @@ public:
   virtual void scale(float* x, float alpha, int64_t n) = 0;
   /// Sum of x[i]^2, accumulated in double; waits for the result.
   virtual double sum_squares(const float* x, int64_t n) = 0;
+  /// The sum_squares of each buffer, added in order (the same bits as calling it for each);
+  /// waits once.
+  virtual double sum_squares_of(const std::vector<float_buffer>& buffers);
 
   // LayerNorm over the last dimension; mean and rstd are saved per row for backward.
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x,

@@ -6,11 +6,13 @@
 
 namespace deepcee::runtime {
 
-ring_allreduce::ring_allreduce(int rank, int size, std::vector<float> values)
+ring_allreduce::ring_allreduce(int rank, int size, std::vector<float> values, size_t max_chunk)
     : rank_(rank), size_(size), values_(std::move(values)) {
-  if (size < 1 || rank < 0 || rank >= size)
+  if (size < 1 || rank < 0 || rank >= size || max_chunk == 0)
     throw std::invalid_argument("ring_allreduce: rank " + std::to_string(rank) + " of " +
-                                std::to_string(size));
+                                std::to_string(size) + ", chunks of at most " +
+                                std::to_string(max_chunk));
+  segments_ = segments(values_.size(), size, max_chunk);
 }
 
 std::pair<size_t, size_t> ring_allreduce::bounds(size_t length, int size, int c) {
@@ -18,8 +20,16 @@ std::pair<size_t, size_t> ring_allreduce::bounds(size_t length, int size, int c)
   return {length * i / n, length * (i + 1) / n};
 }
 
-size_t ring_allreduce::incoming_length(size_t length, int rank, int size, int r) {
-  const auto [b, e] = bounds(length, size, ring_allreduce(rank, size, {}).chunk_of(r, true));
+int ring_allreduce::segments(size_t length, int size, size_t max_chunk) {
+  const auto n = static_cast<size_t>(size);
+  const size_t per_segment = max_chunk > SIZE_MAX / n ? SIZE_MAX : max_chunk * n;
+  return static_cast<int>(std::max<size_t>(1, length / per_segment + (length % per_segment != 0)));
+}
+
+size_t ring_allreduce::incoming_length(size_t length, int rank, int size, int r, size_t max_chunk) {
+  ring_allreduce shape(rank, size, {}, max_chunk);
+  shape.segments_ = segments(length, size, max_chunk);
+  const auto [b, e] = shape.span_of(r, true, length);
   return e - b;
 }
 
@@ -32,23 +42,33 @@ int ring_allreduce::chunk_of(int r, bool incoming) const {
   return ((c % size_) + size_) % size_;
 }
 
+std::pair<size_t, size_t> ring_allreduce::span_of(int r, bool incoming, size_t length) const {
+  const int per_segment = 2 * (size_ - 1);
+  if (per_segment == 0) // one rank: no rounds
+    return {0, 0};
+  const auto [s0, s1] = bounds(length, segments_, r / per_segment); // the segment, in order
+  const auto [b, e] = bounds(s1 - s0, size_, chunk_of(r % per_segment, incoming));
+  return {s0 + b, s0 + e};
+}
+
 ring_allreduce::chunk ring_allreduce::outgoing() const {
   if (done())
     throw std::logic_error("ring_allreduce: nothing to send after the last round");
-  const auto [b, e] = bounds(values_.size(), size_, chunk_of(round_, false));
+  const auto [b, e] = span_of(round_, false, values_.size());
   return {round_, std::vector<float>(values_.begin() + static_cast<ptrdiff_t>(b),
                                      values_.begin() + static_cast<ptrdiff_t>(e))};
 }
 
 void ring_allreduce::receive(const chunk& c) {
-  const auto [b, e] = bounds(values_.size(), size_, chunk_of(round_, true));
+  const auto [b, e] =
+      done() ? std::pair<size_t, size_t>{0, 0} : span_of(round_, true, values_.size());
   if (done() || c.round != round_ || c.values.size() != e - b)
     throw std::invalid_argument("ring_allreduce: a chunk of round " + std::to_string(c.round) +
                                 " with " + std::to_string(c.values.size()) +
                                 " values, expected round " + std::to_string(round_) + " of " +
                                 std::to_string(rounds()) + " with " + std::to_string(e - b));
   auto* dst = values_.data() + b;
-  if (round_ < size_ - 1)
+  if (round_ % (2 * (size_ - 1)) < size_ - 1)
     for (size_t i = 0; i < c.values.size(); ++i)
       dst[i] += c.values[i];
   else
@@ -60,7 +80,7 @@ std::string early_chunk_refusal(const std::vector<ring_round>& waiting, ring_rou
                                 size_t values, const ring_position& at) {
   const auto what =
       "round " + std::to_string(chunk.round) + " of step " + std::to_string(chunk.step);
-  const int rounds = 2 * (at.size - 1);
+  const int rounds = ring_allreduce::segments(at.length, at.size, at.max_chunk) * 2 * (at.size - 1);
   if (chunk.round < 0 || chunk.round >= rounds)
     return what + ": a ring of " + std::to_string(at.size) + " has " + std::to_string(rounds) +
            " rounds";
@@ -78,7 +98,8 @@ std::string early_chunk_refusal(const std::vector<ring_round>& waiting, ring_rou
       if (w.step != chunk.step)
         return what + " while rounds of step " + std::to_string(w.step) +
                " wait: a ring runs one step at a time";
-  const auto expected = ring_allreduce::incoming_length(at.length, at.rank, at.size, chunk.round);
+  const auto expected =
+      ring_allreduce::incoming_length(at.length, at.rank, at.size, chunk.round, at.max_chunk);
   if (values != expected)
     return what + " has " + std::to_string(values) + " values, expected " +
            std::to_string(expected);

@@ -16,18 +16,24 @@ namespace deepcee::runtime {
 /// around, so every rank ends with bit-identical sums whatever the timing; each rank sends
 /// 2 (size - 1) / size of the vector in all.
 ///
+/// No chunk holds more than `max_chunk` values: a vector longer than size * max_chunk is
+/// cut into equal segments that are reduced one after the other, the rounds of each
+/// numbered on from the last one's (segments() * 2 (size - 1) rounds in all).
+///
 /// Pure logic: the caller moves the chunks (device actors, as actor messages).
 class ring_allreduce {
 public:
-  /// Throws std::invalid_argument unless 0 <= rank < size.
-  ring_allreduce(int rank, int size, std::vector<float> values);
+  static constexpr size_t unbounded = SIZE_MAX;
+
+  /// Throws std::invalid_argument unless 0 <= rank < size and max_chunk > 0.
+  ring_allreduce(int rank, int size, std::vector<float> values, size_t max_chunk = unbounded);
 
   struct chunk {
     int round = 0;
     std::vector<float> values;
   };
 
-  int rounds() const { return 2 * (size_ - 1); }
+  int rounds() const { return segments_ * 2 * (size_ - 1); }
   bool done() const { return round_ == rounds(); }
   int round() const { return round_; }
   /// What this rank sends to the next one in the current round (not after done()).
@@ -42,13 +48,20 @@ public:
   /// [begin, end) of chunk `c` of a vector of `length` values cut into `size` chunks.
   static std::pair<size_t, size_t> bounds(size_t length, int size, int c);
   /// How many values rank `rank` of `size` receives in round `r` for vectors of `length`.
-  static size_t incoming_length(size_t length, int rank, int size, int r);
+  static size_t incoming_length(size_t length, int rank, int size, int r,
+                                size_t max_chunk = unbounded);
+  /// How many segments a vector of `length` values takes (at least 1).
+  static int segments(size_t length, int size, size_t max_chunk);
 
 private:
-  /// The chunk this rank sends (`incoming` false) or receives in round `r`.
+  /// The chunk this rank sends (`incoming` false) or receives in round `r`, within its
+  /// segment.
   int chunk_of(int r, bool incoming) const;
+  /// [begin, end) of what this rank sends or receives in round `r` of a ring over
+  /// `length` values.
+  std::pair<size_t, size_t> span_of(int r, bool incoming, size_t length) const;
 
-  int rank_, size_, round_ = 0;
+  int rank_, size_, segments_ = 1, round_ = 0;
   std::vector<float> values_;
 };
 
@@ -64,6 +77,7 @@ struct ring_position {
   size_t length = 0;      ///< values the ring reduces
   int64_t last_step = -1; ///< the step it reduces, or reduced last (-1: none yet)
   int applied = 0;        ///< rounds of `last_step` applied
+  size_t max_chunk = ring_allreduce::unbounded;
 };
 
 /// Whether a chunk of `values` values may wait beside `waiting` until its round comes, or

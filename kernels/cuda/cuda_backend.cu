@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace deepcee::kernels {
 namespace {
@@ -77,6 +78,7 @@ public:
     cuda_ops::scale(x, alpha, n, stream());
   }
   double sum_squares(const float* x, int64_t n) override;
+  double sum_squares_of(const std::vector<float_buffer>& buffers) override;
 
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* gamma,
                          const float* beta, int64_t rows, int64_t cols, float eps) override {
@@ -179,8 +181,12 @@ private:
   void* cublas_workspace_ = nullptr;
   void* scratch_ = nullptr; // stream-ordered, grows on demand
   size_t scratch_bytes_ = 0;
-  double* result_device_ = nullptr;
-  double* result_host_ = nullptr; // pinned, so the copy back is a true async copy
+  /// Room for `n` results of reductions, on the device and pinned on the host (so the copy
+  /// back is a true async copy).
+  void reserve_results(size_t n);
+  double* results_device_ = nullptr;
+  double* results_host_ = nullptr;
+  size_t results_ = 0;
 };
 
 // cuBLAS recommends 32 MiB of workspace on Hopper.
@@ -213,8 +219,7 @@ cuda_backend::cuda_backend(const backend_options& options)
     CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, cublas_workspace_bytes));
     // fp32 means fp32: no TF32 unless bf16 was asked for (which sets the compute type).
     CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
-    CUDA_CHECK(cudaMalloc(&result_device_, sizeof(double)));
-    CUDA_CHECK(cudaMallocHost(&result_host_, sizeof(double)));
+    reserve_results(1);
   } catch (...) {
     release();
     throw;
@@ -235,10 +240,24 @@ void cuda_backend::release() noexcept {
     cublasDestroy(cublas_);
   cublas_ = nullptr;
   cudaFree(cublas_workspace_);
-  cudaFree(result_device_);
-  cudaFreeHost(result_host_);
+  cudaFree(results_device_);
+  cudaFreeHost(results_host_);
   cublas_workspace_ = nullptr;
-  result_device_ = result_host_ = nullptr;
+  results_device_ = results_host_ = nullptr;
+  results_ = 0;
+}
+
+void cuda_backend::reserve_results(size_t n) {
+  if (n <= results_)
+    return;
+  CUDA_CHECK(cudaStreamSynchronize(stream())); // nothing still writes the old ones
+  CUDA_CHECK(cudaFree(results_device_));
+  CUDA_CHECK(cudaFreeHost(results_host_));
+  results_device_ = results_host_ = nullptr;
+  results_ = 0;
+  CUDA_CHECK(cudaMalloc(&results_device_, n * sizeof(double)));
+  CUDA_CHECK(cudaMallocHost(&results_host_, n * sizeof(double)));
+  results_ = n;
 }
 
 tensor cuda_backend::alloc(std::vector<int64_t> shape, dtype type) {
@@ -297,12 +316,21 @@ void cuda_backend::copy(float* dst, const float* src, int64_t n) {
 }
 
 double cuda_backend::sum_squares(const float* x, int64_t n) {
+  return sum_squares_of({float_buffer{x, n}});
+}
+
+double cuda_backend::sum_squares_of(const std::vector<float_buffer>& buffers) {
   activate();
-  cuda_ops::sum_squares(result_device_, x, n, *this, stream());
-  CUDA_CHECK(cudaMemcpyAsync(result_host_, result_device_, sizeof(double), cudaMemcpyDeviceToHost,
-                             stream()));
+  reserve_results(std::max<size_t>(buffers.size(), 1));
+  for (size_t i = 0; i < buffers.size(); ++i) // each into its slot, in stream order
+    cuda_ops::sum_squares(results_device_ + i, buffers[i].data, buffers[i].n, *this, stream());
+  CUDA_CHECK(cudaMemcpyAsync(results_host_, results_device_, buffers.size() * sizeof(double),
+                             cudaMemcpyDeviceToHost, stream()));
   CUDA_CHECK(cudaStreamSynchronize(stream()));
-  return *result_host_;
+  double sum = 0;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    sum += results_host_[i];
+  return sum;
 }
 
 void* cuda_backend::get(size_t bytes) {

@@ -1,11 +1,12 @@
 #include "kernels/gpt/adamw.hpp"
 
 #include <cmath>
+#include <vector>
 
 namespace deepcee::kernels {
 
 adamw::adamw(backend& be, std::vector<parameter*> params, const runtime::optimizer_config& config)
-  : be_(be), params_(std::move(params)), config_(config) {
+    : be_(be), params_(std::move(params)), config_(config) {
   for (parameter* p : params_) {
     m_.push_back(be.zeros(p->value.shape()));
     v_.push_back(be.zeros(p->value.shape()));
@@ -13,10 +14,10 @@ adamw::adamw(backend& be, std::vector<parameter*> params, const runtime::optimiz
 }
 
 double adamw::grad_sum_squares() const {
-  double sum = 0;
+  std::vector<float_buffer> grads;
   for (parameter* p : params_)
-    sum += be_.sum_squares(p->grad.f32(), p->grad.numel());
-  return sum;
+    grads.push_back({p->grad.f32(), p->grad.numel()});
+  return be_.sum_squares_of(grads);
 }
 
 float adamw::step(float lr, int step, double global_grad_norm) {

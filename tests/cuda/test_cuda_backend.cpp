@@ -221,6 +221,21 @@ BOOST_FIXTURE_TEST_CASE(sum_squares_small_and_large, backends) {
   twin x = random(1001, 10);
   BOOST_TEST(std::abs(gpu->sum_squares(x.gpu.f32() + 1, 999) -
                       cpu->sum_squares(x.cpu.f32() + 1, 999)) < 1e-9 * 1000);
+  // Many buffers at once (the gradient norm): each one's sum, added in order, so the same
+  // bits as one call per buffer; more buffers than the results held so far.
+  twin big = random(3000017, 11);
+  std::vector<dk::float_buffer> on_gpu, on_cpu;
+  double one_by_one = 0;
+  for (int64_t at = 0, len = 0; at + len <= 3000017; at += len, len = len * 3 + 1) {
+    on_gpu.push_back({big.gpu.f32() + at, len});
+    on_cpu.push_back({big.cpu.f32() + at, len});
+    one_by_one += gpu->sum_squares(big.gpu.f32() + at, len);
+  }
+  BOOST_TEST(on_gpu.size() > 10u);
+  const double all = gpu->sum_squares_of(on_gpu), want = cpu->sum_squares_of(on_cpu);
+  BOOST_TEST(all == one_by_one);
+  BOOST_TEST(std::abs(all - want) <= 1e-9 * want, all << " vs " << want);
+  BOOST_TEST(gpu->sum_squares_of({}) == 0.0);
 }
 
 BOOST_FIXTURE_TEST_CASE(gemm_transposes_batches_alpha_beta, backends) {
