@@ -156,6 +156,35 @@ std::string early_refusal(self_ptr self, const ring_chunk& c) {
   return runtime::early_chunk_refusal(waiting, {c.step, c.round}, c.values.size(), at);
 }
 
+/// Sets the gradients `g` carries: whole, or a piece of them (a stage too large for one
+/// message between nodes sends them in pieces, in order), set once the last is there.
+void take_gradients(self_ptr self, gradient_values& g) {
+  auto& st = self->state;
+  auto& w = worker(self);
+  const auto total = w.gradient_size();
+  if (g.offset == 0 && g.values.size() == total) {
+    w.set_gradients(g.values);
+    st.pieces.clear();
+    return;
+  }
+  if (g.offset == 0) {
+    st.pieces.clear();
+    st.pieces_step = g.step;
+  }
+  if (g.step != st.pieces_step || g.offset != static_cast<int64_t>(st.pieces.size()) ||
+      g.values.size() > total - st.pieces.size())
+    throw std::invalid_argument("gradients of step " + std::to_string(g.step) + " from " +
+                                std::to_string(g.offset) + " (" + std::to_string(g.values.size()) +
+                                " values): expected step " + std::to_string(st.pieces_step) +
+                                " from " + std::to_string(st.pieces.size()) + " of " +
+                                std::to_string(total));
+  st.pieces.insert(st.pieces.end(), g.values.begin(), g.values.end());
+  if (st.pieces.size() == total) {
+    w.set_gradients(st.pieces);
+    st.pieces = {};
+  }
+}
+
 /// A chunk no honest ring sends: the running reduce fails naming it, or else the next one.
 void refuse_chunk(self_ptr self, const std::string& why) {
   auto& st = self->state;
@@ -300,9 +329,9 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
           return failure(self, e);
         }
       },
-      [=](const gradient_values& g) -> caf::result<int64_t> {
+      [=](gradient_values& g) -> caf::result<int64_t> {
         try {
-          worker(self).set_gradients(g.values);
+          take_gradients(self, g);
           return g.step;
         } catch (const std::exception& e) {
           return failure(self, e);

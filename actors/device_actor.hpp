@@ -36,6 +36,10 @@ struct device_state {
   /// rounds of at most two steps (runtime::early_chunk_refusal).
   std::vector<ring_chunk> early;
   std::string refused; ///< a chunk refused between reduces: the next one fails with it
+  /// The pieces of gradients so far, of step `pieces_step` (device_messages.hpp's
+  /// gradient_values).
+  std::vector<float> pieces;
+  int64_t pieces_step = -1;
 };
 
 /// The backend of cluster device `device` in this job (device_worker.hpp's device_backend).

@@ -74,9 +74,13 @@ struct device_buffers {
 
 /// Gradients to set on every device of a stage (the all-reduce's result across pipelines);
 /// also a device's answer to `reduce` (the sums on rank 0, empty values on the others).
+/// `offset`: where the values begin among the stage's gradients, when a stage too large for
+/// one message between nodes sends them to a device there in pieces (in order; the device
+/// sets them once all are there).
 struct gradient_values {
   int64_t step = 0;
   std::vector<float> values;
+  int64_t offset = 0;
 };
 
 template <class Inspector>

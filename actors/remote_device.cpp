@@ -7,8 +7,11 @@
 #include <caf/sec.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace deepcee::actors {
 
@@ -18,6 +21,41 @@ using self_ptr = device_actor::stateful_pointer<remote_device_state>;
 
 caf::error failure(self_ptr self, const std::string& why) {
   return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + why);
+}
+
+/// Sends gradients to the device, in pieces of at most piece_values values when they are
+/// more (in order: the device sets them once the last is there); answers with their step
+/// once the device took all, or with the first error.
+caf::result<int64_t> send_in_pieces(self_ptr self, const gradient_values& g) {
+  const size_t piece = self->state.piece_values;
+  if (g.values.size() <= piece)
+    return self->delegate(self->state.device, g);
+  struct progress {
+    size_t left = 0;
+    bool failed = false;
+  };
+  auto p = std::make_shared<progress>();
+  p->left = (g.values.size() + piece - 1) / piece;
+  auto promise = self->make_response_promise<int64_t>();
+  const int64_t step = g.step;
+  for (size_t at = 0; at < g.values.size(); at += piece) {
+    const auto end = std::min(g.values.size(), at + piece);
+    gradient_values part{step,
+                         std::vector<float>(g.values.begin() + static_cast<ptrdiff_t>(at),
+                                            g.values.begin() + static_cast<ptrdiff_t>(end)),
+                         static_cast<int64_t>(at)};
+    self->request(self->state.device, caf::infinite, std::move(part))
+        .then(
+            [=](int64_t) mutable {
+              if (--p->left == 0 && !p->failed)
+                promise.deliver(step);
+            },
+            [=](caf::error& e) mutable {
+              if (!std::exchange(p->failed, true))
+                promise.deliver(std::move(e));
+            });
+  }
+  return promise;
 }
 
 } // namespace
@@ -50,10 +88,15 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
   return r;
 }
 
+size_t values_per_message() {
+  return static_cast<size_t>(messages::max_payload_bytes) / sizeof(float);
+}
+
 device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor device,
                                                    std::string where, bool first, bool last,
-                                                   int context) {
+                                                   int context, size_t piece_values) {
   auto& st = self->state;
+  st.piece_values = std::max<size_t>(piece_values, 1);
   st.device = std::move(device);
   st.where = std::move(where);
   st.first = first;
@@ -106,12 +149,7 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
       [=](ring_chunk& c) { self->send(self->state.device, std::move(c)); },
       [=](buffers_atom) -> caf::result<device_buffers> { return not_here("GPU buffers"); },
       [=](gradients_atom) -> caf::result<std::vector<float>> { return not_here("host gradients"); },
-      [=](const gradient_values& g) -> caf::result<int64_t> {
-        if (static_cast<int64_t>(g.values.size() * sizeof(float)) > messages::max_payload_bytes)
-          return failure(self, std::to_string(g.values.size()) +
-                                   " gradient values are more than one message carries");
-        return self->delegate(self->state.device, g);
-      },
+      [=](const gradient_values& g) -> caf::result<int64_t> { return send_in_pieces(self, g); },
       [=](const optimize_order& order) -> caf::result<int64_t> {
         return self->delegate(self->state.device, order);
       },

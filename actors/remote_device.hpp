@@ -20,21 +20,28 @@ struct remote_device_state {
   device_actor device;
   bool first = false, last = false; ///< the stage reads tokens / targets
   int context = 0;                  ///< tokens per sample
+  size_t piece_values = 0;          ///< the most gradient values one message carries
 };
+
+/// The most float values one message between nodes carries.
+size_t values_per_message();
 
 /// The rows a device on another node needs for `work` (pure: tested on its own).
 device_rows rows_of(const device_work& work, bool first, bool last, int context);
 
+/// `piece_values`: gradients longer than that go to the device in pieces.
 device_actor::behavior_type
 remote_device_behavior(device_actor::stateful_pointer<remote_device_state> self,
-                       device_actor device, std::string where, bool first, bool last, int context);
+                       device_actor device, std::string where, bool first, bool last, int context,
+                       size_t piece_values);
 
 /// Spawns the stand-in for `device`, linked to `parent` (its group).
 template <class Parent>
 device_actor spawn_remote_device(Parent* parent, device_actor device, std::string where, bool first,
-                                 bool last, int context) {
+                                 bool last, int context,
+                                 size_t piece_values = values_per_message()) {
   return parent->template spawn<caf::linked>(remote_device_behavior, std::move(device),
-                                             std::move(where), first, last, context);
+                                             std::move(where), first, last, context, piece_values);
 }
 
 } // namespace deepcee::actors

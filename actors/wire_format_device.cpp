@@ -59,13 +59,14 @@ caf::error from_wire(const std::vector<uint8_t>& bytes, ring_chunk& x) {
 }
 
 std::vector<uint8_t> to_wire(const gradient_values& x) {
-  return wire::encode(wire::gradient_values{x.step, x.values});
+  return wire::encode(wire::gradient_values{x.step, x.values, x.offset});
 }
 
 caf::error from_wire(const std::vector<uint8_t>& bytes, gradient_values& x) {
   return load(bytes, wire::decode_gradient_values, [&](wire::gradient_values m) {
     x.step = m.step;
     x.values = std::move(m.values);
+    x.offset = m.offset;
   });
 }
 

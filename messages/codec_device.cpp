@@ -159,6 +159,7 @@ std::vector<uint8_t> encode(const gradient_values& m) {
   return detail::build(device_words(m.values.size()), [&](wire::Envelope::Builder e) {
     auto s = e.initGradientValues();
     s.setStep(m.step);
+    s.setOffset(m.offset);
     set_floats(s.initValues(value_bytes), m.values);
   });
 }
@@ -168,9 +169,10 @@ result<gradient_values> decode_gradient_values(std::span<const uint8_t> bytes) {
   return detail::read<gradient_values>(detail::aligned_copy(bytes), kind,
                                        [&](wire::Envelope::Reader e) -> result<gradient_values> {
                                          const auto s = e.getGradientValues();
-                                         gradient_values m{s.getStep(), {}};
+                                         gradient_values m{s.getStep(), {}, s.getOffset()};
                                          checker c(kind);
                                          c.non_negative(m.step, "step");
+                                         c.non_negative(m.offset, "offset");
                                          check_floats(c, s.getValues(), "values");
                                          if (!c.failed())
                                            m.values = get_floats(s.getValues());

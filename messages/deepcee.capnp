@@ -296,6 +296,8 @@ struct RingChunk {
 struct GradientValues {
   step @0 :Int64;
   values @1 :Data;           # Float32
+  offset @2 :Int64;          # where `values` begin among the stage's gradients: a stage
+                             # too large for one message sends them in pieces, in order
 }
 
 struct Envelope {

@@ -293,10 +293,12 @@ struct ring_chunk {
   friend bool operator==(const ring_chunk&, const ring_chunk&) = default;
 };
 
-/// Gradients to set on a device, or a device's answer to a reduce.
+/// Gradients to set on a device (from `offset` on: a large stage's come in pieces), or a
+/// device's answer to a reduce.
 struct gradient_values {
   int64_t step = 0;
   std::vector<float> values;
+  int64_t offset = 0;
   friend bool operator==(const gradient_values&, const gradient_values&) = default;
 };
 

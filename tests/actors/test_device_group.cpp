@@ -280,6 +280,35 @@ BOOST_AUTO_TEST_CASE(a_ring_chunk_no_honest_ring_sends_fails_the_devices_reduce_
   self->send_exit(device, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(gradients_too_large_for_one_message_reach_a_device_apart_in_pieces) {
+  caf::scoped_actor self{sys};
+  auto device = sys.spawn(device_behavior, job, 0, 0, 1);
+  const auto before = ask<std::vector<float>>(self, device, gradients_atom_v);
+  std::vector<float> values(before.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(i % 97) * 0.25f - 3.0f;
+  // Messages of at most 1000 values: the stand-in sends them in pieces, in order.
+  const size_t piece = 1000;
+  BOOST_REQUIRE_GT(values.size(), 3 * piece);
+  auto stand_in = sys.spawn(remote_device_behavior, device, std::string("device 1 (node e0)"), true,
+                            true, plan.model.context, piece);
+  BOOST_TEST(ask<int64_t>(self, stand_in, gradient_values{6, values}) == 6);
+  BOOST_TEST((ask<std::vector<float>>(self, device, gradients_atom_v) == values));
+  // A piece out of order (or of another step) is refused, naming what was expected.
+  ask<int64_t>(self, device, gradient_values{7, {1.0f, 2.0f}, 0});
+  self->request(device, std::chrono::seconds(30), gradient_values{7, {1.0f}, 5})
+      .receive([](int64_t) { BOOST_FAIL("a piece out of order was taken"); },
+               [&](caf::error& e) {
+                 BOOST_TEST(sys.render(e).find("gradients of step 7 from 5 (1 values): expected "
+                                               "step 7 from 2 of") != std::string::npos,
+                            sys.render(e));
+               });
+  // The gradients stay what the last whole set made them.
+  BOOST_TEST((ask<std::vector<float>>(self, device, gradients_atom_v) == values));
+  for (const auto& a : {caf::actor_cast<caf::actor>(stand_in), caf::actor_cast<caf::actor>(device)})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
 /// Only the messages that point into local memory: ring chunks and gradient values may go to
 /// a device on another node (test_device_wire.cpp).
 BOOST_AUTO_TEST_CASE(the_messages_that_point_into_local_memory_never_leave_the_process) {

@@ -77,9 +77,10 @@ BOOST_AUTO_TEST_CASE(device_messages_round_trip_through_caf_serialization_bit_fo
   BOOST_TEST((std::tie(c.step, c.round) == std::tie(chunk.step, chunk.round)));
   BOOST_TEST(same_bits(c.values, chunk.values));
 
-  const actors::gradient_values grads{5, awkward_values(31, 4)};
+  const actors::gradient_values grads{5, awkward_values(31, 4), 62};
   const auto g = round_trip(sys, grads);
   BOOST_TEST(g.step == grads.step);
+  BOOST_TEST(g.offset == grads.offset);
   BOOST_TEST(same_bits(g.values, grads.values));
 
   // Empty where a message may be: a middle stage's W (nothing in, nothing back), a reduce's
@@ -120,13 +121,14 @@ BOOST_AUTO_TEST_CASE(invalid_device_messages_are_refused_counted_and_leave_the_v
   BOOST_TEST((chunk.round == 1 && chunk.values == std::vector<float>{2.0f}));
   actors::gradient_values grads{1, {2.0f}};
   BOOST_TEST(refused(sys, actors::gradient_values{-4, {1.0f}}, grads));
+  BOOST_TEST(refused(sys, actors::gradient_values{4, {1.0f}, -1}, grads));
   BOOST_TEST(grads.step == 1);
   // Another kind's bytes: a ring chunk is no gradient_values, nor rows a device_output.
   BOOST_TEST(!deserialize(sys, serialized_bytes(sys, actors::to_wire(chunk)), grads));
   actors::device_output output{1.5, {}};
   BOOST_TEST(!deserialize(sys, serialize(sys, sample_rows()), output));
   BOOST_TEST(output.loss == 1.5);
-  BOOST_TEST(actors::dropped_wire_messages() - before == 10);
+  BOOST_TEST(actors::dropped_wire_messages() - before == 11);
 }
 
 BOOST_AUTO_TEST_CASE(corrupted_device_messages_are_refused_and_counted_never_crash) {
@@ -140,7 +142,8 @@ BOOST_AUTO_TEST_CASE(corrupted_device_messages_are_refused_and_counted_never_cra
   BOOST_TEST(fuzz<actors::device_output>(sys, {2.5, awkward_values(12, 5)}, 22, 300,
                                          [](auto&, auto&) { return true; }) > 0);
   BOOST_TEST(fuzz<actors::ring_chunk>(sys, {4, 1, awkward_values(10, 6)}, 23, 300,
-                                      [](auto& c, auto&) { return c.step >= 0 && c.round >= 0; }) > 0);
+                                      [](auto& c, auto&) { return c.step >= 0 && c.round >= 0; }) >
+             0);
   BOOST_TEST(fuzz<actors::gradient_values>(sys, {4, awkward_values(10, 7)}, 24, 300,
                                            [](auto& g, auto&) { return g.step >= 0; }) > 0);
 }

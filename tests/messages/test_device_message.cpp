@@ -87,10 +87,11 @@ BOOST_AUTO_TEST_CASE(every_device_message_round_trips_bit_for_bit) {
   BOOST_TEST((std::tie(c->step, c->round) == std::tie(chunk.step, chunk.round)));
   BOOST_TEST(same_bits(c->values, chunk.values));
 
-  const gradient_values grads{9, awkward_values()};
+  const gradient_values grads{9, awkward_values(), 123456789012};
   const auto g = decode_gradient_values(encode(grads));
   BOOST_REQUIRE_MESSAGE(g.ok(), why(g));
   BOOST_TEST(g->step == grads.step);
+  BOOST_TEST(g->offset == grads.offset);
   BOOST_TEST(same_bits(g->values, grads.values));
 
   // The values travel as their bytes: a message is them and a small fixed envelope.
@@ -173,6 +174,8 @@ BOOST_AUTO_TEST_CASE(the_other_device_messages_refuse_what_breaks_their_rules) {
                 "ring_chunk: round is negative");
   check_refused(decode_gradient_values(encode(gradient_values{-2, {1.0f}})),
                 "gradient_values: step is negative");
+  check_refused(decode_gradient_values(encode(gradient_values{2, {1.0f}, -7})),
+                "gradient_values: offset is negative");
   // Another kind's bytes, even one of the same shape, are refused.
   check_refused(decode_ring_chunk(encode(sample_gradient_values())),
                 "expected ring_chunk, got gradient_values");
