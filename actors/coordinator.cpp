@@ -1,7 +1,7 @@
 #include "actors/coordinator.hpp"
 
-#include <caf/scoped_actor.hpp>
 #include "actors/wire_format.hpp"
+#include <caf/scoped_actor.hpp>
 
 #include "runtime/lr_schedule.hpp"
 
@@ -23,8 +23,12 @@ using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
 
 void fail_step(self_ptr self, const std::string& why) {
   auto& st = self->state;
-  if (st.pending)
+  if (st.pending) {
     st.pending->deliver(caf::make_error(caf::sec::runtime_error, why));
+    if (st.failed.empty()) // its stages may hold half-reduced gradients, rings, pieces
+      st.failed = "the job cannot go on after step " + std::to_string(st.result.step) +
+                  " failed (" + why + ")";
+  }
   st.pending.reset();
 }
 
@@ -135,6 +139,8 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
                                  "step " + std::to_string(step) + " asked while one runs");
         if (!st.lost.empty())
           return caf::make_error(caf::sec::runtime_error, st.lost);
+        if (!st.failed.empty())
+          return caf::make_error(caf::sec::runtime_error, st.failed);
         st.result = step_result{};
         st.result.step = step;
         if (st.job->wall())

@@ -23,11 +23,12 @@ namespace deepcee::actors {
 struct coordinator_state {
   static inline const char* name = "coordinator";
   std::shared_ptr<job_context> job;
-  std::vector<stage_actor> stages;           ///< flat order
+  std::vector<stage_actor> stages; ///< flat order
   /// A multi-process job's actors on other nodes (stages, devices apart from their stage)
   /// whose loss fails the job, each with its node's name.
   std::vector<std::pair<caf::strong_actor_ptr, std::string>> watched;
-  std::string lost; ///< set once a watched actor's node went away
+  std::string lost;   ///< set once a watched actor's node went away
+  std::string failed; ///< set once a step failed: no later step runs (no recovery yet)
   std::chrono::milliseconds step_timeout{0}; ///< 0: none
   double clock_s = 0;                        ///< when the next step starts (virtual)
 

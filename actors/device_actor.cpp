@@ -23,10 +23,6 @@ namespace {
 
 using self_ptr = device_actor::stateful_pointer<device_state>;
 
-/// The most values of one ring chunk: what one message between nodes carries. A stage's
-/// gradients beyond that go round segment after segment (the same bits in every layout).
-constexpr size_t ring_chunk_values = messages::max_payload_bytes / sizeof(float);
-
 caf::error failure(self_ptr self, const std::exception& e) {
   return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + e.what());
 }
@@ -151,8 +147,9 @@ std::string early_refusal(self_ptr self, const ring_chunk& c) {
                                   st.size,
                                   st.worker->gradient_size(),
                                   st.ring_step,
-                                  st.ring ? st.ring->round() : std::numeric_limits<int>::max(),
-                                  ring_chunk_values};
+                                  st.ring ? st.ring->round() : 0,
+                                  st.ring_chunk_values,
+                                  st.ring.has_value()};
   return runtime::early_chunk_refusal(waiting, {c.step, c.round}, c.values.size(), at);
 }
 
@@ -222,6 +219,7 @@ kernels::backend_options device_backend(const job_context& job, int device) {
 device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_context> job,
                                             int pipeline, int stage, int index) {
   auto& st = self->state;
+  st.ring_chunk_values = job->ring_chunk_values;
   st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage) +
              " device " + std::to_string(index);
   const int flat = job->flat_index(pipeline, stage);
@@ -269,19 +267,20 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
             return failure(self, e);
           }
         }
+        if (s.ring) // an older reduce that never ended (its step failed elsewhere)
+          fail_ring(self,
+                    std::runtime_error("reduce of step " + std::to_string(s.ring_step) +
+                                       " abandoned: step " + std::to_string(step) + " reduces"));
         s.reduced = self->make_response_promise<gradient_values>();
+        s.ring_step = step;
+        s.answer_sums = answer_sums;
+        s.sent_round = false;
+        // Rounds of earlier (failed) steps will never be needed.
+        std::erase_if(s.early, [&](const ring_chunk& c) { return c.step < step; });
         try {
-          if (s.ring)
-            throw std::logic_error("reduce of step " + std::to_string(step) + " while step " +
-                                   std::to_string(s.ring_step) + " reduces");
           if (!s.refused.empty())
             throw std::runtime_error(std::exchange(s.refused, {}));
-          s.ring.emplace(s.rank, s.size, worker(self).gradients(), ring_chunk_values);
-          s.ring_step = step;
-          s.answer_sums = answer_sums;
-          s.sent_round = false;
-          // Rounds of earlier (failed) steps will never be needed.
-          std::erase_if(s.early, [&](const ring_chunk& c) { return c.step < step; });
+          s.ring.emplace(s.rank, s.size, worker(self).gradients(), s.ring_chunk_values);
           pump(self);
         } catch (const std::exception& e) {
           fail_ring(self, e);
@@ -339,6 +338,11 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       },
       [=](const optimize_order& order) -> caf::result<int64_t> {
         try {
+          if (!self->state.pieces.empty())
+            throw std::runtime_error("step " + std::to_string(order.step) + ": gradients of step " +
+                                     std::to_string(self->state.pieces_step) + " incomplete (" +
+                                     std::to_string(self->state.pieces.size()) + " of " +
+                                     std::to_string(worker(self).gradient_size()) + " values)");
           worker(self).optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
           return order.step;
         } catch (const std::exception& e) {

@@ -29,8 +29,9 @@ struct device_state {
   /// The ring of the running reduce, the step it reduces, and who waits for its result.
   std::optional<runtime::ring_allreduce> ring;
   int64_t ring_step = -1;
-  bool sent_round = false;  ///< this round's chunk has gone to `next`
-  bool answer_sums = false; ///< the reduce answers with the sums (rank 0)
+  bool sent_round = false;      ///< this round's chunk has gone to `next`
+  bool answer_sums = false;     ///< the reduce answers with the sums (rank 0)
+  size_t ring_chunk_values = 1; ///< job_context's
   caf::typed_response_promise<gradient_values> reduced;
   /// Rounds that came from the previous device before this one could apply them: the
   /// rounds of at most two steps (runtime::early_chunk_refusal).

@@ -74,7 +74,8 @@ using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to
 /// `restore` sets the virtual clock a resumed job starts from (its checkpoint's; ignored in
 /// wall time). `timeout` (sent to itself) fails a step that outlives the step timeout,
 /// naming the stages it still waits for. `stop` (from the heartbeat actor: a node fell
-/// silent) fails the running step and every later one with the given reason.
+/// silent) fails the running step and every later one with the given reason. A failed step
+/// fails every later one too: its stages may hold half-reduced gradients (no recovery yet).
 using coordinator_actor =
     caf::typed_actor<caf::replies_to<step_atom, int64_t>::with<step_result>,
                      caf::replies_to<restore_atom, double>::with<double>,

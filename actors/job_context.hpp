@@ -1,8 +1,9 @@
 #pragma once
 
-#include "runtime/node_layout.hpp"
+#include "messages/codec.hpp"
 #include "runtime/job_config.hpp"
 #include "runtime/link_sharing.hpp"
+#include "runtime/node_layout.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/text_corpus.hpp"
 #include "runtime/train_config.hpp"
@@ -63,6 +64,9 @@ struct job_context {
   /// Per cluster device: its place among its node's devices, which picks its GPU when the
   /// job runs on real ones ([train] device = "cuda"; device_backend).
   std::vector<int> local_index;
+  /// The most values of one ring chunk of a stage's all-reduce: what one message between
+  /// nodes carries (the same in every layout, so every layout sums alike; tests lower it).
+  size_t ring_chunk_values = static_cast<size_t>(messages::max_payload_bytes) / sizeof(float);
   mutable tensor_path_counts counts; ///< what actors write: statistics,
   mutable shaped_links shaped;       ///< and shaped wall time's link FIFOs
   /// Wall mode's zero: real times are seconds since this process set up the job.

@@ -87,17 +87,16 @@ std::string early_chunk_refusal(const std::vector<ring_round>& waiting, ring_rou
   const auto same = [&](const ring_round& w) {
     return w.step == chunk.step && w.round == chunk.round;
   };
-  if ((chunk.step == at.last_step && chunk.round < at.applied) ||
+  if ((at.reducing && chunk.step == at.last_step && chunk.round < at.applied) ||
       std::any_of(waiting.begin(), waiting.end(), same))
     return what + " came twice";
-  if (at.last_step >= 0 && chunk.step > at.last_step + 1)
-    return what + " while step " + std::to_string(at.last_step) +
-           " reduces or reduced last: a ring runs one step at a time";
-  if (at.last_step < 0)
-    for (const auto& w : waiting)
-      if (w.step != chunk.step)
-        return what + " while rounds of step " + std::to_string(w.step) +
-               " wait: a ring runs one step at a time";
+  if (at.reducing ? chunk.step != at.last_step : chunk.step <= at.last_step)
+    return what + (at.reducing ? " while step " : " after step ") + std::to_string(at.last_step) +
+           (at.reducing ? " reduces" : " reduced") + ": a ring runs one step at a time";
+  for (const auto& w : waiting)
+    if (w.step != chunk.step)
+      return what + " while rounds of step " + std::to_string(w.step) +
+             " wait: a ring runs one step at a time";
   const auto expected =
       ring_allreduce::incoming_length(at.length, at.rank, at.size, chunk.round, at.max_chunk);
   if (values != expected)

@@ -76,14 +76,15 @@ struct ring_position {
   int rank = 0, size = 1;
   size_t length = 0;      ///< values the ring reduces
   int64_t last_step = -1; ///< the step it reduces, or reduced last (-1: none yet)
-  int applied = 0;        ///< rounds of `last_step` applied
+  int applied = 0;        ///< rounds of `last_step` applied, while it reduces
   size_t max_chunk = ring_allreduce::unbounded;
+  bool reducing = false; ///< `last_step` is still being reduced
 };
 
 /// Whether a chunk of `values` values may wait beside `waiting` until its round comes, or
 /// why not (empty: it may). Honest peers send each round once, with the length that round
-/// carries, and only for the step this rank reduces or reduced last and the next one (before
-/// its first reduce, for one step): so no more than two steps of rounds ever wait.
+/// carries, of one step at a time: the step this rank reduces, or, between its reduces, a
+/// later one (the next, or any after a resume); so the rounds of one step wait, at most.
 std::string early_chunk_refusal(const std::vector<ring_round>& waiting, ring_round chunk,
                                 size_t values, const ring_position& at);
 

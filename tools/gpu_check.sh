@@ -2,8 +2,9 @@
 # Runs the GPU checks from tools/gpu_bundle.sh's archive on a machine with a GPU, CUDA 13
 # (cudart, cuBLAS, NCCL) and PyTorch: every CUDA test suite (each op and the model against
 # the CPU backend, NCCL, GPU device actors), a short training run on the GPU whose loss must
-# fall, and bench_gpt for the default model and GPT-2 124M beside PyTorch eager. Logs go to
-# OUT_DIR; the exit status is non-zero when a check fails.
+# fall, and bench_gpt for the default model and for GPT-2 124M's shape (12 layers, d_model
+# 768, context 1024: 86M parameters with the byte vocabulary) beside PyTorch eager. Logs go
+# to OUT_DIR; the exit status is non-zero when a check fails.
 #
 #   tools/gpu_check.sh [ARCHIVE] [OUT_DIR]   (defaults: .gpu/bundle.tar.xz, $OUT or gpu-check)
 set -uo pipefail

@@ -131,6 +131,31 @@ BOOST_AUTO_TEST_CASE(three_devices_and_their_ring_equal_one_device_on_the_whole_
   self->send_exit(group, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(a_ring_of_small_chunks_sums_segment_after_segment) {
+  caf::scoped_actor self{sys};
+  auto whole = spawn_group(self.ptr(), job, 0, 0);
+  const auto want = run_both_micro_batches(*this, self, whole);
+  // Chunks of at most 7 values: thousands of segments, each summed in its own order.
+  auto bounded = make_job_context(test::test_cluster(), profile, plan, test::train_for(plan, 1),
+                                  test::test_corpus());
+  bounded->ring_chunk_values = 7;
+  auto group = spawn_group(self.ptr(), bounded, 0, 0);
+  const auto got = run_both_micro_batches(*this, self, group);
+  BOOST_TEST(got.loss == want.loss);
+  BOOST_REQUIRE_EQUAL(got.gradients.size(), want.gradients.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < want.gradients.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(got.gradients[i] - want.gradients[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(want.gradients[i])));
+  }
+  BOOST_TEST(worst <= 1e-6 * scale);
+  // Every device ended with the same sums: the snapshot compares their digests.
+  ask<int64_t>(self, group, optimize_order{1, 1e-3, 1.0});
+  BOOST_TEST(!ask<std::vector<kernels::parameter_state>>(self, group, snapshot_atom_v).empty());
+  for (const auto& g : {whole, group})
+    self->send_exit(g, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_CASE(a_one_pipeline_reduce_answers_the_sums_squares_and_leaves_the_sums) {
   caf::scoped_actor self{sys};
   auto with_values = spawn_group(self.ptr(), job, 0, 0);
@@ -303,8 +328,16 @@ BOOST_AUTO_TEST_CASE(gradients_too_large_for_one_message_reach_a_device_apart_in
                                                "step 7 from 2 of") != std::string::npos,
                             sys.render(e));
                });
-  // The gradients stay what the last whole set made them.
+  // The gradients stay what the last whole set made them, and no step is taken on them while
+  // a series of pieces is incomplete.
   BOOST_TEST((ask<std::vector<float>>(self, device, gradients_atom_v) == values));
+  self->request(device, std::chrono::seconds(30), optimize_order{7, 1e-3, 1.0})
+      .receive([](int64_t) { BOOST_FAIL("a step on incomplete gradients"); },
+               [&](caf::error& e) {
+                 BOOST_TEST(sys.render(e).find("step 7: gradients of step 7 incomplete (2 of") !=
+                                std::string::npos,
+                            sys.render(e));
+               });
   for (const auto& a : {caf::actor_cast<caf::actor>(stand_in), caf::actor_cast<caf::actor>(device)})
     self->send_exit(a, caf::exit_reason::user_shutdown);
 }

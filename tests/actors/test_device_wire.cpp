@@ -144,8 +144,9 @@ BOOST_AUTO_TEST_CASE(corrupted_device_messages_are_refused_and_counted_never_cra
   BOOST_TEST(fuzz<actors::ring_chunk>(sys, {4, 1, awkward_values(10, 6)}, 23, 300,
                                       [](auto& c, auto&) { return c.step >= 0 && c.round >= 0; }) >
              0);
-  BOOST_TEST(fuzz<actors::gradient_values>(sys, {4, awkward_values(10, 7)}, 24, 300,
-                                           [](auto& g, auto&) { return g.step >= 0; }) > 0);
+  BOOST_TEST(fuzz<actors::gradient_values>(
+                 sys, {4, awkward_values(10, 7), 3}, 24, 300,
+                 [](auto& g, auto&) { return g.step >= 0 && g.offset >= 0; }) > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_join_carries_its_device_slots_and_handles) {

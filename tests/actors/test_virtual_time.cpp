@@ -208,6 +208,15 @@ BOOST_AUTO_TEST_CASE(a_sender_that_never_sends_fails_the_step_by_its_timeout) {
   BOOST_CHECK(error.find("no report from pipeline 0 stage 0") != std::string::npos);
   BOOST_CHECK(error.find("within") != std::string::npos);
   BOOST_CHECK(took < std::chrono::seconds(5));
+  // Its stages may hold half-reduced gradients: no later step runs (recovery is not there).
+  try {
+    job.step();
+    BOOST_ERROR("a step ran after a failed one");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST(std::string(e.what()).find("the job cannot go on after step 2 failed (no "
+                                          "report from pipeline 0 stage 0") != std::string::npos,
+               e.what());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(link_samples_reach_the_adapter) {

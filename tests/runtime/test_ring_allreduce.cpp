@@ -149,41 +149,41 @@ BOOST_AUTO_TEST_CASE(an_honest_peers_early_rounds_may_wait_and_nothing_else) {
   using deepcee::runtime::early_chunk_refusal;
   using deepcee::runtime::ring_round;
   // Rank 1 of 3 reduces 10 values; its previous rank ran ahead: every round of step 5 came
-  // before rank 1's first reduce, then every round of step 6 after step 5's reduce.
+  // before rank 1's first reduce, then every round of step 6 after step 5's reduce, then
+  // (a resumed job) every round of step 40.
   deepcee::runtime::ring_position at{1, 3, 10, -1, 0};
   const auto length = [&](int round) { return ring_allreduce::incoming_length(10, 1, 3, round); };
   std::vector<ring_round> waiting;
-  for (int64_t step : {5, 6}) {
+  for (int64_t step : {5, 6, 40}) {
     for (int round = 0; round < 4; ++round) {
       BOOST_TEST(early_chunk_refusal(waiting, {step, round}, length(round), at) == "");
       waiting.push_back({step, round});
     }
     waiting.clear(); // its reduce applies them
     at.last_step = step;
-    at.applied = 4;
   }
   const auto refusal = [&](ring_round chunk, size_t values) {
     return early_chunk_refusal(waiting, chunk, values, at);
   };
-  waiting = {{7, 0}};
-  BOOST_TEST(refusal({7, 4}, length(0)) == "round 4 of step 7: a ring of 3 has 4 rounds");
-  BOOST_TEST(refusal({7, -1}, length(0)) == "round -1 of step 7: a ring of 3 has 4 rounds");
-  BOOST_TEST(refusal({7, 0}, length(0)) == "round 0 of step 7 came twice");
-  BOOST_TEST(refusal({8, 0}, length(0)) ==
-             "round 0 of step 8 while step 6 reduces or reduced last: a ring runs one step at "
-             "a time");
-  BOOST_TEST(refusal({7, 1}, length(1) + 1) ==
-             "round 1 of step 7 has " + std::to_string(length(1) + 1) + " values, expected " +
+  waiting = {{41, 0}};
+  BOOST_TEST(refusal({41, 4}, length(0)) == "round 4 of step 41: a ring of 3 has 4 rounds");
+  BOOST_TEST(refusal({41, -1}, length(0)) == "round -1 of step 41: a ring of 3 has 4 rounds");
+  BOOST_TEST(refusal({41, 0}, length(0)) == "round 0 of step 41 came twice");
+  BOOST_TEST(refusal({42, 0}, length(0)) ==
+             "round 0 of step 42 while rounds of step 41 wait: a ring runs one step at a time");
+  BOOST_TEST(refusal({40, 1}, length(1)) ==
+             "round 1 of step 40 after step 40 reduced: a ring runs one step at a time");
+  BOOST_TEST(refusal({41, 1}, length(1) + 1) ==
+             "round 1 of step 41 has " + std::to_string(length(1) + 1) + " values, expected " +
                  std::to_string(length(1)));
-  at.last_step = 7; // step 7 reduces, two rounds applied
+  at.last_step = 41; // step 41 reduces, two rounds applied
   at.applied = 2;
+  at.reducing = true;
   waiting.clear();
-  BOOST_TEST(refusal({7, 1}, length(1)) == "round 1 of step 7 came twice");
-  BOOST_TEST(refusal({7, 2}, length(2)) == "");
-  at = {1, 3, 10, -1, 0}; // before the first reduce, rounds of one step wait
-  waiting = {{3, 0}};
-  BOOST_TEST(refusal({4, 0}, length(0)) ==
-             "round 0 of step 4 while rounds of step 3 wait: a ring runs one step at a time");
+  BOOST_TEST(refusal({41, 1}, length(1)) == "round 1 of step 41 came twice");
+  BOOST_TEST(refusal({41, 2}, length(2)) == "");
+  BOOST_TEST(refusal({42, 0}, length(0)) ==
+             "round 0 of step 42 while step 41 reduces: a ring runs one step at a time");
   BOOST_TEST(early_chunk_refusal({}, {0, 0}, 1, {0, 1, 1, -1, 0}) ==
              "round 0 of step 0: a ring of 1 has 0 rounds");
   // Chunks of at most 2 values: 10 values over 3 ranks take 2 segments, 8 rounds.
