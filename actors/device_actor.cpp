@@ -1,7 +1,6 @@
 #include "actors/device_actor.hpp"
 
 #include "actors/wire_format.hpp"
-#include "messages/codec.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/schedule.hpp"
 
@@ -12,7 +11,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>

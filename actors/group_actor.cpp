@@ -5,7 +5,6 @@
 #include "actors/remote_device.hpp"
 #include "actors/wire_format.hpp"
 #include "kernels/gpt/stage_worker.hpp"
-#include "messages/codec.hpp"
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
