@@ -66,7 +66,7 @@ struct job_context {
   std::vector<int> local_index;
   /// The most values of one ring chunk of a stage's all-reduce: what one message between
   /// nodes carries (the same in every layout, so every layout sums alike; tests lower it).
-  size_t ring_chunk_values = static_cast<size_t>(messages::max_payload_bytes) / sizeof(float);
+  size_t ring_chunk_values = messages::max_payload_floats;
   mutable tensor_path_counts counts; ///< what actors write: statistics,
   mutable shaped_links shaped;       ///< and shaped wall time's link FIFOs
   /// Wall mode's zero: real times are seconds since this process set up the job.

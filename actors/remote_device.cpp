@@ -88,10 +88,6 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
   return r;
 }
 
-size_t values_per_message() {
-  return static_cast<size_t>(messages::max_payload_bytes) / sizeof(float);
-}
-
 device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor device,
                                                    std::string where, bool first, bool last,
                                                    int context, size_t piece_values) {

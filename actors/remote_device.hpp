@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "messages/codec.hpp"
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -23,9 +24,6 @@ struct remote_device_state {
   size_t piece_values = 0;          ///< the most gradient values one message carries
 };
 
-/// The most float values one message between nodes carries.
-size_t values_per_message();
-
 /// The rows a device on another node needs for `work` (pure: tested on its own).
 device_rows rows_of(const device_work& work, bool first, bool last, int context);
 
@@ -39,7 +37,7 @@ remote_device_behavior(device_actor::stateful_pointer<remote_device_state> self,
 template <class Parent>
 device_actor spawn_remote_device(Parent* parent, device_actor device, std::string where, bool first,
                                  bool last, int context,
-                                 size_t piece_values = values_per_message()) {
+                                 size_t piece_values = messages::max_payload_floats) {
   return parent->template spawn<caf::linked>(remote_device_behavior, std::move(device),
                                              std::move(where), first, last, context, piece_values);
 }

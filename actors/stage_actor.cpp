@@ -207,8 +207,7 @@ void send_shares(self_ptr self) {
       const int k = st.job->flat_index(static_cast<int>(q), static_cast<int>(t));
       const auto& peer = st.peers.at(static_cast<size_t>(k));
       // Dropped on the way, a share too large for one message would leave the step waiting.
-      if (peer->node() != self->node() &&
-          static_cast<int64_t>(share.values.size() * sizeof(float)) > messages::max_payload_bytes)
+      if (peer->node() != self->node() && share.values.size() > messages::max_payload_floats)
         throw std::runtime_error("the gradients of layers [" + std::to_string(lo) + ", " +
                                  std::to_string(hi) + ") for " + st.job->stage_name(k) + " are " +
                                  std::to_string(share.values.size()) +

@@ -3,6 +3,7 @@
 #include "messages/result.hpp"
 #include "messages/types.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -47,6 +48,8 @@ std::vector<uint8_t> encode(const gradient_values& m);
 /// Largest payload of one tensor message (Cap'n Proto's limit on a Data field); a larger
 /// tensor is sent in slices of samples (tensor_header::first_sample).
 constexpr int64_t max_payload_bytes = (int64_t{1} << 29) - 1;
+/// The most float values one such payload holds.
+constexpr size_t max_payload_floats = static_cast<size_t>(max_payload_bytes) / sizeof(float);
 
 /// Largest stage_snapshot: BASP (CAF's protocol between nodes) frames a message with a
 /// 32-bit size, and the CAF wrapping around the Cap'n Proto bytes needs a little of it.
