@@ -1,5 +1,7 @@
 #include "actors/device_worker.hpp"
 
+#include "runtime/gradient_exchange.hpp"
+
 #include "runtime/errors.hpp"
 #include "runtime/model_spec.hpp"
 
@@ -61,14 +63,6 @@ kernels::backend_options device_backend(const runtime::train_config& train, int 
   return o;
 }
 
-size_t gradient_size(const runtime::model_config& model, int first, int last) {
-  const auto spec = runtime::make_model_spec(model);
-  size_t n = 0;
-  for (int l = first; l < last; ++l)
-    n += static_cast<size_t>(spec.layers.at(static_cast<size_t>(l)).params);
-  return n;
-}
-
 device_worker::device_worker(const runtime::model_config& model, int first_layer, int last_layer,
                              uint64_t seed, const runtime::optimizer_config& optimizer,
                              const kernels::backend_options& backend)
@@ -80,7 +74,7 @@ device_worker::device_worker(const runtime::model_config& model, int first_layer
   std::stable_sort(by_layer_.begin(), by_layer_.end(), [&](auto* a, auto* b) {
     return layer_of_parameter(a->name, model.n_layer) < layer_of_parameter(b->name, model.n_layer);
   });
-  if (gradient_size() != actors::gradient_size(model, first_layer, last_layer))
+  if (gradient_size() != runtime::gradient_size(model, first_layer, last_layer))
     throw std::logic_error("device_worker: layers [" + std::to_string(first_layer) + ", " +
                            std::to_string(last_layer) + ") hold " +
                            std::to_string(gradient_size()) +

@@ -87,8 +87,4 @@ uint64_t state_digest(const std::vector<kernels::parameter_state>& states);
 /// The pipeline layer a parameter belongs to, from its GPT-2 name.
 int layer_of_parameter(const std::string& name, int n_layer);
 
-/// Values of the gradients of layers [first, last) (device_worker::gradients()'s layout of
-/// a stage that holds them), from the model's shapes.
-size_t gradient_size(const runtime::model_config& model, int first, int last);
-
 } // namespace deepcee::actors

@@ -7,6 +7,7 @@
 #include "actors/stage_tensors.hpp"
 #include "kernels/gpt/stage_worker.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/gradient_exchange.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
@@ -23,12 +24,30 @@
 #include <utility>
 #include <variant>
 
+/// A stage actor runs its part of every step. The order of events of one step:
+/// 1. idle -> computing: the coordinator's step order (kept until the wiring if it comes
+///    first) starts the op list; the first and last stages sample the step's batch.
+/// 2. computing: the list's next op starts once op_readiness says its input is there (a
+///    neighbour's tensor arrives as a tensor message; through a shared pipe, also settled
+///    by the pipe's arrival). The group's devices compute it while the stage goes on
+///    handling messages; when the group answers, the op ends, its tensor leaves for the
+///    neighbour when the readiness rules say (a fused B's gradient after its W), and the
+///    next op is tried. In virtual and dry time every step also promises lower bounds on
+///    its next send times to pipes and neighbours.
+/// 3. computing -> reducing: the list is done; the group all-reduces its devices'
+///    gradients, then the stage exchanges gradient shares with the other pipelines' holders
+///    of its layers (with one pipeline it asks only for the squares of the sum).
+/// 4. reducing -> idle: the stage reports the step (ops, loss, squares) to the coordinator.
+/// 5. idle: the coordinator's optimize order reaches the group, which steps every device.
+/// A failure anywhere reports the error to the coordinator and returns the stage to idle.
 namespace deepcee::actors {
 
 namespace {
 
 using self_ptr = stage_self;
+using runtime::op_input;
 using runtime::op_kind;
+using runtime::tensor_flow;
 
 std::string where(const stage_state& st) {
   return "pipeline " + std::to_string(st.pipeline) + " stage " + std::to_string(st.stage);
@@ -56,7 +75,8 @@ std::vector<caf::strong_actor_ptr> devices_apart(const job_context& job, int pip
 /// A failed handler never kills the actor: the coordinator fails the step with the reason.
 void report_error(self_ptr self, const std::string& what) {
   auto& st = self->state;
-  st.running = st.op_running = st.reducing = false;
+  st.phase = stage_phase::idle;
+  st.op_running = false;
   stage_report r;
   r.step = st.step;
   r.pipeline = st.pipeline;
@@ -66,29 +86,18 @@ void report_error(self_ptr self, const std::string& what) {
     self->send(st.coordinator, std::move(r));
 }
 
+runtime::layer_range layers_of(const stage_state& st) {
+  return {st.first_layer, st.last_layer};
+}
+
 /// Why a gradient share (already decoded and validated as a message) cannot be one for
-/// this stage: another pipeline's holder of some of its layers, for its running or next
-/// step, with one value per parameter of those layers. Empty when it can.
+/// this stage (runtime::share_refusal); empty when it can.
 std::string check_share(const stage_state& st, const grad_share& share) {
   if (!st.group)
     return "gradient share in dry mode, where no stage has gradients";
-  const int first = st.first_layer, last = st.last_layer;
-  const auto what = "gradient share of step " + std::to_string(share.step) + " layers [" +
-                    std::to_string(share.first_layer) + ", " + std::to_string(share.last_layer) +
-                    ") from pipeline " + std::to_string(share.pipeline);
-  if (share.pipeline == st.pipeline ||
-      share.pipeline >= static_cast<int>(st.job->plan.pipelines.size()))
-    return what + " comes from no other pipeline";
-  if (share.step < st.step || share.step > st.step + 1)
-    return what + " belongs to no step of this stage (step " + std::to_string(st.step) + ")";
-  if (share.first_layer < first || share.last_layer > last)
-    return what + " is outside this stage's layers [" + std::to_string(first) + ", " +
-           std::to_string(last) + ")";
-  const size_t want = gradient_size(st.job->plan.model, share.first_layer, share.last_layer);
-  if (share.values.size() != want)
-    return what + " has " + std::to_string(share.values.size()) + " values, expected " +
-           std::to_string(want);
-  return {};
+  return runtime::share_refusal(
+      st.job->plan, st.pipeline, st.step, layers_of(st),
+      {share.step, share.pipeline, {share.first_layer, share.last_layer}, share.values.size()});
 }
 
 /// This stage's report of its step: its ops, its loss and the square sum of its reduced
@@ -104,11 +113,6 @@ stage_report report_of(stage_state& st, double grad_sum_squares) {
   r.ops = std::move(st.records);
   r.dropped = st.dropped;
   return r;
-}
-
-/// Element offset of layer `l` inside a gradient vector that starts at layer `first`.
-size_t offset_of(const stage_state& st, int first, int l) {
-  return gradient_size(st.job->plan.model, first, l);
 }
 
 /// The text of a failed answer (an error that carries our own message, or CAF's).
@@ -131,42 +135,30 @@ auto group_failure(self_ptr self) {
 /// The stage's step is done: its report goes to the coordinator.
 void report_step(self_ptr self, double grad_sum_squares) {
   auto& st = self->state;
-  st.reducing = false;
+  st.phase = stage_phase::idle;
   st.own_gradients.clear();
   self->send(st.coordinator, report_of(st, grad_sum_squares));
 }
 
+/// Once the other pipelines' shares complete this stage's layers, sums them with its own
+/// (runtime::sum_over_pipelines) and hands the total to the group's devices.
 void try_reduce(self_ptr self) {
   auto& st = self->state;
-  if (!st.reducing || st.own_gradients.empty())
+  if (st.phase != stage_phase::reducing || st.own_gradients.empty())
     return;
-  const int first = st.first_layer, last = st.last_layer;
   const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
   auto& shares = st.shares[st.step];
-  int covered = 0;
-  for (const auto& s : shares)
-    covered += s.last_layer - s.first_layer;
-  if (covered < (pipelines - 1) * (last - first))
-    return;
-  // Every holder sums the contributions in pipeline order, so all of them end with
-  // bit-identical gradients and hence identical weights.
-  std::vector<std::vector<float>> by_pipeline(static_cast<size_t>(pipelines));
-  by_pipeline[static_cast<size_t>(st.pipeline)] = std::move(st.own_gradients);
-  const size_t n = by_pipeline[static_cast<size_t>(st.pipeline)].size();
-  for (auto& s : shares) {
-    auto& dst = by_pipeline.at(static_cast<size_t>(s.pipeline));
-    dst.resize(n, 0.0f);
-    const size_t at = offset_of(st, first, s.first_layer);
-    if (at + s.values.size() > n)
-      throw std::invalid_argument("gradient share of layers [" + std::to_string(s.first_layer) +
-                                  ", " + std::to_string(s.last_layer) + ") does not fit");
-    std::copy(s.values.begin(), s.values.end(), dst.begin() + static_cast<ptrdiff_t>(at));
+  std::vector<runtime::layer_range> received;
+  std::vector<runtime::share_values> values;
+  for (const auto& s : shares) {
+    received.push_back({s.first_layer, s.last_layer});
+    values.push_back({s.pipeline, {s.first_layer, s.last_layer}, s.values});
   }
+  if (!runtime::shares_complete(pipelines, layers_of(st), received))
+    return;
+  auto total = runtime::sum_over_pipelines(st.job->plan.model, pipelines, st.pipeline,
+                                           layers_of(st), std::move(st.own_gradients), values);
   st.shares.erase(st.step);
-  std::vector<float> total = std::move(by_pipeline[0]);
-  for (size_t q = 1; q < by_pipeline.size(); ++q)
-    for (size_t i = 0; i < n; ++i)
-      total[i] += by_pipeline[q][i];
   double sum_squares = 0;
   if (st.pipeline == 0) // pipeline 0 holds every layer exactly once
     for (float v : total)
@@ -185,35 +177,26 @@ void try_reduce(self_ptr self) {
 /// Sends this stage's gradient sums (over its devices) to the other holders of its layers.
 void send_shares(self_ptr self) {
   auto& st = self->state;
-  const int first = st.first_layer, last = st.last_layer;
-  const auto& plan = st.job->plan;
-  for (size_t q = 0; q < plan.pipelines.size(); ++q) {
-    if (static_cast<int>(q) == st.pipeline)
-      continue;
-    for (size_t t = 0; t < plan.pipelines[q].stages.size(); ++t) {
-      const auto& other = plan.pipelines[q].stages[t];
-      const int lo = std::max(first, other.first_layer), hi = std::min(last, other.last_layer);
-      if (lo >= hi)
-        continue;
-      grad_share share;
-      share.step = st.step;
-      share.pipeline = st.pipeline;
-      share.stage = st.stage;
-      share.first_layer = lo;
-      share.last_layer = hi;
-      const auto b = st.own_gradients.begin();
-      share.values.assign(b + static_cast<ptrdiff_t>(offset_of(st, first, lo)),
-                          b + static_cast<ptrdiff_t>(offset_of(st, first, hi)));
-      const int k = st.job->flat_index(static_cast<int>(q), static_cast<int>(t));
-      const auto& peer = st.peers.at(static_cast<size_t>(k));
-      // Dropped on the way, a share too large for one message would leave the step waiting.
-      if (peer->node() != self->node() && share.values.size() > messages::max_payload_floats)
-        throw std::runtime_error("the gradients of layers [" + std::to_string(lo) + ", " +
-                                 std::to_string(hi) + ") for " + st.job->stage_name(k) + " are " +
-                                 std::to_string(share.values.size()) +
-                                 " values, more than one message between nodes carries");
-      self->send(peer, std::move(share));
-    }
+  for (const auto& slice : runtime::share_slices(st.job->plan, st.pipeline, layers_of(st))) {
+    grad_share share;
+    share.step = st.step;
+    share.pipeline = st.pipeline;
+    share.stage = st.stage;
+    share.first_layer = slice.layers.first;
+    share.last_layer = slice.layers.last;
+    const auto b = st.own_gradients.begin();
+    share.values.assign(b + static_cast<ptrdiff_t>(slice.begin),
+                        b + static_cast<ptrdiff_t>(slice.end));
+    const int k = st.job->flat_index(slice.pipeline, slice.stage);
+    const auto& peer = st.peers.at(static_cast<size_t>(k));
+    // Dropped on the way, a share too large for one message would leave the step waiting.
+    if (peer->node() != self->node() && share.values.size() > messages::max_payload_floats)
+      throw std::runtime_error("the gradients of layers [" + std::to_string(slice.layers.first) +
+                               ", " + std::to_string(slice.layers.last) + ") for " +
+                               st.job->stage_name(k) + " are " +
+                               std::to_string(share.values.size()) +
+                               " values, more than one message between nodes carries");
+    self->send(peer, std::move(share));
   }
 }
 
@@ -222,12 +205,12 @@ void send_shares(self_ptr self) {
 /// job of one pipeline it needs only the sum's squares, taken on its first device.
 void finish_compute(self_ptr self) {
   auto& st = self->state;
-  st.running = false;
   if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
+    st.phase = stage_phase::idle;
     self->send(st.coordinator, report_of(st, 0));
     return;
   }
-  st.reducing = true;
+  st.phase = stage_phase::reducing;
   const auto epoch = st.epoch;
   if (st.job->plan.pipelines.size() == 1) { // no other holder: the sums stay on the devices
     self->request(st.group, caf::infinite, squares_atom_v, st.step)
@@ -258,43 +241,98 @@ void finish_compute(self_ptr self) {
 
 void advance(self_ptr self);
 
-/// The op `next_op` has ended at `end` (virtual and dry time; wall time measures it now):
-/// its tensor leaves (a fused B's waits for its W), and the stage moves to the next op.
+/// The list's next op has ended at `end` (virtual and dry time; wall time measures it
+/// now): its tensor leaves when op_readiness says (a fused B's waits for its W), and the
+/// stage moves to the next op.
 void complete_op(self_ptr self, double start, double end, double loss,
                  std::optional<outgoing_tensor> out) {
   auto& st = self->state;
-  const auto op = st.ops[st.next_op];
-  const auto i = static_cast<size_t>(op.micro);
+  const auto op = st.list.next();
   if (st.job->wall())
     end = st.job->real_now_s();
-  switch (op.kind) {
-  case op_kind::forward:
-    if (st.last)
-      st.loss_sum += loss;
-    else
-      send_tensor(self, *out, end);
-    st.activations[st.step].erase(op.micro);
-    st.f_end[i] = end;
-    break;
-  case op_kind::backward_input:
-    // A fused kernel releases the input gradient only when W ends: its message waits.
-    if (out && st.fused_backward)
-      st.pending_grad_out.emplace(op.micro, std::move(*out));
-    else if (out)
-      send_tensor(self, *out, end);
-    st.gradients[st.step].erase(op.micro);
-    st.b_end[i] = end;
-    break;
-  case op_kind::backward_weight:
-    if (auto it = st.pending_grad_out.find(op.micro); it != st.pending_grad_out.end()) {
-      send_tensor(self, it->second, end);
-      st.pending_grad_out.erase(it);
-    }
-    break;
+  const auto flow = st.list.complete_next(end);
+  if (op.kind == op_kind::forward && st.place.last)
+    st.loss_sum += loss;
+  if (out && flow == tensor_flow::none)
+    st.pending_grad_out.emplace(op.micro, std::move(*out));
+  else if (out)
+    send_tensor(self, *out, end);
+  else if (auto it = st.pending_grad_out.find(op.micro);
+           flow != tensor_flow::none && it != st.pending_grad_out.end()) {
+    send_tensor(self, it->second, end);
+    st.pending_grad_out.erase(it);
   }
+  if (op.kind == op_kind::forward)
+    st.activations[st.step].erase(op.micro);
+  else if (op.kind == op_kind::backward_input)
+    st.gradients[st.step].erase(op.micro);
   st.records.push_back({static_cast<int32_t>(op.kind), op.micro, start, end});
   st.free_at = end;
-  ++st.next_op;
+}
+
+/// The neighbour's tensor that `op` reads, once it is there and its arrival is settled
+/// (pipes); its arrival then counts in the readiness. None for ops without such an input.
+std::shared_ptr<received_tensor> settled_input(stage_state& st, const runtime::schedule_op& op) {
+  const auto input = runtime::input_of(op.kind, st.place);
+  if (input != op_input::activation && input != op_input::gradient)
+    return nullptr;
+  const auto role = input == op_input::activation ? tensor_role::activation : tensor_role::gradient;
+  auto& by_micro = (role == tensor_role::activation ? st.activations : st.gradients)[st.step];
+  auto it = by_micro.find(op.micro);
+  if (it == by_micro.end() || !st.sync.settle(role, st.step, op.micro, it->second->arrival_s))
+    return nullptr;
+  st.list.readiness().input_arrived(input, op.micro, it->second->arrival_s);
+  return it->second;
+}
+
+/// The group's work for `op`: the samples, the input it reads in place and the payload
+/// it writes in place.
+device_work work_for(const stage_state& st, const runtime::schedule_op& op,
+                     const std::shared_ptr<received_tensor>& input,
+                     const std::optional<outgoing_tensor>& out) {
+  const auto& plan = st.job->plan;
+  device_work work;
+  work.kind = static_cast<int32_t>(op.kind);
+  work.micro = op.micro;
+  work.first_sample = kernels::micro_batch_offset(plan, st.pipeline, op.micro);
+  work.samples = plan.micro_batch_size;
+  work.loss_scale =
+      1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * plan.model.context);
+  work.batch = st.batch;
+  if (input) {
+    work.input = values_of(*input);
+    work.input_owner = input;
+  }
+  if (out && out->draft) {
+    work.output = out->draft->payload();
+    work.output_owner = out->draft;
+  }
+  return work;
+}
+
+/// Hands `op` to the group; its answer ends the op and runs what can run next.
+void start_on_group(self_ptr self, const runtime::schedule_op& op, double start, double end,
+                    const std::shared_ptr<received_tensor>& input,
+                    std::optional<outgoing_tensor> out) {
+  auto& st = self->state;
+  auto work = work_for(st, op, input, out);
+  st.op_running = true;
+  const auto epoch = st.epoch;
+  self->request(st.group, caf::infinite, std::move(work))
+      .then(
+          [=](double loss) mutable {
+            auto& s = self->state;
+            if (s.epoch != epoch || s.phase != stage_phase::computing)
+              return; // an answer of an abandoned step
+            s.op_running = false;
+            try {
+              complete_op(self, start, end, loss, std::move(out));
+              advance(self);
+            } catch (const std::exception& e) {
+              report_error(self, e.what());
+            }
+          },
+          group_failure(self));
 }
 
 /// Starts the ops of the list in order for as long as their inputs are there, one at a time
@@ -306,86 +344,38 @@ void complete_op(self_ptr self, double start, double end, double loss,
 /// the send bounds see it).
 void run_ready_ops(self_ptr self) {
   auto& st = self->state;
-  const auto& plan = st.job->plan;
-  const auto& model = plan.model;
-  const bool wall = st.job->wall(), math = !st.job->dry();
-  auto& acts = st.activations[st.step];
-  auto& grads = st.gradients[st.step];
-  while (st.running && !st.op_running && st.next_op < st.ops.size()) {
-    const auto op = st.ops[st.next_op];
-    const auto i = static_cast<size_t>(op.micro);
-    std::shared_ptr<received_tensor> input;
-    double ready = 0;
-    if (op.kind == op_kind::forward) {
-      if (st.first)
-        ready = st.free_at;
-      else if (auto it = acts.find(op.micro);
-               it != acts.end() &&
-               st.sync.settle(tensor_role::activation, st.step, op.micro, it->second->arrival_s))
-        ready = (input = it->second)->arrival_s;
-      else
-        return;
-    } else if (op.kind == op_kind::backward_input) {
-      if (st.last)
-        ready = st.f_end.at(i);
-      else if (auto it = grads.find(op.micro);
-               it != grads.end() &&
-               st.sync.settle(tensor_role::gradient, st.step, op.micro, it->second->arrival_s))
-        ready = (input = it->second)->arrival_s;
-      else
-        return;
-    } else {
-      ready = st.b_end.at(i);
+  const bool wall = st.job->wall();
+  while (st.phase == stage_phase::computing && !st.op_running && !st.list.done()) {
+    const auto op = st.list.next();
+    const auto input = settled_input(st, op);
+    const double ready = st.list.next_ready_at();
+    if (ready == runtime::stage_readiness::not_yet) {
+      const auto waits_for = runtime::input_of(op.kind, st.place);
+      if (waits_for == op_input::own_forward || waits_for == op_input::own_backward)
+        throw std::logic_error(runtime::to_string(op) + " before its own dependency");
+      return; // its input is not there yet
     }
-    if (ready < 0)
-      throw std::logic_error(runtime::to_string(op) + " before its own dependency");
     const double start = wall ? st.job->real_now_s() : std::max(st.free_at, ready);
     const double end = wall ? start : start + st.costs.op_time(op.kind);
     std::optional<outgoing_tensor> out;
-    if (op.kind == op_kind::forward && !st.last)
+    switch (runtime::output_of(op.kind, st.place)) {
+    case tensor_flow::activation_to_next:
       out = open_tensor(st, tensor_role::activation, op.micro);
-    else if (op.kind == op_kind::backward_input && !st.first)
+      break;
+    case tensor_flow::gradient_to_previous:
       out = open_tensor(st, tensor_role::gradient, op.micro);
-    if (!math) {
+      break;
+    case tensor_flow::none:
+      break;
+    }
+    if (st.job->dry()) {
       complete_op(self, start, end, 0, std::move(out));
       continue;
     }
-    device_work work;
-    work.kind = static_cast<int32_t>(op.kind);
-    work.micro = op.micro;
-    work.first_sample = kernels::micro_batch_offset(plan, st.pipeline, op.micro);
-    work.samples = plan.micro_batch_size;
-    work.loss_scale =
-        1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * model.context);
-    work.batch = st.batch;
-    if (input) {
-      work.input = values_of(*input);
-      work.input_owner = input;
-    }
-    if (out && out->draft) {
-      work.output = out->draft->payload();
-      work.output_owner = out->draft;
-    }
-    st.op_running = true;
-    const auto epoch = st.epoch;
-    self->request(st.group, caf::infinite, std::move(work))
-        .then(
-            [=](double loss) mutable {
-              auto& s = self->state;
-              if (s.epoch != epoch || !s.running)
-                return; // an answer of an abandoned step
-              s.op_running = false;
-              try {
-                complete_op(self, start, end, loss, std::move(out));
-                advance(self);
-              } catch (const std::exception& e) {
-                report_error(self, e.what());
-              }
-            },
-            group_failure(self));
+    start_on_group(self, op, start, end, input, std::move(out));
     return;
   }
-  if (st.running && !st.op_running && st.next_op == st.ops.size())
+  if (st.phase == stage_phase::computing && !st.op_running && st.list.done())
     finish_compute(self);
 }
 
@@ -399,7 +389,7 @@ void advance(self_ptr self) {
 
 void start_step(self_ptr self, const step_order& order) {
   auto& st = self->state;
-  if (st.running)
+  if (st.phase == stage_phase::computing || st.phase == stage_phase::reducing)
     throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
                            std::to_string(st.step) + " runs");
   const auto& plan = st.job->plan;
@@ -409,18 +399,16 @@ void start_step(self_ptr self, const step_order& order) {
     throw std::invalid_argument("micro-batch counts differ from the plan's (rebalancing is "
                                 "not implemented yet)");
   st.step = order.step;
-  st.running = true;
-  st.op_running = st.reducing = false;
+  st.phase = stage_phase::computing;
+  st.op_running = false;
   ++st.epoch;
-  st.next_op = 0;
+  st.list = runtime::op_list_run(st.ops, st.place, m, order.start_s);
   st.free_at = order.start_s;
   st.loss_sum = 0;
   st.records.clear();
   st.own_gradients.clear();
   st.pending_grad_out.clear();
-  st.f_end.assign(static_cast<size_t>(m), -1.0);
-  st.b_end.assign(static_cast<size_t>(m), -1.0);
-  if (!st.job->dry() && (st.first || st.last))
+  if (!st.job->dry() && (st.place.first || st.place.last))
     st.batch = std::make_shared<const runtime::token_batch>(st.job->corpus->sample_batch(
         runtime::corpus_split::train, plan.global_batch(), plan.model.context, st.job->train.seed,
         static_cast<uint64_t>(order.step)));
@@ -438,13 +426,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
   st.first_layer = sp.first_layer;
   st.last_layer = sp.last_layer;
-  st.first = sp.first_layer == 0;
-  st.last = sp.last_layer == job->plan.model.n_layer + 2;
+  const auto& schedule = job->cluster->schedule(pipeline);
+  st.place = {sp.first_layer == 0, sp.last_layer == job->plan.model.n_layer + 2,
+              schedule.fused_backward};
   if (!job->dry())
     st.group = spawn_group(self, job, pipeline, stage);
-  const auto& schedule = job->cluster->schedule(pipeline);
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
-  st.fused_backward = schedule.fused_backward;
   st.costs = job->cluster->stage(pipeline, stage);
   st.sync.init(*job, pipeline, stage);
   return {
@@ -460,6 +447,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
             self->send(s.group, devices_atom_v, std::move(handed));
         try {
           s.sync.wire(w.pipes);
+          if (s.phase == stage_phase::unwired)
+            s.phase = stage_phase::idle;
           if (auto order = std::exchange(s.unwired_order, std::nullopt))
             start_step(self, *order);
         } catch (const std::exception& e) {
@@ -468,7 +457,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](const step_order& order) {
         try {
-          if (self->state.peers.empty()) {
+          if (self->state.phase == stage_phase::unwired) {
             self->state.unwired_order = order;
             return;
           }

@@ -6,6 +6,7 @@
 #include "actors/pipe_sync.hpp"
 #include "messages/codec.hpp"
 #include "messages/types.hpp"
+#include "runtime/op_readiness.hpp"
 
 #include <map>
 #include <memory>
@@ -33,6 +34,16 @@ struct received_tensor {
   std::vector<float> values;
 };
 
+/// Where a stage is in its life. The messages each phase takes:
+/// - unwired: a step order waits until the wiring comes (they come from different senders,
+///   so CAF does not order them);
+/// - idle (between steps): step orders, optimize orders, snapshots and restores; inputs and
+///   gradient shares of the next step are kept for it;
+/// - computing: the op list runs; inputs, pipe messages and the group's op answers;
+/// - reducing: the op list is done; the group's reduce, gradient shares of other pipelines.
+/// A failure in any phase reports the error and returns the stage to idle.
+enum class stage_phase { unwired, idle, computing, reducing };
+
 /// A stage's state during a job. Inputs that arrive before their step starts (a neighbour
 /// may start earlier) wait in the per-step maps.
 struct stage_state {
@@ -41,32 +52,27 @@ struct stage_state {
   std::shared_ptr<job_context> job;
   int pipeline = 0;
   int stage = 0;
-  group_actor group;                ///< its devices; none in dry mode: no weights, no kernels
+  group_actor group; ///< its devices; none in dry mode: no weights, no kernels
   int first_layer = 0, last_layer = 0;
-  bool first = false, last = false; ///< holds the embedding / the head
+  runtime::stage_place place; ///< first (embedding), last (head), fused backward
   std::vector<runtime::schedule_op> ops;
-  bool fused_backward = false;
   runtime::virtual_stage costs;
   link_layer links;
   pipe_sync sync;                 ///< shared links: pipes and promises (virtual, dry)
   std::vector<stage_actor> peers; ///< flat order
   coordinator_actor coordinator;
-  /// A step order that came before the wiring (they come from different senders, so CAF
-  /// does not order them): it starts once the stage knows its peers.
-  std::optional<step_order> unwired_order;
+  std::optional<step_order> unwired_order; ///< a step order that came before the wiring
 
+  stage_phase phase = stage_phase::unwired;
   // The current step.
   int64_t step = 0;
-  bool running = false;  ///< from the step order until its op list is done
-  bool op_running = false; ///< an op is with the group (next_op's), its answer pending
-  bool reducing = false; ///< from the op list's end until the stage's report
-  uint64_t epoch = 0;    ///< counts started steps: an answer of an abandoned one is ignored
-  size_t next_op = 0;
+  uint64_t epoch = 0;        ///< counts started steps: an answer of an abandoned one is ignored
+  bool op_running = false;   ///< computing: the list's next op is with the group
+  runtime::op_list_run list; ///< the op list's progress and the readiness of its ops
   double free_at = 0;
   double loss_sum = 0;
-  std::shared_ptr<const runtime::token_batch> batch;  ///< first and last stages
-  std::vector<double> f_end, b_end;                   ///< per micro-batch, -1 until done
-  std::map<int, outgoing_tensor> pending_grad_out;    ///< fused: sent when W ends
+  std::shared_ptr<const runtime::token_batch> batch; ///< first and last stages
+  std::map<int, outgoing_tensor> pending_grad_out;   ///< fused: sent when W ends
   std::vector<op_record> records;
   std::vector<float> own_gradients; ///< the group's sum, once reduced
   int64_t dropped = 0;              ///< malformed messages so far

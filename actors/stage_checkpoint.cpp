@@ -10,7 +10,7 @@ void require_weights_between_steps(const stage_state& st, const char* what) {
     throw std::logic_error(std::string(what) + " asked of pipeline " + std::to_string(st.pipeline) +
                            " stage " + std::to_string(st.stage) +
                            " in dry mode, which has no weights");
-  if (st.running || st.reducing)
+  if (st.phase == stage_phase::computing || st.phase == stage_phase::reducing)
     throw std::logic_error(std::string(what) + " asked while step " + std::to_string(st.step) +
                            " runs on pipeline " + std::to_string(st.pipeline) + " stage " +
                            std::to_string(st.stage));

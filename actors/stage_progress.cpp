@@ -4,25 +4,29 @@ namespace deepcee::actors {
 
 namespace {
 
-/// Lower bounds on the inputs of role `role` per micro-batch: a received transfer's
-/// arrival (exact, or a bound while pipes still decide it), else the sender's promise.
-std::vector<double> input_bounds(const stage_state& st, tensor_role role, size_t micro_batches) {
+/// The lower bound on the arrival of input `input` of micro-batch `micro`: a received
+/// transfer's arrival (exact, or a bound while pipes still decide it), else the sender's
+/// promise.
+double input_bound(const stage_state& st, runtime::op_input input, int micro) {
+  const auto role =
+      input == runtime::op_input::activation ? tensor_role::activation : tensor_role::gradient;
   const auto& by_step = role == tensor_role::activation ? st.activations : st.gradients;
-  const double unreceived = st.sync.unreceived_bound(role, st.step);
-  std::vector<double> out(micro_batches, unreceived);
   if (auto it = by_step.find(st.step); it != by_step.end())
-    for (const auto& [micro, msg] : it->second)
-      if (micro >= 0 && static_cast<size_t>(micro) < micro_batches)
-        out[static_cast<size_t>(micro)] = msg->arrival_s;
-  return out;
+    if (auto msg = it->second.find(micro); msg != it->second.end())
+      return msg->second->arrival_s;
+  return st.sync.unreceived_bound(role, st.step);
 }
 
-std::vector<double> known_ends(const std::vector<double>& ends) {
-  auto out = ends;
-  for (auto& t : out)
-    if (t < 0)
-      t = runtime::unknown_s;
-  return out;
+/// Gives every neighbour input that is not there yet its lower bound.
+void bound_inputs(const stage_state& st, runtime::stage_readiness& readiness) {
+  using runtime::op_input;
+  using runtime::op_kind;
+  for (int i = 0; i < readiness.micro_batches(); ++i) {
+    if (!st.place.first && !readiness.ready({op_kind::forward, i}))
+      readiness.input_arrived(op_input::activation, i, input_bound(st, op_input::activation, i));
+    if (!st.place.last && !readiness.ready({op_kind::backward_input, i}))
+      readiness.input_arrived(op_input::gradient, i, input_bound(st, op_input::gradient, i));
+  }
 }
 
 } // namespace
@@ -30,21 +34,13 @@ std::vector<double> known_ends(const std::vector<double>& ends) {
 runtime::stage_progress progress_of(const stage_state& st) {
   runtime::stage_progress p;
   p.ops = &st.ops;
-  p.next_op = st.running ? st.next_op : st.ops.size();
+  p.next_op = st.phase == stage_phase::computing ? st.list.position() : st.ops.size();
   p.free_at = st.free_at;
-  p.first = st.first;
-  p.last = st.last;
-  p.fused_backward = st.fused_backward;
   p.f = st.costs.f;
   p.b = st.costs.b;
   p.w = st.costs.w;
-  p.f_end = known_ends(st.f_end);
-  p.b_end = known_ends(st.b_end);
-  const size_t m = st.f_end.size();
-  if (!p.first)
-    p.activation_in = input_bounds(st, tensor_role::activation, m);
-  if (!p.last)
-    p.gradient_in = input_bounds(st, tensor_role::gradient, m);
+  p.readiness = st.list.readiness();
+  bound_inputs(st, p.readiness);
   return p;
 }
 

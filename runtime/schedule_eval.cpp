@@ -1,5 +1,7 @@
 #include "runtime/schedule.hpp"
 
+#include "runtime/op_readiness.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -56,103 +58,75 @@ double op_cost(const stage_cost& cost, op_kind kind) {
   return 0.0;
 }
 
+/// Where the tensor that `flow` names goes and when it arrives there: the transfer after a
+/// stage s's op takes the comm time of the boundary it crosses (s to s+1 or s-1 to s).
+void deliver(std::vector<op_list_run>& runs, const std::vector<stage_cost>& costs, int s, int micro,
+             double end, tensor_flow flow) {
+  const auto S = static_cast<size_t>(s);
+  if (flow == tensor_flow::activation_to_next)
+    runs[S + 1].readiness().input_arrived(op_input::activation, micro, end + costs[S].comm_to_next);
+  else if (flow == tensor_flow::gradient_to_previous)
+    runs[S - 1].readiness().input_arrived(op_input::gradient, micro,
+                                          end + costs[S - 1].comm_to_next);
+}
+
+/// The stage to blame for a deadlock: one blocked on its own later op (B before its F, W
+/// before its B) is the root cause; otherwise the first blocked stage.
+int deadlock_culprit(const std::vector<op_list_run>& runs) {
+  for (size_t s = 0; s < runs.size(); ++s)
+    if (!runs[s].done()) {
+      const auto input = input_of(runs[s].next().kind, runs[s].readiness().place());
+      if (input == op_input::own_forward || input == op_input::own_backward)
+        return static_cast<int>(s);
+    }
+  for (size_t s = 0; s < runs.size(); ++s)
+    if (!runs[s].done())
+      return static_cast<int>(s);
+  return -1;
+}
+
+[[noreturn]] void throw_deadlock(const std::vector<op_list_run>& runs) {
+  const int s = deadlock_culprit(runs);
+  const auto& run = runs[static_cast<size_t>(s)];
+  const auto& op = run.next();
+  const auto place = run.readiness().place();
+  const auto input = input_of(op.kind, place);
+  const int from = input == op_input::activation ? s - 1 : input == op_input::gradient ? s + 1 : s;
+  throw std::invalid_argument(
+      where(s, op) + " (position " + std::to_string(run.position()) + ") deadlocks: it waits for " +
+      op_letter(sender_of(input, place.fused_backward)) + std::to_string(op.micro) + " on stage " +
+      std::to_string(from) + ", which can never run first");
+}
+
 /// Runs the lists in order. Start times do not depend on the order in which stages are
-/// visited (each op starts at max(stage free, dependency ready)), so a plain sweep until no
+/// visited (each op starts at max(stage free, input ready)), so a plain sweep until no
 /// stage can move is exact.
 schedule_timing execute(const pipeline_schedule& schedule, const std::vector<stage_cost>& costs,
                         int m) {
-  const int p = schedule.stage_count();
-  const auto P = static_cast<size_t>(p);
-  constexpr double not_done = -1.0;
-  // end_time[kind][s * m + i]
-  std::vector<std::vector<double>> end_time(
-      3, std::vector<double>(P * static_cast<size_t>(m), not_done));
-  auto end_of = [&](op_kind kind, int s, int i) -> double& {
-    return end_time[static_cast<size_t>(kind_index(kind))]
-                   [static_cast<size_t>(s) * static_cast<size_t>(m) + static_cast<size_t>(i)];
-  };
-
-  // The op that must end before `op` on stage s may start, and the transfer after it.
-  struct dependency {
-    op_kind kind;
-    int stage;
-    double comm;
-  };
-  auto dependency_of = [&](int s, const schedule_op& op) -> dependency {
-    switch (op.kind) {
-    case op_kind::forward:
-      if (s == 0)
-        return {op_kind::forward, -1, 0.0};
-      return {op_kind::forward, s - 1, costs[static_cast<size_t>(s - 1)].comm_to_next};
-    case op_kind::backward_input:
-      if (s == p - 1)
-        return {op_kind::forward, s, 0.0};
-      // A fused backward releases the input gradient only when the whole kernel ends.
-      return {schedule.fused_backward ? op_kind::backward_weight : op_kind::backward_input, s + 1,
-              costs[static_cast<size_t>(s)].comm_to_next};
-    case op_kind::backward_weight:
-      return {op_kind::backward_input, s, 0.0};
-    }
-    return {op_kind::forward, -1, 0.0};
-  };
-
+  const auto P = schedule.stages.size();
+  std::vector<op_list_run> runs;
+  for (size_t s = 0; s < P; ++s)
+    runs.emplace_back(schedule.stages[s], place_in(schedule, static_cast<int>(s)), m, 0.0);
   schedule_timing t;
   t.ops.resize(P);
-  std::vector<size_t> next(P, 0);
   std::vector<double> free_at(P, 0.0);
-  size_t remaining = 0;
-  for (const auto& ops : schedule.stages)
-    remaining += ops.size();
-
-  bool progress = true;
-  while (remaining > 0 && progress) {
+  for (bool progress = true; progress;) {
     progress = false;
-    for (int s = 0; s < p; ++s) {
-      const auto& ops = schedule.stages[static_cast<size_t>(s)];
-      auto& k = next[static_cast<size_t>(s)];
-      while (k < ops.size()) {
-        const auto& op = ops[k];
-        const auto dep = dependency_of(s, op);
-        double ready = 0.0;
-        if (dep.stage >= 0) {
-          const double dep_end = end_of(dep.kind, dep.stage, op.micro);
-          if (dep_end == not_done)
-            break;
-          ready = dep_end + dep.comm;
-        }
-        const double start = std::max(free_at[static_cast<size_t>(s)], ready);
-        const double end = start + op_cost(costs[static_cast<size_t>(s)], op.kind);
-        end_of(op.kind, s, op.micro) = end;
-        free_at[static_cast<size_t>(s)] = end;
-        t.ops[static_cast<size_t>(s)].push_back({op, start, end});
-        ++k;
-        --remaining;
+    for (size_t s = 0; s < P; ++s) {
+      auto& run = runs[s];
+      while (!run.done() && run.readiness().ready(run.next())) {
+        const auto op = run.next();
+        const double start = std::max(free_at[s], run.next_ready_at());
+        const double end = start + op_cost(costs[s], op.kind);
+        free_at[s] = end;
+        t.ops[s].push_back({op, start, end});
+        deliver(runs, costs, static_cast<int>(s), op.micro, end, run.complete_next(end));
         progress = true;
       }
     }
   }
-
-  if (remaining > 0) {
-    // Prefer a stage blocked on its own later op (B before its F, W before its B): that is
-    // the root cause; otherwise the first blocked stage.
-    int culprit = -1;
-    for (int s = 0; s < p && culprit < 0; ++s) {
-      const auto& ops = schedule.stages[static_cast<size_t>(s)];
-      if (next[static_cast<size_t>(s)] < ops.size() &&
-          dependency_of(s, ops[next[static_cast<size_t>(s)]]).stage == s)
-        culprit = s;
-    }
-    for (int s = 0; s < p && culprit < 0; ++s)
-      if (next[static_cast<size_t>(s)] < schedule.stages[static_cast<size_t>(s)].size())
-        culprit = s;
-    const auto k = next[static_cast<size_t>(culprit)];
-    const auto& op = schedule.stages[static_cast<size_t>(culprit)][k];
-    const auto dep = dependency_of(culprit, op);
-    throw std::invalid_argument(where(culprit, op) + " (position " + std::to_string(k) +
-                                ") deadlocks: it waits for " + op_letter(dep.kind) +
-                                std::to_string(op.micro) + " on stage " +
-                                std::to_string(dep.stage) + ", which can never run first");
-  }
+  if (std::any_of(runs.begin(), runs.end(), [](const op_list_run& r) { return !r.done(); }))
+    throw_deadlock(runs);
   return t;
 }
 
@@ -173,20 +147,13 @@ void fill_statistics(schedule_timing& t, const pipeline_schedule& schedule,
     const auto& ops = t.ops[s];
     t.span_start[s] = ops.front().start;
     t.span_end[s] = ops.back().end;
-    int fb = 0; // F done, B not
-    int bw = 0; // B done, W not
+    in_flight held;
     for (const auto& o : ops) {
       t.busy[s] += o.end - o.start;
-      if (o.op.kind == op_kind::forward)
-        ++fb;
-      else if (o.op.kind == op_kind::backward_input)
-        --fb, ++bw;
-      else
-        --bw;
-      t.peak_in_flight_fb[s] = std::max(t.peak_in_flight_fb[s], fb);
-      t.peak_in_flight_fw[s] = std::max(t.peak_in_flight_fw[s], fb + bw);
-      t.peak_bytes[s] = std::max(t.peak_bytes[s],
-                                 fb * costs[s].activation_bytes + bw * costs[s].weight_grad_bytes);
+      held.count(o.op.kind);
+      t.peak_in_flight_fb[s] = std::max(t.peak_in_flight_fb[s], held.forward_held);
+      t.peak_in_flight_fw[s] = std::max(t.peak_in_flight_fw[s], held.total());
+      t.peak_bytes[s] = std::max(t.peak_bytes[s], held.bytes(costs[s]));
     }
     busy_total += t.busy[s];
     t.makespan = std::max(t.makespan, t.span_end[s]);

@@ -1,5 +1,7 @@
 #include "runtime/schedule.hpp"
 
+#include "runtime/op_readiness.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -61,178 +63,199 @@ void check_costs(const std::vector<stage_cost>& costs, int m) {
   }
 }
 
-struct stage_state {
-  double free_at = 0.0;
-  int next_f = 0;              // F run in micro-batch order
-  std::vector<int> awaiting_b; // F done, B not yet run; kept sorted
-  std::deque<int> pending_w;   // B done, W not yet run; oldest first
-  std::vector<schedule_op> ops;
-  bool last_was_b = false; // the last F or B run was a B
+/// One of the eight variants of the list scheduler (see the top of this file).
+struct list_variant {
+  int max_in_flight = 0;
+  bool wait_for_b = false;
+  bool alternate = false;
+  bool tapered = false;
 };
 
-constexpr double unknown = -1.0;
+/// The list scheduler's run: each stage's readiness (op_readiness.hpp says when an op may
+/// run) and the choices it has left.
+class list_scheduler {
+public:
+  list_scheduler(const std::vector<stage_cost>& costs, int m, list_variant variant);
+  pipeline_schedule run();
 
-pipeline_schedule list_schedule(const std::vector<stage_cost>& costs, int m, int max_in_flight,
-                                bool wait_for_b, bool alternate, bool tapered) {
-  const int p = static_cast<int>(costs.size());
-  const auto M = static_cast<size_t>(m);
-  std::vector<stage_state> st(static_cast<size_t>(p));
-  std::vector<std::vector<double>> f_end(static_cast<size_t>(p), std::vector<double>(M, unknown));
-  std::vector<std::vector<double>> b_end(static_cast<size_t>(p), std::vector<double>(M, unknown));
-
-  auto f_ready = [&](int s) -> double {
-    const int i = st[static_cast<size_t>(s)].next_f;
-    if (s == 0)
-      return 0.0;
-    const double e = f_end[static_cast<size_t>(s - 1)][static_cast<size_t>(i)];
-    return e == unknown ? unknown : e + costs[static_cast<size_t>(s - 1)].comm_to_next;
-  };
-  auto b_ready = [&](int s, int i) -> double {
-    if (s == p - 1)
-      return f_end[static_cast<size_t>(s)][static_cast<size_t>(i)];
-    const double e = b_end[static_cast<size_t>(s + 1)][static_cast<size_t>(i)];
-    return e == unknown ? unknown : e + costs[static_cast<size_t>(s)].comm_to_next;
-  };
-  auto f_admitted = [&](int s) {
-    const auto& x = st[static_cast<size_t>(s)];
-    const auto& c = costs[static_cast<size_t>(s)];
-    if (x.next_f >= m)
-      return false;
-    const auto fb = static_cast<double>(x.awaiting_b.size());
-    const auto bw = static_cast<double>(x.pending_w.size());
-    if (max_in_flight > 0 && fb + bw + 1 > max_in_flight)
-      return false;
-    if (tapered && fb + 1 > p - s)
-      return false;
-    return (fb + 1) * std::max(c.activation_bytes, c.weight_grad_bytes) +
-               bw * c.weight_grad_bytes <=
-           c.memory_limit;
-  };
-  // Earliest known time at which some B of stage s is ready, or unknown.
-  auto earliest_b = [&](int s, int& micro) {
-    double best = unknown;
-    micro = -1;
-    for (int i : st[static_cast<size_t>(s)].awaiting_b) {
-      const double r = b_ready(s, i);
-      if (r != unknown && (best == unknown || r < best)) {
-        best = r;
-        micro = i;
-      }
-    }
-    return best;
+private:
+  struct stage_state {
+    stage_readiness readiness;
+    double free_at = 0.0;
+    int next_f = 0;              ///< F run in micro-batch order
+    std::vector<int> awaiting_b; ///< F done, B not yet run; kept sorted
+    std::deque<int> pending_w;   ///< B done, W not yet run; oldest first
+    std::vector<schedule_op> ops;
+    bool last_was_b = false; ///< the last F or B run was a B
   };
 
-  // When each stage can next act, given what is known; only the stage that acted and its
-  // neighbours (whose inputs it produced) change, so only they are recomputed.
-  auto action_time = [&](int s) {
-    const auto& x = st[static_cast<size_t>(s)];
-    double t = unknown;
-    auto consider = [&](double r) {
-      if (r != unknown)
-        t = t == unknown ? std::max(x.free_at, r) : std::min(t, std::max(x.free_at, r));
-    };
-    int micro = -1;
-    consider(earliest_b(s, micro));
-    if (f_admitted(s))
-      consider(f_ready(s));
-    if (!x.pending_w.empty())
-      consider(x.free_at);
-    return t;
-  };
-  std::vector<double> action(static_cast<size_t>(p));
-  for (int s = 0; s < p; ++s)
-    action[static_cast<size_t>(s)] = action_time(s);
-  auto refresh_around = [&](int s) {
-    for (int k = std::max(s - 1, 0); k <= std::min(s + 1, p - 1); ++k)
-      action[static_cast<size_t>(k)] = action_time(k);
-  };
+  double f_ready(int s) const;
+  double b_ready(int s, int micro) const;
+  bool f_admitted(int s) const;
+  double earliest_b(int s) const;
+  double action_time(int s) const;
+  void refresh_around(int s);
+  int first_to_act() const;
+  bool act(int s, double t);
+  void record(int s, schedule_op op, double t);
 
-  size_t remaining = 3 * M * static_cast<size_t>(p);
-  while (remaining > 0) {
-    // The stage that can act first; ties go to the lower stage.
-    int chosen = -1;
-    double chosen_time = 0.0;
-    for (int s = 0; s < p; ++s) {
-      const double t = action[static_cast<size_t>(s)];
-      if (t != unknown && (chosen < 0 || t < chosen_time)) {
-        chosen = s;
-        chosen_time = t;
-      }
-    }
-    if (chosen < 0)
-      throw std::logic_error("greedy schedule: no stage can act (memory limits too tight?)");
+  const std::vector<stage_cost>& costs_;
+  int m_;
+  int p_;
+  list_variant variant_;
+  std::vector<stage_state> st_;
+  std::vector<double> action_; ///< when each stage can next act, or not_yet
+};
 
-    const int s = chosen;
-    auto& x = st[static_cast<size_t>(s)];
-    const auto& c = costs[static_cast<size_t>(s)];
-    const double t = chosen_time;
+constexpr double not_yet = stage_readiness::not_yet;
 
-    int b_micro = -1;
-    const double b_at = earliest_b(s, b_micro);
-    // Among B ready now, the oldest micro-batch.
-    int ready_b = -1;
-    for (int i : x.awaiting_b)
-      if (const double r = b_ready(s, i); r != unknown && r <= t) {
-        ready_b = i;
-        break;
-      }
-    const double fr = f_admitted(s) ? f_ready(s) : unknown;
+list_scheduler::list_scheduler(const std::vector<stage_cost>& costs, int m, list_variant variant)
+    : costs_(costs), m_(m), p_(static_cast<int>(costs.size())), variant_(variant) {
+  for (int s = 0; s < p_; ++s)
+    st_.push_back({stage_readiness({s == 0, s == p_ - 1, false}, m, 0.0)});
+  for (int s = 0; s < p_; ++s)
+    action_.push_back(action_time(s));
+}
 
-    schedule_op op{};
-    const bool f_now = fr != unknown && fr <= t;
-    if (f_now && (ready_b < 0 || (alternate && x.last_was_b))) {
-      op = {op_kind::forward, x.next_f};
-    } else if (ready_b >= 0) {
-      op = {op_kind::backward_input, ready_b};
-    } else if (!x.pending_w.empty()) {
-      if (wait_for_b && b_at != unknown && b_at < t + c.w && f_admitted(s)) {
-        // A B arrives before this W would end and memory is not what forces the W: wait.
-        x.free_at = b_at;
-        refresh_around(s);
-        continue;
-      }
-      op = {op_kind::backward_weight, x.pending_w.front()};
-    } else {
-      throw std::logic_error("greedy schedule: stage chosen with nothing to do");
-    }
+double list_scheduler::f_ready(int s) const {
+  const auto& x = st_[static_cast<size_t>(s)];
+  return x.readiness.ready_at({op_kind::forward, x.next_f});
+}
 
-    const auto i = static_cast<size_t>(op.micro);
-    switch (op.kind) {
-    case op_kind::forward:
-      x.free_at = t + c.f;
-      f_end[static_cast<size_t>(s)][i] = x.free_at;
-      x.awaiting_b.insert(std::lower_bound(x.awaiting_b.begin(), x.awaiting_b.end(), op.micro),
-                          op.micro);
-      ++x.next_f;
-      break;
-    case op_kind::backward_input:
-      x.free_at = t + c.b;
-      b_end[static_cast<size_t>(s)][i] = x.free_at;
-      x.awaiting_b.erase(std::find(x.awaiting_b.begin(), x.awaiting_b.end(), op.micro));
-      x.pending_w.push_back(op.micro);
-      break;
-    case op_kind::backward_weight:
-      x.free_at = t + c.w;
-      x.pending_w.pop_front();
+double list_scheduler::b_ready(int s, int micro) const {
+  return st_[static_cast<size_t>(s)].readiness.ready_at({op_kind::backward_input, micro});
+}
+
+bool list_scheduler::f_admitted(int s) const {
+  const auto& x = st_[static_cast<size_t>(s)];
+  if (x.next_f >= m_)
+    return false;
+  const auto& held = x.readiness.held();
+  if (variant_.max_in_flight > 0 && held.total() + 1 > variant_.max_in_flight)
+    return false;
+  if (variant_.tapered && held.forward_held + 1 > p_ - s)
+    return false;
+  return admits_forward(held, costs_[static_cast<size_t>(s)]);
+}
+
+/// The earliest known time at which some B of stage s is ready, or not_yet.
+double list_scheduler::earliest_b(int s) const {
+  double best = not_yet;
+  for (int i : st_[static_cast<size_t>(s)].awaiting_b)
+    best = std::min(best, b_ready(s, i));
+  return best;
+}
+
+/// When stage s can next act, given what is known, or not_yet.
+double list_scheduler::action_time(int s) const {
+  const auto& x = st_[static_cast<size_t>(s)];
+  double ready = earliest_b(s);
+  if (f_admitted(s))
+    ready = std::min(ready, f_ready(s));
+  if (!x.pending_w.empty())
+    ready = std::min(ready, x.free_at);
+  return ready == not_yet ? not_yet : std::max(x.free_at, ready);
+}
+
+/// Only the stage that acted and its neighbours (whose inputs it produced) change.
+void list_scheduler::refresh_around(int s) {
+  for (int k = std::max(s - 1, 0); k <= std::min(s + 1, p_ - 1); ++k)
+    action_[static_cast<size_t>(k)] = action_time(k);
+}
+
+/// The stage that can act first; ties go to the lower stage.
+int list_scheduler::first_to_act() const {
+  int chosen = -1;
+  for (int s = 0; s < p_; ++s)
+    if (action_[static_cast<size_t>(s)] != not_yet &&
+        (chosen < 0 || action_[static_cast<size_t>(s)] < action_[static_cast<size_t>(chosen)]))
+      chosen = s;
+  if (chosen < 0)
+    throw std::logic_error("greedy schedule: no stage can act (memory limits too tight?)");
+  return chosen;
+}
+
+/// Stage s acts at t: runs the op the rule picks, or waits for a B. Returns whether an op
+/// ran.
+bool list_scheduler::act(int s, double t) {
+  auto& x = st_[static_cast<size_t>(s)];
+  int ready_b = -1; // among B ready now, the oldest micro-batch
+  for (int i : x.awaiting_b)
+    if (b_ready(s, i) <= t) {
+      ready_b = i;
       break;
     }
-    if (op.kind != op_kind::backward_weight)
-      x.last_was_b = op.kind == op_kind::backward_input;
-    x.ops.push_back(op);
-    --remaining;
-    refresh_around(s);
+  const bool f_now = f_admitted(s) && f_ready(s) <= t;
+  if (f_now && (ready_b < 0 || (variant_.alternate && x.last_was_b))) {
+    record(s, {op_kind::forward, x.next_f}, t);
+  } else if (ready_b >= 0) {
+    record(s, {op_kind::backward_input, ready_b}, t);
+  } else if (!x.pending_w.empty()) {
+    const double b_at = earliest_b(s);
+    if (variant_.wait_for_b && b_at != not_yet && b_at < t + costs_[static_cast<size_t>(s)].w &&
+        f_admitted(s)) {
+      // A B arrives before this W would end and memory is not what forces the W: wait.
+      x.free_at = b_at;
+      refresh_around(s);
+      return false;
+    }
+    record(s, {op_kind::backward_weight, x.pending_w.front()}, t);
+  } else {
+    throw std::logic_error("greedy schedule: stage chosen with nothing to do");
   }
+  return true;
+}
 
+/// Puts op on stage s's list at t; its end readies what waits for it, here and at the
+/// neighbour its tensor goes to (after the boundary's transfer).
+void list_scheduler::record(int s, schedule_op op, double t) {
+  auto& x = st_[static_cast<size_t>(s)];
+  const auto& c = costs_[static_cast<size_t>(s)];
+  switch (op.kind) {
+  case op_kind::forward:
+    x.free_at = t + c.f;
+    x.awaiting_b.insert(std::lower_bound(x.awaiting_b.begin(), x.awaiting_b.end(), op.micro),
+                        op.micro);
+    ++x.next_f;
+    break;
+  case op_kind::backward_input:
+    x.free_at = t + c.b;
+    x.awaiting_b.erase(std::find(x.awaiting_b.begin(), x.awaiting_b.end(), op.micro));
+    x.pending_w.push_back(op.micro);
+    break;
+  case op_kind::backward_weight:
+    x.free_at = t + c.w;
+    x.pending_w.pop_front();
+    break;
+  }
+  const auto flow = x.readiness.op_ended(op, x.free_at);
+  if (flow == tensor_flow::activation_to_next)
+    st_[static_cast<size_t>(s + 1)].readiness.input_arrived(op_input::activation, op.micro,
+                                                            x.free_at + c.comm_to_next);
+  else if (flow == tensor_flow::gradient_to_previous)
+    st_[static_cast<size_t>(s - 1)].readiness.input_arrived(
+        op_input::gradient, op.micro, x.free_at + costs_[static_cast<size_t>(s - 1)].comm_to_next);
+  if (op.kind != op_kind::backward_weight)
+    x.last_was_b = op.kind == op_kind::backward_input;
+  x.ops.push_back(op);
+  refresh_around(s);
+}
+
+pipeline_schedule list_scheduler::run() {
+  for (size_t remaining = 3 * static_cast<size_t>(m_) * static_cast<size_t>(p_); remaining > 0;) {
+    const int s = first_to_act();
+    if (act(s, action_[static_cast<size_t>(s)]))
+      --remaining;
+  }
   pipeline_schedule result;
-  for (auto& x : st)
+  for (auto& x : st_)
     result.stages.push_back(std::move(x.ops));
   return result;
 }
 
 bool fits(const schedule_timing& t, const std::vector<stage_cost>& costs, int max_in_flight) {
   for (size_t s = 0; s < costs.size(); ++s) {
-    // A relative slack absorbs rounding in the byte sums.
-    if (t.peak_bytes[s] > costs[s].memory_limit * (1.0 + 1e-12))
+    if (!within_memory(t.peak_bytes[s], costs[s].memory_limit))
       return false;
     if (max_in_flight > 0 && t.peak_in_flight_fw[s] > max_in_flight)
       return false;
@@ -257,8 +280,10 @@ pipeline_schedule make_greedy_schedule(const std::vector<stage_cost>& costs, int
     }
   };
   for (int variant = 0; variant < 8; ++variant)
-    offer(list_schedule(costs, micro_batches, options.max_in_flight, (variant & 1) != 0,
-                        (variant & 2) == 0, (variant & 4) != 0));
+    offer(list_scheduler(
+              costs, micro_batches,
+              {options.max_in_flight, (variant & 1) != 0, (variant & 2) == 0, (variant & 4) != 0})
+              .run());
   if (options.compare_with_fixed)
     for (auto kind : {schedule_kind::zb_h2, schedule_kind::zb_h1, schedule_kind::one_f_one_b})
       offer(make_schedule(kind, p, micro_batches));

@@ -4,55 +4,34 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace deepcee::runtime {
 
 send_bounds next_send_bounds(const stage_progress& p) {
   if (!p.ops)
     throw std::invalid_argument("next_send_bounds: no op list");
+  auto readiness = p.readiness; // the walk marks the ops it passes as ended
   send_bounds out;
-  const bool sends_activations = !p.last;
-  const bool sends_gradients = !p.first;
-  bool activation_found = !sends_activations, gradient_found = !sends_gradients;
-  auto f_end = p.f_end;
-  auto b_end = p.b_end;
+  bool activation_found = readiness.place().last, gradient_found = readiness.place().first;
   double t = p.free_at;
   for (size_t k = p.next_op; k < p.ops->size() && !(activation_found && gradient_found); ++k) {
     const auto op = (*p.ops)[k];
-    const auto i = static_cast<size_t>(op.micro);
-    double ready = unknown_s;
-    double duration = 0;
-    switch (op.kind) {
-    case op_kind::forward:
-      ready = p.first ? unknown_s : p.activation_in.at(i);
-      duration = p.f;
+    const double duration = op.kind == op_kind::forward          ? p.f
+                            : op.kind == op_kind::backward_input ? p.b
+                                                                 : p.w;
+    t = std::max(t, readiness.ready_at(op)) + duration;
+    switch (readiness.op_ended(op, t)) {
+    case tensor_flow::activation_to_next:
+      if (!std::exchange(activation_found, true))
+        out.activation = t;
       break;
-    case op_kind::backward_input:
-      ready = p.last ? f_end.at(i) : p.gradient_in.at(i);
-      duration = p.b;
+    case tensor_flow::gradient_to_previous:
+      if (!std::exchange(gradient_found, true))
+        out.gradient = t;
       break;
-    case op_kind::backward_weight:
-      ready = b_end.at(i);
-      duration = p.w;
+    case tensor_flow::none:
       break;
-    }
-    const double end = std::max(t, ready) + duration;
-    t = end;
-    if (op.kind == op_kind::forward) {
-      f_end[i] = end;
-      if (!activation_found) {
-        out.activation = end;
-        activation_found = true;
-      }
-    } else if (op.kind == op_kind::backward_input) {
-      b_end[i] = end;
-      if (!gradient_found && !p.fused_backward) {
-        out.gradient = end;
-        gradient_found = true;
-      }
-    } else if (!gradient_found && p.fused_backward) {
-      out.gradient = end;
-      gradient_found = true;
     }
   }
   return out;

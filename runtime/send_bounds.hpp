@@ -1,5 +1,6 @@
 #pragma once
 
+#include "runtime/op_readiness.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/virtual_cluster.hpp"
 
@@ -14,20 +15,15 @@ namespace deepcee::runtime {
 constexpr double never_s = std::numeric_limits<double>::infinity();
 constexpr double unknown_s = -std::numeric_limits<double>::infinity();
 
-/// What a stage knows in the middle of a step. Times are virtual seconds; `unknown_s`
-/// where nothing is known yet.
+/// What a stage knows in the middle of a step. Times are virtual seconds.
 struct stage_progress {
   const std::vector<schedule_op>* ops = nullptr;
-  size_t next_op = 0;               ///< the first op not executed yet
-  double free_at = 0;               ///< the end of the last executed op (the step's start before)
-  bool first = false;               ///< no previous stage: forward inputs are the stage's own data
-  bool last = false;                ///< no next stage: the loss gives the backward inputs
-  bool fused_backward = false;      ///< the input gradient leaves when W ends (B and W fused)
-  double f = 0, b = 0, w = 0;       ///< op durations
-  std::vector<double> f_end, b_end; ///< per micro-batch: executed ops' ends, else unknown_s
-  /// Per micro-batch: a lower bound on when the activation (gradient) that F (B) needs
-  /// arrives; the exact arrival once known. Unused for the first (last) stage.
-  std::vector<double> activation_in, gradient_in;
+  size_t next_op = 0;         ///< the first op not executed yet
+  double free_at = 0;         ///< the end of the last executed op (the step's start before)
+  double f = 0, b = 0, w = 0; ///< op durations
+  /// The stage's readiness, with every input that is not there yet given a lower bound on
+  /// its arrival (`unknown_s` where none is known): the exact arrival once known.
+  stage_readiness readiness;
 };
 
 /// Lower bounds on the send times of the stage's next activation and next gradient;
@@ -38,7 +34,8 @@ struct send_bounds {
 };
 
 /// Walks the remaining ops in list order: each starts no earlier than the previous one's
-/// end and its input's bound, and lasts its duration; a send happens when its op ends.
+/// end and its input's bound, and lasts its duration; a send happens when the op that
+/// releases it ends (op_readiness.hpp).
 send_bounds next_send_bounds(const stage_progress& p);
 
 /// The least time any transfer of these parts can take: the smallest latency and the

@@ -1,6 +1,7 @@
 #include "runtime/simulator.hpp"
 
 #include "runtime/errors.hpp"
+#include "runtime/op_readiness.hpp"
 #include "runtime/simulator_world.hpp"
 
 #include <algorithm>
@@ -17,17 +18,13 @@ using sim_detail::world;
 
 namespace {
 
-constexpr double unknown = -1.0;
-
-/// Mutable state of one stage during one step.
+/// Mutable state of one stage during one step: its op list with the ops' readiness
+/// (op_readiness.hpp), and when it is busy.
 struct stage_run {
-  size_t next = 0;
+  op_list_run list;
   bool running = false;
   double free_at = 0;
   double op_start = 0;
-  std::vector<double> f_ready; ///< F(i)'s input arrived (stage 0: step start)
-  std::vector<double> b_ready; ///< B(i)'s gradient arrived (last stage: F(i) ended)
-  std::vector<double> w_ready; ///< own B(i) ended
 };
 
 /// An op's end. Ends at the same time are processed in stage order (a stage has at most one
@@ -81,21 +78,14 @@ double dev_op_time(const stage_rt& st, size_t d, op_kind k) {
 
 void step_engine::try_start(int s) {
   auto& run = runs_[static_cast<size_t>(s)];
-  const auto& st = w_.stages[static_cast<size_t>(s)];
-  const auto& ops =
-      w_.schedules[static_cast<size_t>(st.schedule)].stages[static_cast<size_t>(st.stage)];
-  if (run.running || run.next >= ops.size())
+  if (run.running || run.list.done())
     return;
-  const auto& op = ops[run.next];
-  const auto i = static_cast<size_t>(op.micro);
-  const double ready = op.kind == op_kind::forward          ? run.f_ready[i]
-                       : op.kind == op_kind::backward_input ? run.b_ready[i]
-                                                            : run.w_ready[i];
-  if (ready == unknown)
+  const double ready = run.list.next_ready_at();
+  if (ready == stage_readiness::not_yet)
     return;
   run.op_start = std::max(run.free_at, ready);
   run.running = true;
-  queue_.push({run.op_start + op_time(st, op.kind), s});
+  queue_.push({run.op_start + op_time(w_.stages[static_cast<size_t>(s)], run.list.next().kind), s});
 }
 
 double step_engine::send(const part& pt, double t, const char* what, int micro) {
@@ -115,10 +105,7 @@ double step_engine::send(const part& pt, double t, const char* what, int micro) 
 void step_engine::complete(int s, double t) {
   auto& run = runs_[static_cast<size_t>(s)];
   const auto& st = w_.stages[static_cast<size_t>(s)];
-  const auto& sched = w_.schedules[static_cast<size_t>(st.schedule)];
-  const auto op = sched.stages[static_cast<size_t>(st.stage)][run.next];
-  const auto i = static_cast<size_t>(op.micro);
-  ++run.next;
+  const auto op = run.list.next();
   run.running = false;
   run.free_at = t;
   for (size_t d = 0; d < st.devices.size(); ++d) {
@@ -127,30 +114,22 @@ void step_engine::complete(int s, double t) {
     if (opt_.trace)
       trace(to_string(op), st.devices[d], run.op_start, run.op_start + dt);
   }
-  const auto send_all = [&](const std::vector<part>& parts, int to,
-                            std::vector<double> stage_run::*slot, const char* what) {
+  const auto send_all = [&](const std::vector<part>& parts, int to, op_input input,
+                            const char* what) {
     double arrive = t;
     for (const auto& pt : parts)
       arrive = std::max(arrive, send(pt, t, what, op.micro));
-    (runs_[static_cast<size_t>(to)].*slot)[i] = arrive;
+    runs_[static_cast<size_t>(to)].list.readiness().input_arrived(input, op.micro, arrive);
     try_start(to);
   };
-  switch (op.kind) {
-  case op_kind::forward:
-    if (st.next >= 0)
-      send_all(st.act_parts, st.next, &stage_run::f_ready, "send act m");
-    else
-      run.b_ready[i] = t;
+  switch (run.list.complete_next(t)) {
+  case tensor_flow::activation_to_next:
+    send_all(st.act_parts, st.next, op_input::activation, "send act m");
     break;
-  case op_kind::backward_input:
-    run.w_ready[i] = t;
-    if (!sched.fused_backward && st.prev >= 0)
-      send_all(st.grad_parts, st.prev, &stage_run::b_ready, "send grad m");
+  case tensor_flow::gradient_to_previous:
+    send_all(st.grad_parts, st.prev, op_input::gradient, "send grad m");
     break;
-  case op_kind::backward_weight:
-    // A fused kernel releases the input gradient only when it ends.
-    if (sched.fused_backward && st.prev >= 0)
-      send_all(st.grad_parts, st.prev, &stage_run::b_ready, "send grad m");
+  case tensor_flow::none:
     break;
   }
   try_start(s);
@@ -164,13 +143,12 @@ double step_engine::run(double t0, std::vector<double>& stage_end) {
   const size_t n = w_.stages.size();
   runs_.assign(n, {});
   for (size_t s = 0; s < n; ++s) {
-    const auto m =
-        static_cast<size_t>(w_.micro_batches[static_cast<size_t>(w_.stages[s].pipeline)]);
-    auto& run = runs_[s];
-    run.free_at = t0;
-    run.f_ready.assign(m, w_.stages[s].prev < 0 ? t0 : unknown);
-    run.b_ready.assign(m, unknown);
-    run.w_ready.assign(m, unknown);
+    const auto& st = w_.stages[s];
+    const auto& schedule = w_.schedules[static_cast<size_t>(st.schedule)];
+    const int m = w_.micro_batches[static_cast<size_t>(st.pipeline)];
+    runs_[s].free_at = t0;
+    runs_[s].list = op_list_run(schedule.stages[static_cast<size_t>(st.stage)],
+                                {st.prev < 0, st.next < 0, schedule.fused_backward}, m, t0);
   }
   for (size_t s = 0; s < n; ++s)
     try_start(static_cast<int>(s));
@@ -182,8 +160,7 @@ double step_engine::run(double t0, std::vector<double>& stage_end) {
   stage_end.assign(n, t0);
   for (size_t s = 0; s < n; ++s) {
     const auto& st = w_.stages[s];
-    if (runs_[s].next !=
-        w_.schedules[static_cast<size_t>(st.schedule)].stages[static_cast<size_t>(st.stage)].size())
+    if (!runs_[s].list.done())
       throw std::logic_error("simulator: pipeline " + std::to_string(st.pipeline) + " stage " +
                              std::to_string(st.stage) + " deadlocked");
     stage_end[s] = runs_[s].free_at;

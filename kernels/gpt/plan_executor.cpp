@@ -1,6 +1,7 @@
 #include "kernels/gpt/plan_executor.hpp"
 
 #include "runtime/lr_schedule.hpp"
+#include "runtime/op_readiness.hpp"
 
 #include <cmath>
 #include <map>
@@ -10,7 +11,9 @@
 namespace deepcee::kernels {
 namespace {
 
-int64_t row_elements(const tensor& t) { return t.numel() / t.dim(0); }
+int64_t row_elements(const tensor& t) {
+  return t.numel() / t.dim(0);
+}
 
 /// Rows [begin, end) of t's first dimension, as a tensor of their own.
 tensor rows(backend& be, const tensor& t, int begin, int end) {
@@ -26,7 +29,8 @@ void put_rows(backend& be, tensor& dst, int begin, const tensor& src) {
 }
 
 tensor host_rows(backend& be, const std::vector<int32_t>& v, int context, int begin, int end) {
-  std::vector<int32_t> part(v.begin() + int64_t{begin} * context, v.begin() + int64_t{end} * context);
+  std::vector<int32_t> part(v.begin() + int64_t{begin} * context,
+                            v.begin() + int64_t{end} * context);
   return be.from_host(part, {end - begin, context});
 }
 
@@ -35,7 +39,7 @@ tensor host_rows(backend& be, const std::vector<int32_t>& v, int context, int be
 plan_executor::plan_executor(backend& be, const runtime::plan& plan,
                              const runtime::train_config& config,
                              const runtime::text_corpus& corpus)
-  : be_(be), plan_(plan), config_(config), corpus_(corpus) {
+    : be_(be), plan_(plan), config_(config), corpus_(corpus) {
   if (plan.global_batch() != config.batch)
     throw std::invalid_argument("plan_executor: the plan's global batch " +
                                 std::to_string(plan.global_batch()) + " is not the config's " +
@@ -50,10 +54,10 @@ plan_executor::plan_executor(backend& be, const runtime::plan& plan,
             be, config.model, stage.first_layer, stage.last_layer, config.seed, config.optimizer));
     }
     int p = static_cast<int>(pipe.stages.size());
-    schedules_.push_back(pipe.schedule == runtime::schedule_kind::greedy
-                             ? runtime::make_greedy_schedule(runtime::uniform_costs(p),
-                                                             pipe.micro_batches)
-                             : runtime::make_schedule(pipe.schedule, p, pipe.micro_batches));
+    schedules_.push_back(
+        pipe.schedule == runtime::schedule_kind::greedy
+            ? runtime::make_greedy_schedule(runtime::uniform_costs(p), pipe.micro_batches)
+            : runtime::make_schedule(pipe.schedule, p, pipe.micro_batches));
   }
 }
 
@@ -66,7 +70,7 @@ std::vector<stage_worker*> plan_executor::all_workers() {
   return out;
 }
 
-bool plan_executor::try_op(int p, int s, const runtime::schedule_op& op,
+void plan_executor::run_op(int p, int s, const runtime::schedule_op& op,
                            const runtime::token_batch& batch, double& loss_sum) {
   const auto& stage_plan = plan_.pipelines[p].stages[s];
   auto& stage = stages_[p][s];
@@ -77,8 +81,6 @@ bool plan_executor::try_op(int p, int s, const runtime::schedule_op& op,
 
   switch (op.kind) {
   case runtime::op_kind::forward: {
-    if (s > 0 && activations_[p][s - 1][i].empty())
-      return false;
     tensor out = s < last ? be_.alloc({b, T, config_.model.d_model}) : tensor{};
     for (size_t j = 0; j < stage.devices.size(); ++j) {
       auto [lo, hi] = sample_range(stage_plan, static_cast<int>(j));
@@ -96,11 +98,9 @@ bool plan_executor::try_op(int p, int s, const runtime::schedule_op& op,
     }
     if (s < last)
       activations_[p][s][i] = out;
-    return true;
+    return;
   }
   case runtime::op_kind::backward_input: {
-    if (s < last && gradients_[p][s][i].empty())
-      return false;
     tensor dx = s > 0 ? be_.alloc({b, T, config_.model.d_model}) : tensor{};
     for (size_t j = 0; j < stage.devices.size(); ++j) {
       auto [lo, hi] = sample_range(stage_plan, static_cast<int>(j));
@@ -113,46 +113,48 @@ bool plan_executor::try_op(int p, int s, const runtime::schedule_op& op,
     }
     if (s > 0)
       gradients_[p][s - 1][i] = dx;
-    b_done_[p][s][i] = true;
-    return true;
+    return;
   }
   case runtime::op_kind::backward_weight:
-    if (!b_done_[p][s][i])
-      return false;
     for (size_t j = 0; j < stage.devices.size(); ++j)
       if (stage_plan.samples[j] > 0)
         stage.devices[j]->backward_weight(i);
-    return true;
+    return;
   }
-  return false;
 }
 
 void plan_executor::run_pipeline(int p, const runtime::token_batch& batch, double& loss_sum) {
   const auto& schedule = schedules_[p];
   const size_t n_stages = stages_[p].size();
-  const size_t m = static_cast<size_t>(plan_.pipelines[p].micro_batches);
-  activations_[p].assign(n_stages, std::vector<tensor>(m));
-  gradients_[p].assign(n_stages, std::vector<tensor>(m));
-  b_done_[p].assign(n_stages, std::vector<bool>(m, false));
-  for (auto& st : stages_[p])
-    st.next_op = 0;
+  const int m = plan_.pipelines[p].micro_batches;
+  activations_[p].assign(n_stages, std::vector<tensor>(static_cast<size_t>(m)));
+  gradients_[p].assign(n_stages, std::vector<tensor>(static_cast<size_t>(m)));
+  // Each stage runs its list in order, an op as soon as op_readiness says its input is
+  // there; the tensors themselves wait in activations_ and gradients_.
+  std::vector<runtime::op_list_run> runs;
+  for (size_t s = 0; s < n_stages; ++s)
+    runs.emplace_back(schedule.stages[s], runtime::place_in(schedule, static_cast<int>(s)), m, 0.0);
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t s = 0; s < n_stages; ++s) {
-      auto& st = stages_[p][s];
-      const auto& ops = schedule.stages[s];
-      while (st.next_op < ops.size() &&
-             try_op(p, static_cast<int>(s), ops[st.next_op], batch, loss_sum)) {
-        ++st.next_op;
+      auto& run = runs[s];
+      while (!run.done() && run.readiness().ready(run.next())) {
+        const auto op = run.next();
+        run_op(p, static_cast<int>(s), op, batch, loss_sum);
+        const auto flow = run.complete_next(0.0);
+        if (flow == runtime::tensor_flow::activation_to_next)
+          runs[s + 1].readiness().input_arrived(runtime::op_input::activation, op.micro, 0.0);
+        else if (flow == runtime::tensor_flow::gradient_to_previous)
+          runs[s - 1].readiness().input_arrived(runtime::op_input::gradient, op.micro, 0.0);
         progress = true;
       }
     }
   }
   for (size_t s = 0; s < n_stages; ++s)
-    if (stages_[p][s].next_op != schedule.stages[s].size())
+    if (!runs[s].done())
       throw std::logic_error("plan_executor: pipeline " + std::to_string(p) + " stage " +
                              std::to_string(s) + " is stuck at op " +
-                             runtime::to_string(schedule.stages[s][stages_[p][s].next_op]));
+                             runtime::to_string(runs[s].next()));
 }
 
 void plan_executor::all_reduce_gradients() {
@@ -173,15 +175,14 @@ void plan_executor::all_reduce_gradients() {
 trainer::step_result plan_executor::train_step() {
   trainer::step_result r;
   r.step = steps_done_ + 1;
-  auto batch = corpus_.sample_batch(runtime::corpus_split::train, config_.batch,
-                                    config_.model.context, config_.seed,
-                                    static_cast<uint64_t>(r.step));
+  auto batch =
+      corpus_.sample_batch(runtime::corpus_split::train, config_.batch, config_.model.context,
+                           config_.seed, static_cast<uint64_t>(r.step));
   for (stage_worker* w : all_workers())
     w->model().zero_grad();
   const size_t pipes = stages_.size();
   activations_.resize(pipes);
   gradients_.resize(pipes);
-  b_done_.resize(pipes);
   double loss_sum = 0;
   for (size_t p = 0; p < pipes; ++p)
     run_pipeline(static_cast<int>(p), batch, loss_sum);

@@ -30,11 +30,11 @@ public:
 private:
   struct stage_state {
     std::vector<std::unique_ptr<stage_worker>> devices;
-    size_t next_op = 0;
   };
 
   void run_pipeline(int p, const runtime::token_batch& batch, double& loss_sum);
-  bool try_op(int p, int s, const runtime::schedule_op& op, const runtime::token_batch& batch,
+  /// Runs op on stage s of pipeline p, its inputs there; keeps the tensor it makes.
+  void run_op(int p, int s, const runtime::schedule_op& op, const runtime::token_batch& batch,
               double& loss_sum);
   void all_reduce_gradients();
   std::vector<stage_worker*> all_workers();
@@ -43,12 +43,11 @@ private:
   runtime::plan plan_;
   runtime::train_config config_;
   const runtime::text_corpus& corpus_;
-  std::vector<std::vector<stage_state>> stages_;  // [pipeline][stage]
+  std::vector<std::vector<stage_state>> stages_; // [pipeline][stage]
   std::vector<runtime::pipeline_schedule> schedules_;
   // Per pipeline, per stage boundary s (between s and s + 1), per micro-batch: the
   // activation sent forward and the gradient sent back, whole micro-batch [b, T, C].
   std::vector<std::vector<std::vector<tensor>>> activations_, gradients_;
-  std::vector<std::vector<std::vector<bool>>> b_done_;
   int steps_done_ = 0;
 };
 

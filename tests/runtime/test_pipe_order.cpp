@@ -106,28 +106,40 @@ namespace {
 
 const op_kind F = op_kind::forward, B = op_kind::backward_input, W = op_kind::backward_weight;
 
-/// A middle stage (sends activations and gradients) with 1F1B-like ops over 2 micro-batches.
-stage_progress middle_stage(const std::vector<schedule_op>& ops) {
+/// A stage at `place` whose inputs' arrivals are bounded as given (an input per
+/// micro-batch, the activations for all but the first stage, the gradients for all but the
+/// last).
+stage_progress stage_with(const std::vector<schedule_op>& ops, stage_place place,
+                          const std::vector<double>& activation_in,
+                          const std::vector<double>& gradient_in) {
   stage_progress p;
   p.ops = &ops;
   p.free_at = 10.0;
   p.f = 1.0;
   p.b = 2.0;
   p.w = 0.5;
-  p.f_end.assign(2, unknown_s);
-  p.b_end.assign(2, unknown_s);
-  p.activation_in.assign(2, unknown_s);
-  p.gradient_in.assign(2, unknown_s);
+  p.readiness = stage_readiness(place, static_cast<int>(activation_in.size()), 10.0);
+  for (int i = 0; i < static_cast<int>(activation_in.size()); ++i) {
+    if (!place.first)
+      p.readiness.input_arrived(op_input::activation, i, activation_in[static_cast<size_t>(i)]);
+    if (!place.last)
+      p.readiness.input_arrived(op_input::gradient, i, gradient_in[static_cast<size_t>(i)]);
+  }
   return p;
+}
+
+/// A middle stage (sends activations and gradients) with 1F1B-like ops over 2 micro-batches.
+stage_progress middle_stage(const std::vector<schedule_op>& ops,
+                            const std::vector<double>& activation_in = {unknown_s, unknown_s},
+                            const std::vector<double>& gradient_in = {unknown_s, unknown_s}) {
+  return stage_with(ops, {}, activation_in, gradient_in);
 }
 
 } // namespace
 
 BOOST_AUTO_TEST_CASE(with_exact_inputs_the_bounds_are_the_send_times) {
   const std::vector<schedule_op> ops{{F, 0}, {F, 1}, {B, 0}, {W, 0}, {B, 1}, {W, 1}};
-  auto p = middle_stage(ops);
-  p.activation_in = {10.5, 12.0};
-  p.gradient_in = {20.0, 21.0};
+  auto p = middle_stage(ops, {10.5, 12.0}, {20.0, 21.0});
   // F0 10.5-11.5 (sends), F1 12-13, B0 20-22 (sends), W0 22-22.5, B1 22.5-24.5.
   auto b = next_send_bounds(p);
   BOOST_CHECK_EQUAL(b.activation, 11.5);
@@ -150,21 +162,15 @@ BOOST_AUTO_TEST_CASE(unknown_inputs_give_bounds_from_durations_alone) {
   BOOST_CHECK_EQUAL(b.activation, 11.0); // F0 from free_at at the earliest
   BOOST_CHECK_EQUAL(b.gradient, 14.0);   // after F0, F1 and B0's durations
   // A better bound on one input raises the promise, never lowers it.
-  p.gradient_in[0] = 30.0;
+  p.readiness.input_arrived(op_input::gradient, 0, 30.0);
   BOOST_CHECK_EQUAL(next_send_bounds(p).gradient, 32.0);
 }
 
 BOOST_AUTO_TEST_CASE(fused_backward_sends_gradients_when_w_ends_and_edges_send_one_way) {
   const std::vector<schedule_op> ops{{F, 0}, {B, 0}, {W, 0}};
-  auto p = middle_stage(ops);
-  p.f_end.resize(1);
-  p.b_end.resize(1);
-  p.activation_in = {10.0};
-  p.gradient_in = {15.0};
-  p.fused_backward = true;
+  auto p = stage_with(ops, {.fused_backward = true}, {10.0}, {15.0});
   BOOST_CHECK_EQUAL(next_send_bounds(p).gradient, 17.5);
-  p.fused_backward = false;
-  p.last = true; // the loss gives B's input: B0 right after F0
+  p = stage_with(ops, {.last = true}, {10.0}, {15.0}); // the loss gives B's input: B0 after F0
   const auto b = next_send_bounds(p);
   BOOST_CHECK_EQUAL(b.activation, never_s);
   BOOST_CHECK_EQUAL(b.gradient, 13.0);
