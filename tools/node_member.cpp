@@ -8,7 +8,7 @@
 #include "actors/node_registry.hpp"
 #include "actors/stage_actor.hpp"
 #include "runtime/cluster_fingerprint.hpp"
-#include "tools/job_checkpoint.hpp"
+#include "tools/interrupt_flag.hpp"
 #include "tools/node_process.hpp"
 
 #include <caf/after.hpp>
@@ -155,7 +155,7 @@ std::string left_out_because(const runtime::plan& plan, const runtime::cluster& 
 } // namespace
 
 int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_index,
-               actor_guard& guard) {
+               actors::actor_guard& guard) {
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
   const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
   interrupt_flag interrupted("node " + me.name +
@@ -207,7 +207,7 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   actors::local_part part;
   try {
     connect_members(sys, job, me_index, ctx.layout);
-    part = spawn_local_part(sys, context, me_index, guard);
+    part = actors::spawn_local_part(sys, context, me_index, guard);
   } catch (const std::exception& e) {
     const std::string prefix = "node " + me.name + ": "; // fail() adds it again
     std::string why = e.what();
