@@ -2,6 +2,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
+#include "actors/job_wiring.hpp"
 #include "kernels/gpt/checkpoint.hpp"
 #include "runtime/cluster.hpp"
 #include "runtime/profile.hpp"
@@ -23,8 +24,9 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
                  std::shared_ptr<const runtime::text_corpus> corpus, run_mode mode = {});
 
 /// Every actor of a job in one process (`deepcee run`): one stage actor per (pipeline,
-/// stage), the coordinator and the adapter, wired together. The caller drives steps; each
-/// waits at most `step_timeout` of real time, so a stuck actor is an error, not a hang.
+/// stage), the coordinator, the adapter and the pipes, wired together (job_wiring.hpp) and
+/// ended with it. The caller drives steps; each waits at most `step_timeout` of real time,
+/// so a stuck actor is an error, not a hang.
 class local_job {
 public:
   /// `train.batch` must equal the plan's global batch. Throws input_error when the plan
@@ -33,7 +35,6 @@ public:
             const runtime::profile_table& profile, const runtime::plan& plan,
             const runtime::train_config& train, std::shared_ptr<const runtime::text_corpus> corpus,
             std::chrono::milliseconds step_timeout = std::chrono::minutes(2), run_mode mode = {});
-  ~local_job();
   local_job(const local_job&) = delete;
   local_job& operator=(const local_job&) = delete;
 
@@ -50,19 +51,18 @@ public:
   std::vector<link_summary> links();
   std::vector<link_sample> samples();
 
-  const job_context& context() const { return *job_; }
+  const job_context& context() const { return *wired_.job; }
+  /// The wired actors, for a driver of its own (tools/job_steps.hpp).
+  const wired_job& wired() const { return wired_; }
   /// For tests that drive the scheduler themselves (CAF's test_coordinator).
-  const coordinator_actor& coordinator() const { return coordinator_; }
-  const std::vector<stage_actor>& stages() const { return stages_; }
+  const coordinator_actor& coordinator() const { return wired_.coordinator; }
+  const std::vector<stage_actor>& stages() const { return wired_.stages; }
   int steps_done() const { return steps_done_; }
 
 private:
   caf::actor_system& sys_;
-  std::shared_ptr<job_context> job_;
-  std::vector<stage_actor> stages_;
-  coordinator_actor coordinator_;
-  adapter_actor adapter_;
-  std::vector<caf::strong_actor_ptr> pipes_; ///< one per shared link
+  actor_guard guard_; ///< every actor of the job, ended with it
+  wired_job wired_;
   std::chrono::milliseconds timeout_;
   int steps_done_ = 0;
 };

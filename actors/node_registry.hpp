@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "actors/job_wiring.hpp"
 #include "runtime/node_layout.hpp"
 
 #include <caf/typed_response_promise.hpp>
@@ -29,14 +30,6 @@ struct node_registry_state {
   std::optional<caf::typed_response_promise<stage_wiring>> waiting;
   std::string failure;   ///< set once the timeout passed or a node was refused
   heartbeat_actor beats; ///< learns each joined node's heartbeat actor (may be empty)
-};
-
-/// What the calling process runs: node `node`'s stages (`stages`, flat order) and its
-/// devices apart from their stages (`devices`, slot order; none in dry mode).
-struct local_part {
-  int node = 0;
-  std::vector<stage_actor> stages;
-  std::vector<device_actor> devices;
 };
 
 /// `layout` says which node runs each stage and device; `local`'s are there at once. The

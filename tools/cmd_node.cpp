@@ -5,24 +5,19 @@
 // coordinator wires the stages to each other (activations and gradients go node to node)
 // and runs the steps. Every failure (a node that never joins, a port in use, another
 // cluster, a lost peer) ends every process non-zero with one line naming the node.
-#include "actors/adapter_actor.hpp"
-#include "actors/checkpoint_transfer.hpp"
-#include "actors/coordinator.hpp"
 #include "actors/local_job.hpp"
 #include "actors/node_deployment.hpp"
 #include "actors/node_registry.hpp"
-#include "actors/pipe_actor.hpp"
-#include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/cluster_fingerprint.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/job_config.hpp"
-#include "runtime/metrics_writer.hpp"
 #include "tools/commands.hpp"
-#include "tools/job_checkpoint.hpp"
 #include "tools/job_setup.hpp"
+#include "tools/job_steps.hpp"
 #include "tools/node_process.hpp"
 #include "tools/run_directory.hpp"
+#include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -73,23 +68,53 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
       actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus, mode);
   s.deployment = actors::make_deployment(s.job.name, s.plan, s.job.train, mode);
   s.context->place_on_nodes(s.job.cluster);
-  if (o.resume && s.job.time == runtime::time_mode::dry)
-    runtime::fail_input(o.job, 0,
-                        "--resume: a dry-mode job has no weights to load a checkpoint into");
-  if (o.resume)
-    s.resume = read_resume_checkpoint(*o.resume, s.plan.model);
+  s.resume = read_resume_checkpoint(o.resume, o.job, s.job.time, s.plan.model);
   return s;
 }
 
-int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
-                    const actors::local_part& local, actor_guard& guard) {
+/// Ends the job on every node: they watch the registry and exit with its reason.
+class job_end {
+public:
+  job_end(caf::actor_system& sys, actors::node_registry_actor registry, std::string node)
+      : self_(sys), registry_(std::move(registry)), node_(std::move(node)) {}
+
+  /// Success (`error` empty), or the node's failure: the others end naming `error`, and so
+  /// does this one (fail() throws).
+  void finish(const std::string& error) {
+    tell(error);
+    if (!error.empty())
+      fail(node_, error);
+  }
+  /// Tells the others why the job stops, without ending this node.
+  void tell(const std::string& error) {
+    self_->send(registry_, actors::stop_atom_v, error);
+    std::this_thread::sleep_for(300ms); // lets the down messages leave before the sockets
+  }
+  /// Ctrl-C on this node: the others end with 130 too, naming `why`.
+  void interrupted(const std::string& why) {
+    self_->send(registry_, actors::stop_atom_v, actors::interrupt_atom_v, why);
+    std::this_thread::sleep_for(300ms);
+  }
+  const actors::node_registry_actor& registry() const { return registry_; }
+
+private:
+  caf::scoped_actor self_;
+  actors::node_registry_actor registry_;
+  std::string node_;
+};
+
+/// Publishes the registry the other nodes ask for the job's deployment and join; `beats`
+/// learns each node at its join.
+actors::node_registry_actor publish_registry(caf::actor_system& sys, node_setup& s,
+                                             const actors::local_part& local,
+                                             const actors::heartbeat_actor& beats,
+                                             actors::actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   std::vector<std::string> names;
   for (const auto& n : s.job.cluster.nodes)
     names.push_back(n.name);
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
-  auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
   s.deployment.clock_s = s.context->real_now_s(); // the members' clocks follow this one
   auto registry =
       actors::spawn_node_registry(sys, s.deployment, runtime::cluster_fingerprint(s.job.cluster),
@@ -101,124 +126,120 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   });
   std::fprintf(stderr, "node %s: coordinator at %s:%d, waiting up to %.1f s for the others\n",
                me.name.c_str(), host.c_str(), me.port, s.job.connect_timeout_s);
+  return registry;
+}
+
+/// Waits until every node has joined, then wires every stage of the job, wherever it runs,
+/// from here (actors/job_wiring.hpp). From then on a silent node fails the running step
+/// (and every later one), naming it.
+actors::wired_job wire_nodes(caf::actor_system& sys, const node_setup& s,
+                             const actors::node_registry_actor& registry,
+                             const actors::heartbeat_actor& beats, const node_options& o,
+                             job_end& end, actors::actor_guard& guard) {
   caf::scoped_actor self{sys};
-  // Ends the job on every node: they watch the registry and exit with its reason.
-  auto finish = [&](const std::string& error) {
-    self->send(registry, actors::stop_atom_v, error);
-    std::this_thread::sleep_for(300ms); // lets the down messages leave before the sockets
-    if (!error.empty())
-      fail(me.name, error);
-  };
   actors::stage_wiring wiring;
   std::string error;
   self->request(registry, caf::infinite, actors::await_atom_v)
       .receive([&](actors::stage_wiring& w) { wiring = std::move(w); },
                [&](caf::error& e) { error = reason_text(sys, e); });
   if (!error.empty())
-    finish(error);
-  std::vector<actors::stage_actor> stages;
-  for (const auto& stage : wiring.stages)
-    stages.push_back(caf::actor_cast<actors::stage_actor>(stage));
-  auto adapter = actors::spawn_adapter(sys);
-  auto coordinator =
-      actors::spawn_coordinator(sys, s.context, stages, s.context->stage_nodes,
-                                std::chrono::seconds(o.step_timeout_s), wiring.devices);
-  guard.add(adapter);
-  guard.add(coordinator);
-  wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator);
-  wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter);
-  // Shared links' pipes live here; stages on every node reach them through the wiring.
-  wiring.pipes = actors::spawn_pipes(sys, s.context, stages, coordinator, adapter);
-  for (const auto& pipe : wiring.pipes)
-    guard.actors.push_back(pipe);
-  for (auto& stage : stages)
-    self->send(stage, wiring);
-  // A silent node fails the running step (and every later one), naming it.
-  self->send(beats, actors::stop_atom_v, caf::actor_cast<caf::actor>(coordinator));
+    end.finish(error);
+  auto wired = actors::wire_job(sys, s.context, std::move(wiring),
+                                std::chrono::seconds(o.step_timeout_s), guard);
+  self->send(beats, actors::stop_atom_v, caf::actor_cast<caf::actor>(wired.coordinator));
+  return wired;
+}
 
-  const auto wait = std::chrono::seconds(2 * o.step_timeout_s);
-  int done = 0;
-  if (s.resume) {
-    try {
-      actors::restore_stages(sys, *s.context, stages, s.resume->params, s.resume->info.step,
-                             *o.resume, wait);
-      actors::restore_clock(sys, coordinator, s.resume->info.clock_s, wait);
-    } catch (const runtime::input_error& e) {
-      self->send(registry, actors::stop_atom_v, std::string(e.what()));
-      std::this_thread::sleep_for(300ms);
-      throw;
-    } catch (const std::exception& e) {
-      finish(e.what());
-    }
-    done = s.resume->info.step;
-    s.resume.reset(); // the stages hold their copies
+/// Loads the checkpoint to resume from into the stages on every node. Bad input stops the
+/// others and is this node's input error; any other failure ends the job.
+void resume(job_steps& steps, node_setup& s, const node_options& o, job_end& end) {
+  if (!s.resume)
+    return;
+  try {
+    steps.restore(*s.resume, *o.resume);
+  } catch (const runtime::input_error& e) {
+    end.tell(e.what());
+    throw;
+  } catch (const std::exception& e) {
+    end.finish(e.what());
   }
+  s.resume.reset(); // the stages hold their copies
+}
+
+/// Plain lines (a node's output is a log): each step's loss, validation and checkpoints.
+class node_view : public step_view {
+public:
+  node_view(runtime::time_mode time, int global_batch) : time_(time), global_batch_(global_batch) {}
+
+  runtime::metric_row row(const step_record& r, double) override {
+    return {{"step", int64_t{r.step}},
+            {"loss", r.loss},
+            {"lr", r.lr},
+            {"grad_norm", r.grad_norm},
+            {wall() ? "wall_step_s" : "virtual_step_s", r.seconds()}};
+  }
+  void step_done(const step_record& r, double) override {
+    if (wall())
+      std::printf("step %d loss %.6f | %.1f real samples/s\n", r.step, r.loss,
+                  global_batch_ / std::max(r.seconds(), 1e-30));
+    else
+      std::printf("step %d loss %.6f\n", r.step, r.loss);
+    std::fflush(stdout);
+  }
+  void validated(int step, double loss) override {
+    std::printf("validation loss %.6f at step %d\n", loss, step);
+    std::fflush(stdout);
+  }
+  void checkpointed(int step, const std::filesystem::path& file) override {
+    std::printf("checkpoint at step %d: %s\n", step, file.string().c_str());
+    std::fflush(stdout);
+  }
+  void finish() override {}
+
+private:
+  bool wall() const { return time_ == runtime::time_mode::wall; }
+
+  runtime::time_mode time_;
+  int global_batch_;
+};
+
+/// The closing lines: the final checkpoint and the run directory.
+void print_closing(const run_files& files, int done, const std::filesystem::path& dir) {
+  if (files.weights())
+    std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
+  else
+    std::printf("dry mode: no weights, no checkpoint\n");
+  std::printf("wrote %s: %s, plan.json\n", dir.string().c_str(), files.names().c_str());
+}
+
+int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
+                    const actors::local_part& local, actors::actor_guard& guard) {
+  const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
+  auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
+  job_end end(sys, publish_registry(sys, s, local, beats, guard), me.name);
+  const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
+  job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s));
+  resume(steps, s, o, end);
+
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
-  const bool dry = s.job.time == runtime::time_mode::dry;
-  job_files files(dir, s.job.train, o.metrics, !dry);
-  const auto gather = [&] { return actors::gather_parameters(sys, *s.context, stages, wait); };
+  run_files files(dir, s.job.train, o.metrics, s.job.time != runtime::time_mode::dry);
+  node_view view(s.job.time, s.plan.global_batch());
   interrupt_flag interrupted;
-  const auto start = std::chrono::steady_clock::now();
-  double clock_s = 0; // the last step's end in virtual time, for the checkpoint
-  while (done < s.job.train.steps && error.empty() && !interrupted.raised()) {
-    const int k = done + 1;
-    self->request(coordinator, wait, actors::step_atom_v, static_cast<int64_t>(k))
-        .receive(
-            [&](actors::step_result& r) {
-              const bool wall = s.job.time == runtime::time_mode::wall;
-              files.metrics().write(
-                  {{"step", int64_t{r.step}},
-                   {"loss", r.loss},
-                   {"lr", r.lr},
-                   {"grad_norm", r.grad_norm},
-                   {wall ? "wall_step_s" : "virtual_step_s", r.end_s - r.start_s}});
-              if (wall)
-                std::printf("step %d loss %.6f | %.1f real samples/s\n", k, r.loss,
-                            s.plan.global_batch() / std::max(r.end_s - r.start_s, 1e-30));
-              else
-                std::printf("step %d loss %.6f\n", k, r.loss);
-              std::fflush(stdout);
-              clock_s = wall ? 0 : r.end_s;
-              done = k;
-            },
-            [&](caf::error& e) {
-              error = "step " + std::to_string(k) + ": " + reason_text(sys, e);
-            });
-    if (done != k)
-      continue;
-    try {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (const auto loss = files.after_step(k, clock_s, gather, *s.context->corpus, elapsed))
-        std::printf("validation loss %.6f at step %d\n", *loss, k);
-      if (files.saved(k))
-        std::printf("checkpoint at step %d: %s\n", k, files.checkpoint().string().c_str());
-      std::fflush(stdout);
-    } catch (const std::exception& e) {
-      error = "step " + std::to_string(k) + ": " + e.what();
-    }
+  loop_outcome done;
+  try {
+    done = run_steps(steps, files, view, interrupted);
+  } catch (const step_failed& e) {
+    end.finish(e.what());
   }
-  // A failed step leaves the stages mid-step: the last checkpoint stays as it is.
-  if (!error.empty())
-    finish(error);
-  if (files.weights()) {
-    if (!files.saved(done))
-      files.save(gather(), done);
-    std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
-  } else {
-    std::printf("dry mode: no weights, no checkpoint\n");
-  }
-  std::printf("wrote %s: %s, plan.json\n", dir.string().c_str(), files.names().c_str());
-  if (interrupted.raised()) { // the other nodes end with 130 too, naming the reason
-    self->send(registry, actors::stop_atom_v, actors::interrupt_atom_v,
-               "Ctrl-C after step " + std::to_string(done) +
-                   (files.weights() ? ", checkpoint saved" : ""));
-    std::this_thread::sleep_for(300ms);
-    std::fprintf(stderr, "node %s: interrupted after step %d\n", me.name.c_str(), done);
+  print_closing(files, done.steps_done, dir);
+  if (interrupted.raised()) {
+    end.interrupted("Ctrl-C after step " + std::to_string(done.steps_done) +
+                    (files.weights() ? ", checkpoint saved" : ""));
+    std::fprintf(stderr, "node %s: interrupted after step %d\n", me.name.c_str(), done.steps_done);
     return 130;
   }
-  finish("");
+  end.finish("");
   return 0;
 }
 
@@ -246,16 +267,14 @@ int run_node(const node_options& o) {
     s = prepare_coordinator(std::move(job), o, *me);
   dropped_note note{o.name};
   caf::actor_system_config cfg;
-  actors::register_types(cfg);
+  configure_actors(cfg);
   cfg.load<caf::io::middleman>();
   cfg.set("middleman.enable-automatic-connections", true);
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("logger.console", caf::atom("none"));
   caf::actor_system sys{cfg};
-  actor_guard guard{sys, {}};
+  actors::actor_guard guard{sys};
   if (!s)
     return run_member(sys, job, *me, guard);
-  const auto local = spawn_local_part(sys, s->context, s->me, guard);
+  const auto local = actors::spawn_local_part(sys, s->context, s->me, guard);
   return run_coordinator(sys, *s, o, local, guard);
 }
 

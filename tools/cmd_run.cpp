@@ -11,11 +11,12 @@
 #include "runtime/simulator.hpp"
 #include "runtime/train_config_toml.hpp"
 #include "tools/commands.hpp"
-#include "tools/job_checkpoint.hpp"
 #include "tools/job_setup.hpp"
+#include "tools/job_steps.hpp"
 #include "tools/plan_print.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
+#include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -50,128 +51,97 @@ std::filesystem::path default_job() {
   return std::filesystem::exists(here) ? here : std::filesystem::path(DEEPCEE_SOURCE_DIR) / here;
 }
 
-int run_job(const run_options& o) {
-  const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
-  auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
-  auto& job = r.job;
-  const auto& profile = r.profile;
-  const auto& spec = profile.model();
-  const auto& report = *r.report;
-  const auto& plan = r.plan;
-  const auto& corpus = r.corpus;
-
+/// The job, its device groups and its plan, before anything runs.
+void print_job(const resolved_job& r) {
+  const auto& job = r.job;
   std::printf("job %s: %s on %s (%zu devices), %d steps, time %s\n", job.name.c_str(),
               job.model_name.c_str(), job.cluster.name.c_str(), job.cluster.devices.size(),
               job.train.steps, std::string(runtime::to_string(job.time)).c_str());
-  print_groups(stdout, job.cluster, report.groups);
-  print_plan(stdout, job.cluster, spec, plan);
+  print_groups(stdout, job.cluster, r.report->groups);
+  print_plan(stdout, job.cluster, r.profile.model(), r.plan);
+}
 
-  const bool wall = job.time == runtime::time_mode::wall;
-  const bool dry = job.time == runtime::time_mode::dry;
-  std::optional<kernels::checkpoint_contents> resume;
-  if (o.resume && dry)
-    runtime::fail_input(path, 0,
-                        "--resume: a dry-mode job has no weights to load a checkpoint into");
-  if (o.resume)
-    resume = read_resume_checkpoint(*o.resume, plan.model);
-
-  caf::actor_system_config cfg;
-  actors::register_types(cfg);
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("logger.console", caf::atom("none"));
-  caf::actor_system sys{cfg};
-  if (dry)
+/// How the run's time passes, said once before its steps.
+void print_time_mode(const runtime::job_config& job) {
+  if (job.time == runtime::time_mode::dry)
     std::printf("dry mode: the math is skipped, losses are not computed, no checkpoint is "
                 "written\n");
-  if (wall && job.shape_links)
+  if (job.time == runtime::time_mode::wall && job.shape_links)
     std::printf("wall mode: transfers wait on the sender side as the cluster's links say\n");
-  actors::local_job run(sys, job.cluster, profile, plan, job.train, corpus,
-                        std::chrono::seconds(o.step_timeout_s), {job.time, job.shape_links});
-  if (resume) {
-    run.restore(resume->params, resume->info.step, resume->info.clock_s, *o.resume);
-    resume.reset(); // the stages hold their copies
-  }
-  // Only once every input has been checked, so that bad input leaves nothing behind.
-  const auto dir = make_run_directory(o.out, job.train.out, "run");
-  runtime::save_plan(plan, dir / "plan.json");
-  job_files files(dir, job.train, o.metrics, !dry);
-  auto& log = files.metrics();
+}
 
-  interrupt_flag interrupted;
-  progress_bar bar(run.steps_done(), job.train.steps);
-  std::vector<actors::step_result> traced;
-  const auto start = std::chrono::steady_clock::now();
-  const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  const int first_step = run.steps_done() + 1;
-  double virtual_s = 0, loss = NAN, val_loss = NAN, first_start_s = 0;
-  int val_step = 0;
-  while (run.steps_done() < job.train.steps && !interrupted.raised()) {
-    auto r = run.step();
-    const int k = static_cast<int>(r.step);
-    if (k == first_step)
-      first_start_s = r.start_s;
-    const double step_s = r.end_s - r.start_s;
-    virtual_s = r.end_s;
-    loss = r.loss;
-    const double real_s = elapsed();
-    const double sps = plan.global_batch() / step_s;
-    if (wall) {
-      log.write({{"step", int64_t{r.step}},
-                 {"loss", r.loss},
-                 {"lr", r.lr},
-                 {"grad_norm", r.grad_norm},
-                 {"wall_step_s", step_s},
-                 {"samples_per_s", sps},
-                 {"real_elapsed_s", real_s}});
-      bar.update(k, fmt::format("loss {:.4f} | {:.1f} real samples/s", r.loss, sps));
-    } else {
-      log.write({{"step", int64_t{r.step}},
-                 {"loss", r.loss},
-                 {"lr", r.lr},
-                 {"grad_norm", r.grad_norm},
-                 {"virtual_step_s", step_s},
-                 {"virtual_time_s", r.end_s},
-                 {"emulated_samples_per_s", sps},
-                 {"real_elapsed_s", real_s}});
-      bar.update(k, dry ? fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | "
-                                      "virtual {:.3f} s",
-                                      sps, r.end_s)
-                        : fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s",
-                                      r.loss, sps, r.end_s));
-    }
-    if (const auto loss = files.after_step(
-            k, wall ? 0 : r.end_s, [&] { return run.gather_parameters(); }, *corpus, real_s)) {
-      val_loss = *loss;
-      val_step = k;
-      bar.message(fmt::format("step {}: validation loss {:.4f}", k, val_loss));
-    }
-    if (k - first_step < o.trace_steps)
-      traced.push_back(std::move(r));
+/// Samples per second in the metrics and on the bar: real ones in wall time, emulated ones
+/// in virtual and dry time.
+class run_view : public bar_view {
+public:
+  run_view(int first, int total, runtime::time_mode time, int global_batch)
+      : bar_view(first, total), time_(time), global_batch_(global_batch) {}
+
+  runtime::metric_row row(const step_record& r, double elapsed_s) override {
+    if (time_ == runtime::time_mode::wall)
+      return {{"step", int64_t{r.step}},
+              {"loss", r.loss},
+              {"lr", r.lr},
+              {"grad_norm", r.grad_norm},
+              {"wall_step_s", r.seconds()},
+              {"samples_per_s", samples_per_s(r)},
+              {"real_elapsed_s", elapsed_s}};
+    return {{"step", int64_t{r.step}},
+            {"loss", r.loss},
+            {"lr", r.lr},
+            {"grad_norm", r.grad_norm},
+            {"virtual_step_s", r.seconds()},
+            {"virtual_time_s", r.end_s},
+            {"emulated_samples_per_s", samples_per_s(r)},
+            {"real_elapsed_s", elapsed_s}};
   }
-  bar.finish();
-  if (files.weights() && !files.saved(run.steps_done()))
-    files.save(run.gather_parameters(), run.steps_done());
-  {
-    auto samples = run.samples();
-    const double trace_end = traced.empty() ? 0 : traced.back().end_s;
-    std::erase_if(samples, [&](const auto& s) { return s.start_s > trace_end; });
-    std::ofstream trace(dir / "trace.json");
-    actors::write_run_trace(trace, plan, traced, samples);
+
+protected:
+  std::string fields(const step_record& r, double) override {
+    if (time_ == runtime::time_mode::wall)
+      return fmt::format("loss {:.4f} | {:.1f} real samples/s", r.loss, samples_per_s(r));
+    if (time_ == runtime::time_mode::dry)
+      return fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | virtual {:.3f} s",
+                         samples_per_s(r), r.end_s);
+    return fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", r.loss,
+                       samples_per_s(r), r.end_s);
   }
-  const double real_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const int steps_run = run.steps_done() - first_step + 1;
-  const double emulated = steps_run * plan.global_batch() / std::max(virtual_s, 1e-30);
-  runtime::sim_options so;
-  so.steps = 1;
-  const auto predicted = runtime::simulate(job.cluster, spec, profile, plan, {}, so);
-  const char* ending = interrupted.raised() ? "interrupted" : "summary";
-  const auto validation = fmt::format("validation loss {:.4f} at step {}", val_loss, val_step);
+
+private:
+  double samples_per_s(const step_record& r) const { return global_batch_ / r.seconds(); }
+
+  runtime::time_mode time_;
+  int global_batch_;
+};
+
+/// trace.json: the traced steps and the link samples until the last of them ended.
+void write_trace(const std::filesystem::path& file, const runtime::plan& plan,
+                 const std::vector<actors::step_result>& traced,
+                 std::vector<actors::link_sample> samples) {
+  const double trace_end = traced.empty() ? 0 : traced.back().end_s;
+  std::erase_if(samples, [&](const auto& s) { return s.start_s > trace_end; });
+  std::ofstream trace(file);
+  actors::write_run_trace(trace, plan, traced, samples);
+}
+
+/// The closing lines: what ran, this run's samples per second and the simulator's, per
+/// strategy the planner tried.
+void print_summary(const resolved_job& r, const loop_outcome& done, bool interrupted,
+                   double real_s) {
+  const auto& job = r.job;
+  const auto& plan = r.plan;
+  const bool wall = job.time == runtime::time_mode::wall;
+  const bool dry = job.time == runtime::time_mode::dry;
+  const int steps_run = done.steps_run();
+  const double virtual_s = done.last ? done.last->end_s : 0;
+  const double loss = done.last ? done.last->loss : NAN;
+  const char* ending = interrupted ? "interrupted" : "summary";
+  const auto validation =
+      fmt::format("validation loss {:.4f} at step {}", done.val_loss, done.val_step);
   if (wall) {
+    const double first_start_s = done.first ? done.first->start_s : 0;
     std::printf("\n%s: %d steps (%d to %d), final loss %.4f, %s, %s real\n", ending, steps_run,
-                first_step, run.steps_done(), loss, validation.c_str(),
+                done.first_step, done.steps_done, loss, validation.c_str(),
                 progress_bar::duration(real_s).c_str());
     std::printf("  %-32s %12s\n", "real samples/s", "");
     std::printf("  %-32s %12.2f\n", "this run (actors, wall time)",
@@ -179,20 +149,57 @@ int run_job(const run_options& o) {
     std::printf("  %-32s %12s\n", "emulated samples/s", "");
   } else {
     std::printf("\n%s: %d steps (%d to %d), %s, %.3f s emulated in %s real\n", ending, steps_run,
-                first_step, run.steps_done(),
+                done.first_step, done.steps_done,
                 dry ? "losses not computed (dry mode)"
                     : fmt::format("final loss {:.4f}, {}", loss, validation).c_str(),
                 virtual_s, progress_bar::duration(real_s).c_str());
     std::printf("  %-32s %12s\n", "emulated samples/s", "");
-    std::printf("  %-32s %12.2f\n", "this run (actors)", emulated);
+    std::printf("  %-32s %12.2f\n", "this run (actors)",
+                steps_run * plan.global_batch() / std::max(virtual_s, 1e-30));
   }
+  runtime::sim_options so;
+  so.steps = 1;
+  const auto predicted = runtime::simulate(job.cluster, r.profile.model(), r.profile, plan, {}, so);
   std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
-  for (const auto& s : report.strategies)
+  for (const auto& s : r.report->strategies)
     if (s.chosen)
       std::printf("  %-32s %12.2f\n", ("simulator, " + s.strategy).c_str(), s.sim.samples_per_s);
     else
       std::printf("  %-32s %12s  (%s)\n", ("simulator, " + s.strategy).c_str(), "-",
                   s.error.c_str());
+}
+
+int run_job(const run_options& o) {
+  const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
+  const auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
+  const auto& job = r.job;
+  print_job(r);
+  auto resume = read_resume_checkpoint(o.resume, path, job.time, r.plan.model);
+
+  caf::actor_system_config cfg;
+  configure_actors(cfg);
+  caf::actor_system sys{cfg};
+  print_time_mode(job);
+  const auto step_timeout = std::chrono::seconds(o.step_timeout_s);
+  actors::local_job run(sys, job.cluster, r.profile, r.plan, job.train, r.corpus, step_timeout,
+                        {job.time, job.shape_links});
+  job_steps steps(sys, run.wired(), 2 * step_timeout, o.trace_steps);
+  if (resume) {
+    steps.restore(*resume, *o.resume);
+    resume.reset(); // the stages hold their copies
+  }
+  // Only once every input has been checked, so that bad input leaves nothing behind.
+  const auto dir = make_run_directory(o.out, job.train.out, "run");
+  runtime::save_plan(r.plan, dir / "plan.json");
+  run_files files(dir, job.train, o.metrics, job.time != runtime::time_mode::dry);
+
+  interrupt_flag interrupted;
+  run_view view(steps.steps_done(), job.train.steps, job.time, r.plan.global_batch());
+  const auto start = std::chrono::steady_clock::now();
+  const auto done = run_steps(steps, files, view, interrupted);
+  write_trace(dir / "trace.json", r.plan, steps.traced(), run.samples());
+  print_summary(r, done, interrupted.raised(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
   return interrupted.raised() ? 130 : 0;
 }

@@ -8,31 +8,29 @@
 #include "tools/embedded_configs.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
+#include "tools/step_loop.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <optional>
 
 namespace deepcee::tools {
 namespace {
 
 struct train_options {
-  std::optional<std::string> config;  ///< default: configs/single.toml, compiled in
+  std::optional<std::string> config; ///< default: configs/single.toml, compiled in
   std::optional<int> steps, batch, threads;
   std::optional<uint64_t> seed;
   std::optional<std::string> out, device, data, metrics, resume;
   bool bf16 = false;
 };
 
-std::atomic<bool> interrupted{false};
-
 runtime::train_config effective_config(const train_options& o) {
   runtime::train_config c =
-      o.config ? runtime::load_train_config(*o.config)
-               : runtime::parse_train_config(embedded_single_toml, "configs/single.toml (built in)");
+      o.config
+          ? runtime::load_train_config(*o.config)
+          : runtime::parse_train_config(embedded_single_toml, "configs/single.toml (built in)");
   if (o.steps)
     c.steps = *o.steps;
   if (o.batch)
@@ -53,6 +51,79 @@ runtime::train_config effective_config(const train_options& o) {
   return c;
 }
 
+/// Single-device training as the step loop's source: real time is its clock.
+class trainer_steps : public step_source {
+public:
+  explicit trainer_steps(kernels::trainer& t) : t_(t) {}
+
+  int steps_done() const override { return t_.steps_done(); }
+
+  step_record step() override {
+    const double start_s = seconds();
+    const auto r = t_.train_step();
+    return {r.step, r.loss, r.lr, r.grad_norm, start_s, seconds()};
+  }
+
+  std::unique_ptr<step_weights> weights() override { return std::make_unique<in_place>(t_); }
+
+private:
+  /// The trainer's own weights, validated on its own backend.
+  struct in_place : step_weights {
+    explicit in_place(kernels::trainer& t) : t(t) {}
+    double validation_loss() override { return t.validation_loss(); }
+    void save(const std::filesystem::path& file) override { t.save(file); }
+    kernels::trainer& t;
+  };
+
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
+  }
+
+  kernels::trainer& t_;
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+};
+
+/// Tokens per second on the bar and in the metrics.
+class train_view : public bar_view {
+public:
+  train_view(int first, int total, double tokens_per_step)
+      : bar_view(first, total), first_(first), tokens_per_step_(tokens_per_step) {}
+
+  runtime::metric_row row(const step_record& r, double elapsed_s) override {
+    return {{"step", int64_t{r.step}},
+            {"loss", r.loss},
+            {"lr", r.lr},
+            {"grad_norm", r.grad_norm},
+            {"tokens_per_s", tokens_per_step_ / r.seconds()},
+            {"elapsed_s", elapsed_s}};
+  }
+
+protected:
+  std::string fields(const step_record& r, double elapsed_s) override {
+    const double tokens = tokens_per_step_ * (r.step - first_);
+    return fmt::format("loss {:.4f} | {:.0f} tok/s", r.loss, tokens / elapsed_s);
+  }
+
+private:
+  int first_; ///< steps done before this run
+  double tokens_per_step_;
+};
+
+/// The model, the data and the device, before the first step.
+void print_setup(const runtime::train_config& c, kernels::trainer& t,
+                 const runtime::text_corpus& corpus, const kernels::backend& be,
+                 const std::filesystem::path& dir) {
+  size_t params = 0;
+  for (auto* p : t.model().parameters())
+    params += static_cast<size_t>(p->value.numel());
+  spdlog::info("model: {} layers, d_model {}, {} heads, context {}: {:.2f}M parameters",
+               c.model.n_layer, c.model.d_model, c.model.n_head, c.model.context, params / 1e6);
+  spdlog::info("data: {} ({} train / {} validation bytes)", c.data.path.string(),
+               corpus.size(runtime::corpus_split::train),
+               corpus.size(runtime::corpus_split::validation));
+  spdlog::info("device: {}; run directory: {}", be.name(), dir.string());
+}
+
 int run_train(const train_options& o) {
   runtime::train_config c = effective_config(o);
   auto corpus = runtime::text_corpus::load(c.data.path, c.data.val_fraction);
@@ -63,62 +134,23 @@ int run_train(const train_options& o) {
     t.resume(*o.resume);
   // Only once every input has been checked, so that bad input leaves nothing behind.
   std::filesystem::path dir = make_run_directory(o.out, c.out, "train");
+  print_setup(c, t, corpus, *be, dir);
 
-  size_t params = 0;
-  for (auto* p : t.model().parameters())
-    params += static_cast<size_t>(p->value.numel());
-  spdlog::info("model: {} layers, d_model {}, {} heads, context {}: {:.2f}M parameters",
-               c.model.n_layer, c.model.d_model, c.model.n_head, c.model.context, params / 1e6);
-  spdlog::info("data: {} ({} train / {} validation bytes)", c.data.path.string(),
-               corpus.size(runtime::corpus_split::train),
-               corpus.size(runtime::corpus_split::validation));
-  spdlog::info("device: {}; run directory: {}", be->name(), dir.string());
-
-  auto format = runtime::parse_metrics_format(c.metrics_format);
-  std::string ext = format == runtime::metrics_format::csv ? ".csv" : ".jsonl";
-  runtime::metrics_writer train_log(dir / ("metrics" + ext), format);
-  runtime::metrics_writer eval_log(dir / ("eval" + ext), format);
-  std::filesystem::path checkpoint = dir / "checkpoint.safetensors";
-
-  interrupted = false;
-  auto previous = std::signal(SIGINT, [](int) { interrupted = true; });
-  progress_bar bar(t.steps_done(), c.steps);
+  run_files files(dir, c, std::nullopt);
+  trainer_steps steps(t);
   const double tokens_per_step = static_cast<double>(c.batch) * c.model.context;
-  auto start = std::chrono::steady_clock::now();
-  double last_val = NAN, tokens = 0;
-  while (t.steps_done() < c.steps && !interrupted) {
-    auto t0 = std::chrono::steady_clock::now();
-    auto r = t.train_step();
-    auto t1 = std::chrono::steady_clock::now();
-    double step_s = std::chrono::duration<double>(t1 - t0).count();
-    double elapsed = std::chrono::duration<double>(t1 - start).count();
-    tokens += tokens_per_step;
-    train_log.write({{"step", int64_t{r.step}},
-                     {"loss", r.loss},
-                     {"lr", r.lr},
-                     {"grad_norm", r.grad_norm},
-                     {"tokens_per_s", tokens_per_step / step_s},
-                     {"elapsed_s", elapsed}});
-    bar.update(r.step, fmt::format("loss {:.4f} | {:.0f} tok/s", r.loss, tokens / elapsed));
-    bool last = r.step == c.steps;
-    if ((c.eval_every > 0 && r.step % c.eval_every == 0) || last) {
-      last_val = t.validation_loss();
-      eval_log.write({{"step", int64_t{r.step}}, {"val_loss", last_val}, {"elapsed_s", elapsed}});
-      bar.message(fmt::format("step {}: validation loss {:.4f}", r.step, last_val));
-    }
-    if (c.checkpoint_every > 0 && r.step % c.checkpoint_every == 0)
-      t.save(checkpoint);
-  }
-  bar.finish();
-  std::signal(SIGINT, previous);
-  t.save(checkpoint);
+  interrupt_flag interrupted;
+  train_view view(t.steps_done(), c.steps, tokens_per_step);
+  const auto start = std::chrono::steady_clock::now();
+  const auto done = run_steps(steps, files, view, interrupted);
+  const double tokens = tokens_per_step * done.steps_run();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("{} at step {}: validation loss {:.4f} nats/byte, {:.0f} tokens/s, {}",
-               interrupted ? "interrupted" : "done", t.steps_done(), last_val,
+               interrupted.raised() ? "interrupted" : "done", done.steps_done, done.val_loss,
                wall > 0 ? tokens / wall : 0.0, progress_bar::duration(wall));
-  spdlog::info("wrote {}, {} and {}", train_log.path().string(), eval_log.path().string(),
-               checkpoint.string());
-  return interrupted ? 130 : 0;
+  spdlog::info("wrote {}, {} and {}", files.metrics().path().string(), files.eval().path().string(),
+               files.checkpoint().string());
+  return interrupted.raised() ? 130 : 0;
 }
 
 } // namespace
@@ -126,7 +158,8 @@ int run_train(const train_options& o) {
 command_action add_train_command(CLI::App& app) {
   auto o = std::make_shared<train_options>();
   CLI::App* cmd = app.add_subcommand("train", "Train the GPT on one device");
-  cmd->add_option("--config", o->config, "Train config (TOML; default: configs/single.toml, built in)");
+  cmd->add_option("--config", o->config,
+                  "Train config (TOML; default: configs/single.toml, built in)");
   cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the config)");
   cmd->add_option("--batch", o->batch, "Sequences per step");
   cmd->add_option("--seed", o->seed, "Seed of weights and data sampling");

@@ -8,7 +8,7 @@
 #include "actors/node_registry.hpp"
 #include "actors/stage_actor.hpp"
 #include "runtime/cluster_fingerprint.hpp"
-#include "tools/job_checkpoint.hpp"
+#include "tools/interrupt_flag.hpp"
 #include "tools/node_process.hpp"
 
 #include <caf/after.hpp>
@@ -152,93 +152,95 @@ std::string left_out_because(const runtime::plan& plan, const runtime::cluster& 
   return why.empty() ? "the plan does not need them" : why;
 }
 
-} // namespace
+/// A member node and the coordinator's node it talks to.
+struct member {
+  caf::actor_system& sys;
+  const runtime::job_config& job;
+  int index;
+  const runtime::node& me;
+  const runtime::node& boss;
+  caf::scoped_actor& self; ///< watches the registry, receives the registry's replies
+  actors::node_registry_actor registry;
 
-int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_index,
-               actor_guard& guard) {
-  const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
-  const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
-  interrupt_flag interrupted("node " + me.name +
-                             ": interrupted twice: leaving now, without waiting for the "
-                             "coordinator's node " +
-                             boss.name);
-  const auto registry = connect(sys, job, me);
-  caf::scoped_actor self{sys};
-  self->monitor(registry);
-  const auto wait = millis(job.connect_timeout_s);
-  const auto cluster = runtime::cluster_fingerprint(job.cluster);
+  std::chrono::milliseconds wait() const { return millis(job.connect_timeout_s); }
 
-  // The coordinator's plan and settings, checked against what this node read.
-  const auto asked = std::chrono::steady_clock::now();
-  const auto deployment =
-      require_reply(ask_registry<actors::job_deployment>(
-                        sys, self, registry, actors::deployment_request{me.name, cluster}, wait),
-                    me.name, boss.name, "deployment", job.connect_timeout_s);
-  const auto answered = std::chrono::steady_clock::now();
-  // What stops this node before it joins, the coordinator's node learns at once (and stops
-  // the job naming it) instead of at its connect timeout.
-  const auto tell_and_fail = [&](const std::string& why) {
+  /// What stops this node before it joins, the coordinator's node learns at once (and stops
+  /// the job naming it) instead of at its connect timeout.
+  [[noreturn]] void tell_and_fail(const std::string& why) const {
     self->send(registry, actors::node_error{me.name, why});
     std::this_thread::sleep_for(300ms); // lets the message leave before the socket closes
     fail(me.name, why);
-  };
+  }
+};
+
+/// The coordinator's plan and settings as this node's job, checked against what it read,
+/// its wall clock reading the coordinator's (link samples between nodes).
+std::shared_ptr<actors::job_context> accept_job(member& m) {
+  const auto asked = std::chrono::steady_clock::now();
+  const auto deployment = require_reply(
+      ask_registry<actors::job_deployment>(
+          m.sys, m.self, m.registry,
+          actors::deployment_request{m.me.name, runtime::cluster_fingerprint(m.job.cluster)},
+          m.wait()),
+      m.me.name, m.boss.name, "deployment", m.job.connect_timeout_s);
+  const auto answered = std::chrono::steady_clock::now();
   std::shared_ptr<actors::job_context> context;
   try {
-    context = actors::accept_deployment(deployment, job.cluster, me.name);
+    context = actors::accept_deployment(deployment, m.job.cluster, m.me.name);
   } catch (const std::exception& e) {
-    tell_and_fail("refused the deployment from the coordinator's node " + boss.name + ": " +
-                  e.what());
+    m.tell_and_fail("refused the deployment from the coordinator's node " + m.boss.name + ": " +
+                    e.what());
   }
-  if (!context->layout.runs_on(me_index)) { // the plan leaves it out: nothing to join
-    std::fprintf(stderr,
-                 "node %s: the plan of the coordinator's node %s uses none of its devices "
-                 "(%s); nothing to run\n",
-                 me.name.c_str(), boss.name.c_str(),
-                 left_out_because(context->plan, job.cluster, me_index).c_str());
-    return 0;
-  }
-  // Wall times of this node read the coordinator's clock (link samples between nodes).
   context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
-  const auto& ctx = *context;
+  return context;
+}
 
+/// Spawns this node's part of the job and joins with it; from then on the silence of the
+/// coordinator's node (hung, its connection still open) ends this node.
+void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
+              actors::actor_guard& guard) {
+  const auto& ctx = *context;
   actors::node_join join;
-  join.node = me.name;
-  join.job = cluster;
+  join.node = m.me.name;
+  join.job = runtime::cluster_fingerprint(m.job.cluster);
   actors::local_part part;
   try {
-    connect_members(sys, job, me_index, ctx.layout);
-    part = spawn_local_part(sys, context, me_index, guard);
+    connect_members(m.sys, m.job, m.index, ctx.layout);
+    part = actors::spawn_local_part(m.sys, context, m.index, guard);
   } catch (const std::exception& e) {
-    const std::string prefix = "node " + me.name + ": "; // fail() adds it again
+    const std::string prefix = "node " + m.me.name + ": "; // fail() adds it again
     std::string why = e.what();
-    tell_and_fail(why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why);
+    m.tell_and_fail(why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why);
   }
-  join.stages = ctx.layout.stages_on(me_index);
+  join.stages = ctx.layout.stages_on(m.index);
   for (const auto& stage : part.stages)
     join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
-  join.devices = ctx.layout.apart_on(me_index);
+  join.devices = ctx.layout.apart_on(m.index);
   for (const auto& device : part.devices)
     join.device_handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(device));
   std::fprintf(stderr,
                "node %s: runs the plan and [train] settings of the coordinator's node %s "
                "(%s time, seed %llu, %d steps)\n",
-               me.name.c_str(), boss.name.c_str(),
+               m.me.name.c_str(), m.boss.name.c_str(),
                std::string(runtime::to_string(ctx.mode.time)).c_str(),
                static_cast<unsigned long long>(ctx.train.seed), ctx.train.steps);
-  // Silence of the coordinator's node (hung, its connection still open) ends this node.
-  join.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(
-      start_heartbeat(sys, job, me_index, {boss.name}, caf::actor_cast<caf::actor>(self), guard));
+  join.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(start_heartbeat(
+      m.sys, m.job, m.index, {m.boss.name}, caf::actor_cast<caf::actor>(m.self), guard));
   const auto stages = join.stages.size();
-  require_reply(ask_registry<int32_t>(sys, self, registry, std::move(join), wait), me.name,
-                boss.name, "answer to its join", job.connect_timeout_s);
-  std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", me.name.c_str(),
-               boss.name.c_str(), host_of(boss).c_str(), boss.port, stages);
+  require_reply(ask_registry<int32_t>(m.sys, m.self, m.registry, std::move(join), m.wait()),
+                m.me.name, m.boss.name, "answer to its join", m.job.connect_timeout_s);
+  std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", m.me.name.c_str(),
+               m.boss.name.c_str(), host_of(m.boss).c_str(), m.boss.port, stages);
+}
 
+/// Serves until the coordinator's node ends the job (the registry goes away) or falls
+/// silent; the exit code (0 done, 130 it was interrupted), failures thrown.
+int serve_until_end(member& m, const interrupt_flag& interrupted) {
   caf::error reason;
   std::string silent;
   bool done = false, told = false;
   while (!done) {
-    self->receive(
+    m.self->receive(
         [&](caf::down_msg& d) {
           reason = d.reason;
           done = true;
@@ -252,24 +254,51 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
       std::fprintf(stderr,
                    "node %s: interrupted: its stages keep running until the coordinator's node "
                    "%s ends the job (Ctrl-C again to leave at once)\n",
-                   me.name.c_str(), boss.name.c_str());
+                   m.me.name.c_str(), m.boss.name.c_str());
       told = true;
     }
   }
   if (!silent.empty())
-    fail(me.name, silent);
+    fail(m.me.name, silent);
   if (actors::is_job_interrupted(reason)) {
     std::fprintf(stderr, "node %s: stopped because the coordinator's node %s was interrupted: %s\n",
-                 me.name.c_str(), boss.name.c_str(), reason_text(sys, reason).c_str());
+                 m.me.name.c_str(), m.boss.name.c_str(), reason_text(m.sys, reason).c_str());
     return 130;
   }
   if (reason && reason != caf::exit_reason::normal) {
     if (reason == caf::exit_reason::remote_link_unreachable)
-      fail(me.name, "lost the coordinator's node " + boss.name);
-    fail(me.name, "job stopped by " + boss.name + ": " + reason_text(sys, reason));
+      fail(m.me.name, "lost the coordinator's node " + m.boss.name);
+    fail(m.me.name, "job stopped by " + m.boss.name + ": " + reason_text(m.sys, reason));
   }
-  std::fprintf(stderr, "node %s: job done\n", me.name.c_str());
+  std::fprintf(stderr, "node %s: job done\n", m.me.name.c_str());
   return 0;
+}
+
+} // namespace
+
+int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_index,
+               actors::actor_guard& guard) {
+  const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
+  const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
+  interrupt_flag interrupted("node " + me.name +
+                             ": interrupted twice: leaving now, without waiting for the "
+                             "coordinator's node " +
+                             boss.name);
+  const auto registry = connect(sys, job, me);
+  caf::scoped_actor self{sys};
+  self->monitor(registry);
+  member m{sys, job, me_index, me, boss, self, registry};
+  const auto context = accept_job(m);
+  if (!context->layout.runs_on(me_index)) { // the plan leaves it out: nothing to join
+    std::fprintf(stderr,
+                 "node %s: the plan of the coordinator's node %s uses none of its devices "
+                 "(%s); nothing to run\n",
+                 me.name.c_str(), boss.name.c_str(),
+                 left_out_because(context->plan, job.cluster, me_index).c_str());
+    return 0;
+  }
+  join_job(m, context, guard);
+  return serve_until_end(m, interrupted);
 }
 
 } // namespace deepcee::tools

@@ -2,15 +2,16 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
+#include "actors/job_wiring.hpp"
 #include "actors/node_registry.hpp"
 #include "runtime/job_config.hpp"
 
 #include <caf/actor_system.hpp>
 
 #include <chrono>
-#include <thread>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 /// What the coordinator's node (cmd_node.cpp) and a member node (node_member.cpp) of
@@ -19,18 +20,6 @@ namespace deepcee::tools {
 
 /// The reason an actor gave, without CAF's error(...) wrapping when it is our own text.
 std::string reason_text(caf::actor_system& sys, const caf::error& e);
-
-/// Ends the local actors however the node leaves, so the actor system's destructor (which
-/// waits for every actor) cannot hang.
-struct actor_guard {
-  caf::actor_system& sys;
-  std::vector<caf::strong_actor_ptr> actors;
-  ~actor_guard();
-  template <class Handle>
-  void add(const Handle& h) {
-    actors.push_back(caf::actor_cast<caf::strong_actor_ptr>(h));
-  }
-};
 
 std::string host_of(const runtime::node& n);
 
@@ -43,7 +32,7 @@ std::chrono::milliseconds millis(double seconds);
 /// must hear from from now on; `notify` is told (stop_atom, reason) when one falls silent.
 actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const runtime::job_config& job,
                                         int me, std::vector<std::string> expect, caf::actor notify,
-                                        actor_guard& guard);
+                                        actors::actor_guard& guard);
 
 /// Listens on node `me`'s port with `listen` (the middleman's publish or open, returning
 /// caf::expected), or fails the node naming the port. A port inside the ephemeral range
@@ -61,15 +50,10 @@ void listen_on(caf::actor_system& sys, const runtime::node& me, Listen listen) {
                       " is in use or unusable (" + sys.render(port.error()) + ")");
 }
 
-/// Spawns node `node`'s part of the job: its stages and its devices of stages on other
-/// nodes, each ended by `guard`.
-actors::local_part spawn_local_part(caf::actor_system& sys,
-                                    const std::shared_ptr<actors::job_context>& job, int node,
-                                    actor_guard& guard);
-
 /// A node other than the coordinator's: asks the coordinator's node for the job's
 /// deployment, spawns its stages from it, joins, and waits for the job's end. Returns the
 /// exit code (0 done, 130 the coordinator's node was interrupted); failures throw.
-int run_member(caf::actor_system& sys, const runtime::job_config& job, int me, actor_guard& guard);
+int run_member(caf::actor_system& sys, const runtime::job_config& job, int me,
+               actors::actor_guard& guard);
 
 } // namespace deepcee::tools

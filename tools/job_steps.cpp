@@ -1,0 +1,97 @@
+#include "tools/job_steps.hpp"
+
+#include "actors/checkpoint_transfer.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/type_ids.hpp"
+#include "kernels/gpt/trainer.hpp"
+#include "runtime/errors.hpp"
+#include "tools/node_process.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace deepcee::tools {
+
+namespace {
+
+/// The whole model's weights and moments as gathered from the stages after step `step`.
+class gathered_weights : public step_weights {
+public:
+  gathered_weights(std::vector<kernels::parameter_state> params, const actors::job_context& job,
+                   int step, double clock_s)
+      : params_(std::move(params)), job_(job), step_(step), clock_s_(clock_s) {}
+
+  /// The whole model on one CPU backend, over the batches `deepcee train` and `deepcee eval`
+  /// use.
+  double validation_loss() override {
+    const auto& train = job_.train;
+    auto be = kernels::make_backend({});
+    kernels::gpt_model model(*be, train.model, train.seed);
+    kernels::load_parameter_states(params_, *be, model, nullptr, "the stages' weights");
+    return kernels::evaluate(*be, model, *job_.corpus, train.batch, train.eval_batches, train.seed);
+  }
+
+  void save(const std::filesystem::path& file) override {
+    kernels::save_checkpoint(file, params_, {step_, job_.train.model, job_.train.seed, clock_s_});
+  }
+
+private:
+  std::vector<kernels::parameter_state> params_;
+  const actors::job_context& job_;
+  int step_;
+  double clock_s_;
+};
+
+} // namespace
+
+std::optional<kernels::checkpoint_contents>
+read_resume_checkpoint(const std::optional<std::string>& resume,
+                       const std::filesystem::path& job_file, runtime::time_mode time,
+                       const runtime::model_config& model) {
+  if (!resume)
+    return std::nullopt;
+  if (time == runtime::time_mode::dry)
+    runtime::fail_input(job_file, 0,
+                        "--resume: a dry-mode job has no weights to load a checkpoint into");
+  auto contents = kernels::read_checkpoint(*resume);
+  kernels::require_same_model(*resume, contents.info, model);
+  return contents;
+}
+
+void configure_actors(caf::actor_system_config& cfg) {
+  actors::register_types(cfg);
+  cfg.set("scheduler.max-threads", 2);
+  cfg.set("logger.console", caf::atom("none"));
+}
+
+job_steps::job_steps(caf::actor_system& sys, const actors::wired_job& job,
+                     std::chrono::milliseconds wait, int trace_steps)
+    : sys_(sys), job_(job), wait_(wait),
+      trace_steps_(static_cast<size_t>(std::max(trace_steps, 0))) {}
+
+step_record job_steps::step() {
+  auto r = actors::request_step(sys_, job_.coordinator, done_ + 1, wait_);
+  if (!r)
+    throw std::runtime_error(reason_text(sys_, r.error()));
+  ++done_;
+  clock_s_ = job_.job->wall() ? 0 : r->end_s;
+  const step_record out{
+      static_cast<int>(r->step), r->loss, r->lr, r->grad_norm, r->start_s, r->end_s};
+  if (traced_.size() < trace_steps_)
+    traced_.push_back(std::move(*r));
+  return out;
+}
+
+std::unique_ptr<step_weights> job_steps::weights() {
+  return std::make_unique<gathered_weights>(
+      actors::gather_parameters(sys_, *job_.job, job_.stages, wait_), *job_.job, done_, clock_s_);
+}
+
+void job_steps::restore(const kernels::checkpoint_contents& c,
+                        const std::filesystem::path& source) {
+  actors::restore_stages(sys_, *job_.job, job_.stages, c.params, c.info.step, source, wait_);
+  actors::restore_clock(sys_, job_.coordinator, c.info.clock_s, wait_);
+  done_ = c.info.step;
+}
+
+} // namespace deepcee::tools
