@@ -1,6 +1,7 @@
 #include "actors/device_actor.hpp"
 
 #include "actors/wire_format.hpp"
+#include "runtime/device_rows_check.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/schedule.hpp"
 
@@ -49,39 +50,21 @@ double run(device_worker& w, const device_work& work) {
 }
 
 /// A device_rows of a stage on another node, checked before anything is allocated (it came
-/// from the network): its samples must be the plan's for this device, the rows it asks for
-/// what the op writes, its tokens and targets those of its samples and inside the model's
-/// vocabulary (they index the embedding). They make a batch of their own; the rows the op
-/// writes are the answer.
+/// from the network: runtime::device_rows_refusal). They make a batch of their own; the rows
+/// the op writes are the answer.
 device_output run_rows(device_worker& w, const runtime::model_config& model, int samples,
                        const device_rows& rows) {
-  const auto what = "device_rows m" + std::to_string(rows.micro) + ": ";
-  if (rows.samples != samples)
-    throw std::invalid_argument(what + std::to_string(rows.samples) +
-                                " samples, the plan gives this device " + std::to_string(samples));
-  const auto kind = static_cast<runtime::op_kind>(rows.kind);
-  const bool forward = kind == runtime::op_kind::forward;
-  const bool writes =
-      (forward && !w.last()) || (kind == runtime::op_kind::backward_input && !w.first());
-  const int64_t token_values = int64_t{samples} * model.context;
-  const int64_t output_values = writes ? token_values * model.d_model : 0;
-  if (rows.output_values != output_values)
-    throw std::invalid_argument(what + "asks for " + std::to_string(rows.output_values) +
-                                " output values, the op writes " + std::to_string(output_values));
-  const auto tokens_needed = [&](bool needed) { return forward && needed ? token_values : 0; };
-  if (static_cast<int64_t>(rows.tokens.size()) != tokens_needed(w.first()) ||
-      static_cast<int64_t>(rows.targets.size()) != tokens_needed(w.last()))
-    throw std::invalid_argument(what + std::to_string(rows.tokens.size()) + " tokens and " +
-                                std::to_string(rows.targets.size()) + " targets for " +
-                                std::to_string(samples) + " samples of " +
-                                std::to_string(model.context));
-  for (const auto* v : {&rows.tokens, &rows.targets})
-    for (int32_t t : *v)
-      if (t < 0 || t >= model.vocab)
-        throw std::invalid_argument(what + "token " + std::to_string(t) +
-                                    " outside the vocabulary of " + std::to_string(model.vocab));
+  const runtime::rows_request request{static_cast<runtime::op_kind>(rows.kind),
+                                      rows.micro,
+                                      rows.samples,
+                                      rows.output_values,
+                                      rows.tokens,
+                                      rows.targets};
+  if (auto why = runtime::device_rows_refusal(request, samples, model, w.first(), w.last());
+      !why.empty())
+    throw std::invalid_argument(why);
   device_output out;
-  out.output.resize(static_cast<size_t>(output_values));
+  out.output.resize(static_cast<size_t>(rows.output_values));
   device_work work;
   work.kind = rows.kind;
   work.micro = rows.micro;
@@ -151,33 +134,11 @@ std::string early_refusal(self_ptr self, const ring_chunk& c) {
   return runtime::early_chunk_refusal(waiting, {c.step, c.round}, c.values.size(), at);
 }
 
-/// Sets the gradients `g` carries: whole, or a piece of them (a stage too large for one
-/// message between nodes sends them in pieces, in order), set once the last is there.
+/// Sets the gradients `g` carries: whole, or a piece of them (runtime::gradient_pieces).
 void take_gradients(self_ptr self, gradient_values& g) {
-  auto& st = self->state;
   auto& w = worker(self);
-  const auto total = w.gradient_size();
-  if (g.offset == 0 && g.values.size() == total) {
-    w.set_gradients(g.values);
-    st.pieces.clear();
-    return;
-  }
-  if (g.offset == 0) {
-    st.pieces.clear();
-    st.pieces_step = g.step;
-  }
-  if (g.step != st.pieces_step || g.offset != static_cast<int64_t>(st.pieces.size()) ||
-      g.values.size() > total - st.pieces.size())
-    throw std::invalid_argument("gradients of step " + std::to_string(g.step) + " from " +
-                                std::to_string(g.offset) + " (" + std::to_string(g.values.size()) +
-                                " values): expected step " + std::to_string(st.pieces_step) +
-                                " from " + std::to_string(st.pieces.size()) + " of " +
-                                std::to_string(total));
-  st.pieces.insert(st.pieces.end(), g.values.begin(), g.values.end());
-  if (st.pieces.size() == total) {
-    w.set_gradients(st.pieces);
-    st.pieces = {};
-  }
+  if (auto whole = self->state.pieces.add(g.step, g.offset, std::move(g.values), w.gradient_size()))
+    w.set_gradients(*whole);
 }
 
 /// A chunk no honest ring sends: the running reduce fails naming it, or else the next one.
@@ -336,11 +297,9 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
       },
       [=](const optimize_order& order) -> caf::result<int64_t> {
         try {
-          if (!self->state.pieces.empty())
-            throw std::runtime_error("step " + std::to_string(order.step) + ": gradients of step " +
-                                     std::to_string(self->state.pieces_step) + " incomplete (" +
-                                     std::to_string(self->state.pieces.size()) + " of " +
-                                     std::to_string(worker(self).gradient_size()) + " values)");
+          const auto size = worker(self).gradient_size();
+          if (auto why = self->state.pieces.unfinished(order.step, size); !why.empty())
+            throw std::runtime_error(why);
           worker(self).optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
           return order.step;
         } catch (const std::exception& e) {

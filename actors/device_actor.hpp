@@ -4,6 +4,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/job_context.hpp"
 
+#include "runtime/gradient_pieces.hpp"
 #include "runtime/ring_allreduce.hpp"
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -37,10 +38,8 @@ struct device_state {
   /// rounds of at most two steps (runtime::early_chunk_refusal).
   std::vector<ring_chunk> early;
   std::string refused; ///< a chunk refused between reduces: the next one fails with it
-  /// The pieces of gradients so far, of step `pieces_step` (device_messages.hpp's
-  /// gradient_values).
-  std::vector<float> pieces;
-  int64_t pieces_step = -1;
+  /// The pieces of gradients so far (device_messages.hpp's gradient_values).
+  runtime::gradient_pieces pieces;
 };
 
 /// The backend of cluster device `device` in this job (device_worker.hpp's device_backend).

@@ -153,39 +153,35 @@ std::vector<compute_group> split_by_speed(const cluster& c, const std::vector<in
   return groups;
 }
 
-} // namespace
+/// The clustering's input: the nodes that hold devices (nodes without devices take no
+/// part), the cost between each two of them, and each one's weight (its devices).
+struct node_costs {
+  std::vector<int> atoms;                ///< node ids
+  std::vector<std::vector<double>> cost; ///< [i][j] between atoms i and j
+  std::vector<double> weight;
+};
 
-grouping group_devices(const cluster& c, const grouping_options& o) {
-  if (!(o.transfer_bytes > 0))
-    throw std::invalid_argument("grouping needs a positive representative transfer size");
-  if (!(o.min_gap_ratio > 1) || !(o.speed_ratio >= 1))
-    throw std::invalid_argument("grouping ratios must be above 1");
-  // Nodes without devices take no part.
-  std::vector<int> atoms;
+node_costs node_cost_matrix(const cluster& c, double bytes) {
+  node_costs out;
   for (size_t i = 0; i < c.nodes.size(); ++i)
     if (!c.nodes[i].devices.empty())
-      atoms.push_back(int(i));
-  const int n = int(atoms.size());
-  std::vector<std::vector<double>> d(size_t(n), std::vector<double>(size_t(n), 0.0));
-  std::vector<double> weight(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    weight[size_t(i)] = double(c.nodes[size_t(atoms[size_t(i)])].devices.size());
-    for (int j = i + 1; j < n; ++j)
-      d[size_t(i)][size_t(j)] = d[size_t(j)][size_t(i)] =
-          node_cost(c, c.nodes[size_t(atoms[size_t(i)])], c.nodes[size_t(atoms[size_t(j)])],
-                    o.transfer_bytes);
+      out.atoms.push_back(int(i));
+  const size_t n = out.atoms.size();
+  out.cost.assign(n, std::vector<double>(n, 0.0));
+  out.weight.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const node& a = c.nodes[size_t(out.atoms[i])];
+    out.weight[i] = double(a.devices.size());
+    for (size_t j = i + 1; j < n; ++j)
+      out.cost[i][j] = out.cost[j][i] = node_cost(c, a, c.nodes[size_t(out.atoms[j])], bytes);
   }
-  dendrogram tree = cluster_nodes(d, weight);
+  return out;
+}
 
-  grouping out;
-  for (const auto& m : tree.merges)
-    out.merges.push_back({atoms[size_t(m.left)], atoms[size_t(m.right)], m.cost_s});
-  out.anchor_cost_s = c.links.same_region.transfer_time(o.transfer_bytes);
-
+/// Level 1's cut: how many of `out.merges` form the groups, and the rule that says why
+/// (grouping.hpp's group_devices).
+void choose_cut(grouping& out, const grouping_options& o) {
   const std::string bytes = format_bytes(o.transfer_bytes);
-  std::vector<double> seq{out.anchor_cost_s};
-  for (const auto& m : out.merges)
-    seq.push_back(m.cost_s);
   if (o.fast_cost_s > 0) {
     out.merges_applied = 0;
     while (out.merges_applied < int(out.merges.size()) &&
@@ -193,28 +189,34 @@ grouping group_devices(const cluster& c, const grouping_options& o) {
       ++out.merges_applied;
     out.rule = "merges costing at most " + format_duration(o.fast_cost_s) + " per " + bytes +
                " transfer (the given budget)";
-  } else {
-    // The highest jump of at least min_gap_ratio in [anchor, merge costs...]: only the
-    // slowest tier of links separates groups, so a LAN ten times slower than another LAN
-    // does not split a region while a WAN ten times slower still does.
-    size_t cut = 0;
-    for (size_t k = 1; k < seq.size(); ++k)
-      if (seq[k] >= o.min_gap_ratio * seq[k - 1])
-        cut = k;
-    if (cut > 0) {
-      out.merges_applied = int(cut) - 1;
-      out.rule = "cut before the merge at " + format_duration(seq[cut]) + " per " + bytes +
-                 " transfer: " + fixed(seq[cut] / seq[cut - 1], "%.3g") + "x the previous cost " +
-                 format_duration(seq[cut - 1]) + (cut == 1 ? " (the same-region default)" : "") +
-                 ", the highest jump of at least " + fixed(o.min_gap_ratio, "%.3g") + "x";
-    } else {
-      out.merges_applied = int(out.merges.size());
-      out.rule = "one network group: no jump of " + fixed(o.min_gap_ratio, "%.3g") +
-                 "x between consecutive link costs per " + bytes + " transfer";
-    }
+    return;
   }
+  // The highest jump of at least min_gap_ratio in [anchor, merge costs...]: only the
+  // slowest tier of links separates groups, so a LAN ten times slower than another LAN
+  // does not split a region while a WAN ten times slower still does.
+  std::vector<double> seq{out.anchor_cost_s};
+  for (const auto& m : out.merges)
+    seq.push_back(m.cost_s);
+  size_t cut = 0;
+  for (size_t k = 1; k < seq.size(); ++k)
+    if (seq[k] >= o.min_gap_ratio * seq[k - 1])
+      cut = k;
+  if (cut > 0) {
+    out.merges_applied = int(cut) - 1;
+    out.rule = "cut before the merge at " + format_duration(seq[cut]) + " per " + bytes +
+               " transfer: " + fixed(seq[cut] / seq[cut - 1], "%.3g") + "x the previous cost " +
+               format_duration(seq[cut - 1]) + (cut == 1 ? " (the same-region default)" : "") +
+               ", the highest jump of at least " + fixed(o.min_gap_ratio, "%.3g") + "x";
+  } else {
+    out.merges_applied = int(out.merges.size());
+    out.rule = "one network group: no jump of " + fixed(o.min_gap_ratio, "%.3g") +
+               "x between consecutive link costs per " + bytes + " transfer";
+  }
+}
 
-  // Replay the applied merges.
+/// Replays the applied merges into `out.network` (nodes, devices, internal cost; groups in
+/// the order of their first node) and returns each atom's group.
+std::vector<size_t> form_network_groups(const cluster& c, const node_costs& nodes, grouping& out) {
   std::vector<int> parent(c.nodes.size());
   std::iota(parent.begin(), parent.end(), 0);
   std::vector<double> internal(c.nodes.size(), 0.0);
@@ -226,7 +228,7 @@ grouping group_devices(const cluster& c, const grouping_options& o) {
     internal[size_t(root)] = std::max({internal[size_t(a)], internal[size_t(b)], m.cost_s});
   }
   std::map<int, size_t> slot; // root node -> group index, in node order
-  for (int a : atoms) {
+  for (int a : nodes.atoms) {
     int root = find_root(parent, a);
     auto [it, fresh] = slot.emplace(root, out.network.size());
     if (fresh)
@@ -237,38 +239,78 @@ grouping group_devices(const cluster& c, const grouping_options& o) {
       g.devices.push_back(id);
     g.internal_cost_s = internal[size_t(root)];
   }
-  // Average cost between groups, weighted by devices, from the node matrix.
-  std::vector<size_t> group_of_atom(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i)
-    group_of_atom[size_t(i)] = slot[find_root(parent, atoms[size_t(i)])];
-  const size_t G = out.network.size();
-  std::vector<std::vector<double>> sum(G, std::vector<double>(G, 0.0)), w(sum);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      size_t gi = group_of_atom[size_t(i)], gj = group_of_atom[size_t(j)];
+  std::vector<size_t> group_of_atom;
+  for (int a : nodes.atoms)
+    group_of_atom.push_back(slot[find_root(parent, a)]);
+  return group_of_atom;
+}
+
+/// Per group, the cost to the nearest other group: the node costs averaged over device
+/// pairs (0 when there is no other group).
+std::vector<double> external_costs(const node_costs& nodes,
+                                   const std::vector<size_t>& group_of_atom, size_t groups) {
+  std::vector<std::vector<double>> sum(groups, std::vector<double>(groups, 0.0)), w(sum);
+  const size_t n = nodes.atoms.size();
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) {
+      size_t gi = group_of_atom[i], gj = group_of_atom[j];
       if (gi == gj)
         continue;
-      double pairs = weight[size_t(i)] * weight[size_t(j)];
-      sum[gi][gj] += pairs * d[size_t(i)][size_t(j)];
+      double pairs = nodes.weight[i] * nodes.weight[j];
+      sum[gi][gj] += pairs * nodes.cost[i][j];
       w[gi][gj] += pairs;
     }
+  std::vector<double> out(groups);
+  for (size_t gi = 0; gi < groups; ++gi) {
+    double external = std::numeric_limits<double>::infinity();
+    for (size_t gj = 0; gj < groups; ++gj)
+      if (gj != gi && w[gi][gj] > 0)
+        external = std::min(external, sum[gi][gj] / w[gi][gj]);
+    out[gi] = std::isinf(external) ? 0 : external;
+  }
+  return out;
+}
+
+/// Why a network group's nodes are together and apart from the rest, in one line.
+std::string group_reason(const cluster& c, const network_group& g, const std::string& bytes,
+                         bool alone) {
+  std::string names;
+  for (int a : g.nodes)
+    names += (names.empty() ? "" : ", ") + c.nodes[size_t(a)].name;
+  std::string reason = (g.nodes.size() == 1 ? "node " : "nodes ") + names + ": ";
+  reason += g.nodes.size() == 1
+                ? std::string("one host")
+                : "joined at <= " + format_duration(g.internal_cost_s) + " per " + bytes;
+  if (!alone)
+    reason += "; >= " + format_duration(g.external_cost_s) + " to the nearest other group";
+  return reason;
+}
+
+} // namespace
+
+grouping group_devices(const cluster& c, const grouping_options& o) {
+  if (!(o.transfer_bytes > 0))
+    throw std::invalid_argument("grouping needs a positive representative transfer size");
+  if (!(o.min_gap_ratio > 1) || !(o.speed_ratio >= 1))
+    throw std::invalid_argument("grouping ratios must be above 1");
+  const node_costs nodes = node_cost_matrix(c, o.transfer_bytes);
+  dendrogram tree = cluster_nodes(nodes.cost, nodes.weight);
+
+  grouping out;
+  for (const auto& m : tree.merges)
+    out.merges.push_back({nodes.atoms[size_t(m.left)], nodes.atoms[size_t(m.right)], m.cost_s});
+  out.anchor_cost_s = c.links.same_region.transfer_time(o.transfer_bytes);
+  choose_cut(out, o);
+
+  const std::vector<size_t> group_of_atom = form_network_groups(c, nodes, out);
+  const size_t G = out.network.size();
+  const std::vector<double> external = external_costs(nodes, group_of_atom, G);
+  const std::string bytes = format_bytes(o.transfer_bytes);
   for (size_t gi = 0; gi < G; ++gi) {
     network_group& g = out.network[gi];
     std::sort(g.devices.begin(), g.devices.end());
-    double external = std::numeric_limits<double>::infinity();
-    for (size_t gj = 0; gj < G; ++gj)
-      if (gj != gi && w[gi][gj] > 0)
-        external = std::min(external, sum[gi][gj] / w[gi][gj]);
-    g.external_cost_s = std::isinf(external) ? 0 : external;
-    std::string names;
-    for (int a : g.nodes)
-      names += (names.empty() ? "" : ", ") + c.nodes[size_t(a)].name;
-    g.reason = (g.nodes.size() == 1 ? "node " : "nodes ") + names + ": ";
-    g.reason += g.nodes.size() == 1
-                    ? std::string("one host")
-                    : "joined at <= " + format_duration(g.internal_cost_s) + " per " + bytes;
-    if (G > 1)
-      g.reason += "; >= " + format_duration(g.external_cost_s) + " to the nearest other group";
+    g.external_cost_s = external[gi];
+    g.reason = group_reason(c, g, bytes, G == 1);
     g.compute = split_by_speed(c, g.devices, o);
   }
   return out;

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace deepcee::runtime {
 
@@ -159,23 +160,21 @@ bool fits_memory(const cost_cache& costs, const split_request& r, const std::vec
   return true;
 }
 
-layer_split balance_layers(const cost_cache& costs, const split_request& r) {
-  const int n = costs.layer_count();
-  const int stages = static_cast<int>(r.devices.size());
-  if (stages < 1 || stages > n)
-    throw std::invalid_argument("balance_layers: " + std::to_string(stages) + " stages for " +
-                                std::to_string(n) + " layers");
-  const cluster& c = costs.cl();
-  const double inf = std::numeric_limits<double>::infinity();
+namespace {
 
-  // Distinct members per stage: the same class and samples behave the same, and the one
-  // with the least memory binds.
-  std::vector<std::vector<std::pair<int, int>>> members(static_cast<size_t>(stages));
-  for (int s = 0; s < stages; ++s) {
+/// A stage's members as the partition sees them: (device, samples) pairs.
+using member_list = std::vector<std::pair<int, int>>;
+
+/// Distinct members per stage: devices of the same class with the same samples behave the
+/// same, and the one with the least memory binds.
+std::vector<member_list> distinct_members(const cluster& c, const split_request& r) {
+  const size_t stages = r.devices.size();
+  std::vector<member_list> members(stages);
+  for (size_t s = 0; s < stages; ++s) {
     std::map<std::tuple<double, double, std::string, int>, std::pair<int, int>> best;
-    for (size_t i = 0; i < r.devices[size_t(s)].size(); ++i) {
-      int d = r.devices[size_t(s)][i];
-      int smp = r.samples[size_t(s)][i];
+    for (size_t i = 0; i < r.devices[s].size(); ++i) {
+      int d = r.devices[s][i];
+      int smp = r.samples[s][i];
       const device& dev = c.devices[size_t(d)];
       auto key = std::make_tuple(dev.fp32_flops, dev.mem_bandwidth_Bps, dev.kind, smp);
       auto it = best.find(key);
@@ -183,68 +182,94 @@ layer_split balance_layers(const cost_cache& costs, const split_request& r) {
         best[key] = {d, smp};
     }
     for (auto& [k, v] : best)
-      members[size_t(s)].push_back(v);
+      members[s].push_back(v);
   }
+  return members;
+}
 
-  auto stage_time = [&](int s, int a, int z) {
+/// What the dynamic program asks of stage `s` over layers [a, z): its time (its slowest
+/// member's) and whether every member holds the layers' state and in-flight activations.
+struct stage_ranges {
+  const cost_cache& costs;
+  const split_request& r;
+  std::vector<member_list> members;
+
+  double time(int s, int a, int z) const {
     double t = 0;
     for (auto [d, smp] : members[size_t(s)])
       t = std::max(t, costs.range_time(d, a, z, smp));
     return t;
-  };
-  auto stage_fits = [&](int s, int a, int z) {
+  }
+
+  bool fits(int s, int a, int z) const {
     double state = costs.range_state(a, z);
     for (auto [d, smp] : members[size_t(s)]) {
       double need = state + r.in_flight[size_t(s)] * costs.range_activation(d, a, z, smp);
-      if (need > r.memory_fraction * c.devices[size_t(d)].memory_bytes)
+      if (need > r.memory_fraction * costs.cl().devices[size_t(d)].memory_bytes)
         return false;
     }
     return true;
-  };
+  }
+};
 
-  auto solve = [&](bool with_memory, std::vector<int>& bounds) {
-    // best[s][j]: the smallest bottleneck of stages 0..s-1 covering layers [0, j).
-    std::vector<std::vector<double>> best(size_t(stages) + 1,
-                                          std::vector<double>(size_t(n) + 1, inf));
-    std::vector<std::vector<int>> from(size_t(stages) + 1, std::vector<int>(size_t(n) + 1, -1));
-    best[0][0] = 0;
-    for (int s = 1; s <= stages; ++s) {
-      int lo = s, hi = n - (stages - s);
-      for (int j = lo; j <= hi; ++j) {
-        for (int i = s - 1; i < j; ++i) {
-          double prev = best[size_t(s) - 1][size_t(i)];
-          if (prev == inf)
-            continue;
-          if (with_memory && !stage_fits(s - 1, i, j))
-            continue;
-          double v = std::max(prev, stage_time(s - 1, i, j));
-          if (v < best[size_t(s)][size_t(j)]) {
-            best[size_t(s)][size_t(j)] = v;
-            from[size_t(s)][size_t(j)] = i;
-          }
+/// The bounds of the split of `n` layers into the ranges' stages whose slowest stage is
+/// fastest, considering only ranges each stage holds when `with_memory`, and that stage's
+/// time; an infinite time and no bounds when no split qualifies.
+std::pair<double, std::vector<int>> fastest_split(const stage_ranges& ranges, int n,
+                                                  bool with_memory) {
+  const int stages = static_cast<int>(ranges.members.size());
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[s][j]: the smallest bottleneck of stages 0..s-1 covering layers [0, j).
+  std::vector<std::vector<double>> best(size_t(stages) + 1,
+                                        std::vector<double>(size_t(n) + 1, inf));
+  std::vector<std::vector<int>> from(size_t(stages) + 1, std::vector<int>(size_t(n) + 1, -1));
+  best[0][0] = 0;
+  for (int s = 1; s <= stages; ++s) {
+    int lo = s, hi = n - (stages - s);
+    for (int j = lo; j <= hi; ++j) {
+      for (int i = s - 1; i < j; ++i) {
+        double prev = best[size_t(s) - 1][size_t(i)];
+        if (prev == inf)
+          continue;
+        if (with_memory && !ranges.fits(s - 1, i, j))
+          continue;
+        double v = std::max(prev, ranges.time(s - 1, i, j));
+        if (v < best[size_t(s)][size_t(j)]) {
+          best[size_t(s)][size_t(j)] = v;
+          from[size_t(s)][size_t(j)] = i;
         }
       }
     }
-    if (best[size_t(stages)][size_t(n)] == inf)
-      return inf;
-    bounds.assign(size_t(stages) + 1, 0);
-    bounds[size_t(stages)] = n;
-    for (int s = stages, j = n; s > 0; --s) {
-      j = from[size_t(s)][size_t(j)];
-      bounds[size_t(s) - 1] = j;
-    }
-    return best[size_t(stages)][size_t(n)];
-  };
+  }
+  if (best[size_t(stages)][size_t(n)] == inf)
+    return {inf, {}};
+  std::vector<int> bounds(size_t(stages) + 1, 0);
+  bounds[size_t(stages)] = n;
+  for (int s = stages, j = n; s > 0; --s) {
+    j = from[size_t(s)][size_t(j)];
+    bounds[size_t(s) - 1] = j;
+  }
+  return {best[size_t(stages)][size_t(n)], std::move(bounds)};
+}
 
+} // namespace
+
+layer_split balance_layers(const cost_cache& costs, const split_request& r) {
+  const int n = costs.layer_count();
+  const int stages = static_cast<int>(r.devices.size());
+  if (stages < 1 || stages > n)
+    throw std::invalid_argument("balance_layers: " + std::to_string(stages) + " stages for " +
+                                std::to_string(n) + " layers");
+  const stage_ranges ranges{costs, r, distinct_members(costs.cl(), r)};
   layer_split out;
   if (r.respect_memory) {
-    out.bottleneck_s = solve(true, out.bounds);
-    if (out.bottleneck_s != inf) {
+    std::tie(out.bottleneck_s, out.bounds) = fastest_split(ranges, n, true);
+    if (!std::isinf(out.bottleneck_s)) {
       out.fits = true;
       return out;
     }
   }
-  out.bottleneck_s = solve(false, out.bounds);
+  std::tie(out.bottleneck_s, out.bounds) = fastest_split(ranges, n, false);
   out.fits = fits_memory(costs, r, out.bounds);
   return out;
 }

@@ -18,12 +18,17 @@ link_params effective_link(const cluster& c, int a, int b, link_model model) {
 
 namespace {
 
+/// slowest_link looks at the first 4 devices of each side: 16 pairs see every kind of link
+/// between two stages of devices that sit together, at a fixed cost for stages of hundreds.
+constexpr size_t representative_devices = 4;
+
 /// The slowest of a few representative pairs: stages are sets of devices that sit
 /// together, so the first few of each side see the same links as the rest.
 link_params slowest_link(const cluster& c, const std::vector<int>& from, const std::vector<int>& to,
                          link_model model) {
   link_params worst{0, std::numeric_limits<double>::infinity()};
-  size_t nf = std::min<size_t>(from.size(), 4), nt = std::min<size_t>(to.size(), 4);
+  const size_t nf = std::min(from.size(), representative_devices);
+  const size_t nt = std::min(to.size(), representative_devices);
   for (size_t i = 0; i < nf; ++i)
     for (size_t j = 0; j < nt; ++j) {
       link_params l = effective_link(c, from[i], to[j], model);
@@ -108,54 +113,62 @@ double allreduce_time(const cluster& c, const std::vector<int>& devices, double 
   return std::min(flat, intra + ring(leaders, bytes));
 }
 
-plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
-                            double memory_fraction) {
+namespace {
+
+/// AdamW reads the weights, gradients and both moments (16 bytes a parameter, the state)
+/// and writes the weights and moments (12): 28 / 16 = 1.75 times the state's bytes go
+/// through memory, the traffic the simulator charges too (simulator_allreduce.cpp).
+constexpr double optimizer_traffic_per_state_byte = 1.75;
+
+/// Pipeline `pi`'s makespan under its schedule; a greedy schedule that cannot hold one
+/// micro-batch is priced as ZB-H1 and clears `fits`.
+double pipeline_makespan(const std::vector<stage_cost>& sc, const pipeline_plan& pp, bool& fits) {
+  const int stages = static_cast<int>(sc.size());
+  try {
+    pipeline_schedule sched = pp.schedule == schedule_kind::greedy
+                                  ? make_greedy_schedule(sc, pp.micro_batches)
+                                  : make_schedule(pp.schedule, stages, pp.micro_batches);
+    return time_schedule(sched, sc).makespan;
+  } catch (const std::invalid_argument&) {
+    fits = false;
+    return time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc)
+        .makespan;
+  }
+}
+
+/// Whether each distinct member (figure class, samples, memory) of pipeline `pp`'s stages
+/// holds its state and in-flight activations (clears e.fits if not), and the slowest
+/// optimizer step among them (raises e.optimizer_s).
+void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp, double memory_fraction,
+                        plan_estimate& e) {
   const cluster& c = costs.cl();
-  const model_spec& spec = costs.profiles().model();
-  plan_estimate e;
-  std::set<int> cuts; // every stage boundary of every pipeline
-  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
-    const pipeline_plan& pp = p.pipelines[size_t(pi)];
-    auto sc = pipeline_costs(costs, p, pi, model);
-    const int stages = static_cast<int>(sc.size());
-    double makespan = 0;
-    try {
-      pipeline_schedule sched = pp.schedule == schedule_kind::greedy
-                                    ? make_greedy_schedule(sc, pp.micro_batches)
-                                    : make_schedule(pp.schedule, stages, pp.micro_batches);
-      makespan = time_schedule(sched, sc).makespan;
-    } catch (const std::invalid_argument&) {
-      // The greedy scheduler cannot hold one micro-batch: price it as ZB-H1 and say so.
-      e.fits = false;
-      makespan =
-          time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc).makespan;
-    }
-    e.pipeline_s = std::max(e.pipeline_s, makespan);
-    for (int s = 0; s < stages; ++s) {
-      const stage_plan& st = pp.stages[size_t(s)];
-      int flight = in_flight(pp.schedule, s, stages, pp.micro_batches);
-      double state = costs.range_state(st.first_layer, st.last_layer);
-      std::set<std::tuple<int, int, double>> seen;
-      for (size_t i = 0; i < st.devices.size(); ++i) {
-        int d = st.devices[i];
-        if (!seen.emplace(costs.figure_class(d), st.samples[i], c.devices[size_t(d)].memory_bytes)
-                 .second)
-          continue;
-        double need = state + flight * costs.range_activation(d, st.first_layer, st.last_layer,
-                                                              st.samples[i]);
-        if (need > memory_fraction * c.devices[size_t(d)].memory_bytes)
-          e.fits = false;
-        e.optimizer_s =
-            std::max(e.optimizer_s, 1.75 * state / c.devices[size_t(d)].mem_bandwidth_Bps);
-      }
-      cuts.insert(st.first_layer);
-      cuts.insert(st.last_layer);
+  const int stages = static_cast<int>(pp.stages.size());
+  for (int s = 0; s < stages; ++s) {
+    const stage_plan& st = pp.stages[size_t(s)];
+    int flight = in_flight(pp.schedule, s, stages, pp.micro_batches);
+    double state = costs.range_state(st.first_layer, st.last_layer);
+    std::set<std::tuple<int, int, double>> seen;
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      int d = st.devices[i];
+      if (!seen.emplace(costs.figure_class(d), st.samples[i], c.devices[size_t(d)].memory_bytes)
+               .second)
+        continue;
+      double need =
+          state + flight * costs.range_activation(d, st.first_layer, st.last_layer, st.samples[i]);
+      if (need > memory_fraction * c.devices[size_t(d)].memory_bytes)
+        e.fits = false;
+      e.optimizer_s = std::max(e.optimizer_s, optimizer_traffic_per_state_byte * state /
+                                                  c.devices[size_t(d)].mem_bandwidth_Bps);
     }
   }
-  // Layers with the same holders are reduced together; a device takes part in the
-  // reductions of every holder set it belongs to, one after the other.
-  // Between consecutive cuts every layer has the same holders: one bucket per segment,
-  // buckets with the same holders merged.
+}
+
+/// The gradient all-reduce: layers with the same holders are reduced together; a device
+/// takes part in the reductions of every holder set it belongs to, one after the other, and
+/// the slowest device's sum is the time. Between consecutive stage bounds (`cuts`) every
+/// layer has the same holders: one bucket per segment, buckets with the same holders merged.
+double allreduce_estimate(const cluster& c, const model_spec& spec, const plan& p,
+                          const std::set<int>& cuts, link_model model) {
   std::map<std::vector<int>, double> bytes_of_set;
   for (auto it = cuts.begin(); it != cuts.end() && std::next(it) != cuts.end(); ++it) {
     int a = *it, z = *std::next(it);
@@ -176,11 +189,16 @@ plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model m
     for (int d : hs)
       per_device[d] += t;
   }
+  double slowest = 0;
   for (const auto& [d, t] : per_device)
-    e.allreduce_s = std::max(e.allreduce_s, t);
-  // Across regions the simulator sends every flow of a directed region pair through one
-  // shared pipe, so pipelines that cross the same WAN link queue behind each other: the
-  // step takes at least the pipe's total bytes over its bandwidth.
+    slowest = std::max(slowest, t);
+  return slowest;
+}
+
+/// Across regions the simulator sends every flow of a directed region pair through one
+/// shared pipe, so pipelines that cross the same WAN link queue behind each other: the step
+/// takes at least the busiest pipe's total bytes over its bandwidth.
+double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link_model model) {
   std::map<std::pair<int, int>, double> wan_s;
   for (const auto& pp : p.pipelines)
     for (size_t s = 0; s + 1 < pp.stages.size(); ++s) {
@@ -193,8 +211,32 @@ plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model m
       wan_s[{ra, rb}] += t;
       wan_s[{rb, ra}] += t;
     }
+  double busiest = 0;
   for (const auto& [pair, t] : wan_s)
-    e.pipeline_s = std::max(e.pipeline_s, t);
+    busiest = std::max(busiest, t);
+  return busiest;
+}
+
+} // namespace
+
+plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
+                            double memory_fraction) {
+  const cluster& c = costs.cl();
+  const model_spec& spec = costs.profiles().model();
+  plan_estimate e;
+  std::set<int> cuts; // every stage boundary of every pipeline
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
+    const pipeline_plan& pp = p.pipelines[size_t(pi)];
+    const auto sc = pipeline_costs(costs, p, pi, model);
+    e.pipeline_s = std::max(e.pipeline_s, pipeline_makespan(sc, pp, e.fits));
+    price_stage_memory(costs, pp, memory_fraction, e);
+    for (const auto& st : pp.stages) {
+      cuts.insert(st.first_layer);
+      cuts.insert(st.last_layer);
+    }
+  }
+  e.allreduce_s = allreduce_estimate(c, spec, p, cuts, model);
+  e.pipeline_s = std::max(e.pipeline_s, wan_queue_s(c, spec, p, model));
   e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
   e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
   return e;

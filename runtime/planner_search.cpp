@@ -13,6 +13,42 @@ namespace {
 
 using stage_list = std::vector<std::vector<int>>;
 
+/// Level 1: a set of devices also tries dropping its slowest compute groups one by one
+/// when it has at most 12 of them, and a set within one network group its slowest nodes
+/// when it has at most 16 nodes. Each drop adds a set that every later level multiplies,
+/// so a set of many parts, where one slow part weighs little anyway, keeps them all.
+constexpr size_t max_compute_groups_to_drop = 12;
+constexpr size_t max_nodes_to_drop = 16;
+
+/// Level 3: pipeline counts tried for slices of the network groups. Small counts one by
+/// one, then about 1.5x apart (the batch sizes users pick are products of 2 and 3, so
+/// these tend to divide them), up to 128 pipelines.
+constexpr int pipeline_counts[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+
+/// Level 4: stages of one device each only for slices of at most 8 devices. A deeper
+/// pipeline needs as many micro-batches to fill, and the slices' nodes or compute groups
+/// already give shallower cuts of a large slice.
+constexpr size_t max_slice_for_device_stages = 8;
+
+/// Kind-interleaved shapes: each pipeline cut into at most 4 contiguous stages, like
+/// Metis's device groups.
+constexpr int max_interleaved_stages = 4;
+
+/// Level 5: micro-batch sizes per layout, spread over the divisors of the batch that suit
+/// it (plan_builder.hpp's thin): 6, or 4 on clusters of more than 256 devices, where each
+/// estimate costs more.
+constexpr size_t micro_batch_sizes = 6;
+constexpr size_t micro_batch_sizes_large_cluster = 4;
+constexpr size_t large_cluster_devices = 256;
+
+/// The pool of priced candidates is ranked and cut back to 4 * keep whenever it grows past
+/// 8 * keep + 64, so memory stays bounded however many shapes there are and the sort runs
+/// once per many candidates. Any cut at or above `keep` ranks the same best `keep` (the
+/// sort is stable), so these only trade memory for sorting time.
+constexpr size_t pool_limit_per_kept = 8;
+constexpr size_t pool_limit_slack = 64;
+constexpr size_t pool_cut_per_kept = 4;
+
 struct context {
   const cost_cache& costs;
   const grouping& groups;
@@ -96,7 +132,7 @@ std::vector<std::vector<int>> use_sets(const context& x) {
     add(base);
     // Without the slowest compute groups: a slow kind in a stage holds the others back.
     stage_list parts = parts_by(x, base, x.compute_of);
-    if (parts.size() > 1 && parts.size() <= 12) {
+    if (parts.size() > 1 && parts.size() <= max_compute_groups_to_drop) {
       std::vector<int> keep;
       for (size_t k = 0; k + 1 < parts.size(); ++k) {
         keep.insert(keep.end(), parts[k].begin(), parts[k].end());
@@ -109,7 +145,7 @@ std::vector<std::vector<int>> use_sets(const context& x) {
     for (int d : base)
       groups_in.insert(x.net_of[size_t(d)]);
     stage_list nodes = parts_by(x, base, x.node_of);
-    if (groups_in.size() == 1 && nodes.size() > 1 && nodes.size() <= 16) {
+    if (groups_in.size() == 1 && nodes.size() > 1 && nodes.size() <= max_nodes_to_drop) {
       std::stable_sort(nodes.begin(), nodes.end(), [&](const auto& a, const auto& b) {
         return sum_speed(x, a) > sum_speed(x, b);
       });
@@ -232,21 +268,18 @@ bool better(const plan_estimate& a, const plan_estimate& b) {
   return a.step_s < b.step_s;
 }
 
-} // namespace
-
-search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int batch,
-                                 const planner_options& options, size_t keep) {
+/// Level 0: each device's network group, compute group, node and speed.
+context index_devices(const cost_cache& costs, const grouping& groups, int batch,
+                      const planner_options& options) {
   const cluster& c = costs.cl();
-  const int layers = costs.layer_count();
   context x{costs, groups, batch, options, {}, {}, {}, {}, {}};
-  search_outcome out;
-  out.best_rate_with_group.assign(groups.network.size(), 0.0);
-  out.best_with_group.assign(groups.network.size(), std::nullopt);
   x.speed.resize(c.devices.size());
   x.net_of.assign(c.devices.size(), 0);
   x.node_of.resize(c.devices.size());
-  for (const auto& d : c.devices)
+  for (const auto& d : c.devices) {
     x.node_of[size_t(d.id)] = d.node;
+    x.speed[size_t(d.id)] = costs.speed(d.id, 1);
+  }
   x.compute_of.assign(c.devices.size(), 0);
   x.usable.assign(c.devices.size(), true);
   int compute_id = 0;
@@ -258,149 +291,207 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
       }
       ++compute_id;
     }
-  // A device that cannot hold the smallest layer with one sample can serve no stage.
-  double smallest = std::numeric_limits<double>::infinity();
+  return x;
+}
+
+/// Marks unusable, and reports, each device that cannot hold the smallest layer with one
+/// sample: it can serve no stage.
+std::vector<excluded_device> exclude_too_small(context& x) {
+  const cluster& c = x.costs.cl();
+  const int layers = x.costs.layer_count();
+  std::vector<excluded_device> out;
   for (const auto& d : c.devices) {
-    x.speed[size_t(d.id)] = costs.speed(d.id, 1);
-    smallest = std::numeric_limits<double>::infinity();
+    double smallest = std::numeric_limits<double>::infinity();
     for (int l = 0; l < layers; ++l)
-      smallest = std::min(smallest,
-                          costs.range_state(l, l + 1) + costs.range_activation(d.id, l, l + 1, 1));
-    if (smallest > options.memory_fraction * d.memory_bytes) {
+      smallest = std::min(smallest, x.costs.range_state(l, l + 1) +
+                                        x.costs.range_activation(d.id, l, l + 1, 1));
+    const double usable = x.options.memory_fraction * d.memory_bytes;
+    if (smallest > usable) {
       x.usable[size_t(d.id)] = false;
-      out.too_small.push_back({d.id, format_bytes(options.memory_fraction * d.memory_bytes) +
-                                         " usable cannot hold any one layer with one sample (" +
-                                         format_bytes(smallest) + ")"});
+      const std::string why = " usable cannot hold any one layer with one sample (";
+      out.push_back({d.id, format_bytes(usable) + why + format_bytes(smallest) + ")"});
     }
   }
+  return out;
+}
 
+/// What the search has found so far: the priced candidates, the best step time among those
+/// that fit (the prune's reference) and the layouts already tried.
+struct search_state {
+  const context& x;
+  size_t keep;
+  search_outcome& out;
   std::vector<search_candidate> pool;
   double best_step = std::numeric_limits<double>::infinity();
-  auto consider = [&](plan p, const std::vector<int>& used_groups) {
-    if (lower_bound(costs, p) > 1.5 * best_step)
-      return;
-    plan_estimate e = estimate_plan(costs, p, link_model::real, options.memory_fraction);
-    ++out.estimated;
-    if (e.fits)
-      for (int g : used_groups) {
-        auto& slot = out.best_with_group[size_t(g)];
-        if (e.samples_per_s > out.best_rate_with_group[size_t(g)]) {
-          out.best_rate_with_group[size_t(g)] = e.samples_per_s;
-          slot = search_candidate{p, e, used_groups};
-        }
-      }
-    if (e.fits)
-      best_step = std::min(best_step, e.step_s);
-    pool.push_back({std::move(p), e, used_groups});
-    if (pool.size() > 8 * keep + 64) {
-      std::stable_sort(pool.begin(), pool.end(),
-                       [](const auto& a, const auto& b) { return better(a.est, b.est); });
-      pool.resize(4 * keep);
-    }
-  };
-
   std::set<std::vector<stage_list>> seen_layouts;
-  auto try_layout = [&](const std::vector<pipeline_layout>& layout, size_t widest, int pipes,
-                        const std::vector<int>& used_groups) {
-    const bool cross = crosses_regions(c, layout);
-    for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes),
-                      c.devices.size() > 256 ? 4 : 6)) {
-      for (schedule_kind kind : options.schedules) {
-        // Greedy is tried by the planner on the simulator's shortlist: it needs the
-        // real stage costs and is the slowest to build.
-        if (kind == schedule_kind::greedy)
-          continue;
-        for (compression comp : options.compressions) {
-          if (!cross && comp != compression::none)
-            continue;
-          build_options o;
-          o.strategy = "deepcee";
-          o.model_name = options.model_name;
-          o.micro_batch_size = b;
-          o.schedule = kind;
-          o.cross_region = comp;
-          o.memory_fraction = options.memory_fraction;
-          if (auto p = build_plan(costs, layout, batch, o))
-            consider(std::move(*p), used_groups);
-        }
+};
+
+void rank(std::vector<search_candidate>& pool) {
+  std::stable_sort(pool.begin(), pool.end(),
+                   [](const auto& a, const auto& b) { return better(a.est, b.est); });
+}
+
+/// Prices plan `p` unless its lower bound rules it out, and keeps it; it is also the best
+/// plan of each network group it uses when it fits and is faster than the last.
+void consider(search_state& s, plan p, const std::vector<int>& used_groups) {
+  if (lower_bound(s.x.costs, p) > search_prune_factor * s.best_step)
+    return;
+  plan_estimate e = estimate_plan(s.x.costs, p, link_model::real, s.x.options.memory_fraction);
+  ++s.out.estimated;
+  if (e.fits) {
+    for (int g : used_groups) {
+      if (e.samples_per_s > s.out.best_rate_with_group[size_t(g)]) {
+        s.out.best_rate_with_group[size_t(g)] = e.samples_per_s;
+        s.out.best_with_group[size_t(g)] = search_candidate{p, e, used_groups};
       }
     }
-  };
+    s.best_step = std::min(s.best_step, e.step_s);
+  }
+  s.pool.push_back({std::move(p), e, used_groups});
+  if (s.pool.size() > pool_limit_per_kept * s.keep + pool_limit_slack) {
+    rank(s.pool);
+    s.pool.resize(pool_cut_per_kept * s.keep);
+  }
+}
+
+/// Levels 5 and 6 for one layout: plans for each micro-batch size, schedule and (for hops
+/// that cross regions) compression. Greedy is left to the planner, which tries it on the
+/// simulator's shortlist: it needs the real stage costs and is the slowest to build.
+void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, size_t widest,
+                  int pipes, const std::vector<int>& used_groups) {
+  const cluster& c = s.x.costs.cl();
+  const planner_options& options = s.x.options;
+  const int batch = s.x.batch;
+  const bool cross = crosses_regions(c, layout);
+  const size_t sizes = c.devices.size() > large_cluster_devices ? micro_batch_sizes_large_cluster
+                                                                : micro_batch_sizes;
+  for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes), sizes))
+    for (schedule_kind kind : options.schedules) {
+      if (kind == schedule_kind::greedy)
+        continue;
+      for (compression comp : options.compressions) {
+        if (!cross && comp != compression::none)
+          continue;
+        build_options o;
+        o.strategy = "deepcee";
+        o.model_name = options.model_name;
+        o.micro_batch_size = b;
+        o.schedule = kind;
+        o.cross_region = comp;
+        o.memory_fraction = options.memory_fraction;
+        if (auto p = build_plan(s.x.costs, layout, batch, o))
+          consider(s, std::move(*p), used_groups);
+      }
+    }
+}
+
+/// Prices `layout` unless an identical one was tried before (from another use set or
+/// stage mode). The widest stage bounds the micro-batch from below: each of its devices
+/// takes at least one sample.
+void try_layout(search_state& s, const std::vector<pipeline_layout>& layout,
+                const std::vector<int>& used_groups) {
+  std::vector<stage_list> key;
+  size_t widest = 0;
+  for (const auto& pl : layout) {
+    for (const auto& st : pl.stages)
+      widest = std::max(widest, st.size());
+    key.push_back(pl.stages);
+  }
+  if (s.seen_layouts.insert(key).second)
+    price_layout(s, layout, widest, static_cast<int>(layout.size()), used_groups);
+}
+
+/// Level 4 for P pipelines: pipeline `pi` takes slice `pi` of each group of the chain, cut
+/// into stages by `mode`. None when a slice is too large for one-device stages or a
+/// pipeline has more stages than the model has layers.
+std::optional<std::vector<pipeline_layout>>
+sliced_layout(const context& x, const std::vector<stage_list>& group_slices, int pipes,
+              stage_mode mode) {
+  std::vector<pipeline_layout> layout(static_cast<size_t>(pipes));
+  for (int pi = 0; pi < pipes; ++pi) {
+    auto& stages = layout[size_t(pi)].stages;
+    for (const auto& gs : group_slices) {
+      const auto& slice = gs[size_t(pi)];
+      if (mode == stage_mode::devices && slice.size() > max_slice_for_device_stages)
+        return std::nullopt;
+      for (auto& st : stages_of(x, slice, mode))
+        stages.push_back(std::move(st));
+    }
+    if (static_cast<int>(stages.size()) > x.costs.layer_count())
+      return std::nullopt;
+  }
+  return layout;
+}
+
+/// Levels 3 and 4 over one use set whose network groups are in chain order: each group cut
+/// into P slices of equal speed, and the slices into stages each way.
+void search_sliced(search_state& s, const std::vector<std::vector<int>>& groups_chain,
+                   size_t use_size, const std::vector<int>& used_groups) {
+  size_t smallest_group = use_size;
+  for (const auto& g : groups_chain)
+    smallest_group = std::min(smallest_group, g.size());
+  for (int pipes : pipeline_counts) {
+    if (pipes > static_cast<int>(smallest_group) || pipes > s.x.batch)
+      break;
+    std::vector<stage_list> group_slices;
+    for (const auto& g : groups_chain)
+      group_slices.push_back(slices(s.x, g, pipes));
+    for (stage_mode mode :
+         {stage_mode::whole, stage_mode::nodes, stage_mode::compute, stage_mode::devices})
+      if (auto layout = sliced_layout(s.x, group_slices, pipes, mode))
+        try_layout(s, *layout, used_groups);
+  }
+}
+
+/// Kind-interleaved shapes (Metis's device groups, here priced on the real links and with
+/// every schedule and compression): the use set's devices sorted by speed and dealt to a
+/// power of two of pipelines, each pipeline cut into a few contiguous stages.
+void search_interleaved(search_state& s, const std::vector<int>& use,
+                        const std::vector<int>& used_groups) {
+  std::vector<int> sorted = use;
+  by_speed(s.x, sorted);
+  const int layers = s.x.costs.layer_count();
+  for (int pipes = 1; pipes <= static_cast<int>(sorted.size()) && pipes <= s.x.batch; pipes *= 2) {
+    stage_list lists(static_cast<size_t>(pipes));
+    for (size_t i = 0; i < sorted.size(); ++i)
+      lists[i % size_t(pipes)].push_back(sorted[i]);
+    const int shortest = static_cast<int>(lists.back().size());
+    for (int stages = 1; stages <= std::min({shortest, layers, max_interleaved_stages}); ++stages) {
+      std::vector<pipeline_layout> layout(static_cast<size_t>(pipes));
+      for (int pi = 0; pi < pipes; ++pi) {
+        const auto& list = lists[size_t(pi)];
+        std::vector<int> cut = uniform_bounds(static_cast<int>(list.size()), stages);
+        for (int st = 0; st < stages; ++st)
+          layout[size_t(pi)].stages.emplace_back(list.begin() + cut[size_t(st)],
+                                                 list.begin() + cut[size_t(st) + 1]);
+      }
+      try_layout(s, layout, used_groups);
+    }
+  }
+}
+
+} // namespace
+
+search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int batch,
+                                 const planner_options& options, size_t keep) {
+  context x = index_devices(costs, groups, batch, options);
+  search_outcome out;
+  out.best_rate_with_group.assign(groups.network.size(), 0.0);
+  out.best_with_group.assign(groups.network.size(), std::nullopt);
+  out.too_small = exclude_too_small(x);
+  search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}};
   for (const auto& use : use_sets(x)) {
-    auto groups_chain = chain(x, use);
+    const auto groups_chain = chain(x, use);
     std::vector<int> used_groups;
     for (const auto& g : groups_chain)
       used_groups.push_back(x.net_of[size_t(g.front())]);
-    size_t smallest_group = use.size();
-    for (const auto& g : groups_chain)
-      smallest_group = std::min(smallest_group, g.size());
-    for (int pipes : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128}) {
-      if (pipes > static_cast<int>(smallest_group) || pipes > batch)
-        break;
-      std::vector<stage_list> group_slices;
-      for (const auto& g : groups_chain)
-        group_slices.push_back(slices(x, g, pipes));
-      for (stage_mode mode :
-           {stage_mode::whole, stage_mode::nodes, stage_mode::compute, stage_mode::devices}) {
-        std::vector<pipeline_layout> layout(static_cast<size_t>(pipes));
-        std::vector<stage_list> key;
-        bool ok = true;
-        size_t widest = 0;
-        for (int pi = 0; pi < pipes && ok; ++pi) {
-          for (const auto& gs : group_slices) {
-            const auto& slice = gs[size_t(pi)];
-            if (mode == stage_mode::devices && slice.size() > 8) {
-              ok = false;
-              break;
-            }
-            for (auto& st : stages_of(x, slice, mode)) {
-              widest = std::max(widest, st.size());
-              layout[size_t(pi)].stages.push_back(std::move(st));
-            }
-          }
-          if (static_cast<int>(layout[size_t(pi)].stages.size()) > layers)
-            ok = false;
-          key.push_back(layout[size_t(pi)].stages);
-        }
-        if (!ok || !seen_layouts.insert(key).second)
-          continue;
-        try_layout(layout, widest, pipes, used_groups);
-      }
-    }
-    // Kind-interleaved shapes (Metis's device groups, here priced on the real links and
-    // with every schedule and compression): devices sorted by speed and dealt to the
-    // pipelines, each pipeline cut into a few contiguous stages.
-    std::vector<int> sorted = use;
-    by_speed(x, sorted);
-    for (int pipes = 1; pipes <= static_cast<int>(sorted.size()) && pipes <= batch; pipes *= 2) {
-      stage_list lists(static_cast<size_t>(pipes));
-      for (size_t i = 0; i < sorted.size(); ++i)
-        lists[i % size_t(pipes)].push_back(sorted[i]);
-      int shortest = static_cast<int>(lists.back().size());
-      for (int stages = 1; stages <= std::min({shortest, layers, 4}); ++stages) {
-        std::vector<pipeline_layout> layout(static_cast<size_t>(pipes));
-        std::vector<stage_list> key;
-        size_t widest = 0;
-        for (int pi = 0; pi < pipes; ++pi) {
-          const auto& list = lists[size_t(pi)];
-          std::vector<int> cut = uniform_bounds(static_cast<int>(list.size()), stages);
-          for (int st = 0; st < stages; ++st) {
-            layout[size_t(pi)].stages.emplace_back(list.begin() + cut[size_t(st)],
-                                                   list.begin() + cut[size_t(st) + 1]);
-            widest = std::max(widest, layout[size_t(pi)].stages.back().size());
-          }
-          key.push_back(layout[size_t(pi)].stages);
-        }
-        if (seen_layouts.insert(key).second)
-          try_layout(layout, widest, pipes, used_groups);
-      }
-    }
+    search_sliced(s, groups_chain, use.size(), used_groups);
+    search_interleaved(s, use, used_groups);
   }
-  std::stable_sort(pool.begin(), pool.end(),
-                   [](const auto& a, const auto& b) { return better(a.est, b.est); });
-  if (pool.size() > keep)
-    pool.resize(keep);
-  out.ranked = std::move(pool);
+  rank(s.pool);
+  if (s.pool.size() > keep)
+    s.pool.resize(keep);
+  out.ranked = std::move(s.pool);
   return out;
 }
 

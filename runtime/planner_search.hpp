@@ -13,6 +13,14 @@
 /// them with estimate_plan, so the simulator only sees the few that may win.
 namespace deepcee::runtime {
 
+/// A shape is priced only when its lower bound (micro-batches times its slowest stage or
+/// transfer) is within this factor of the best step time estimated so far. A bound above
+/// the best estimate already ranks the shape below it, but the simulator has the last word
+/// on the shortlist and on the plans that name a left-out group's rate, and it may disagree
+/// with the estimate; a margin of half as long again keeps those that might still win there
+/// and spares the estimate of the many that cannot.
+inline constexpr double search_prune_factor = 1.5;
+
 struct search_candidate {
   plan p;
   plan_estimate est;
@@ -41,7 +49,7 @@ struct search_outcome {
 /// compression of cross-region hops. Layers are balanced per pipeline by the dynamic
 /// program of partition.hpp under memory; samples and micro-batches are proportional to
 /// speed. A shape whose lower bound (micro-batches times its slowest stage) already
-/// exceeds twice the best estimate is not priced.
+/// exceeds search_prune_factor times the best estimate so far is not priced.
 search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int global_batch,
                                  const planner_options& options, size_t keep);
 
