@@ -37,7 +37,7 @@ struct device_state {
   /// rounds of at most two steps (runtime::early_chunk_refusal).
   std::vector<ring_chunk> early;
   std::string refused; ///< a chunk refused between reduces: the next one fails with it
-  /// The pieces of gradients so far, of step `pieces_step` (device_messages.hpp's
+  /// The pieces of gradients so far, of step `pieces_step` (messages/types.hpp's
   /// gradient_values).
   std::vector<float> pieces;
   int64_t pieces_step = -1;

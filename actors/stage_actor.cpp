@@ -1,4 +1,5 @@
 #include "actors/stage_actor.hpp"
+#include "actors/errors.hpp"
 #include "actors/wire_format.hpp"
 
 #include "actors/device_worker.hpp"
@@ -69,7 +70,7 @@ void report_error(self_ptr self, const std::string& what) {
 /// Why a gradient share (already decoded and validated as a message) cannot be one for
 /// this stage: another pipeline's holder of some of its layers, for its running or next
 /// step, with one value per parameter of those layers. Empty when it can.
-std::string check_share(const stage_state& st, const grad_share& share) {
+std::string check_share(const stage_state& st, const gradient_share& share) {
   if (!st.group)
     return "gradient share in dry mode, where no stage has gradients";
   const int first = st.first_layer, last = st.last_layer;
@@ -98,7 +99,7 @@ stage_report report_of(stage_state& st, double grad_sum_squares) {
   r.step = st.step;
   r.pipeline = st.pipeline;
   r.stage = st.stage;
-  r.end_s = st.free_at;
+  r.end_time = st.free_at;
   r.loss_sum = st.loss_sum;
   r.grad_sum_squares = grad_sum_squares;
   r.ops = std::move(st.records);
@@ -195,7 +196,7 @@ void send_shares(self_ptr self) {
       const int lo = std::max(first, other.first_layer), hi = std::min(last, other.last_layer);
       if (lo >= hi)
         continue;
-      grad_share share;
+      gradient_share share;
       share.step = st.step;
       share.pipeline = st.pipeline;
       share.stage = st.stage;
@@ -397,7 +398,7 @@ void advance(self_ptr self) {
     st.sync.publish(self, st.peers, st.step, runtime::next_send_bounds(progress_of(st)));
 }
 
-void start_step(self_ptr self, const step_order& order) {
+void start_step(self_ptr self, const step_start& order) {
   auto& st = self->state;
   if (st.running)
     throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
@@ -413,7 +414,7 @@ void start_step(self_ptr self, const step_order& order) {
   st.op_running = st.reducing = false;
   ++st.epoch;
   st.next_op = 0;
-  st.free_at = order.start_s;
+  st.free_at = order.start_time;
   st.loss_sum = 0;
   st.records.clear();
   st.own_gradients.clear();
@@ -466,7 +467,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           report_error(self, e.what());
         }
       },
-      [=](const step_order& order) {
+      [=](const step_start& order) {
         try {
           if (self->state.peers.empty()) {
             self->state.unwired_order = order;
@@ -499,7 +500,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           report_error(self, e.what());
         }
       },
-      [=](grad_share& share) {
+      [=](gradient_share& share) {
         try {
           auto& s = self->state;
           if (auto why = check_share(s, share); !why.empty()) {
@@ -543,7 +544,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         try {
           require_weights_between_steps(s, "a snapshot");
         } catch (const std::exception& e) {
-          promise.deliver(caf::make_error(caf::sec::runtime_error, where(s) + ": " + e.what()));
+          promise.deliver(make_error(messages::error_code::internal, where(s) + ": " + e.what()));
           return promise;
         }
         const auto& asker = self->current_sender();
@@ -554,8 +555,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
                   auto snapshot = snapshot_of(self->state, std::move(params));
                   if (remote)
                     if (auto why = too_large_to_send(snapshot); !why.empty()) {
-                      promise.deliver(caf::make_error(caf::sec::runtime_error,
-                                                      where(self->state) + ": " + why));
+                      promise.deliver(make_error(messages::error_code::internal,
+                                                 where(self->state) + ": " + why));
                       return;
                     }
                   promise.deliver(std::move(snapshot));
@@ -568,7 +569,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         try {
           require_weights_between_steps(s, "a restore");
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, where(s) + ": " + e.what());
+          return make_error(messages::error_code::internal, where(s) + ": " + e.what());
         }
         auto promise = self->make_response_promise<int64_t>();
         self->request(s.group, caf::infinite, restore_atom_v, snapshot)

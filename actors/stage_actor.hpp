@@ -41,7 +41,7 @@ struct stage_state {
   std::shared_ptr<job_context> job;
   int pipeline = 0;
   int stage = 0;
-  group_actor group;                ///< its devices; none in dry mode: no weights, no kernels
+  group_actor group; ///< its devices; none in dry mode: no weights, no kernels
   int first_layer = 0, last_layer = 0;
   bool first = false, last = false; ///< holds the embedding / the head
   std::vector<runtime::schedule_op> ops;
@@ -53,20 +53,20 @@ struct stage_state {
   coordinator_actor coordinator;
   /// A step order that came before the wiring (they come from different senders, so CAF
   /// does not order them): it starts once the stage knows its peers.
-  std::optional<step_order> unwired_order;
+  std::optional<step_start> unwired_order;
 
   // The current step.
   int64_t step = 0;
-  bool running = false;  ///< from the step order until its op list is done
+  bool running = false;    ///< from the step order until its op list is done
   bool op_running = false; ///< an op is with the group (next_op's), its answer pending
-  bool reducing = false; ///< from the op list's end until the stage's report
-  uint64_t epoch = 0;    ///< counts started steps: an answer of an abandoned one is ignored
+  bool reducing = false;   ///< from the op list's end until the stage's report
+  uint64_t epoch = 0;      ///< counts started steps: an answer of an abandoned one is ignored
   size_t next_op = 0;
   double free_at = 0;
   double loss_sum = 0;
-  std::shared_ptr<const runtime::token_batch> batch;  ///< first and last stages
-  std::vector<double> f_end, b_end;                   ///< per micro-batch, -1 until done
-  std::map<int, outgoing_tensor> pending_grad_out;    ///< fused: sent when W ends
+  std::shared_ptr<const runtime::token_batch> batch; ///< first and last stages
+  std::vector<double> f_end, b_end;                  ///< per micro-batch, -1 until done
+  std::map<int, outgoing_tensor> pending_grad_out;   ///< fused: sent when W ends
   std::vector<op_record> records;
   std::vector<float> own_gradients; ///< the group's sum, once reduced
   int64_t dropped = 0;              ///< malformed messages so far
@@ -74,7 +74,7 @@ struct stage_state {
   // Inputs by step, then micro-batch (an input stays until its op ends: the op reads it
   // in place); gradient shares by step, then sending pipeline.
   std::map<int64_t, std::map<int, std::shared_ptr<received_tensor>>> activations, gradients;
-  std::map<int64_t, std::vector<grad_share>> shares;
+  std::map<int64_t, std::vector<gradient_share>> shares;
 };
 
 /// What the stage knows now, for the lower bounds on its next send times (pipe_sync).

@@ -18,7 +18,6 @@
 #include "tools/run_directory.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -75,8 +74,7 @@ int run_job(const run_options& o) {
   if (o.resume)
     resume = read_resume_checkpoint(*o.resume, plan.model);
 
-  caf::actor_system_config cfg;
-  actors::register_types(cfg);
+  actors::system_config cfg;
   cfg.set("scheduler.max-threads", 2);
   cfg.set("logger.console", caf::atom("none"));
   caf::actor_system sys{cfg};
@@ -156,7 +154,7 @@ int run_job(const run_options& o) {
   {
     auto samples = run.samples();
     const double trace_end = traced.empty() ? 0 : traced.back().end_s;
-    std::erase_if(samples, [&](const auto& s) { return s.start_s > trace_end; });
+    std::erase_if(samples, [&](const auto& s) { return s.start > trace_end; });
     std::ofstream trace(dir / "trace.json");
     actors::write_run_trace(trace, plan, traced, samples);
   }

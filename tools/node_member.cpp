@@ -82,13 +82,13 @@ std::string seconds_text(double s) {
 
 /// Fails the node when the registry gave no reply, naming the coordinator's node.
 template <class Reply>
-Reply require_reply(registry_answer<Reply> a, const std::string& me, const std::string& boss,
-                    const std::string& what, double timeout_s) {
+Reply require_reply(const caf::actor_system& sys, registry_answer<Reply> a, const std::string& me,
+                    const std::string& boss, const std::string& what, double timeout_s) {
   if (a.reply)
     return std::move(*a.reply);
   if (a.timed_out) {
     std::string dropped;
-    if (const auto n = actors::dropped_wire_messages(); n > 0)
+    if (const auto n = actors::dropped_wire_messages(sys); n > 0)
       dropped = " (" + std::to_string(n) + " malformed message(s) from other nodes dropped)";
     fail(me, "no valid " + what + " from the coordinator's node " + boss + " within " +
                  seconds_text(timeout_s) + dropped);
@@ -171,14 +171,15 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   // The coordinator's plan and settings, checked against what this node read.
   const auto asked = std::chrono::steady_clock::now();
   const auto deployment =
-      require_reply(ask_registry<actors::job_deployment>(
+      require_reply(sys,
+                    ask_registry<actors::job_deployment>(
                         sys, self, registry, actors::deployment_request{me.name, cluster}, wait),
                     me.name, boss.name, "deployment", job.connect_timeout_s);
   const auto answered = std::chrono::steady_clock::now();
   // What stops this node before it joins, the coordinator's node learns at once (and stops
   // the job naming it) instead of at its connect timeout.
   const auto tell_and_fail = [&](const std::string& why) {
-    self->send(registry, actors::node_error{me.name, why});
+    self->send(registry, messages::error_report{me.name, messages::error_code::bad_input, why});
     std::this_thread::sleep_for(300ms); // lets the message leave before the socket closes
     fail(me.name, why);
   };
@@ -201,7 +202,8 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
   const auto& ctx = *context;
 
-  actors::node_join join;
+  actors::joining_node joining;
+  auto& join = joining.join;
   join.node = me.name;
   join.job = cluster;
   actors::local_part part;
@@ -215,10 +217,10 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   }
   join.stages = ctx.layout.stages_on(me_index);
   for (const auto& stage : part.stages)
-    join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
+    joining.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
   join.devices = ctx.layout.apart_on(me_index);
   for (const auto& device : part.devices)
-    join.device_handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(device));
+    joining.device_handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(device));
   std::fprintf(stderr,
                "node %s: runs the plan and [train] settings of the coordinator's node %s "
                "(%s time, seed %llu, %d steps)\n",
@@ -226,10 +228,10 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
                std::string(runtime::to_string(ctx.mode.time)).c_str(),
                static_cast<unsigned long long>(ctx.train.seed), ctx.train.steps);
   // Silence of the coordinator's node (hung, its connection still open) ends this node.
-  join.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(
+  joining.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(
       start_heartbeat(sys, job, me_index, {boss.name}, caf::actor_cast<caf::actor>(self), guard));
   const auto stages = join.stages.size();
-  require_reply(ask_registry<int32_t>(sys, self, registry, std::move(join), wait), me.name,
+  require_reply(sys, ask_registry<int32_t>(sys, self, registry, std::move(joining), wait), me.name,
                 boss.name, "answer to its join", job.connect_timeout_s);
   std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", me.name.c_str(),
                boss.name.c_str(), host_of(boss).c_str(), boss.port, stages);
