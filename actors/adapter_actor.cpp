@@ -20,13 +20,13 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self) {
         auto& l = it->second;
         if (fresh) {
           l.link = s.link;
-          l.from_device = s.from_device;
-          l.to_device = s.to_device;
+          l.from_device = s.from;
+          l.to_device = s.to;
         }
         ++l.transfers;
         l.bytes += s.bytes;
-        l.busy_s += s.drained_s - s.start_s;
-        st.delay_sum[s.link] += s.arrival_s - s.send_s;
+        l.busy_s += s.drained - s.start;
+        st.delay_sum[s.link] += s.end - s.send_time;
         l.mean_delay_s = st.delay_sum[s.link] / static_cast<double>(l.transfers);
         l.bandwidth_Bps = l.busy_s > 0 ? l.bytes / l.busy_s : 0.0;
         if (st.samples.size() < st.max_samples)

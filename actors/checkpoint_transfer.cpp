@@ -1,6 +1,8 @@
 #include "actors/checkpoint_transfer.hpp"
 
 #include "actors/device_worker.hpp"
+#include "actors/errors.hpp"
+#include "actors/wire_format.hpp"
 #include "runtime/errors.hpp"
 
 #include <caf/event_based_actor.hpp>
@@ -15,18 +17,10 @@ namespace deepcee::actors {
 
 namespace {
 
-/// An actor's own reason text, without CAF's error(...) wrapping.
-std::string reason_of(caf::actor_system& sys, const caf::error& e) {
-  const auto& ctx = e.context();
-  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
-    return ctx.get_as<std::string>(0);
-  return sys.render(e);
-}
-
 /// Asks `stage` and waits for its answer, its end or the timeout, whichever comes first: a
 /// request to a stage whose node went away would otherwise wait out its whole timeout,
 /// since a lost proxy does not answer pending requests. An error that the stage marks as
-/// the input's (invalid_argument) is an input_error; any other a runtime_error naming `who`.
+/// the input's (bad_input) is an input_error; any other a runtime_error naming `who`.
 template <class Reply, class... Ts>
 Reply ask(caf::actor_system& sys, const stage_actor& stage, std::chrono::milliseconds timeout,
           const std::string& who, Ts... xs) {
@@ -35,8 +29,8 @@ Reply ask(caf::actor_system& sys, const stage_actor& stage, std::chrono::millise
   sys.spawn([waiter, stage, timeout, xs...](caf::event_based_actor* a) {
     a->monitor(stage);
     a->set_down_handler([a, waiter](caf::down_msg& d) {
-      a->send(waiter, caf::make_error(caf::sec::runtime_error,
-                                      "it went away (" + a->system().render(d.reason) + ")"));
+      a->send(waiter, make_error(messages::error_code::peer_down,
+                                 "it went away (" + a->system().render(d.reason) + ")"));
       a->quit();
     });
     a->request(stage, timeout, xs...)
@@ -58,9 +52,9 @@ Reply ask(caf::actor_system& sys, const stage_actor& stage, std::chrono::millise
                     [&] { error = caf::make_error(caf::sec::request_timeout); });
   if (reply)
     return std::move(*reply);
-  if (error == caf::sec::invalid_argument)
-    throw runtime::input_error(reason_of(sys, error));
-  throw std::runtime_error(who + ": " + reason_of(sys, error));
+  if (code_of(error) == messages::error_code::bad_input)
+    throw runtime::input_error(sys.render(error));
+  throw std::runtime_error(who + ": " + sys.render(error));
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 #include "actors/coordinator.hpp"
 
+#include "actors/errors.hpp"
 #include "actors/wire_format.hpp"
 #include <caf/scoped_actor.hpp>
 
@@ -21,10 +22,12 @@ namespace {
 
 using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
 
-void fail_step(self_ptr self, const std::string& why) {
+using messages::error_code;
+
+void fail_step(self_ptr self, error_code code, const std::string& why) {
   auto& st = self->state;
   if (st.pending) {
-    st.pending->deliver(caf::make_error(caf::sec::runtime_error, why));
+    st.pending->deliver(make_error(code, why));
     if (st.failed.empty()) // its stages may hold half-reduced gradients, rings, pieces
       st.failed = "the job cannot go on after step " + std::to_string(st.result.step) +
                   " failed (" + why + ")";
@@ -54,8 +57,8 @@ void all_reported(self_ptr self) {
     auto& rep = *st.reports[k];
     loss += rep.loss_sum;
     squares += rep.grad_sum_squares;
-    ends[static_cast<size_t>(rep.pipeline)].push_back(rep.end_s);
-    r.compute_end_s = std::max(r.compute_end_s, rep.end_s);
+    ends[static_cast<size_t>(rep.pipeline)].push_back(rep.end_time);
+    r.compute_end_s = std::max(r.compute_end_s, rep.end_time);
     r.dropped += rep.dropped;
     for (const auto& op : rep.ops) {
       r.ops.push_back(op);
@@ -74,7 +77,10 @@ void all_reported(self_ptr self) {
   for (auto& stage : st.stages)
     self->request(stage, caf::infinite, order)
         .then([=](int64_t) { step_optimized(self); },
-              [=](caf::error& e) { fail_step(self, self->system().render(e)); });
+              [=](caf::error& e) {
+                fail_step(self, code_of(e).value_or(error_code::internal),
+                          self->system().render(e));
+              });
 }
 
 void peer_lost(self_ptr self, const caf::down_msg& down) {
@@ -84,7 +90,7 @@ void peer_lost(self_ptr self, const caf::down_msg& down) {
       continue;
     if (st.lost.empty())
       st.lost = "node " + node + " disconnected (" + self->system().render(down.reason) + ")";
-    fail_step(self, st.lost);
+    fail_step(self, error_code::peer_down, st.lost);
     return;
   }
 }
@@ -127,7 +133,7 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
       [=](restore_atom, double clock_s) -> caf::result<double> {
         auto& st = self->state;
         if (st.pending)
-          return caf::make_error(caf::sec::runtime_error, "clock restored while a step runs");
+          return make_error(error_code::internal, "clock restored while a step runs");
         if (!st.job->wall())
           st.clock_s = clock_s;
         return st.clock_s;
@@ -135,21 +141,21 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
       [=](step_atom, int64_t step) -> caf::result<step_result> {
         auto& st = self->state;
         if (st.pending)
-          return caf::make_error(caf::sec::runtime_error,
-                                 "step " + std::to_string(step) + " asked while one runs");
+          return make_error(error_code::internal,
+                            "step " + std::to_string(step) + " asked while one runs");
         if (!st.lost.empty())
-          return caf::make_error(caf::sec::runtime_error, st.lost);
+          return make_error(error_code::peer_down, st.lost);
         if (!st.failed.empty())
-          return caf::make_error(caf::sec::runtime_error, st.failed);
+          return make_error(error_code::internal, st.failed);
         st.result = step_result{};
         st.result.step = step;
         if (st.job->wall())
           st.clock_s = st.job->real_now_s();
         st.result.start_s = st.clock_s;
         st.reports.assign(st.stages.size(), std::nullopt);
-        step_order order;
+        step_start order;
         order.step = step;
-        order.start_s = st.clock_s;
+        order.start_time = st.clock_s;
         for (const auto& p : st.job->plan.pipelines)
           order.micro_batches.push_back(p.micro_batches);
         for (auto& stage : st.stages)
@@ -163,19 +169,20 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         auto& st = self->state;
         if (!st.pending || st.result.step != step)
           return; // that step has ended
-        fail_step(self, missing_stages(st) + " within " +
-                            fmt::format("{:.1f}", st.step_timeout.count() / 1000.0) + " s");
+        fail_step(self, error_code::timeout,
+                  missing_stages(st) + " within " +
+                      fmt::format("{:.1f}", st.step_timeout.count() / 1000.0) + " s");
       },
       [=](stop_atom, const std::string& why) {
         auto& st = self->state;
         if (st.lost.empty())
           st.lost = why;
-        fail_step(self, st.lost);
+        fail_step(self, error_code::peer_down, st.lost);
       },
       [=](stage_report& rep) {
         auto& st = self->state;
         if (!rep.error.empty()) {
-          fail_step(self, rep.error);
+          fail_step(self, rep.code, rep.error);
           return;
         }
         if (!st.pending || rep.step != st.result.step)
@@ -194,7 +201,7 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
           try {
             all_reported(self);
           } catch (const std::exception& e) {
-            fail_step(self, e.what());
+            fail_step(self, error_code::internal, e.what());
           }
         }
       },

@@ -14,7 +14,7 @@
 
 namespace deepcee::actors {
 
-/// Drives the steps of a job. A step: step_order to every stage (with the micro-batch
+/// Drives the steps of a job. A step: step_start to every stage (with the micro-batch
 /// counts), one stage_report from each once its gradients are reduced, then the global
 /// norm, the learning rate and the virtual end of the step (all-reduce and optimizer
 /// times from the emulated cluster), then optimize_order to every stage; the step's result

@@ -1,5 +1,6 @@
 #include "actors/device_actor.hpp"
 
+#include "actors/errors.hpp"
 #include "actors/wire_format.hpp"
 #include "runtime/device_rows_check.hpp"
 #include "runtime/errors.hpp"
@@ -23,7 +24,7 @@ namespace {
 using self_ptr = device_actor::stateful_pointer<device_state>;
 
 caf::error failure(self_ptr self, const std::exception& e) {
-  return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + e.what());
+  return make_error(messages::error_code::internal, self->state.where + ": " + e.what());
 }
 
 /// The device's worker, or why it has none (its backend failed at start).
@@ -55,7 +56,7 @@ double run(device_worker& w, const device_work& work) {
 device_output run_rows(device_worker& w, const runtime::model_config& model, int samples,
                        const device_rows& rows) {
   const runtime::rows_request request{static_cast<runtime::op_kind>(rows.kind),
-                                      rows.micro,
+                                      rows.micro_batch,
                                       rows.samples,
                                       rows.output_values,
                                       rows.tokens,
@@ -67,7 +68,7 @@ device_output run_rows(device_worker& w, const runtime::model_config& model, int
   out.output.resize(static_cast<size_t>(rows.output_values));
   device_work work;
   work.kind = rows.kind;
-  work.micro = rows.micro;
+  work.micro = rows.micro_batch;
   work.samples = samples; // its samples are the whole batch here: first_sample 0
   work.loss_scale = rows.loss_scale;
   work.batch = std::make_shared<const runtime::token_batch>(
@@ -300,7 +301,8 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
           const auto size = worker(self).gradient_size();
           if (auto why = self->state.pieces.unfinished(order.step, size); !why.empty())
             throw std::runtime_error(why);
-          worker(self).optimizer_step(order.lr, static_cast<int>(order.step), order.grad_norm);
+          worker(self).optimizer_step(order.learning_rate, static_cast<int>(order.step),
+                                      order.grad_norm);
           return order.step;
         } catch (const std::exception& e) {
           return failure(self, e);
@@ -325,7 +327,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
           worker(self).load_parameter_states(snapshot.params, snapshot.source);
           return snapshot.step;
         } catch (const runtime::input_error& e) { // the file's fault: named as such
-          return caf::make_error(caf::sec::invalid_argument, std::string(e.what()));
+          return make_error(messages::error_code::bad_input, e.what());
         } catch (const std::exception& e) {
           return failure(self, e);
         }

@@ -1,6 +1,7 @@
 #include "actors/group_actor.hpp"
 
 #include "actors/device_actor.hpp"
+#include "actors/errors.hpp"
 #include "actors/gpu_all_reduce.hpp"
 #include "actors/remote_device.hpp"
 #include "actors/wire_format.hpp"
@@ -36,7 +37,7 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
   };
   if (!self->state.unready.empty()) {
     promise.deliver(
-        caf::make_error(caf::sec::runtime_error, self->state.where + ": " + self->state.unready));
+        make_error(messages::error_code::internal, self->state.where + ": " + self->state.unready));
     return;
   }
   if (asked.empty()) {
@@ -60,8 +61,8 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
                     try {
                       on_all(g->answers);
                     } catch (const std::exception& e) {
-                      promise.deliver(caf::make_error(caf::sec::runtime_error,
-                                                      self->state.where + ": " + e.what()));
+                      promise.deliver(make_error(messages::error_code::internal,
+                                                 self->state.where + ": " + e.what()));
                     }
                   },
                   [=](caf::error& e) mutable {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/type_ids.hpp"
+#include "kernels/gpt/checkpoint.hpp"
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -17,8 +18,8 @@ namespace deepcee::actors {
 /// sends activations to the next stage and gradients to the previous one directly, then
 /// exchanges gradient shares with the other holders of its layers. Between steps, `snapshot`
 /// answers with its layers' weights and moments (checkpoints) and `restore` loads them.
-using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_order>,
-                                     caf::reacts_to<tensor_msg>, caf::reacts_to<grad_share>,
+using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>,
+                                     caf::reacts_to<tensor_msg>, caf::reacts_to<gradient_share>,
                                      caf::replies_to<optimize_order>::with<int64_t>,
                                      caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
                                      caf::replies_to<snapshot_atom>::with<stage_snapshot>,
@@ -93,13 +94,13 @@ using adapter_actor =
 /// it for the job's deployment (plan, training settings, time mode), then joins with its
 /// stage actors; `await` answers with every stage once all nodes have joined, or an error
 /// naming the missing nodes when the connect timeout passes, or at once naming a node that
-/// sent a `node_error` (it cannot run the job). `stop` ends the job: the
+/// sent an `error_report` (it cannot run the job). `stop` ends the job: the
 /// registry quits with the reason (empty: success), which the other nodes watch for;
 /// `(stop, interrupt, why)` ends it because the coordinator's node was interrupted
 /// (node_registry.hpp: job_interrupted).
 using node_registry_actor =
     caf::typed_actor<caf::replies_to<deployment_request>::with<job_deployment>,
-                     caf::replies_to<node_join>::with<int32_t>, caf::reacts_to<node_error>,
+                     caf::replies_to<joining_node>::with<int32_t>, caf::reacts_to<error_report>,
                      caf::replies_to<await_atom>::with<stage_wiring>, caf::reacts_to<timeout_atom>,
                      caf::reacts_to<stop_atom, std::string>,
                      caf::reacts_to<stop_atom, interrupt_atom, std::string>>;

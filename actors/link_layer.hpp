@@ -36,14 +36,14 @@ public:
       const auto t = fifo.send(part, send_s);
       arrival = std::max(arrival, t.arrival_s);
       if (adapter_) {
-        meta.from_device = part.from;
-        meta.to_device = part.to;
+        meta.from = part.from;
+        meta.to = part.to;
         meta.link = part.link;
         meta.bytes = part.bytes;
-        meta.send_s = send_s;
-        meta.start_s = t.start_s;
-        meta.drained_s = t.drained_s;
-        meta.arrival_s = t.arrival_s;
+        meta.send_time = send_s;
+        meta.start = t.start_s;
+        meta.drained = t.drained_s;
+        meta.end = t.arrival_s;
         self->send(adapter_, meta);
       }
     }
@@ -62,12 +62,12 @@ public:
     for (const auto& part : parts)
       modelled += part.bytes;
     for (const auto& part : parts) {
-      meta.from_device = part.from;
-      meta.to_device = part.to;
+      meta.from = part.from;
+      meta.to = part.to;
       meta.link = part.link;
       meta.bytes = modelled > 0 ? bytes * part.bytes / modelled : bytes;
-      meta.send_s = meta.start_s = send_s;
-      meta.drained_s = meta.arrival_s = arrival_s;
+      meta.send_time = meta.start = send_s;
+      meta.drained = meta.end = arrival_s;
       self->send(adapter_, meta);
     }
   }

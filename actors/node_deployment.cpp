@@ -13,7 +13,7 @@ job_deployment make_deployment(const std::string& job_name, const runtime::plan&
                                const runtime::train_config& train, run_mode mode) {
   job_deployment d;
   d.job = job_name;
-  d.time = mode.time;
+  d.mode = mode.time;
   d.shape_links = mode.shape_links;
   d.plan = plan;
   d.train = train;
@@ -21,8 +21,9 @@ job_deployment make_deployment(const std::string& job_name, const runtime::plan&
   return d;
 }
 
-std::shared_ptr<job_context> accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
-                               const std::string& node) {
+std::shared_ptr<job_context> accept_deployment(const job_deployment& d,
+                                               const runtime::cluster& cluster,
+                                               const std::string& node) {
   const std::string source = "the deployment of job '" + d.job + "'";
   if (d.node != node)
     runtime::fail_input(source, 0, "it is addressed to node '" + d.node + "', not '" + node + "'");
@@ -32,7 +33,7 @@ std::shared_ptr<job_context> accept_deployment(const job_deployment& d, const ru
       runtime::text_corpus::load(d.train.data.path, d.train.data.val_fraction));
   const runtime::profile_table profile(runtime::make_model_spec(d.plan.model, d.plan.model_name));
   auto job = make_job_context(cluster, profile, d.plan, d.train, std::move(corpus),
-                              {d.time, d.shape_links});
+                              {d.mode, d.shape_links});
   job->place_on_nodes(cluster);
   return job;
 }

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "actors/deployment_messages.hpp"
 #include "actors/job_context.hpp"
+#include "actors/protocol.hpp"
 #include "runtime/cluster.hpp"
 
 #include <chrono>
@@ -24,8 +24,9 @@ job_deployment make_deployment(const std::string& job_name, const runtime::plan&
 /// out on the cluster's nodes (job_context::layout): it must be addressed to `node`, its
 /// plan must fit the cluster (device ids) and its model, its training settings must pass
 /// train's rules, and its data must load here. Throws input_error saying what is wrong.
-std::shared_ptr<job_context> accept_deployment(const job_deployment& d, const runtime::cluster& cluster,
-                               const std::string& node);
+std::shared_ptr<job_context> accept_deployment(const job_deployment& d,
+                                               const runtime::cluster& cluster,
+                                               const std::string& node);
 
 /// This node's wall-time zero such that its clock reads the coordinator's: the coordinator's
 /// clock read `clock_s` as it answered a request this node sent at `asked` and got the

@@ -1,4 +1,5 @@
 #include "actors/node_registry.hpp"
+#include "actors/errors.hpp"
 #include "actors/wire_format.hpp"
 
 #include <caf/actor_system.hpp>
@@ -34,7 +35,7 @@ void try_deliver(self_ptr self) {
   if (!st.waiting)
     return;
   if (!st.failure.empty())
-    st.waiting->deliver(caf::make_error(caf::sec::runtime_error, st.failure));
+    st.waiting->deliver(make_error(st.failure_code, st.failure));
   else if (complete(st))
     st.waiting->deliver(st.wiring);
   else
@@ -42,8 +43,9 @@ void try_deliver(self_ptr self) {
   st.waiting.reset();
 }
 
+/// A node's request or join that the job cannot take (its own or the job's failure).
 caf::error refuse(const std::string& why) {
-  return caf::make_error(caf::sec::runtime_error, why);
+  return make_error(messages::error_code::bad_input, why);
 }
 
 /// The node named `name`, or names.size() when it is none of the job's.
@@ -63,12 +65,12 @@ std::string slots_text(const std::vector<int32_t>& slots) {
 
 /// The first device slot of `j` whose handle is missing, or -1. Dry mode spawns no device
 /// actors (nothing is computed), so there they all are.
-int32_t first_null(const node_join& j, runtime::time_mode time) {
+int32_t first_null(const joining_node& j, runtime::time_mode time) {
   if (time == runtime::time_mode::dry)
     return -1;
-  for (size_t i = 0; i < j.devices.size(); ++i)
+  for (size_t i = 0; i < j.join.devices.size(); ++i)
     if (!j.device_handles[i])
-      return j.devices[i];
+      return j.join.devices[i];
   return -1;
 }
 
@@ -129,12 +131,13 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
         }
         auto d = s.deployment;
         d.node = r.node;
-        d.clock_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started)
-                         .count();
+        d.clock_s +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
         return d;
       },
-      [=](node_join& j) -> caf::result<int32_t> {
+      [=](joining_node& joining) -> caf::result<int32_t> {
         auto& s = self->state;
+        const auto& j = joining.join;
         const size_t n = node_index(s, j.node);
         if (n == s.node_names.size() || !must_join(s, n))
           return refuse("node '" + j.node + "' runs nothing of this job");
@@ -144,26 +147,27 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           return refuse(s.failure);
         if (j.job != s.cluster)
           s.failure = other_cluster(j.node);
-        else if (j.stages != s.expected[n] || j.handles.size() != j.stages.size())
+        else if (j.stages != s.expected[n] || joining.handles.size() != j.stages.size())
           s.failure = "node '" + j.node + "' offers other stages than the plan gives it";
         else if (j.devices != s.expected_devices[n] ||
-                 j.device_handles.size() != j.devices.size())
+                 joining.device_handles.size() != j.devices.size())
           s.failure = "node '" + j.node + "' offers device slots " + slots_text(j.devices) +
                       ", the plan gives it " + slots_text(s.expected_devices[n]);
-        else if (const auto k = first_null(j, s.deployment.time); k >= 0)
-          s.failure = "node '" + j.node + "' handed over no actor for device slot " +
-                      std::to_string(k);
+        else if (const auto k = first_null(joining, s.deployment.mode); k >= 0)
+          s.failure =
+              "node '" + j.node + "' handed over no actor for device slot " + std::to_string(k);
         if (!s.failure.empty()) {
           try_deliver(self);
           return refuse(s.failure);
         }
         for (size_t i = 0; i < j.stages.size(); ++i)
-          s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(j.handles[i]);
+          s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(joining.handles[i]);
         for (size_t i = 0; i < j.devices.size(); ++i)
-          s.wiring.devices[static_cast<size_t>(j.devices[i])] = std::move(j.device_handles[i]);
+          s.wiring.devices[static_cast<size_t>(j.devices[i])] =
+              std::move(joining.device_handles[i]);
         s.joined[n] = true;
-        if (s.beats && j.heartbeat)
-          self->send(s.beats, peer_atom_v, j.node, std::move(j.heartbeat));
+        if (s.beats && joining.heartbeat)
+          self->send(s.beats, peer_atom_v, j.node, std::move(joining.heartbeat));
         if (j.devices.empty())
           std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(),
                        j.stages.size());
@@ -173,12 +177,13 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
         try_deliver(self);
         return static_cast<int32_t>(n);
       },
-      [=](const node_error& e) {
+      [=](const error_report& e) {
         auto& s = self->state;
         const size_t n = node_index(s, e.node);
         if (n == s.node_names.size() || !must_join(s, n) || s.joined[n] || !s.failure.empty())
           return;
         s.failure = "node " + e.node + " cannot run the job: " + e.message;
+        s.failure_code = e.code;
         try_deliver(self);
       },
       [=](await_atom) -> caf::result<stage_wiring> {
@@ -198,13 +203,14 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
             missing += (missing.empty() ? "" : ", ") + s.node_names[n];
         s.failure = "node(s) " + missing + " did not join within " +
                     std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s";
+        s.failure_code = messages::error_code::timeout;
         try_deliver(self);
       },
       [=](stop_atom, const std::string& why) {
         if (why.empty())
           self->quit(caf::exit_reason::normal);
         else
-          self->quit(caf::make_error(caf::sec::runtime_error, why));
+          self->quit(make_error(messages::error_code::internal, why)); // the job's own failure
       },
       [=](stop_atom, interrupt_atom, std::string& why) { self->quit(job_interrupted(why)); },
   };

@@ -21,14 +21,15 @@ struct node_registry_state {
   job_deployment deployment; ///< what every node runs (`node` and `clock_s` set per reply)
   /// When the registry started, the coordinator's clock reading deployment.clock_s.
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::string cluster;       ///< the coordinator's cluster fingerprint
+  std::string cluster; ///< the coordinator's cluster fingerprint
   std::vector<std::string> node_names;
-  std::vector<std::vector<int32_t>> expected; ///< per node: its flat stages (empty: local)
+  std::vector<std::vector<int32_t>> expected;         ///< per node: its flat stages (empty: local)
   std::vector<std::vector<int32_t>> expected_devices; ///< per node: its slots apart
   std::vector<bool> joined;
   stage_wiring wiring; ///< flat; local stages filled at spawn
   std::optional<caf::typed_response_promise<stage_wiring>> waiting;
-  std::string failure;   ///< set once the timeout passed or a node was refused
+  std::string failure; ///< set once the timeout passed or a node was refused
+  messages::error_code failure_code = messages::error_code::bad_input; ///< with `failure`
   heartbeat_actor beats; ///< learns each joined node's heartbeat actor (may be empty)
 };
 

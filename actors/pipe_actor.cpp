@@ -44,26 +44,26 @@ void commit_ready(self_ptr self) {
     const auto r = st.queued.at(t->id);
     st.queued.erase(t->id);
     const auto& part = part_of(st, r);
-    const auto times = st.fifo.send(part, r.send_s);
+    const auto times = st.fifo.send(part, r.send_time);
     const bool forward = r.role == static_cast<int32_t>(tensor_role::activation);
     const int to = st.job->flat_index(r.pipeline, forward ? r.stage + 1 : r.stage - 1);
     self->send(st.stages.at(static_cast<size_t>(to)),
-               pipe_arrival{r.step, r.role, r.pipeline, r.stage, r.micro, times.arrival_s});
+               pipe_arrival{r.step, r.role, r.pipeline, r.stage, r.micro_batch, times.arrival_s});
     if (st.adapter) {
       link_sample s;
       s.step = r.step;
-      s.role = r.role;
-      s.micro = r.micro;
+      s.kind = static_cast<messages::tensor_kind>(r.role);
+      s.micro_batch = r.micro_batch;
       s.pipeline = r.pipeline;
       s.stage = r.stage;
-      s.from_device = part.from;
-      s.to_device = part.to;
+      s.from = part.from;
+      s.to = part.to;
       s.link = part.link;
       s.bytes = part.bytes;
-      s.send_s = r.send_s;
-      s.start_s = times.start_s;
-      s.drained_s = times.drained_s;
-      s.arrival_s = times.arrival_s;
+      s.send_time = r.send_time;
+      s.start = times.start_s;
+      s.drained = times.drained_s;
+      s.end = times.arrival_s;
       self->send(st.adapter, s);
     }
   }
@@ -98,7 +98,7 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
           const int sender = sender_of(s, r.pipeline, r.stage);
           part_of(s, r); // refuses a part that does not cross this link
           const uint64_t id = s.next_id++;
-          s.order->submit(sender, {r.step, r.send_s}, id);
+          s.order->submit(sender, {r.step, r.send_time}, id);
           s.queued.emplace(id, r);
           commit_ready(self);
         } catch (const std::exception& e) {
@@ -108,7 +108,7 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
       [=](const send_horizon& h) {
         try {
           auto& s = self->state;
-          s.order->promise(sender_of(s, h.pipeline, h.stage), {h.step, h.time_s});
+          s.order->promise(sender_of(s, h.pipeline, h.stage), {h.step, h.time});
           commit_ready(self);
         } catch (const std::exception& e) {
           report(self, h.step, h.pipeline, h.stage, e.what());

@@ -101,13 +101,13 @@ void pipe_sync::on_arrival(const pipe_arrival& a) {
     throw std::invalid_argument("arrival notice from a pipe about pipeline " +
                                 std::to_string(a.pipeline) + " stage " + std::to_string(a.stage) +
                                 ", not a neighbour that sends to this stage");
-  auto& n = arrivals_[{a.step, a.role, a.micro}];
+  auto& n = arrivals_[{a.step, a.role, a.micro_batch}];
   ++n.count;
-  n.arrival_s = std::max(n.arrival_s, a.arrival_s);
+  n.arrival_s = std::max(n.arrival_s, a.arrival_time);
 }
 
 void pipe_sync::on_horizon(const send_horizon& h) {
-  const runtime::step_time t{h.step, h.time_s};
+  const runtime::step_time t{h.step, h.time};
   if (h.pipeline == pipeline_ && h.stage == stage_ - 1 &&
       h.role == static_cast<int32_t>(tensor_role::activation))
     from_prev_ = std::max(from_prev_, t);

@@ -41,7 +41,7 @@ public:
     for (const auto& [part, pipe] : route.shared)
       self->send(pipes_.at(static_cast<size_t>(pipe)),
                  pipe_request{meta.step, static_cast<int32_t>(role), meta.pipeline, meta.stage,
-                              meta.micro, part, send_s});
+                              meta.micro_batch, part, send_s});
     if (!route.shared.empty())
       arrival = std::max(arrival, runtime::arrival_bound(send_s, route.shared_transit));
     return arrival;

@@ -1,5 +1,6 @@
 #include "actors/remote_device.hpp"
 
+#include "actors/errors.hpp"
 #include "actors/wire_format.hpp"
 #include "messages/codec.hpp"
 #include "runtime/schedule.hpp"
@@ -20,7 +21,7 @@ namespace {
 using self_ptr = device_actor::stateful_pointer<remote_device_state>;
 
 caf::error failure(self_ptr self, const std::string& why) {
-  return caf::make_error(caf::sec::runtime_error, self->state.where + ": " + why);
+  return make_error(messages::error_code::internal, self->state.where + ": " + why);
 }
 
 /// Sends gradients to the device, in pieces of at most piece_values values when they are
@@ -63,7 +64,7 @@ caf::result<int64_t> send_in_pieces(self_ptr self, const gradient_values& g) {
 device_rows rows_of(const device_work& work, bool first, bool last, int context) {
   device_rows r;
   r.kind = work.kind;
-  r.micro = work.micro;
+  r.micro_batch = work.micro;
   r.first_sample = work.first_sample;
   r.samples = work.samples;
   r.loss_scale = work.loss_scale;

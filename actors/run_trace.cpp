@@ -32,31 +32,32 @@ void write_run_trace(std::ostream& out, const runtime::plan& plan,
   for (const auto& r : steps)
     for (size_t k = 0; k < r.ops.size(); ++k) {
       const auto& op = r.ops[k];
-      const runtime::schedule_op sop{static_cast<runtime::op_kind>(op.kind), op.micro};
+      const runtime::schedule_op sop{static_cast<runtime::op_kind>(op.kind), op.micro_batch};
       events.push_back({{"ph", "X"},
                         {"name", runtime::to_string(sop)},
                         {"pid", 1},
                         {"tid", r.op_stage[k]},
-                        {"ts", op.start_s * 1e6},
-                        {"dur", (op.end_s - op.start_s) * 1e6},
+                        {"ts", op.start * 1e6},
+                        {"dur", (op.end - op.start) * 1e6},
                         {"args", {{"step", r.step}}}});
     }
   std::map<int, bool> named;
   for (const auto& s : samples) {
     if (!named[s.link])
       meta(2, s.link,
-           "link " + std::to_string(s.link) + " (" + std::to_string(s.from_device) + " -> " +
-               std::to_string(s.to_device) + ")");
+           "link " + std::to_string(s.link) + " (" + std::to_string(s.from) + " -> " +
+               std::to_string(s.to) + ")");
     named[s.link] = true;
-    const std::string what = s.role == 0 ? "send act m" : "send grad m";
+    const std::string what =
+        s.kind == messages::tensor_kind::activation ? "send act m" : "send grad m";
     events.push_back(
         {{"ph", "X"},
-         {"name", what + std::to_string(s.micro)},
+         {"name", what + std::to_string(s.micro_batch)},
          {"pid", 2},
          {"tid", s.link},
-         {"ts", s.start_s * 1e6},
-         {"dur", (s.drained_s - s.start_s) * 1e6},
-         {"args", {{"step", s.step}, {"bytes", s.bytes}, {"arrival_us", s.arrival_s * 1e6}}}});
+         {"ts", s.start * 1e6},
+         {"dur", (s.drained - s.start) * 1e6},
+         {"args", {{"step", s.step}, {"bytes", s.bytes}, {"arrival_us", s.end * 1e6}}}});
   }
   out << json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << '\n';
 }

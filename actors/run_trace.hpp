@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/messages.hpp"
+#include "actors/protocol.hpp"
 #include "runtime/plan.hpp"
 
 #include <ostream>

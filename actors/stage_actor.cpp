@@ -1,4 +1,5 @@
 #include "actors/stage_actor.hpp"
+#include "actors/errors.hpp"
 #include "actors/wire_format.hpp"
 
 #include "actors/device_worker.hpp"
@@ -92,7 +93,7 @@ runtime::layer_range layers_of(const stage_state& st) {
 
 /// Why a gradient share (already decoded and validated as a message) cannot be one for
 /// this stage (runtime::share_refusal); empty when it can.
-std::string check_share(const stage_state& st, const grad_share& share) {
+std::string check_share(const stage_state& st, const gradient_share& share) {
   if (!st.group)
     return "gradient share in dry mode, where no stage has gradients";
   return runtime::share_refusal(
@@ -107,7 +108,7 @@ stage_report report_of(stage_state& st, double grad_sum_squares) {
   r.step = st.step;
   r.pipeline = st.pipeline;
   r.stage = st.stage;
-  r.end_s = st.free_at;
+  r.end_time = st.free_at;
   r.loss_sum = st.loss_sum;
   r.grad_sum_squares = grad_sum_squares;
   r.ops = std::move(st.records);
@@ -178,7 +179,7 @@ void try_reduce(self_ptr self) {
 void send_shares(self_ptr self) {
   auto& st = self->state;
   for (const auto& slice : runtime::share_slices(st.job->plan, st.pipeline, layers_of(st))) {
-    grad_share share;
+    gradient_share share;
     share.step = st.step;
     share.pipeline = st.pipeline;
     share.stage = st.stage;
@@ -387,7 +388,7 @@ void advance(self_ptr self) {
     st.sync.publish(self, st.peers, st.step, runtime::next_send_bounds(progress_of(st)));
 }
 
-void start_step(self_ptr self, const step_order& order) {
+void start_step(self_ptr self, const step_start& order) {
   auto& st = self->state;
   if (st.phase == stage_phase::computing || st.phase == stage_phase::reducing)
     throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
@@ -402,8 +403,8 @@ void start_step(self_ptr self, const step_order& order) {
   st.phase = stage_phase::computing;
   st.op_running = false;
   ++st.epoch;
-  st.list = runtime::op_list_run(st.ops, st.place, m, order.start_s);
-  st.free_at = order.start_s;
+  st.list = runtime::op_list_run(st.ops, st.place, m, order.start_time);
+  st.free_at = order.start_time;
   st.loss_sum = 0;
   st.records.clear();
   st.own_gradients.clear();
@@ -455,7 +456,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           report_error(self, e.what());
         }
       },
-      [=](const step_order& order) {
+      [=](const step_start& order) {
         try {
           if (self->state.phase == stage_phase::unwired) {
             self->state.unwired_order = order;
@@ -488,7 +489,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           report_error(self, e.what());
         }
       },
-      [=](grad_share& share) {
+      [=](gradient_share& share) {
         try {
           auto& s = self->state;
           if (auto why = check_share(s, share); !why.empty()) {
@@ -532,7 +533,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         try {
           require_weights_between_steps(s, "a snapshot");
         } catch (const std::exception& e) {
-          promise.deliver(caf::make_error(caf::sec::runtime_error, where(s) + ": " + e.what()));
+          promise.deliver(make_error(messages::error_code::internal, where(s) + ": " + e.what()));
           return promise;
         }
         const auto& asker = self->current_sender();
@@ -543,8 +544,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
                   auto snapshot = snapshot_of(self->state, std::move(params));
                   if (remote)
                     if (auto why = too_large_to_send(snapshot); !why.empty()) {
-                      promise.deliver(caf::make_error(caf::sec::runtime_error,
-                                                      where(self->state) + ": " + why));
+                      promise.deliver(make_error(messages::error_code::internal,
+                                                 where(self->state) + ": " + why));
                       return;
                     }
                   promise.deliver(std::move(snapshot));
@@ -557,7 +558,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         try {
           require_weights_between_steps(s, "a restore");
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, where(s) + ": " + e.what());
+          return make_error(messages::error_code::internal, where(s) + ": " + e.what());
         }
         auto promise = self->make_response_promise<int64_t>();
         self->request(s.group, caf::infinite, restore_atom_v, snapshot)

@@ -61,7 +61,7 @@ struct stage_state {
   pipe_sync sync;                 ///< shared links: pipes and promises (virtual, dry)
   std::vector<stage_actor> peers; ///< flat order
   coordinator_actor coordinator;
-  std::optional<step_order> unwired_order; ///< a step order that came before the wiring
+  std::optional<step_start> unwired_order; ///< a step order that came before the wiring
 
   stage_phase phase = stage_phase::unwired;
   // The current step.
@@ -80,7 +80,7 @@ struct stage_state {
   // Inputs by step, then micro-batch (an input stays until its op ends: the op reads it
   // in place); gradient shares by step, then sending pipeline.
   std::map<int64_t, std::map<int, std::shared_ptr<received_tensor>>> activations, gradients;
-  std::map<int64_t, std::vector<grad_share>> shares;
+  std::map<int64_t, std::vector<gradient_share>> shares;
 };
 
 /// What the stage knows now, for the lower bounds on its next send times (pipe_sync).

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/checkpoint_messages.hpp"
+#include "actors/protocol.hpp"
 #include "actors/stage_actor.hpp"
 
 namespace deepcee::actors {

@@ -86,8 +86,8 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
   auto& h = t.header;
   link_sample meta;
   meta.step = h.step;
-  meta.role = static_cast<int32_t>(t.role);
-  meta.micro = h.micro_batch;
+  meta.kind = static_cast<messages::tensor_kind>(t.role);
+  meta.micro_batch = h.micro_batch;
   meta.pipeline = st.pipeline;
   meta.stage = st.stage;
   const auto& parts = forward ? st.costs.act_parts : st.costs.grad_parts;
@@ -131,8 +131,8 @@ void report_arrival(stage_self self, accepted_tensor& t) {
   const bool forward = t.role == tensor_role::activation;
   link_sample meta;
   meta.step = h.step;
-  meta.role = static_cast<int32_t>(t.role);
-  meta.micro = h.micro_batch;
+  meta.kind = static_cast<messages::tensor_kind>(t.role);
+  meta.micro_batch = h.micro_batch;
   meta.pipeline = h.pipeline;
   meta.stage = h.stage;
   const double send_s = std::min(h.send_time, t.tensor.arrival_s);

@@ -15,7 +15,6 @@
 #include "runtime/model_spec.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -99,9 +98,8 @@ runtime::plan make_plan(const runtime::model_config& m, int batch, int stages, i
   return p;
 }
 
-struct actor_system_2 : caf::actor_system_config {
+struct actor_system_2 : actors::system_config {
   actor_system_2() {
-    actors::register_types(*this);
     set("scheduler.max-threads", 2);
     set("logger.console", caf::atom("none"));
   }

@@ -37,7 +37,10 @@ std::vector<uint8_t> encode(const pipe_arrival& m);
 /// than max_payload_bytes (Cap'n Proto's limit on a Data field) or disagrees with its shape.
 std::vector<uint8_t> encode(const stage_snapshot& m);
 
-/// A stage's device on another node (actors/device_messages.hpp). Each throws
+/// A Tensor message of kind gradientShare (f32): the bytes of encode_tensor.
+std::vector<uint8_t> encode(const gradient_share& m);
+
+/// A stage's device on another node (actors/remote_device.hpp). Each throws
 /// std::invalid_argument, naming the message and the field, when a Float32 field holds more
 /// than max_payload_bytes.
 std::vector<uint8_t> encode(const device_rows& m);
@@ -110,6 +113,95 @@ result<device_rows> decode_device_rows(std::span<const uint8_t> bytes);
 result<device_output> decode_device_output(std::span<const uint8_t> bytes);
 result<ring_chunk> decode_ring_chunk(std::span<const uint8_t> bytes);
 result<gradient_values> decode_gradient_values(std::span<const uint8_t> bytes);
+
+/// A Tensor message that is a gradient share; a valid activation or gradient is refused.
+result<gradient_share> decode_gradient_share(std::span<const uint8_t> bytes);
+
+/// The decoder of `T` by its type, for callers generic over the message (the actors' CAF
+/// `inspect`, actors/protocol.hpp). Defined for every struct that has an `encode`.
+template <class T>
+result<T> decode(std::span<const uint8_t> bytes);
+
+template <>
+inline result<job_deployment> decode<job_deployment>(std::span<const uint8_t> bytes) {
+  return decode_job_deployment(bytes);
+}
+template <>
+inline result<deployment_request> decode<deployment_request>(std::span<const uint8_t> bytes) {
+  return decode_deployment_request(bytes);
+}
+template <>
+inline result<step_start> decode<step_start>(std::span<const uint8_t> bytes) {
+  return decode_step_start(bytes);
+}
+template <>
+inline result<link_sample> decode<link_sample>(std::span<const uint8_t> bytes) {
+  return decode_link_sample(bytes);
+}
+template <>
+inline result<step_stats> decode<step_stats>(std::span<const uint8_t> bytes) {
+  return decode_step_stats(bytes);
+}
+template <>
+inline result<rebalance> decode<rebalance>(std::span<const uint8_t> bytes) {
+  return decode_rebalance(bytes);
+}
+template <>
+inline result<heartbeat> decode<heartbeat>(std::span<const uint8_t> bytes) {
+  return decode_heartbeat(bytes);
+}
+template <>
+inline result<error_report> decode<error_report>(std::span<const uint8_t> bytes) {
+  return decode_error_report(bytes);
+}
+template <>
+inline result<optimize_order> decode<optimize_order>(std::span<const uint8_t> bytes) {
+  return decode_optimize_order(bytes);
+}
+template <>
+inline result<stage_report> decode<stage_report>(std::span<const uint8_t> bytes) {
+  return decode_stage_report(bytes);
+}
+template <>
+inline result<node_join> decode<node_join>(std::span<const uint8_t> bytes) {
+  return decode_node_join(bytes);
+}
+template <>
+inline result<pipe_request> decode<pipe_request>(std::span<const uint8_t> bytes) {
+  return decode_pipe_request(bytes);
+}
+template <>
+inline result<send_horizon> decode<send_horizon>(std::span<const uint8_t> bytes) {
+  return decode_send_horizon(bytes);
+}
+template <>
+inline result<pipe_arrival> decode<pipe_arrival>(std::span<const uint8_t> bytes) {
+  return decode_pipe_arrival(bytes);
+}
+template <>
+inline result<stage_snapshot> decode<stage_snapshot>(std::span<const uint8_t> bytes) {
+  return decode_stage_snapshot(bytes);
+}
+template <>
+inline result<device_rows> decode<device_rows>(std::span<const uint8_t> bytes) {
+  return decode_device_rows(bytes);
+}
+template <>
+inline result<device_output> decode<device_output>(std::span<const uint8_t> bytes) {
+  return decode_device_output(bytes);
+}
+template <>
+inline result<ring_chunk> decode<ring_chunk>(std::span<const uint8_t> bytes) {
+  return decode_ring_chunk(bytes);
+}
+template <>
+inline result<gradient_values> decode<gradient_values>(std::span<const uint8_t> bytes) {
+  return decode_gradient_values(bytes);
+}
+template <>
+inline result<gradient_share> decode<gradient_share>(std::span<const uint8_t> bytes) {
+  return decode_gradient_share(bytes);
+}
 
 /// Copies the bytes once into an aligned buffer that the result's payload view points into.
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);

@@ -4,6 +4,7 @@
 #include "messages/wire.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace deepcee::messages {
 
@@ -82,7 +83,7 @@ std::vector<uint8_t> encode(const link_sample& m) {
     auto s = e.initLinkSample();
     s.setFrom(m.from);
     s.setTo(m.to);
-    s.setBytes(m.bytes);
+    s.setBytes(std::llround(m.bytes)); // a link carries whole bytes
     s.setStart(m.start);
     s.setEnd(m.end);
     s.setStep(m.step);
@@ -105,7 +106,7 @@ result<link_sample> decode_link_sample(std::span<const uint8_t> bytes) {
         c.known(s.getKind(), wire::TensorKind::GRADIENT_SHARE, "kind");
         link_sample m{s.getFrom(),
                       s.getTo(),
-                      s.getBytes(),
+                      static_cast<double>(s.getBytes()),
                       s.getStart(),
                       s.getEnd(),
                       s.getStep(),
@@ -118,7 +119,7 @@ result<link_sample> decode_link_sample(std::span<const uint8_t> bytes) {
                       s.getDrained()};
         c.non_negative(m.from, "from");
         c.non_negative(m.to, "to");
-        c.non_negative(m.bytes, "bytes");
+        c.non_negative(s.getBytes(), "bytes");
         c.time(m.start, "start");
         c.time(m.end, "end");
         c.non_negative(m.step, "step");

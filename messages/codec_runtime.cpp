@@ -70,6 +70,7 @@ std::vector<uint8_t> encode(const stage_report& m) {
     }
     s.setDropped(m.dropped);
     s.setError(m.error);
+    s.setCode(static_cast<wire::ErrorCode>(m.code));
   });
 }
 
@@ -97,6 +98,7 @@ result<stage_report> decode_stage_report(std::span<const uint8_t> bytes) {
         const auto ops = s.getOps();
         c.require(ops.size() <= max_ops, "ops", "has " + std::to_string(ops.size()) + " records");
         c.require(s.getError().size() <= max_text, "error", "is longer than a log line");
+        c.known(s.getCode(), wire::ErrorCode::TIMEOUT, "code");
         if (c.failed())
           return c.finish(std::move(m));
         m.ops.reserve(ops.size());
@@ -111,6 +113,7 @@ result<stage_report> decode_stage_report(std::span<const uint8_t> bytes) {
           m.ops.push_back(r);
         }
         m.error = one_line(detail::text(s.getError()));
+        m.code = static_cast<error_code>(s.getCode());
         return c.finish(std::move(m));
       });
 }

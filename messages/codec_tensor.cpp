@@ -225,4 +225,32 @@ void decompress(const tensor_message& m, std::span<float> out) {
   decompress(m.payload, m.header.rows(), m.header.cols(), m.header.dtype, out);
 }
 
+std::vector<uint8_t> encode(const gradient_share& m) {
+  tensor_header h;
+  h.kind = tensor_kind::gradient_share;
+  h.step = m.step;
+  h.pipeline = m.pipeline;
+  h.stage = m.stage;
+  h.first_layer = m.first_layer;
+  h.last_layer = m.last_layer;
+  h.shape = {static_cast<int64_t>(m.values.size())};
+  h.dtype = tensor_dtype::f32; // gradient sums are reduced exactly: never compressed
+  return encode_tensor(h, m.values);
+}
+
+result<gradient_share> decode_gradient_share(std::span<const uint8_t> bytes) {
+  auto r = decode_tensor(bytes);
+  if (!r)
+    return r.error();
+  const auto& h = r->header;
+  if (h.kind != tensor_kind::gradient_share)
+    return decode_error{
+        "tensor: expected a gradient share, got " +
+        std::string(h.kind == tensor_kind::activation ? "an activation" : "a gradient")};
+  gradient_share m{h.step, h.pipeline, h.stage, h.first_layer, h.last_layer, {}};
+  m.values.resize(static_cast<size_t>(h.rows() * h.cols()));
+  decompress(*r, m.values);
+  return m;
+}
+
 } // namespace deepcee::messages

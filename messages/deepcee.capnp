@@ -181,6 +181,7 @@ struct StageReport {
   ops @6 :List(OpRecord);
   dropped @7 :Int64;           # malformed messages the stage dropped so far
   error @8 :Text;              # set instead when a handler failed
+  code @9 :ErrorCode;          # what kind of failure, with error
 }
 
 # A node of a multi-process job announces its stages (the actor handles travel beside it).

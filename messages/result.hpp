@@ -15,7 +15,7 @@ struct decode_error {
 /// A decoded value or the reason there is none. C++20 has no std::expected, and
 /// `caf::expected` would make this layer (and its tests) depend on CAF's error
 /// categories; an actor turns a failed `result` into a `caf::error` at its boundary
-/// (`caf::make_error(caf::sec::invalid_argument, r.error().what)`), so nothing is lost.
+/// (error_code::malformed_message with the text, actors/errors.hpp), so nothing is lost.
 template <class T>
 class result {
 public:

@@ -1,6 +1,8 @@
 #pragma once
 
 #include "messages/tensor_codec.hpp"
+#include "runtime/job_config.hpp"
+#include "runtime/parameter_tensor.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/train_config.hpp"
 
@@ -11,9 +13,12 @@
 #include <string_view>
 #include <vector>
 
-/// The value types that cross a node boundary, one per Cap'n Proto message of
-/// messages/deepcee.capnp. Plain copyable structs; messages/codec.hpp turns them into
-/// bytes and back. Times are seconds; device ids are the cluster's.
+/// The value types that cross actors and node boundaries, one per Cap'n Proto message of
+/// messages/deepcee.capnp, named and laid out as the schema names them. Plain copyable
+/// structs: the actors send them as they are within a process, and messages/codec.hpp turns
+/// them into bytes and back between processes (the actors' CAF `inspect` calls it; see
+/// actors/protocol.hpp). Adding a field touches the schema, the struct and its codec.
+/// Times are seconds (virtual, or wall since the job began); device ids are the cluster's.
 namespace deepcee::messages {
 
 enum class message_kind : uint8_t {
@@ -41,8 +46,11 @@ enum class message_kind : uint8_t {
 
 std::string_view to_string(message_kind k);
 
-enum class time_mode : uint8_t { wall, virtual_time, dry };
+/// How time passes in a job: the runtime's own enum, which the schema's TimeMode mirrors.
+using runtime::time_mode;
 enum class tensor_kind : uint8_t { activation, gradient, gradient_share };
+/// Why something failed, as the schema's ErrorCode says: what a failure that crosses actors
+/// carries beside its one line of context (actors/errors.hpp makes it a caf::error).
 enum class error_code : uint8_t { internal, malformed_message, bad_input, peer_down, timeout };
 
 /// What a node needs to run its part of a job. `train.model` always equals `plan.model`
@@ -65,6 +73,8 @@ struct deployment_request {
   friend bool operator==(const deployment_request&, const deployment_request&) = default;
 };
 
+/// Starts step `step` on a stage: the time it starts at and each pipeline's micro-batch
+/// count (the adapter's rebalance changes them at step boundaries).
 struct step_start {
   int64_t step = 0;
   std::vector<int> micro_batches; ///< per pipeline
@@ -73,6 +83,8 @@ struct step_start {
   friend bool operator==(const step_start&, const step_start&) = default;
 };
 
+/// The optimizer step after the all-reduce: every device of every stage steps with the
+/// global gradient norm (clipping) at the step's learning rate.
 struct optimize_order {
   int64_t step = 0;
   double learning_rate = 0.0;
@@ -113,15 +125,9 @@ struct pipe_arrival {
   friend bool operator==(const pipe_arrival&, const pipe_arrival&) = default;
 };
 
-/// One parameter and its AdamW moments (host copies of kernels::parameter_state, which
-/// this layer does not see). The moments are both empty (a checkpoint file without them) or
-/// both as long as `value`.
-struct parameter_tensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> value, exp_avg, exp_avg_sq;
-  friend bool operator==(const parameter_tensor&, const parameter_tensor&) = default;
-};
+/// One parameter and its AdamW moments: the runtime's host copy (the trainer's
+/// kernels::parameter_state too), so a snapshot needs no conversion on either side.
+using runtime::parameter_tensor;
 
 /// A stage's layers after `step` optimizer steps, or to load before step `step + 1`.
 struct stage_snapshot {
@@ -173,11 +179,12 @@ struct tensor_message {
 };
 
 /// One transfer on one link: queued at send_time, draining from `start` to `drained`,
-/// all arrived at `end`.
+/// all arrived at `end`. `bytes` as the link model splits a transfer (fractions of a byte
+/// within a process); the wire carries it rounded, since a link carries whole bytes.
 struct link_sample {
   int from = 0;
   int to = 0;
-  int64_t bytes = 0;
+  double bytes = 0;
   double start = 0.0;
   double end = 0.0;
   int64_t step = 0;
@@ -203,6 +210,7 @@ struct stage_stats {
   friend bool operator==(const stage_stats&, const stage_stats&) = default;
 };
 
+/// One executed op of a stage (the trace's events).
 struct op_record {
   int kind = 0; ///< runtime::op_kind
   int micro_batch = 0;
@@ -211,7 +219,8 @@ struct op_record {
   friend bool operator==(const op_record&, const op_record&) = default;
 };
 
-/// One stage's end of a step, or (error set) its failure.
+/// A stage's step, once its gradients are reduced, or (error set) its failure: `code` says
+/// what kind, `error` the one line that names the stage and the cause.
 struct stage_report {
   int64_t step = 0;
   int pipeline = 0;
@@ -220,8 +229,9 @@ struct stage_report {
   double loss_sum = 0.0;
   double grad_sum_squares = 0.0;
   std::vector<op_record> ops;
-  int64_t dropped = 0;
-  std::string error; ///< one line
+  int64_t dropped = 0;                    ///< malformed messages the stage dropped so far
+  std::string error;                      ///< one line; empty unless the stage failed
+  error_code code = error_code::internal; ///< with `error`
   friend bool operator==(const stage_report&, const stage_report&) = default;
 };
 
@@ -247,6 +257,9 @@ struct rebalance {
   friend bool operator==(const rebalance&, const rebalance&) = default;
 };
 
+/// "This node is alive", sent by every node to the coordinator's node and back every
+/// heartbeat interval (actors/heartbeat_actor.hpp); `time`: wall seconds since the sender
+/// started beating.
 struct heartbeat {
   std::string node;
   uint64_t sequence = 0;
@@ -254,6 +267,9 @@ struct heartbeat {
   friend bool operator==(const heartbeat&, const heartbeat&) = default;
 };
 
+/// A node telling the coordinator's node that it cannot run the job (it refused the
+/// deployment: its data does not load, the plan does not fit its cluster...), so that the
+/// job stops at once, naming it, instead of at the connect timeout.
 struct error_report {
   std::string node;
   error_code code = error_code::internal;
@@ -261,7 +277,21 @@ struct error_report {
   friend bool operator==(const error_report&, const error_report&) = default;
 };
 
-/// A stage's device on another node than its stage (actors/device_messages.hpp): one op on
+/// A stage's gradient sum (over its devices) of layers [first_layer, last_layer), the
+/// parameters of each layer in model order: one contribution to the all-reduce across
+/// pipelines. It crosses as a Tensor message of kind gradientShare (f32, never compressed:
+/// gradient sums are reduced exactly).
+struct gradient_share {
+  int64_t step = 0;
+  int pipeline = 0;
+  int stage = 0;
+  int first_layer = 0;
+  int last_layer = 0;
+  std::vector<float> values;
+  friend bool operator==(const gradient_share&, const gradient_share&) = default;
+};
+
+/// A stage's device on another node than its stage (actors/remote_device.hpp): one op on
 /// `samples` samples of a micro-batch, with the rows it reads. Every row field holds a
 /// whole number of rows (a multiple of `samples` values), or nothing.
 struct device_rows {

@@ -20,7 +20,6 @@
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
@@ -243,11 +242,12 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   return 0;
 }
 
-/// Says how many messages from other nodes this process refused, however it ends.
+/// Says how many messages from other nodes this node's actor system refused, however it ends.
 struct dropped_note {
   std::string node;
+  const actors::system_config& cfg;
   ~dropped_note() {
-    if (const auto n = actors::dropped_wire_messages(); n > 0)
+    if (const auto n = cfg.dropped_wire_messages(); n > 0)
       std::fprintf(stderr, "node %s: dropped %lld malformed message(s) from other nodes\n",
                    node.c_str(), static_cast<long long>(n));
   }
@@ -265,8 +265,8 @@ int run_node(const node_options& o) {
   std::optional<node_setup> s;
   if (*me == job.coordinator_node)
     s = prepare_coordinator(std::move(job), o, *me);
-  dropped_note note{o.name};
-  caf::actor_system_config cfg;
+  actors::system_config cfg;
+  dropped_note note{o.name, cfg};
   configure_actors(cfg);
   cfg.load<caf::io::middleman>();
   cfg.set("middleman.enable-automatic-connections", true);

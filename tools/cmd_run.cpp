@@ -19,7 +19,6 @@
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -119,7 +118,7 @@ void write_trace(const std::filesystem::path& file, const runtime::plan& plan,
                  const std::vector<actors::step_result>& traced,
                  std::vector<actors::link_sample> samples) {
   const double trace_end = traced.empty() ? 0 : traced.back().end_s;
-  std::erase_if(samples, [&](const auto& s) { return s.start_s > trace_end; });
+  std::erase_if(samples, [&](const auto& s) { return s.start > trace_end; });
   std::ofstream trace(file);
   actors::write_run_trace(trace, plan, traced, samples);
 }
@@ -176,7 +175,7 @@ int run_job(const run_options& o) {
   print_job(r);
   auto resume = read_resume_checkpoint(o.resume, path, job.time, r.plan.model);
 
-  caf::actor_system_config cfg;
+  actors::system_config cfg;
   configure_actors(cfg);
   caf::actor_system sys{cfg};
   print_time_mode(job);

@@ -58,8 +58,7 @@ read_resume_checkpoint(const std::optional<std::string>& resume,
   return contents;
 }
 
-void configure_actors(caf::actor_system_config& cfg) {
-  actors::register_types(cfg);
+void configure_actors(actors::system_config& cfg) {
   cfg.set("scheduler.max-threads", 2);
   cfg.set("logger.console", caf::atom("none"));
 }

@@ -31,7 +31,7 @@ read_resume_checkpoint(const std::optional<std::string>& resume,
 
 /// The actor system of a job's process: the job's message types, two scheduler threads,
 /// CAF's console log off (a node adds the middleman).
-void configure_actors(caf::actor_system_config& cfg);
+void configure_actors(actors::system_config& cfg);
 
 class job_steps : public step_source {
 public:

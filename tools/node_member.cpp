@@ -82,13 +82,13 @@ std::string seconds_text(double s) {
 
 /// Fails the node when the registry gave no reply, naming the coordinator's node.
 template <class Reply>
-Reply require_reply(registry_answer<Reply> a, const std::string& me, const std::string& boss,
-                    const std::string& what, double timeout_s) {
+Reply require_reply(const caf::actor_system& sys, registry_answer<Reply> a, const std::string& me,
+                    const std::string& boss, const std::string& what, double timeout_s) {
   if (a.reply)
     return std::move(*a.reply);
   if (a.timed_out) {
     std::string dropped;
-    if (const auto n = actors::dropped_wire_messages(); n > 0)
+    if (const auto n = actors::dropped_wire_messages(sys); n > 0)
       dropped = " (" + std::to_string(n) + " malformed message(s) from other nodes dropped)";
     fail(me, "no valid " + what + " from the coordinator's node " + boss + " within " +
                  seconds_text(timeout_s) + dropped);
@@ -167,7 +167,7 @@ struct member {
   /// What stops this node before it joins, the coordinator's node learns at once (and stops
   /// the job naming it) instead of at its connect timeout.
   [[noreturn]] void tell_and_fail(const std::string& why) const {
-    self->send(registry, actors::node_error{me.name, why});
+    self->send(registry, messages::error_report{me.name, messages::error_code::bad_input, why});
     std::this_thread::sleep_for(300ms); // lets the message leave before the socket closes
     fail(me.name, why);
   }
@@ -178,6 +178,7 @@ struct member {
 std::shared_ptr<actors::job_context> accept_job(member& m) {
   const auto asked = std::chrono::steady_clock::now();
   const auto deployment = require_reply(
+      m.sys,
       ask_registry<actors::job_deployment>(
           m.sys, m.self, m.registry,
           actors::deployment_request{m.me.name, runtime::cluster_fingerprint(m.job.cluster)},
@@ -200,7 +201,8 @@ std::shared_ptr<actors::job_context> accept_job(member& m) {
 void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
               actors::actor_guard& guard) {
   const auto& ctx = *context;
-  actors::node_join join;
+  actors::joining_node joining;
+  auto& join = joining.join;
   join.node = m.me.name;
   join.job = runtime::cluster_fingerprint(m.job.cluster);
   actors::local_part part;
@@ -214,20 +216,21 @@ void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
   }
   join.stages = ctx.layout.stages_on(m.index);
   for (const auto& stage : part.stages)
-    join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
+    joining.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(stage));
   join.devices = ctx.layout.apart_on(m.index);
   for (const auto& device : part.devices)
-    join.device_handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(device));
+    joining.device_handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(device));
   std::fprintf(stderr,
                "node %s: runs the plan and [train] settings of the coordinator's node %s "
                "(%s time, seed %llu, %d steps)\n",
                m.me.name.c_str(), m.boss.name.c_str(),
                std::string(runtime::to_string(ctx.mode.time)).c_str(),
                static_cast<unsigned long long>(ctx.train.seed), ctx.train.steps);
-  join.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(start_heartbeat(
+  joining.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(start_heartbeat(
       m.sys, m.job, m.index, {m.boss.name}, caf::actor_cast<caf::actor>(m.self), guard));
   const auto stages = join.stages.size();
-  require_reply(ask_registry<int32_t>(m.sys, m.self, m.registry, std::move(join), m.wait()),
+  require_reply(m.sys,
+                ask_registry<int32_t>(m.sys, m.self, m.registry, std::move(joining), m.wait()),
                 m.me.name, m.boss.name, "answer to its join", m.job.connect_timeout_s);
   std::fprintf(stderr, "node %s: joined %s at %s:%d with %zu stage(s)\n", m.me.name.c_str(),
                m.boss.name.c_str(), host_of(m.boss).c_str(), m.boss.port, stages);

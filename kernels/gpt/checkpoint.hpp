@@ -2,6 +2,7 @@
 
 #include "kernels/gpt/adamw.hpp"
 #include "kernels/gpt/gpt_model.hpp"
+#include "runtime/parameter_tensor.hpp"
 
 #include <filesystem>
 #include <map>
@@ -12,7 +13,7 @@ namespace deepcee::kernels {
 
 /// What a checkpoint says besides its tensors.
 struct checkpoint_info {
-  int step = 0;  ///< optimizer steps completed
+  int step = 0; ///< optimizer steps completed
   runtime::model_config model;
   uint64_t seed = 0;
   /// A virtual-time job's clock after `step` (seconds): a resumed run starts there, so its
@@ -38,11 +39,7 @@ checkpoint_info load_checkpoint(const std::filesystem::path& path, backend& be, 
 
 /// One parameter and its AdamW moments as host copies: what the actor runtime gathers from
 /// the stages that hold it, and what it sends them back on resume.
-struct parameter_state {
-  std::string name; ///< Hugging Face GPT-2 name
-  std::vector<int64_t> shape;
-  std::vector<float> value, exp_avg, exp_avg_sq; ///< moments empty when a file has none
-};
+using parameter_state = runtime::parameter_tensor;
 
 /// Writes the same file as save_checkpoint from host copies; `params` in model order, each
 /// with both moments. Atomic (temporary file, then rename).

@@ -18,9 +18,8 @@ namespace deepcee::actors::test {
 
 /// A real actor system with two workers (the host has two cores) and the job's types.
 struct system_fixture {
-  struct config : caf::actor_system_config {
+  struct config : system_config {
     config() {
-      register_types(*this);
       set("scheduler.max-threads", 2);
       set("logger.console", caf::atom("none"));
     }
@@ -31,9 +30,8 @@ struct system_fixture {
 
 /// CAF's deterministic "testing" scheduler: messages run only when a test says so, in an
 /// order it chooses.
-struct testing_config : caf::actor_system_config {
+struct testing_config : system_config {
   testing_config() {
-    register_types(*this);
     set("scheduler.policy", caf::atom("testing"));
     set("logger.console", caf::atom("none"));
   }

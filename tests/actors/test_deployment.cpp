@@ -5,9 +5,9 @@
 #include "actor_test_util.hpp"
 #include "wire_test_util.hpp"
 
-#include "actors/deployment_messages.hpp"
 #include "actors/node_deployment.hpp"
 #include "actors/node_registry.hpp"
+#include "actors/type_ids.hpp"
 #include "actors/wire_format.hpp"
 #include "messages/codec.hpp"
 #include "runtime/errors.hpp"
@@ -43,7 +43,7 @@ std::filesystem::path corpus_file() {
 }
 
 /// A deployment with values whose every bit matters (lr and eps are not short decimals).
-actors::job_deployment sample_deployment() {
+messages::job_deployment sample_deployment() {
   const auto plan = two_pipeline_plan(runtime::schedule_kind::zb_h1);
   auto train = train_for(plan, 30);
   train.seed = 0x9e3779b97f4a7c15ull;
@@ -94,18 +94,18 @@ BOOST_AUTO_TEST_CASE(a_deployment_round_trips_bit_exact_through_caf_serializatio
   const auto d = sample_deployment();
   const auto buf = serialize(sys, d);
   // What crosses is one Cap'n Proto message: the CAF bytes are its byte vector.
-  BOOST_TEST((buf == serialized_bytes(sys, actors::to_wire(d))));
-  actors::job_deployment back;
+  BOOST_TEST((buf == serialized_bytes(sys, messages::encode(d))));
+  messages::job_deployment back;
   BOOST_REQUIRE(deserialize(sys, buf, back));
   BOOST_TEST(runtime::plan_to_json(back.plan) == runtime::plan_to_json(d.plan));
   check_same_train(back.train, d.train);
-  BOOST_TEST((std::tie(back.job, back.node, back.time, back.shape_links, back.clock_s) ==
-              std::tie(d.job, d.node, d.time, d.shape_links, d.clock_s)));
+  BOOST_TEST((std::tie(back.job, back.node, back.mode, back.shape_links, back.clock_s) ==
+              std::tie(d.job, d.node, d.mode, d.shape_links, d.clock_s)));
   BOOST_TEST((serialize(sys, back) == buf)); // and again: the same bytes
 }
 
 BOOST_AUTO_TEST_CASE(invalid_or_corrupted_deployments_are_refused_and_counted) {
-  const auto before = actors::dropped_wire_messages();
+  const auto before = actors::dropped_wire_messages(sys);
   auto refused = [&](const messages::job_deployment& bad) {
     auto out = sample_deployment();
     out.train.seed = 99;
@@ -136,15 +136,15 @@ BOOST_AUTO_TEST_CASE(invalid_or_corrupted_deployments_are_refused_and_counted) {
   m = good();
   m.plan.pipelines[1].stages[1].first_layer = 4; // an empty layer range
   BOOST_TEST(refused(m));
-  BOOST_TEST(actors::dropped_wire_messages() - before == 4);
+  BOOST_TEST(actors::dropped_wire_messages(sys) - before == 4);
 
   // Flipped bits and truncations: refused and counted, or a valid deployment; never a crash.
-  BOOST_TEST(fuzz<actors::job_deployment>(sys, sample_deployment(), 23, 1000,
-                                          [](const actors::job_deployment& out, auto&) {
-                                            return !out.node.empty() &&
-                                                   !out.plan.pipelines.empty() &&
-                                                   out.plan.micro_batch_size > 0;
-                                          }) > 0);
+  BOOST_TEST(fuzz<messages::job_deployment>(sys, sample_deployment(), 23, 1000,
+                                            [](const messages::job_deployment& out, auto&) {
+                                              return !out.node.empty() &&
+                                                     !out.plan.pipelines.empty() &&
+                                                     out.plan.micro_batch_size > 0;
+                                            }) > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_builds_its_job_from_the_deployment) {
@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(a_node_builds_its_job_from_the_deployment) {
   BOOST_TEST((job->stage_nodes == std::vector<std::string>{"c0", "c0", "e0", "c0", "e0"}));
 
   // Each refusal says what is wrong.
-  const auto refusal = [&](actors::job_deployment bad, const std::string& node = "e0") {
+  const auto refusal = [&](messages::job_deployment bad, const std::string& node = "e0") {
     return deepcee::test::refusal<runtime::input_error>(
         [&] { actors::accept_deployment(bad, cluster, node); });
   };
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(a_member_clock_reads_the_coordinators_half_a_round_trip_aft
   const auto answered = asked + std::chrono::milliseconds(40); // 20 ms each way
   const auto epoch = actors::aligned_epoch(asked, answered, 12.5);
   // At `answered` the coordinator's clock reads 12.5 s plus the 20 ms the answer travelled.
-  BOOST_TEST(std::chrono::duration<double>(answered - epoch).count() == 12.52, 
+  BOOST_TEST(std::chrono::duration<double>(answered - epoch).count() == 12.52,
              boost::test_tools::tolerance(1e-9));
 }
 
@@ -200,11 +200,11 @@ BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_clust
   d.node.clear();
   const auto layout = runtime::layout_of(cluster, d.plan);
   caf::scoped_actor self{sys};
-  const auto ask = [&](const actors::node_registry_actor& r, actors::deployment_request q,
-                       actors::job_deployment* out = nullptr) {
+  const auto ask = [&](const actors::node_registry_actor& r, messages::deployment_request q,
+                       messages::job_deployment* out = nullptr) {
     std::string error;
     self->request(r, 10s, q).receive(
-        [&](actors::job_deployment& got) {
+        [&](messages::job_deployment& got) {
           if (out)
             *out = std::move(got);
         },
@@ -216,7 +216,7 @@ BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_clust
   for (const bool same_cluster : {true, false}) {
     auto r = actors::spawn_node_registry(sys, d, "f00d", {"c0", "e0"}, layout, none, 30s);
     BOOST_TEST(ask(r, {"x9", "f00d"}).find("'x9' is not a node of this job") != std::string::npos);
-    actors::job_deployment got;
+    messages::job_deployment got;
     const auto error = ask(r, {"e0", same_cluster ? "f00d" : "beef"}, &got);
     if (same_cluster) {
       BOOST_TEST(error == "");
@@ -241,9 +241,8 @@ BOOST_AUTO_TEST_CASE(the_registry_deploys_to_each_node_and_refuses_another_clust
 /// Through a real connection: the typed request crosses as Cap'n Proto, and the end of an
 /// interrupted job reaches the other node as an interruption, an ordinary stop not.
 BOOST_AUTO_TEST_CASE(a_deployment_and_an_interruption_cross_a_real_connection) {
-  struct net_config : caf::actor_system_config {
+  struct net_config : actors::system_config {
     net_config() {
-      actors::register_types(*this);
       load<caf::io::middleman>();
       set("scheduler.max-threads", 2);
       set("logger.console", caf::atom("none"));
@@ -264,9 +263,9 @@ BOOST_AUTO_TEST_CASE(a_deployment_and_an_interruption_cross_a_real_connection) {
     BOOST_REQUIRE(remote);
     caf::scoped_actor member{b};
     member->monitor(*remote);
-    actors::job_deployment got;
-    member->request(*remote, 5s, actors::deployment_request{"e0", "f00d"})
-        .receive([&](actors::job_deployment& x) { got = std::move(x); },
+    messages::job_deployment got;
+    member->request(*remote, 5s, messages::deployment_request{"e0", "f00d"})
+        .receive([&](messages::job_deployment& x) { got = std::move(x); },
                  [&](caf::error& e) { BOOST_FAIL(b.render(e)); });
     BOOST_TEST(got.node == "e0");
     BOOST_TEST(runtime::plan_to_json(got.plan) == runtime::plan_to_json(d.plan));

@@ -5,8 +5,7 @@
 #include "actor_test_util.hpp"
 #include "wire_test_util.hpp"
 
-#include "actors/device_messages.hpp"
-#include "actors/messages.hpp"
+#include "actors/type_ids.hpp"
 #include "actors/wire_format.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -40,7 +39,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 /// The last stage's F on 2 samples of T = 2, C = 3: tokens, targets and activations in.
-actors::device_rows sample_rows() {
+messages::device_rows sample_rows() {
   return {0, 4, 6, 2, 1.0f / 48, {3, 9, 0, 250}, {9, 0, 250, 17}, awkward_values(12, 1), 12};
 }
 
@@ -58,26 +57,26 @@ BOOST_AUTO_TEST_CASE(device_messages_round_trip_through_caf_serialization_bit_fo
   const auto rows = sample_rows();
   const auto buf = serialize(sys, rows);
   // What crosses is one Cap'n Proto message: the CAF bytes are its byte vector.
-  BOOST_TEST((buf == serialized_bytes(sys, actors::to_wire(rows))));
-  actors::device_rows r;
+  BOOST_TEST((buf == serialized_bytes(sys, messages::encode(rows))));
+  messages::device_rows r;
   BOOST_REQUIRE(deserialize(sys, buf, r));
-  BOOST_TEST((std::tie(r.kind, r.micro, r.first_sample, r.samples, r.loss_scale, r.tokens,
+  BOOST_TEST((std::tie(r.kind, r.micro_batch, r.first_sample, r.samples, r.loss_scale, r.tokens,
                        r.targets, r.output_values) ==
-              std::tie(rows.kind, rows.micro, rows.first_sample, rows.samples, rows.loss_scale,
-                       rows.tokens, rows.targets, rows.output_values)));
+              std::tie(rows.kind, rows.micro_batch, rows.first_sample, rows.samples,
+                       rows.loss_scale, rows.tokens, rows.targets, rows.output_values)));
   BOOST_TEST(same_bits(r.input, rows.input));
 
-  const actors::device_output output{37.8125, awkward_values(12, 2)};
+  const messages::device_output output{37.8125, awkward_values(12, 2)};
   const auto o = round_trip(sys, output);
   BOOST_TEST(o.loss == output.loss);
   BOOST_TEST(same_bits(o.output, output.output));
 
-  const actors::ring_chunk chunk{5, 3, awkward_values(9, 3)};
+  const messages::ring_chunk chunk{5, 3, awkward_values(9, 3)};
   const auto c = round_trip(sys, chunk);
   BOOST_TEST((std::tie(c.step, c.round) == std::tie(chunk.step, chunk.round)));
   BOOST_TEST(same_bits(c.values, chunk.values));
 
-  const actors::gradient_values grads{5, awkward_values(31, 4), 62};
+  const messages::gradient_values grads{5, awkward_values(31, 4), 62};
   const auto g = round_trip(sys, grads);
   BOOST_TEST(g.step == grads.step);
   BOOST_TEST(g.offset == grads.offset);
@@ -85,18 +84,18 @@ BOOST_AUTO_TEST_CASE(device_messages_round_trip_through_caf_serialization_bit_fo
 
   // Empty where a message may be: a middle stage's W (nothing in, nothing back), a reduce's
   // answer on a rank other than 0.
-  const auto w = round_trip(sys, actors::device_rows{2, 1, 0, 1, 0.0f, {}, {}, {}, 0});
+  const auto w = round_trip(sys, messages::device_rows{2, 1, 0, 1, 0.0f, {}, {}, {}, 0});
   BOOST_TEST((w.kind == 2 && w.samples == 1 && w.tokens.empty() && w.input.empty()));
-  BOOST_TEST(round_trip(sys, actors::device_output{}).output.empty());
-  BOOST_TEST(round_trip(sys, actors::gradient_values{3, {}}).values.empty());
+  BOOST_TEST(round_trip(sys, messages::device_output{}).output.empty());
+  BOOST_TEST(round_trip(sys, messages::gradient_values{3, {}}).values.empty());
   // A diverged loss is the run's news, not a malformed message.
-  BOOST_TEST(std::isnan(round_trip(sys, actors::device_output{std::nan(""), {1.0f}}).loss));
+  BOOST_TEST(std::isnan(round_trip(sys, messages::device_output{std::nan(""), {1.0f}}).loss));
 }
 
 BOOST_AUTO_TEST_CASE(invalid_device_messages_are_refused_counted_and_leave_the_value_alone) {
-  const auto before = actors::dropped_wire_messages();
+  const auto before = actors::dropped_wire_messages(sys);
   auto out = sample_rows();
-  out.micro = 8;
+  out.micro_batch = 8;
   auto bad = sample_rows();
   bad.kind = 3; // no op kind
   BOOST_TEST(refused(sys, bad, out));
@@ -112,39 +111,39 @@ BOOST_AUTO_TEST_CASE(invalid_device_messages_are_refused_counted_and_leave_the_v
   bad = sample_rows();
   bad.loss_scale = std::numeric_limits<float>::infinity();
   BOOST_TEST(refused(sys, bad, out));
-  BOOST_TEST(out.micro == 8);
+  BOOST_TEST(out.micro_batch == 8);
   BOOST_TEST(out.input.size() == 12u);
 
-  actors::ring_chunk chunk{1, 1, {2.0f}};
-  BOOST_TEST(refused(sys, actors::ring_chunk{1, -1, {1.0f}}, chunk));
-  BOOST_TEST(refused(sys, actors::ring_chunk{-1, 0, {1.0f}}, chunk));
+  messages::ring_chunk chunk{1, 1, {2.0f}};
+  BOOST_TEST(refused(sys, messages::ring_chunk{1, -1, {1.0f}}, chunk));
+  BOOST_TEST(refused(sys, messages::ring_chunk{-1, 0, {1.0f}}, chunk));
   BOOST_TEST((chunk.round == 1 && chunk.values == std::vector<float>{2.0f}));
-  actors::gradient_values grads{1, {2.0f}};
-  BOOST_TEST(refused(sys, actors::gradient_values{-4, {1.0f}}, grads));
-  BOOST_TEST(refused(sys, actors::gradient_values{4, {1.0f}, -1}, grads));
+  messages::gradient_values grads{1, {2.0f}};
+  BOOST_TEST(refused(sys, messages::gradient_values{-4, {1.0f}}, grads));
+  BOOST_TEST(refused(sys, messages::gradient_values{4, {1.0f}, -1}, grads));
   BOOST_TEST(grads.step == 1);
   // Another kind's bytes: a ring chunk is no gradient_values, nor rows a device_output.
-  BOOST_TEST(!deserialize(sys, serialized_bytes(sys, actors::to_wire(chunk)), grads));
-  actors::device_output output{1.5, {}};
+  BOOST_TEST(!deserialize(sys, serialized_bytes(sys, messages::encode(chunk)), grads));
+  messages::device_output output{1.5, {}};
   BOOST_TEST(!deserialize(sys, serialize(sys, sample_rows()), output));
   BOOST_TEST(output.loss == 1.5);
-  BOOST_TEST(actors::dropped_wire_messages() - before == 11);
+  BOOST_TEST(actors::dropped_wire_messages(sys) - before == 11);
 }
 
 BOOST_AUTO_TEST_CASE(corrupted_device_messages_are_refused_and_counted_never_crash) {
-  const auto rows_valid = [](const actors::device_rows& r, auto&) {
-    return r.kind >= 0 && r.kind <= 2 && r.samples >= 1 && r.micro >= 0 && r.first_sample >= 0 &&
-           std::isfinite(r.loss_scale) && r.tokens.size() % r.samples == 0 &&
+  const auto rows_valid = [](const messages::device_rows& r, auto&) {
+    return r.kind >= 0 && r.kind <= 2 && r.samples >= 1 && r.micro_batch >= 0 &&
+           r.first_sample >= 0 && std::isfinite(r.loss_scale) && r.tokens.size() % r.samples == 0 &&
            r.targets.size() % r.samples == 0 && r.input.size() % r.samples == 0 &&
            r.output_values >= 0 && r.output_values % r.samples == 0;
   };
-  BOOST_TEST(fuzz<actors::device_rows>(sys, sample_rows(), 21, 600, rows_valid) > 0);
-  BOOST_TEST(fuzz<actors::device_output>(sys, {2.5, awkward_values(12, 5)}, 22, 300,
-                                         [](auto&, auto&) { return true; }) > 0);
-  BOOST_TEST(fuzz<actors::ring_chunk>(sys, {4, 1, awkward_values(10, 6)}, 23, 300,
-                                      [](auto& c, auto&) { return c.step >= 0 && c.round >= 0; }) >
-             0);
-  BOOST_TEST(fuzz<actors::gradient_values>(
+  BOOST_TEST(fuzz<messages::device_rows>(sys, sample_rows(), 21, 600, rows_valid) > 0);
+  BOOST_TEST(fuzz<messages::device_output>(sys, {2.5, awkward_values(12, 5)}, 22, 300,
+                                           [](auto&, auto&) { return true; }) > 0);
+  BOOST_TEST(
+      fuzz<messages::ring_chunk>(sys, {4, 1, awkward_values(10, 6)}, 23, 300,
+                                 [](auto& c, auto&) { return c.step >= 0 && c.round >= 0; }) > 0);
+  BOOST_TEST(fuzz<messages::gradient_values>(
                  sys, {4, awkward_values(10, 7), 3}, 24, 300,
                  [](auto& g, auto&) { return g.step >= 0 && g.offset >= 0; }) > 0);
 }
@@ -152,29 +151,28 @@ BOOST_AUTO_TEST_CASE(corrupted_device_messages_are_refused_and_counted_never_cra
 BOOST_AUTO_TEST_CASE(a_node_join_carries_its_device_slots_and_handles) {
   const auto idle = [](caf::event_based_actor*) -> caf::behavior { return {[](int32_t) {}}; };
   auto d0 = sys.spawn(idle), d1 = sys.spawn(idle);
-  actors::node_join join;
-  join.node = "e0";
-  join.job = "00ab12cd34ef5678";
-  join.stages = {2};
+  actors::joining_node join;
+  join.join.node = "e0";
+  join.join.job = "00ab12cd34ef5678";
+  join.join.stages = {2};
   join.handles = {nullptr};
-  join.devices = {5, 0};
+  join.join.devices = {5, 0};
   join.device_handles = {caf::actor_cast<caf::strong_actor_ptr>(d0),
                          caf::actor_cast<caf::strong_actor_ptr>(d1)};
   const auto j = round_trip(sys, join);
-  BOOST_TEST((std::tie(j.node, j.job, j.stages, j.devices) ==
-              std::tie(join.node, join.job, join.stages, join.devices)));
+  BOOST_TEST((j.join == join.join));
   BOOST_REQUIRE(j.device_handles.size() == 2u);
   BOOST_TEST((j.device_handles[0] == join.device_handles[0]));
   BOOST_TEST((j.device_handles[1] == join.device_handles[1]));
   BOOST_TEST(j.handles.size() == 1u);
 
-  const auto before = actors::dropped_wire_messages();
+  const auto before = actors::dropped_wire_messages(sys);
   auto bad = join;
-  bad.devices = {5, -1};
-  actors::node_join out;
+  bad.join.devices = {5, -1};
+  actors::joining_node out;
   BOOST_TEST(refused(sys, bad, out));
-  BOOST_TEST(out.devices.empty());
-  BOOST_TEST(actors::dropped_wire_messages() - before == 1);
+  BOOST_TEST(out.join.devices.empty());
+  BOOST_TEST(actors::dropped_wire_messages(sys) - before == 1);
   caf::anon_send_exit(d0, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(d1, caf::exit_reason::user_shutdown);
 }

@@ -28,7 +28,7 @@ struct job_fixture : system_fixture {
       actors::make_job_context(cluster, profile, plan, train_for(plan, 3), test_corpus());
   runtime::node_layout layout = runtime::layout_of(cluster, plan);
   const std::vector<int>& owner = layout.stage_node;
-  actors::job_deployment deployment =
+  messages::job_deployment deployment =
       actors::make_deployment("registry-test", plan, ctx->train, ctx->mode);
   std::vector<actors::stage_actor> stages;
   caf::scoped_actor self{sys};
@@ -63,14 +63,14 @@ struct job_fixture : system_fixture {
   }
   void stop(const actors::node_registry_actor& r) { self->send(r, actors::stop_atom_v, ""); }
   /// e0's join with its stages.
-  actors::node_join e0_join(std::string job = "cluster") const {
-    actors::node_join join;
-    join.node = "e0";
-    join.job = std::move(job);
-    join.stages = {2, 4};
+  actors::joining_node e0_join(std::string job = "cluster") const {
+    actors::joining_node joining;
+    joining.join.node = "e0";
+    joining.join.job = std::move(job);
+    joining.join.stages = {2, 4};
     for (auto& s : on(1))
-      join.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
-    return join;
+      joining.handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+    return joining;
   }
   /// A registry of this job whose cluster fingerprint is "cluster".
   actors::node_registry_actor registry(std::chrono::milliseconds timeout) {
@@ -116,15 +116,15 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   job_fixture f;
   auto r = f.registry(10s);
   auto join = f.e0_join("another job");
-  const auto ask = [&](const actors::node_join& j) {
+  const auto ask = [&](const actors::joining_node& j) {
     std::string error;
     f.self->request(r, 10s, j).receive([](int32_t) {},
                                        [&](caf::error& e) { error = f.sys.render(e); });
     return error;
   };
-  join.job = "cluster";
+  join.join.job = "cluster";
   auto stranger = join;
-  stranger.node = "x9";
+  stranger.join.node = "x9";
   BOOST_CHECK(ask(stranger).find("runs nothing of this job") != std::string::npos);
   BOOST_CHECK_EQUAL(ask(join), "");
   BOOST_CHECK(ask(join).find("joined twice") != std::string::npos);
@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
                                        {0, f.on(0), {}}, 10s);
   auto join = f.e0_join();
   const auto device = caf::actor_cast<caf::strong_actor_ptr>(f.stages[2]); // any handle
-  join.devices = {slot};
+  join.join.devices = {slot};
   join.device_handles = {device};
   std::string error;
   f.self->request(r, 10s, join)
@@ -161,9 +161,9 @@ BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
   f.stop(r);
 
   // Without them, or without an actor for one, it is refused, naming what is wrong.
-  const auto refusal = [&](actors::node_join bad) {
-    auto again = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"},
-                                             layout, {0, f.on(0), {}}, 10s);
+  const auto refusal = [&](actors::joining_node bad) {
+    auto again = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"}, layout,
+                                             {0, f.on(0), {}}, 10s);
     std::string why;
     f.self->request(again, 10s, bad)
         .receive([](int32_t) {}, [&](caf::error& e) { why = f.sys.render(e); });
@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
     return why;
   };
   auto none = join;
-  none.devices.clear();
+  none.join.devices.clear();
   none.device_handles.clear();
   const auto slots = "offers device slots [], the plan gives it [" + std::to_string(slot) + "]";
   BOOST_CHECK_MESSAGE(refusal(none).find(slots) != std::string::npos, refusal(none));
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(a_node_with_another_cluster_fails_the_job_at_once) {
     auto r = f.registry(30s);
     auto join = f.e0_join(other_cluster ? "another cluster" : "cluster");
     if (!other_cluster)
-      join.stages = {1, 4};
+      join.join.stages = {1, 4};
     std::string error;
     f.self->request(r, 10s, join)
         .receive([](int32_t) {}, [&](caf::error& e) { error = f.sys.render(e); });
@@ -205,12 +205,12 @@ BOOST_AUTO_TEST_CASE(a_node_with_another_cluster_fails_the_job_at_once) {
 BOOST_AUTO_TEST_CASE(a_node_that_cannot_run_the_job_fails_it_at_once_naming_itself) {
   job_fixture f;
   auto r = f.registry(30s);
-  f.self->send(r, actors::node_error{"x9", "not one of the job's nodes: ignored"});
-  f.self->send(r, actors::node_error{"e0", "data/ holds no text"});
+  const auto bad_input = messages::error_code::bad_input;
+  f.self->send(r, messages::error_report{"x9", bad_input, "not one of the job's nodes: ignored"});
+  f.self->send(r, messages::error_report{"e0", bad_input, "data/ holds no text"});
   const auto failed = f.await(r); // long before the 30 s timeout
-  BOOST_CHECK_MESSAGE(failed.find("node e0 cannot run the job: data/ holds no text") !=
-                          std::string::npos,
-                      failed);
+  BOOST_CHECK_MESSAGE(
+      failed.find("node e0 cannot run the job: data/ holds no text") != std::string::npos, failed);
   f.stop(r);
 }
 

@@ -20,7 +20,7 @@ namespace {
 /// A job's steps and what its tensor paths counted.
 struct run_output {
   std::vector<actors::step_result> steps;
-  std::vector<actors::link_sample> samples; ///< every transfer, as the adapter got it
+  std::vector<messages::link_sample> samples; ///< every transfer, as the adapter got it
   int64_t messages = 0, serializations = 0, deserializations = 0, payload_copies = 0;
 };
 
@@ -145,9 +145,9 @@ BOOST_AUTO_TEST_CASE(times_are_real_seconds_in_step_order) {
     BOOST_CHECK_LE(r.compute_end_s, r.end_s);
     BOOST_CHECK_LE(r.end_s, elapsed); // real seconds since the job began, not emulated ones
     for (const auto& op : r.ops) {
-      BOOST_CHECK_LE(r.start_s, op.start_s);
-      BOOST_CHECK_LE(op.start_s, op.end_s);
-      BOOST_CHECK_LE(op.end_s, r.compute_end_s);
+      BOOST_CHECK_LE(r.start_s, op.start);
+      BOOST_CHECK_LE(op.start, op.end);
+      BOOST_CHECK_LE(op.end, r.compute_end_s);
     }
     previous_end = r.end_s;
   }
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(shaped_links_are_shared_by_the_stages_of_a_process) {
           one = std::max(one, own.send(part, 0).arrival_s);
       }
   BOOST_TEST_MESSAGE("one sender's FIFO drains in " << one * 1e3 << " ms, both senders' in "
-                                                     << both * 1e3 << " ms");
+                                                    << both * 1e3 << " ms");
   BOOST_REQUIRE_GT(both, 1.8 * one);
   const auto got = run_steps(cluster, plan, 2, shaped_wall_mode);
   for (const auto& step : got.steps)
@@ -231,15 +231,15 @@ BOOST_AUTO_TEST_CASE(shaped_links_are_shared_by_the_stages_of_a_process) {
       if (a.link == b.link)
         wan = a.link;
   BOOST_REQUIRE_GE(wan, 0);
-  std::vector<actors::link_sample> on_wan;
+  std::vector<messages::link_sample> on_wan;
   for (const auto& x : got.samples)
     if (x.link == wan)
       on_wan.push_back(x);
   std::sort(on_wan.begin(), on_wan.end(),
-            [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+            [](const auto& a, const auto& b) { return a.start < b.start; });
   BOOST_REQUIRE_EQUAL(on_wan.size(), 2u * 2 * 4); // 2 steps, 2 senders, 4 micro-batches
   for (size_t i = 1; i < on_wan.size(); ++i)
-    BOOST_CHECK_GE(on_wan[i].start_s, on_wan[i - 1].drained_s - 1e-9);
+    BOOST_CHECK_GE(on_wan[i].start, on_wan[i - 1].drained - 1e-9);
 }
 
 BOOST_AUTO_TEST_CASE(links_shared_by_pipelines_need_no_pipes) {
@@ -280,8 +280,8 @@ BOOST_AUTO_TEST_CASE(times_are_bit_identical_to_virtual_time) {
       BOOST_REQUIRE_EQUAL(got[k].ops.size(), want[k].ops.size());
       for (size_t i = 0; i < got[k].ops.size(); ++i) {
         BOOST_CHECK_EQUAL(got[k].op_stage[i], want[k].op_stage[i]);
-        BOOST_CHECK_EQUAL(got[k].ops[i].start_s, want[k].ops[i].start_s);
-        BOOST_CHECK_EQUAL(got[k].ops[i].end_s, want[k].ops[i].end_s);
+        BOOST_CHECK_EQUAL(got[k].ops[i].start, want[k].ops[i].start);
+        BOOST_CHECK_EQUAL(got[k].ops[i].end, want[k].ops[i].end);
       }
     }
     // Messages went, carrying headers only.
@@ -307,7 +307,7 @@ BOOST_AUTO_TEST_CASE(shared_wan_pipes_give_virtual_times) {
       BOOST_CHECK_EQUAL(got[k].end_s, want[k].end_s);
       BOOST_REQUIRE_EQUAL(got[k].ops.size(), want[k].ops.size());
       for (size_t i = 0; i < got[k].ops.size(); ++i)
-        BOOST_CHECK_EQUAL(got[k].ops[i].start_s, want[k].ops[i].start_s);
+        BOOST_CHECK_EQUAL(got[k].ops[i].start, want[k].ops[i].start);
     }
   }
 }

@@ -143,8 +143,8 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_host) {
         BOOST_CHECK_EQUAL(r.end_s, want.end_s);
         BOOST_REQUIRE_EQUAL(r.ops.size(), want.ops.size());
         for (size_t i = 0; i < r.ops.size(); ++i) {
-          BOOST_CHECK_EQUAL(r.ops[i].start_s, want.ops[i].start_s);
-          BOOST_CHECK_EQUAL(r.ops[i].end_s, want.ops[i].end_s);
+          BOOST_CHECK_EQUAL(r.ops[i].start, want.ops[i].start);
+          BOOST_CHECK_EQUAL(r.ops[i].end, want.ops[i].end);
         }
       }
     }
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(a_shared_link_carries_one_transfer_at_a_time_in_send_order)
                         test_corpus());
   job.step();
   job.step();
-  std::map<int, std::vector<actors::link_sample>> by_link;
+  std::map<int, std::vector<messages::link_sample>> by_link;
   for (const auto& s : job.samples())
     by_link[s.link].push_back(s);
   int shared = 0;
@@ -174,10 +174,10 @@ BOOST_AUTO_TEST_CASE(a_shared_link_carries_one_transfer_at_a_time_in_send_order)
       continue;
     ++shared;
     std::sort(samples.begin(), samples.end(),
-              [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+              [](const auto& a, const auto& b) { return a.start < b.start; });
     for (size_t k = 1; k < samples.size(); ++k) {
-      BOOST_CHECK_GE(samples[k].start_s, samples[k - 1].drained_s);
-      BOOST_CHECK_GE(samples[k].send_s, samples[k - 1].send_s);
+      BOOST_CHECK_GE(samples[k].start, samples[k - 1].drained);
+      BOOST_CHECK_GE(samples[k].send_time, samples[k - 1].send_time);
     }
   }
   BOOST_CHECK_EQUAL(shared, 2); // cloud->edge and edge->cloud
@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(link_samples_reach_the_adapter) {
   const auto samples = job.samples();
   BOOST_CHECK(!samples.empty());
   for (const auto& s : samples)
-    BOOST_CHECK(s.arrival_s >= s.drained_s && s.drained_s >= s.start_s && s.start_s >= s.send_s);
+    BOOST_CHECK(s.end >= s.drained && s.drained >= s.start && s.start >= s.send_time);
 }
 
 BOOST_AUTO_TEST_CASE(a_training_batch_other_than_the_plans_is_refused_up_front) {

@@ -2,6 +2,7 @@
 
 // CAF's serializer as BASP uses it between nodes, for the tests of what crosses a node.
 
+#include "actors/type_ids.hpp"
 #include "actors/wire_format.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -62,10 +63,10 @@ inline std::vector<uint8_t> corrupted(std::vector<uint8_t> bytes, std::mt19937& 
 template <class T>
 int fuzz(caf::actor_system& sys, const T& good, uint32_t seed, int rounds,
          const std::function<bool(const T&, const std::vector<uint8_t>&)>& valid) {
-  const auto bytes = actors::to_wire(good);
+  const auto bytes = messages::encode(good);
   std::mt19937 rng(seed);
   int refusals = 0;
-  const auto before = actors::dropped_wire_messages();
+  const auto before = actors::dropped_wire_messages(sys);
   for (int i = 0; i < rounds; ++i) {
     const auto bad = corrupted(bytes, rng, i);
     T out;
@@ -74,7 +75,7 @@ int fuzz(caf::actor_system& sys, const T& good, uint32_t seed, int rounds,
     else
       BOOST_TEST(valid(out, bad));
   }
-  BOOST_TEST(actors::dropped_wire_messages() - before == refusals);
+  BOOST_TEST(actors::dropped_wire_messages(sys) - before == refusals);
   return refusals;
 }
 
