@@ -151,6 +151,9 @@ BOOST_AUTO_TEST_CASE(runtime_messages_out_of_range_are_errors) {
   report = sample_stage_report();
   report.end_time = nan_v;
   check_refused(decode_stage_report(encode(report)), "end_time");
+  report = sample_stage_report();
+  report.code = static_cast<error_code>(9);
+  check_refused(decode_stage_report(encode(report)), "code has unknown value 9");
   auto order = sample_optimize_order();
   order.learning_rate = -1;
   check_refused(decode_optimize_order(encode(order)), "learning_rate");
@@ -171,6 +174,9 @@ BOOST_AUTO_TEST_CASE(runtime_messages_out_of_range_are_errors) {
   h = sample_header();
   h.arrival_time = h.send_time / 2;
   check_refused(decode_tensor(encode_tensor(h, random_values(120, 5))), "arrival_time");
+  // A valid gradient is no gradient share.
+  check_refused(decode_gradient_share(encode_tensor(sample_header(), random_values(120, 5))),
+                "expected a gradient share, got a gradient");
 }
 
 BOOST_AUTO_TEST_CASE(empty_required_fields_are_errors) {
