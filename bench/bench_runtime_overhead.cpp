@@ -10,7 +10,6 @@
 //   build/bench/bench_runtime_overhead --model gpt2-124m --batch 4 --steps 5
 #include "actors/local_job.hpp"
 #include "actors/type_ids.hpp"
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
 #include "runtime/model_spec.hpp"
 

@@ -3,6 +3,7 @@
 #include "actors/local_job.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/model_spec.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/profile.hpp"

@@ -4,7 +4,6 @@
 #include "actor_test_util.hpp"
 
 #include "actors/checkpoint_transfer.hpp"
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/safetensors.hpp"

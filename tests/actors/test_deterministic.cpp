@@ -2,7 +2,6 @@
 // is delivered by sched.run() on this thread, so the whole step is one reproducible run.
 #include "actor_test_util.hpp"
 
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
 #include "messages/codec.hpp"
 

@@ -2,7 +2,6 @@
 // seed and data give the same loss at every step, for every schedule.
 #include "actor_test_util.hpp"
 
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -2,7 +2,9 @@
 // same plan (within 2%), and link samples reach the adapter.
 #include "actor_test_util.hpp"
 
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/simulator.hpp"
 
 #include <boost/test/unit_test.hpp>

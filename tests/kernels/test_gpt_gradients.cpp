@@ -1,5 +1,4 @@
 // Finite-difference checks of every layer kind's B and W against its forward.
-#include "tests/support/gpt_test_util.hpp"
 #include "kernels/gpt/embedding_layer.hpp"
 #include "kernels/gpt/head_layer.hpp"
 #include "kernels/gpt/transformer_block.hpp"

@@ -1,5 +1,4 @@
 // B then W in any order equals the fused backward; slices compose into the whole model.
-#include "tests/support/gpt_test_util.hpp"
 #include "kernels/gpt/transformer_block.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,6 @@
 #include "runtime/baselines.hpp"
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/plan.hpp"

@@ -1,4 +1,5 @@
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
 
 #include <boost/test/unit_test.hpp>

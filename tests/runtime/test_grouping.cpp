@@ -1,4 +1,5 @@
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/grouping.hpp"
 #include "runtime/model_spec.hpp"
 

@@ -2,9 +2,11 @@
 // commits transfers in, the lower bounds a stage promises on its next sends, and which
 // links a plan shares.
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/link_sharing.hpp"
 #include "runtime/pipe_order.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/profile.hpp"
 #include "runtime/send_bounds.hpp"
 

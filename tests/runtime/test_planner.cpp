@@ -1,6 +1,8 @@
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/planner.hpp"
 #include "runtime/profile.hpp"
 

@@ -1,4 +1,5 @@
 // The emulated cluster of the actor runtime's virtual time: what it hands each stage.
+#include "runtime/cluster_toml.hpp"
 #include "runtime/virtual_cluster.hpp"
 
 #include <boost/test/unit_test.hpp>
