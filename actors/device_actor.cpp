@@ -1,6 +1,7 @@
 #include "actors/device_actor.hpp"
 
 #include "actors/wire_format.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/schedule.hpp"
 

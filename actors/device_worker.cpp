@@ -1,5 +1,6 @@
 #include "actors/device_worker.hpp"
 
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/model_spec.hpp"
 

@@ -5,7 +5,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/pipe_actor.hpp"
 #include "actors/stage_actor.hpp"
-#include "kernels/backend.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 
 #include <caf/exit_reason.hpp>

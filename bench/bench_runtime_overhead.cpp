@@ -11,6 +11,8 @@
 #include "actors/local_job.hpp"
 #include "actors/type_ids.hpp"
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/model_spec.hpp"
 
 #include <caf/actor_system.hpp>

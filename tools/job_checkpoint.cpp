@@ -1,6 +1,7 @@
 #include "tools/job_checkpoint.hpp"
 
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
 
 #include <unistd.h>
 

@@ -5,6 +5,7 @@
 
 #include "actors/checkpoint_transfer.hpp"
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/safetensors.hpp"
 #include "tests/support/temp_dir.hpp"

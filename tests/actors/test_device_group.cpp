@@ -9,6 +9,7 @@
 #include "actors/group_actor.hpp"
 #include "actors/remote_device.hpp"
 #include "kernels/gpt/stage_worker.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/schedule.hpp"
 
 #include <boost/test/unit_test.hpp>

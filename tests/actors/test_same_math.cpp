@@ -3,6 +3,7 @@
 #include "actor_test_util.hpp"
 
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -4,6 +4,7 @@
 #include "kernels/all_reduce_checks.hpp"
 #ifdef DEEPCEE_HAVE_CUDA
 #include "kernels/cuda/nccl_group.hpp"
+#include "kernels/make_backend.hpp"
 #endif
 
 #include "tests/support/refusal.hpp"

@@ -2,6 +2,8 @@
 // shares and micro-batch counts) trains exactly like one device on the same global batch,
 // seed and data, for every schedule.
 #include "kernels/gpt/plan_executor.hpp"
+#include "kernels/make_backend.hpp"
+#include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
