@@ -9,6 +9,7 @@
 #include "runtime/plan_json.hpp"
 #include "runtime/profile.hpp"
 #include "runtime/send_bounds.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -193,8 +194,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(link_sharing)
 
 BOOST_AUTO_TEST_CASE(the_hybrid_plan_shares_both_directions_of_the_cloud_edge_wan) {
-  const auto configs =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs";
+  const auto configs = deepcee::test::configs_dir();
   const auto c = load_cluster(configs / "clusters" / "cee-small.toml");
   const auto p = load_plan(configs / "plans" / "cee-small-hybrid.json");
   const auto spec = make_model_spec(p.model);
