@@ -1,8 +1,7 @@
 #pragma once
 
-// The clusters the tests run on, written once: the repository's cluster files found from
-// this header's own path (so a test finds them wherever its source file sits), and the
-// small clusters the tests describe inline.
+// The clusters the tests run on, written once: the repository's cluster files (found
+// wherever a test's source file sits) and the small clusters the tests describe inline.
 
 #include "runtime/cluster.hpp"
 #include "runtime/cluster_toml.hpp"
@@ -12,9 +11,9 @@
 
 namespace deepcee::test {
 
-/// The repository's root: this header is tests/support/clusters.hpp.
+/// The repository's root, which CMake gives every test executable (deepcee_test_executable).
 inline std::filesystem::path repo_root() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  return DEEPCEE_SOURCE_DIR;
 }
 
 inline std::filesystem::path configs_dir() {
