@@ -3,6 +3,7 @@
 #include "actors/errors.hpp"
 #include "actors/wire_format.hpp"
 #include "runtime/device_rows_check.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/schedule.hpp"
 

@@ -1,5 +1,6 @@
 #include "actors/device_worker.hpp"
 
+#include "kernels/make_backend.hpp"
 #include "runtime/gradient_exchange.hpp"
 
 #include "runtime/errors.hpp"

@@ -3,6 +3,7 @@
 #include "actors/checkpoint_transfer.hpp"
 #include "actors/coordinator.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 
 #include <caf/scoped_actor.hpp>

@@ -8,6 +8,7 @@
 #include "kernels/gpt/gpt_model.hpp"
 #include "kernels/gpt/head_layer.hpp"
 #include "kernels/gpt/transformer_block.hpp"
+#include "kernels/make_backend.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -10,8 +10,9 @@
 //   build/bench/bench_runtime_overhead --model gpt2-124m --batch 4 --steps 5
 #include "actors/local_job.hpp"
 #include "actors/type_ids.hpp"
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/model_spec.hpp"
 
 #include <caf/actor_system.hpp>

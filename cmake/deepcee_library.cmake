@@ -8,7 +8,10 @@ function(deepcee_test_executable name)
   endif()
   add_executable(${name} ${arg_SOURCES})
   target_link_libraries(${name} PRIVATE ${arg_LIBS} Boost::unit_test_framework)
-  target_compile_definitions(${name} PRIVATE BOOST_TEST_DYN_LINK)
+  # Tests find configs/ from the source tree's path: __FILE__ would not do, since a compiler
+  # cache (ccache's base_dir) makes it relative to the build folder.
+  target_compile_definitions(${name} PRIVATE BOOST_TEST_DYN_LINK
+    DEEPCEE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   foreach(src IN LISTS arg_SOURCES)
     file(READ ${src} text)
     string(REGEX MATCHALL "BOOST_(AUTO|FIXTURE)_TEST_SUITE\\([ ]*[A-Za-z0-9_]+" suites "${text}")

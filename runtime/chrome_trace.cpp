@@ -1,4 +1,4 @@
-#include "runtime/simulator.hpp"
+#include "runtime/chrome_trace.hpp"
 
 #include <nlohmann/json.hpp>
 

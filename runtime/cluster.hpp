@@ -118,9 +118,4 @@ struct cluster {
   std::optional<int> find_device(std::string_view name) const;
 };
 
-/// Reads a cluster description (format in configs/clusters/README.md). Every problem is
-/// an input_error "FILE:LINE: what".
-cluster load_cluster(const std::filesystem::path& path);
-cluster parse_cluster(std::string_view toml_text, const std::filesystem::path& source);
-
 } // namespace deepcee::runtime

@@ -1,4 +1,4 @@
-#include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/units_toml.hpp"
 

@@ -85,10 +85,6 @@ struct measured_profile {
   std::vector<measured_entry> entries;
 };
 
-measured_profile load_measured_profile(const std::filesystem::path& path);
-measured_profile parse_measured_profile(std::string_view toml_text,
-                                        const std::filesystem::path& source);
-
 /// Per-layer costs of one model on any device, estimated by the roofline unless the
 /// measured profile has the (kind, layer kind) pair: an exact micro-batch match is taken
 /// as measured; other micro-batch sizes scale the estimate by measured / estimated at the

@@ -7,7 +7,6 @@
 #include "runtime/profile.hpp"
 #include "runtime/schedule.hpp"
 
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -138,11 +137,5 @@ std::vector<stage_cost> pipeline_stage_costs(const cluster& c, const profile_tab
 sim_result simulate(const cluster& c, const model_spec& model, const profile_table& profile,
                     const plan& p, const link_timeline& timeline = {},
                     const sim_options& options = {});
-
-/// Chrome / Perfetto trace JSON ({"traceEvents": [...]}, times in microseconds): one
-/// process per node (its devices' tracks and its links' tracks) and one for the WAN
-/// pipes; one thread per device and per link, with "X" events named "F3", "B3", "W3",
-/// "send act m3", "send grad m3", "allreduce L2-5", "optimizer".
-void write_chrome_trace(const sim_result& result, const cluster& c, std::ostream& out);
 
 } // namespace deepcee::runtime

@@ -1,6 +1,9 @@
 // deepcee plan: groups, the searched plan and the table of every strategy.
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/planner.hpp"
+#include "runtime/profile_toml.hpp"
 #include "runtime/units.hpp"
 #include "tools/commands.hpp"
 #include "tools/plan_print.hpp"

@@ -7,6 +7,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/job_config.hpp"
 #include "runtime/metrics_writer.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/planner.hpp"
 #include "runtime/simulator.hpp"
 #include "runtime/train_config_toml.hpp"

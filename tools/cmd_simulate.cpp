@@ -1,6 +1,10 @@
 // deepcee simulate: re-evaluates a saved plan, optionally under link changes.
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/link_timeline.hpp"
+#include "runtime/link_timeline_toml.hpp"
+#include "runtime/plan_json.hpp"
+#include "runtime/profile_toml.hpp"
 #include "runtime/simulator.hpp"
 #include "runtime/units.hpp"
 #include "tools/commands.hpp"

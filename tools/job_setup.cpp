@@ -1,6 +1,8 @@
 #include "tools/job_setup.hpp"
 
 #include "runtime/errors.hpp"
+#include "runtime/job_config_toml.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/train_config_toml.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,5 +1,7 @@
 #include "tools/job_steps.hpp"
 
+#include "kernels/make_backend.hpp"
+
 #include "actors/checkpoint_transfer.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/type_ids.hpp"

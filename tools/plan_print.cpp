@@ -1,5 +1,6 @@
 #include "tools/plan_print.hpp"
 
+#include "runtime/chrome_trace.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/units.hpp"
 

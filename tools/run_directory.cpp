@@ -1,5 +1,6 @@
 #include "tools/run_directory.hpp"
 
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 
 #include <ctime>

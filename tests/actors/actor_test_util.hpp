@@ -3,10 +3,12 @@
 #include "actors/local_job.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/model_spec.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/profile.hpp"
 #include "runtime/text_corpus.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -37,30 +39,9 @@ struct testing_config : system_config {
   }
 };
 
-/// Two regions joined by a slow WAN; seven devices of three kinds.
+/// The cluster every actor test runs on (tests/support/clusters.hpp).
 inline runtime::cluster test_cluster() {
-  return runtime::parse_cluster(R"(
-name = "actors-test"
-[links]
-same_node = { bandwidth = "16GB/s", latency = "10us" }
-same_region = { bandwidth = "1Gbps", latency = "1ms" }
-cross_region = { bandwidth = "100Mbps", latency = "40ms" }
-[[region]]
-name = "cloud"
-tier = "cloud"
-[[region]]
-name = "edge"
-tier = "edge"
-[[node]]
-name = "c0"
-region = "cloud"
-devices = [{ kind = "A100-80GB", count = 2 }, { kind = "T4", count = 2 }]
-[[node]]
-name = "e0"
-region = "edge"
-devices = [{ kind = "Jetson-AGX-Orin", count = 3 }]
-)",
-                                "actors-test");
+  return deepcee::test::actors_test_cluster();
 }
 
 inline runtime::model_config tiny_model() {

@@ -4,8 +4,8 @@
 #include "actor_test_util.hpp"
 
 #include "actors/checkpoint_transfer.hpp"
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/safetensors.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -11,6 +11,7 @@
 #include "actors/wire_format.hpp"
 #include "messages/codec.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/plan_json.hpp"
 
 #include "tests/support/refusal.hpp"
 

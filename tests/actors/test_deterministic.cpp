@@ -2,8 +2,8 @@
 // is delivered by sched.run() on this thread, so the whole step is one reproducible run.
 #include "actor_test_util.hpp"
 
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
 #include "messages/codec.hpp"
 
 #include <caf/scheduler/test_coordinator.hpp>

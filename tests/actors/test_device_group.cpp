@@ -9,6 +9,7 @@
 #include "actors/group_actor.hpp"
 #include "actors/remote_device.hpp"
 #include "kernels/gpt/stage_worker.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/schedule.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -25,11 +26,12 @@ using namespace deepcee::actors;
 
 namespace {
 
-struct group_fixture : test::system_fixture {
-  runtime::plan plan = test::one_stage_plan({0, 1, 2}, {2, 1, 1});
+struct group_fixture : actors::test::system_fixture {
+  runtime::plan plan = actors::test::one_stage_plan({0, 1, 2}, {2, 1, 1});
   runtime::profile_table profile{runtime::make_model_spec(plan.model)};
-  std::shared_ptr<job_context> job = make_job_context(
-      test::test_cluster(), profile, plan, test::train_for(plan, 1), test::test_corpus());
+  std::shared_ptr<job_context> job =
+      make_job_context(actors::test::test_cluster(), profile, plan,
+                       actors::test::train_for(plan, 1), actors::test::test_corpus());
   std::shared_ptr<const runtime::token_batch> batch =
       std::make_shared<const runtime::token_batch>(job->corpus->sample_batch(
           runtime::corpus_split::train, plan.global_batch(), plan.model.context, 7, 0));
@@ -136,8 +138,8 @@ BOOST_AUTO_TEST_CASE(a_ring_of_small_chunks_sums_segment_after_segment) {
   auto whole = spawn_group(self.ptr(), job, 0, 0);
   const auto want = run_both_micro_batches(*this, self, whole);
   // Chunks of at most 7 values: thousands of segments, each summed in its own order.
-  auto bounded = make_job_context(test::test_cluster(), profile, plan, test::train_for(plan, 1),
-                                  test::test_corpus());
+  auto bounded = make_job_context(actors::test::test_cluster(), profile, plan,
+                                  actors::test::train_for(plan, 1), actors::test::test_corpus());
   bounded->ring_chunk_values = 7;
   auto group = spawn_group(self.ptr(), bounded, 0, 0);
   const auto got = run_both_micro_batches(*this, self, group);
@@ -192,9 +194,9 @@ BOOST_AUTO_TEST_CASE(devices_on_another_node_compute_what_local_ones_do) {
   // and their rows, tokens and targets go in device_rows messages.
   auto spread = plan;
   spread.pipelines[0].stages[0].devices = {0, 4, 5};
-  auto apart = make_job_context(test::test_cluster(), profile, spread, test::train_for(spread, 1),
-                                test::test_corpus());
-  apart->place_on_nodes(test::test_cluster());
+  auto apart = make_job_context(actors::test::test_cluster(), profile, spread,
+                                actors::test::train_for(spread, 1), actors::test::test_corpus());
+  apart->place_on_nodes(actors::test::test_cluster());
   BOOST_TEST((apart->layout.apart_on(1) == std::vector<int32_t>{1, 2}));
   const auto on_e0 = spawn_devices_apart(sys, apart, 1);
   BOOST_REQUIRE_EQUAL(on_e0.size(), 2u);
@@ -387,10 +389,11 @@ BOOST_AUTO_TEST_CASE(nccl_serves_only_distinct_gpus_of_the_process) {
 BOOST_AUTO_TEST_CASE(a_cuda_job_without_a_gpu_stops_at_setup_naming_it) {
   if (kernels::visible_cuda_devices() > 0)
     return; // it runs there (the GPU machine's tests cover it)
-  auto train = test::train_for(plan, 1);
+  auto train = actors::test::train_for(plan, 1);
   train.device = "cuda";
   try {
-    make_job_context(test::test_cluster(), profile, plan, train, test::test_corpus());
+    make_job_context(actors::test::test_cluster(), profile, plan, train,
+                     actors::test::test_corpus());
     BOOST_FAIL("a cuda job started without a GPU");
   } catch (const std::exception& e) {
     BOOST_TEST_MESSAGE(e.what());

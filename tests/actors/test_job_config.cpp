@@ -1,6 +1,7 @@
 // Job files: the cluster relative to the job file, presets, train settings, bad input.
 #include "runtime/errors.hpp"
 #include "runtime/job_config.hpp"
+#include "runtime/job_config_toml.hpp"
 #include "runtime/model_spec.hpp"
 
 #include <boost/test/unit_test.hpp>

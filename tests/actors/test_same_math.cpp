@@ -2,8 +2,8 @@
 // seed and data give the same loss at every step, for every schedule.
 #include "actor_test_util.hpp"
 
-#include "kernels/backend.hpp"
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
 
 #include <boost/test/unit_test.hpp>
 

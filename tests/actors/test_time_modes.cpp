@@ -6,6 +6,7 @@
 #include "runtime/link_sharing.hpp"
 #include "runtime/simulator.hpp"
 #include "runtime/virtual_cluster.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -59,36 +60,6 @@ runtime::plan wan_pipeline(runtime::schedule_kind kind) {
   a.stages = {stage({0}, {2}, 0, 2), stage({4}, {2}, 2, 4)};
   p.pipelines = {a};
   return p;
-}
-
-/// test_cluster with a 2 Mbps, 5 ms WAN: one 4 KiB activation of the tiny model drains in
-/// 16 ms.
-runtime::cluster slow_wan_cluster() {
-  auto c = test_cluster();
-  c.links.cross_region.bandwidth_Bps = 2e6 / 8;
-  c.links.cross_region.latency_s = 5e-3;
-  return c;
-}
-
-/// 64 A100s on eight nodes in two regions.
-runtime::cluster a100_cluster() {
-  std::string text = R"(
-name = "a100-64"
-[links]
-same_node = { bandwidth = "300GB/s", latency = "5us" }
-same_region = { bandwidth = "100Gbps", latency = "20us" }
-cross_region = { bandwidth = "10Gbps", latency = "10ms" }
-[[region]]
-name = "east"
-tier = "cloud"
-[[region]]
-name = "west"
-tier = "cloud"
-)";
-  for (int n = 0; n < 8; ++n)
-    text += "[[node]]\nname = \"n" + std::to_string(n) + "\"\nregion = \"" +
-            (n < 4 ? "east" : "west") + "\"\ndevices = [{ kind = \"A100-80GB\", count = 8 }]\n";
-  return runtime::parse_cluster(text, "a100-64");
 }
 
 /// A 13B-parameter GPT over two pipelines of 32 one-device stages each: far beyond what
@@ -171,7 +142,7 @@ BOOST_AUTO_TEST_CASE(an_activation_is_serialized_once_and_deserialized_once) {
 }
 
 BOOST_AUTO_TEST_CASE(shaped_links_make_the_sender_wait_as_the_link_model_says) {
-  const auto cluster = slow_wan_cluster();
+  const auto cluster = deepcee::test::slow_short_wan_cluster();
   const auto plan = wan_pipeline(runtime::schedule_kind::zb_h1);
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
   const runtime::virtual_cluster vc(cluster, profile.model(), profile, plan);
@@ -202,7 +173,7 @@ BOOST_AUTO_TEST_CASE(shaped_links_are_shared_by_the_stages_of_a_process) {
   // Two pipelines, both sending cloud -> edge over the one slow WAN: their activations
   // queue on one FIFO, so a step lasts at least as long as that FIFO drains both senders'
   // transfers (twice what each sender's own FIFO would drain).
-  const auto cluster = slow_wan_cluster();
+  const auto cluster = deepcee::test::slow_short_wan_cluster();
   auto plan = wan_pipeline(runtime::schedule_kind::gpipe);
   auto second = plan.pipelines[0];
   second.stages = {stage({1}, {2}, 0, 2), stage({5}, {2}, 2, 4)};
@@ -325,7 +296,7 @@ BOOST_AUTO_TEST_CASE(stages_without_weights_refuse_a_checkpoint) {
 }
 
 BOOST_AUTO_TEST_CASE(a_job_far_too_large_to_compute_runs_at_the_simulators_times) {
-  const auto cluster = a100_cluster();
+  const auto cluster = deepcee::test::a100_64_cluster();
   const auto plan = gpt13b_plan();
   const auto spec = runtime::make_model_spec(plan.model);
   BOOST_REQUIRE_GT(static_cast<double>(spec.total_params()), 12e9);

@@ -2,8 +2,11 @@
 // same plan (within 2%), and link samples reach the adapter.
 #include "actor_test_util.hpp"
 
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/simulator.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -28,14 +31,6 @@ struct scenario {
   runtime::cluster cluster = test_cluster();
 };
 
-/// The test cluster with a 2 Mbps WAN: a micro-batch's activation takes about as long to
-/// drain as the latency, so transfers that share the WAN pipe queue behind each other.
-runtime::cluster slow_wan_cluster() {
-  auto c = test_cluster();
-  c.links.cross_region.bandwidth_Bps = 2e6 / 8;
-  return c;
-}
-
 runtime::plan one_pipeline(runtime::schedule_kind kind) {
   runtime::plan p;
   p.strategy = "test";
@@ -48,11 +43,6 @@ runtime::plan one_pipeline(runtime::schedule_kind kind) {
   a.stages = {stage({0, 1}, {1, 1}, 0, 2), stage({2}, {2}, 2, 3), stage({4}, {2}, 3, 4)};
   p.pipelines = {a};
   return p;
-}
-
-std::filesystem::path config_file(const std::string& relative) {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
-         relative;
 }
 
 /// Runs `steps` steps of `plan` and checks every step's virtual time against the simulator.
@@ -89,13 +79,13 @@ std::vector<scenario> scenarios() {
   out.push_back(
       {"3 pipelines sharing a 2 Mbps WAN both ways, 1f1b",
        shared_wan_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b),
-       slow_wan_cluster()});
+       deepcee::test::slow_wan_cluster()});
   out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, zb-h1 + greedy",
                  shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy),
-                 slow_wan_cluster()});
+                 deepcee::test::slow_wan_cluster()});
   out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, gpipe + zb-h2",
                  shared_wan_plan(runtime::schedule_kind::gpipe, runtime::schedule_kind::zb_h2),
-                 slow_wan_cluster()});
+                 deepcee::test::slow_wan_cluster()});
   out.push_back(
       {"3 pipelines sharing a 100 Mbps WAN both ways, zb-h1 + 1f1b",
        shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b)});
@@ -114,15 +104,16 @@ BOOST_AUTO_TEST_CASE(step_time_matches_simulator) {
 BOOST_AUTO_TEST_CASE(hybrid_plan_sharing_the_cee_small_wan_matches_simulator) {
   // The saved hybrid plan: both pipelines' first stages send over the one cloud->edge pipe
   // and their second stages' gradients share the edge->cloud one.
-  check_against_simulator("cee-small hybrid",
-                          runtime::load_cluster(config_file("clusters/cee-small.toml")),
-                          runtime::load_plan(config_file("plans/cee-small-hybrid.json")), 2);
+  check_against_simulator(
+      "cee-small hybrid",
+      runtime::load_cluster(deepcee::test::configs_dir() / "clusters/cee-small.toml"),
+      runtime::load_plan(deepcee::test::configs_dir() / "plans/cee-small-hybrid.json"), 2);
 }
 
 BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_host) {
   // Three runs of the same job give bit-identical losses and virtual times, op by op,
   // with and without shared links.
-  const auto cluster = slow_wan_cluster();
+  const auto cluster = deepcee::test::slow_wan_cluster();
   const auto corpus = test_corpus();
   for (const auto& plan :
        {two_pipeline_plan(runtime::schedule_kind::zb_h1),
@@ -158,7 +149,7 @@ BOOST_AUTO_TEST_CASE(a_shared_link_carries_one_transfer_at_a_time_in_send_order)
       shared_wan_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b);
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
   system_fixture f;
-  actors::local_job job(f.sys, slow_wan_cluster(), profile, plan, train_for(plan, 2),
+  actors::local_job job(f.sys, deepcee::test::slow_wan_cluster(), profile, plan, train_for(plan, 2),
                         test_corpus());
   job.step();
   job.step();

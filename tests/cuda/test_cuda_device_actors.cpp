@@ -5,7 +5,7 @@
 #include "../actors/actor_test_util.hpp"
 
 #include "actors/group_actor.hpp"
-#include "kernels/backend.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/schedule.hpp"
 #include "tests/support/gpt_test_util.hpp"
 

@@ -3,6 +3,7 @@
 // stay together. bf16 matrix products get a looser tolerance.
 #include "kernels/gpt/adamw.hpp"
 #include "kernels/gpt/gpt_model.hpp"
+#include "kernels/make_backend.hpp"
 #include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>

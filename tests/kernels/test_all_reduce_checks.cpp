@@ -3,8 +3,8 @@
 // constructor is checked to refuse the same ordinals before it touches NCCL.
 #include "kernels/all_reduce_checks.hpp"
 #ifdef DEEPCEE_HAVE_CUDA
-#include "kernels/backend.hpp"
 #include "kernels/cuda/nccl_group.hpp"
+#include "kernels/make_backend.hpp"
 #endif
 
 #include "tests/support/refusal.hpp"

@@ -1,8 +1,9 @@
 // Finite-difference checks of every layer kind's B and W against its forward.
-#include "tests/support/gpt_test_util.hpp"
 #include "kernels/gpt/embedding_layer.hpp"
 #include "kernels/gpt/head_layer.hpp"
 #include "kernels/gpt/transformer_block.hpp"
+#include "kernels/make_backend.hpp"
+#include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,8 +1,9 @@
 // A plan of 2 pipelines (3 and 2 stages, data parallelism inside stages, uneven sample
 // shares and micro-batch counts) trains exactly like one device on the same global batch,
 // seed and data, for every schedule.
-#include "tests/support/gpt_test_util.hpp"
 #include "kernels/gpt/plan_executor.hpp"
+#include "kernels/make_backend.hpp"
+#include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 

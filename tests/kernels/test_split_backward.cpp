@@ -1,6 +1,7 @@
 // B then W in any order equals the fused backward; slices compose into the whole model.
-#include "tests/support/gpt_test_util.hpp"
 #include "kernels/gpt/transformer_block.hpp"
+#include "kernels/make_backend.hpp"
+#include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 

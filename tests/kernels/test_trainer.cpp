@@ -1,9 +1,10 @@
 // Training end to end on one device: the loss falls, checkpoints round-trip bit-exactly,
 // and a resumed run continues the uninterrupted run's loss curve exactly.
-#include "tests/support/gpt_test_util.hpp"
 #include "kernels/gpt/trainer.hpp"
+#include "kernels/make_backend.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/safetensors.hpp"
+#include "tests/support/gpt_test_util.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <boost/test/unit_test.hpp>

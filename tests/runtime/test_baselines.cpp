@@ -1,10 +1,12 @@
 #include "runtime/baselines.hpp"
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/planner.hpp"
 #include "runtime/profile.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,13 +18,8 @@ using namespace deepcee::runtime;
 
 namespace {
 
-std::filesystem::path cluster_file(const std::string& name) {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
-         "clusters" / (name + ".toml");
-}
-
 struct testbed {
-  cluster c = load_cluster(cluster_file("deepcee-testbed"));
+  cluster c = load_cluster(deepcee::test::cluster_file("deepcee-testbed"));
   profile_table profiles{make_model_spec(*model_preset("gpt2-124m"), "gpt2-124m")};
   cost_cache costs{c, profiles};
   baseline_request request = make_request();
@@ -32,7 +29,7 @@ struct testbed {
     r.model_name = "gpt2-124m";
     r.global_batch = 64;
     r.memory_fraction = 0.9;
-    r.source = cluster_file("deepcee-testbed");
+    r.source = deepcee::test::cluster_file("deepcee-testbed");
     return r;
   }
 };

@@ -1,5 +1,7 @@
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -12,11 +14,6 @@ using namespace deepcee::runtime;
 namespace tt = boost::test_tools;
 
 namespace {
-
-std::filesystem::path clusters_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
-         "clusters";
-}
 
 const char* const base = R"(name = "t"
 [links]
@@ -200,7 +197,7 @@ BOOST_AUTO_TEST_CASE(every_scenario_file_parses) {
                {"cee-1024.toml", 8, 464, 1024},    {"cee-small.toml", 3, 4, 6}};
   for (const auto& f : files) {
     BOOST_TEST_CONTEXT(f.file) {
-      cluster c = load_cluster(clusters_dir() / f.file);
+      cluster c = load_cluster(deepcee::test::clusters_dir() / f.file);
       BOOST_TEST(c.regions.size() == f.regions);
       BOOST_TEST(c.nodes.size() == f.nodes);
       BOOST_TEST(c.devices.size() == f.devices);
@@ -209,7 +206,7 @@ BOOST_AUTO_TEST_CASE(every_scenario_file_parses) {
 }
 
 BOOST_AUTO_TEST_CASE(testbed_links_follow_the_issue) {
-  cluster c = load_cluster(clusters_dir() / "deepcee-testbed.toml");
+  cluster c = load_cluster(deepcee::test::clusters_dir() / "deepcee-testbed.toml");
   const int cloud = *c.find_device("cloud0/0"), cloud1 = *c.find_device("cloud1/0");
   const int edge = *c.find_device("edge0/0"), end = *c.find_device("end0/0");
   const int end2 = *c.find_device("end2/0");
@@ -218,7 +215,7 @@ BOOST_AUTO_TEST_CASE(testbed_links_follow_the_issue) {
   BOOST_TEST(c.link_between(edge, end).bandwidth_Bps >= 1e9 / 8);
   BOOST_TEST(c.link_between(cloud, cloud1).bandwidth_Bps >= 1e9 / 8);
   BOOST_TEST(c.link_between(end, end2).bandwidth_Bps >= 1e9 / 8);
-  cluster b = load_cluster(clusters_dir() / "deepcee-testbed-500mbps.toml");
+  cluster b = load_cluster(deepcee::test::clusters_dir() / "deepcee-testbed-500mbps.toml");
   for (int x = 0; x < int(b.devices.size()); ++x)
     for (int y = 0; y < int(b.devices.size()); ++y)
       if (b.devices[x].node != b.devices[y].node)

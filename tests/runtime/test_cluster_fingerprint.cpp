@@ -2,6 +2,7 @@
 // sensitive to everything the job computes with.
 #include "runtime/cluster.hpp"
 #include "runtime/cluster_fingerprint.hpp"
+#include "runtime/cluster_toml.hpp"
 
 #include <boost/test/unit_test.hpp>
 

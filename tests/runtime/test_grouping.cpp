@@ -1,6 +1,8 @@
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/grouping.hpp"
 #include "runtime/model_spec.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -10,11 +12,6 @@ using namespace deepcee::runtime;
 
 namespace {
 
-std::filesystem::path clusters_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
-         "clusters";
-}
-
 /// One micro-batch of GPT-2 124M at the stage boundary: 3.1 MB.
 grouping_options gpt2_options() {
   grouping_options o;
@@ -22,43 +19,6 @@ grouping_options gpt2_options() {
       double(make_model_spec(*model_preset("gpt2-124m")).transfer_bytes(1, compression::none));
   return o;
 }
-
-const char* const three_regions = R"(
-[links]
-same_node = { bandwidth = "16GB/s", latency = "10us" }
-same_region = { bandwidth = "10Gbps", latency = "0.1ms" }
-cross_region = { bandwidth = "100Mbps", latency = "40ms" }
-[[region]]
-name = "cloud"
-tier = "cloud"
-[[region]]
-name = "edge"
-tier = "edge"
-[[region]]
-name = "end"
-tier = "end"
-[[node]]
-name = "c0"
-region = "cloud"
-devices = [{ kind = "T4", count = 2 }, { kind = "A100-80GB", count = 2 }]
-[[node]]
-name = "e0"
-region = "edge"
-devices = [{ kind = "A10", count = 2 }]
-[[node]]
-name = "c1"
-region = "cloud"
-devices = [{ kind = "A100-40GB", count = 2 }]
-[[node]]
-name = "e1"
-region = "edge"
-devices = [{ kind = "T4" }]
-[[node]]
-name = "x"
-region = "end"
-replicas = 3
-devices = [{ kind = "Jetson-AGX-Orin" }]
-)";
 
 std::vector<std::vector<int>> node_sets(const grouping& g) {
   std::vector<std::vector<int>> out;
@@ -72,7 +32,7 @@ std::vector<std::vector<int>> node_sets(const grouping& g) {
 BOOST_AUTO_TEST_SUITE(grouping_suite)
 
 BOOST_AUTO_TEST_CASE(three_regions_give_three_network_groups) {
-  cluster c = parse_cluster(three_regions, "g.toml");
+  cluster c = deepcee::test::three_region_cluster();
   grouping g = group_devices(c, gpt2_options());
   BOOST_TEST_MESSAGE(g.rule);
   BOOST_TEST_REQUIRE(g.network.size() == 3u);
@@ -91,7 +51,7 @@ BOOST_AUTO_TEST_CASE(three_regions_give_three_network_groups) {
 }
 
 BOOST_AUTO_TEST_CASE(mixed_kinds_split_into_compute_groups) {
-  cluster c = parse_cluster(three_regions, "g.toml");
+  cluster c = deepcee::test::three_region_cluster();
   grouping g = group_devices(c, gpt2_options());
   // Cloud: four A100s (40 and 80 GB have the same speed) before two T4s.
   const auto& cloud = g.network[0].compute;
@@ -114,7 +74,7 @@ BOOST_AUTO_TEST_CASE(mixed_kinds_split_into_compute_groups) {
 }
 
 BOOST_AUTO_TEST_CASE(deterministic) {
-  cluster c = parse_cluster(three_regions, "g.toml");
+  cluster c = deepcee::test::three_region_cluster();
   grouping a = group_devices(c, gpt2_options());
   for (int i = 0; i < 3; ++i) {
     grouping b = group_devices(c, gpt2_options());
@@ -128,14 +88,14 @@ BOOST_AUTO_TEST_CASE(deterministic) {
     }
   }
   // Equal costs everywhere: ties go to the smallest indices, in order.
-  cluster flat = load_cluster(clusters_dir() / "deepcee-testbed-500mbps.toml");
+  cluster flat = load_cluster(deepcee::test::clusters_dir() / "deepcee-testbed-500mbps.toml");
   grouping f = group_devices(flat, gpt2_options());
   BOOST_TEST(f.merges[0].left == 0);
   BOOST_TEST(f.merges[0].right == 1);
 }
 
 BOOST_AUTO_TEST_CASE(uniform_links_give_one_network_group) {
-  cluster c = load_cluster(clusters_dir() / "deepcee-testbed-500mbps.toml");
+  cluster c = load_cluster(deepcee::test::clusters_dir() / "deepcee-testbed-500mbps.toml");
   grouping g = group_devices(c, gpt2_options());
   BOOST_TEST(g.network.size() == 1u);
   BOOST_TEST(g.network[0].devices.size() == 15u);
@@ -145,17 +105,17 @@ BOOST_AUTO_TEST_CASE(uniform_links_give_one_network_group) {
 }
 
 BOOST_AUTO_TEST_CASE(scenario_groups) {
-  cluster a = load_cluster(clusters_dir() / "deepcee-testbed.toml");
+  cluster a = load_cluster(deepcee::test::clusters_dir() / "deepcee-testbed.toml");
   grouping ga = group_devices(a, gpt2_options());
   // The 100 Mbps links to the cloud separate it; edge and end share >= 1 Gbps.
   BOOST_TEST(node_sets(ga) == std::vector<std::vector<int>>({{0, 1}, {2, 3, 4, 5, 6}}));
-  cluster cm = load_cluster(clusters_dir() / "cee-mixed.toml");
+  cluster cm = load_cluster(deepcee::test::clusters_dir() / "cee-mixed.toml");
   BOOST_TEST(group_devices(cm, gpt2_options()).network.size() == 3u);
-  cluster d = load_cluster(clusters_dir() / "datacenter-mixed.toml");
+  cluster d = load_cluster(deepcee::test::clusters_dir() / "datacenter-mixed.toml");
   grouping gd = group_devices(d, gpt2_options());
   BOOST_TEST(gd.network.size() == 1u);
   BOOST_TEST(gd.network[0].compute.size() == 2u); // A100 + V100 within 1.5x; T4 apart
-  cluster e = load_cluster(clusters_dir() / "cee-1024.toml");
+  cluster e = load_cluster(deepcee::test::clusters_dir() / "cee-1024.toml");
   grouping ge = group_devices(e, gpt2_options());
   size_t devices = 0;
   for (const auto& n : ge.network)

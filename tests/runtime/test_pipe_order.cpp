@@ -2,11 +2,14 @@
 // commits transfers in, the lower bounds a stage promises on its next sends, and which
 // links a plan shares.
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/link_sharing.hpp"
 #include "runtime/pipe_order.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/profile.hpp"
 #include "runtime/send_bounds.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -197,8 +200,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(link_sharing)
 
 BOOST_AUTO_TEST_CASE(the_hybrid_plan_shares_both_directions_of_the_cloud_edge_wan) {
-  const auto configs =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs";
+  const auto configs = deepcee::test::configs_dir();
   const auto c = load_cluster(configs / "clusters" / "cee-small.toml");
   const auto p = load_plan(configs / "plans" / "cee-small-hybrid.json");
   const auto spec = make_model_spec(p.model);

@@ -1,5 +1,6 @@
 #include "runtime/errors.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/plan_json.hpp"
 
 #include <boost/test/unit_test.hpp>
 

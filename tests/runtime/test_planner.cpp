@@ -1,8 +1,11 @@
 #include "runtime/cluster.hpp"
+#include "runtime/cluster_toml.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/plan_json.hpp"
 #include "runtime/planner.hpp"
 #include "runtime/profile.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -14,11 +17,6 @@
 using namespace deepcee::runtime;
 
 namespace {
-
-std::filesystem::path cluster_file(const std::string& name) {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" /
-         "clusters" / (name + ".toml");
-}
 
 planner_report run(const cluster& c, const std::string& model, int batch = 0) {
   profile_table profiles(make_model_spec(*model_preset(model), model));
@@ -46,7 +44,7 @@ double best_baseline(const planner_report& r, bool all_devices_only = false) {
 void check_scenario(const std::string& name, const std::string& model, double factor,
                     bool has_smaller_group = true) {
   BOOST_TEST_CONTEXT(name << " " << model) {
-    cluster c = load_cluster(cluster_file(name));
+    cluster c = load_cluster(deepcee::test::cluster_file(name));
     planner_report r = run(c, model);
     validate_plan(r.best, static_cast<int>(c.devices.size()), name);
     BOOST_TEST(r.best.strategy == "deepcee");
@@ -88,32 +86,6 @@ void check_scenario(const std::string& name, const std::string& model, double fa
   }
 }
 
-const char* const slow_corner = R"(
-[links]
-same_node = { bandwidth = "16GB/s", latency = "10us" }
-same_region = { bandwidth = "10Gbps", latency = "0.1ms" }
-cross_region = { bandwidth = "1Gbps", latency = "5ms" }
-[[region]]
-name = "dc"
-tier = "cloud"
-[[region]]
-name = "far"
-tier = "end"
-[[node]]
-name = "a"
-region = "dc"
-replicas = 2
-devices = [{ kind = "A100-80GB", count = 2 }]
-[[node]]
-name = "x"
-region = "far"
-devices = [{ kind = "RTX4090" }]
-[[link]]
-between = ["far", "dc"]
-bandwidth = "2Mbps"
-latency = "200ms"
-)";
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(planner)
@@ -137,7 +109,7 @@ BOOST_AUTO_TEST_CASE(datacenter_mixed_beats_every_baseline) {
 }
 
 BOOST_AUTO_TEST_CASE(dp_on_the_testbeds_cloud_alone_is_much_faster_than_across_the_wan) {
-  cluster c = load_cluster(cluster_file("deepcee-testbed"));
+  cluster c = load_cluster(deepcee::test::cluster_file("deepcee-testbed"));
   planner_report r = run(c, "gpt2-124m", 64);
   auto row = [&](const std::string& base, bool restricted) {
     auto it = std::find_if(r.strategies.begin(), r.strategies.end(), [&](const auto& s) {
@@ -156,7 +128,7 @@ BOOST_AUTO_TEST_CASE(dp_on_the_testbeds_cloud_alone_is_much_faster_than_across_t
 }
 
 BOOST_AUTO_TEST_CASE(a_device_behind_a_very_slow_link_is_excluded_with_a_reason) {
-  cluster c = parse_cluster(slow_corner, "slow.toml");
+  cluster c = deepcee::test::slow_corner_cluster();
   planner_report r = run(c, "gpt2-124m", 64);
   int far = *c.find_device("x/0");
   auto it = std::find_if(r.best.excluded.begin(), r.best.excluded.end(),
@@ -171,7 +143,7 @@ BOOST_AUTO_TEST_CASE(a_device_behind_a_very_slow_link_is_excluded_with_a_reason)
 BOOST_AUTO_TEST_CASE(memory_limits_hold_for_a_model_that_needs_a_pipeline) {
   // gpt2-1.5b's state (about 26 GB with the untied head) does not fit one 24 GB card, so
   // every device must hold only part of the model.
-  cluster c = load_cluster(cluster_file("deepcee-testbed"));
+  cluster c = load_cluster(deepcee::test::cluster_file("deepcee-testbed"));
   planner_report r = run(c, "gpt2-1.5b", 64);
   BOOST_TEST(!r.best_sim.out_of_memory);
   for (const auto& d : r.best_sim.devices)
@@ -179,16 +151,7 @@ BOOST_AUTO_TEST_CASE(memory_limits_hold_for_a_model_that_needs_a_pipeline) {
 }
 
 BOOST_AUTO_TEST_CASE(a_model_larger_than_the_cluster_is_an_input_error_with_sizes) {
-  cluster c = parse_cluster(R"(
-[[region]]
-name = "r"
-tier = "cloud"
-[[node]]
-name = "n"
-region = "r"
-devices = [{ kind = "T4" }]
-)",
-                            "tiny.toml");
+  cluster c = deepcee::test::one_t4_cluster();
   try {
     run(c, "7b", 8);
     BOOST_FAIL("expected input_error");
@@ -201,12 +164,12 @@ devices = [{ kind = "T4" }]
 }
 
 BOOST_AUTO_TEST_CASE(a_negative_batch_is_an_input_error) {
-  cluster c = load_cluster(cluster_file("cee-small"));
+  cluster c = load_cluster(deepcee::test::cluster_file("cee-small"));
   BOOST_CHECK_THROW(run(c, "gpt2-124m", -4), input_error);
 }
 
 BOOST_AUTO_TEST_CASE(the_search_is_deterministic) {
-  cluster c = load_cluster(cluster_file("cee-small"));
+  cluster c = load_cluster(deepcee::test::cluster_file("cee-small"));
   planner_report a = run(c, "gpt2-124m", 64);
   planner_report b = run(c, "gpt2-124m", 64);
   BOOST_TEST(plan_to_json(a.best) == plan_to_json(b.best));

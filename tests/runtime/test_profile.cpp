@@ -1,5 +1,6 @@
 #include "runtime/errors.hpp"
 #include "runtime/profile.hpp"
+#include "runtime/profile_toml.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,6 @@
+#include "runtime/chrome_trace.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/link_timeline_toml.hpp"
 #include "runtime/simulator.hpp"
 
 #include <boost/test/unit_test.hpp>

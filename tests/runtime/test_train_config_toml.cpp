@@ -4,11 +4,12 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "tests/support/clusters.hpp"
+#include "tests/support/temp_dir.hpp"
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <unistd.h>
-#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace deepcee::runtime;
@@ -30,10 +31,6 @@ std::string load_error(const temp_dir& dir, const std::string& text, fs::path* f
     return e.what();
   }
   return "";
-}
-
-fs::path repo_root() {
-  return fs::path(__FILE__).parent_path().parent_path().parent_path();
 }
 
 } // namespace
@@ -69,7 +66,8 @@ BOOST_AUTO_TEST_CASE(empty_file_gives_the_defaults) {
 }
 
 BOOST_AUTO_TEST_CASE(single_toml_parses) {
-  const train_config config = load_train_config(repo_root() / "configs" / "single.toml");
+  const train_config config =
+      load_train_config(deepcee::test::repo_root() / "configs" / "single.toml");
   BOOST_TEST(config.steps == 1200);
   BOOST_TEST(config.batch == 32);
   BOOST_TEST(config.model.context == 128);

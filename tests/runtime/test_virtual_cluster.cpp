@@ -1,29 +1,13 @@
 // The emulated cluster of the actor runtime's virtual time: what it hands each stage.
+#include "runtime/cluster_toml.hpp"
 #include "runtime/virtual_cluster.hpp"
+#include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 using namespace deepcee::runtime;
 
 namespace {
-
-cluster four_a100s() {
-  return parse_cluster(R"(
-name = "four"
-[links]
-same_node = { bandwidth = "300GB/s", latency = "5us" }
-same_region = { bandwidth = "100Gbps", latency = "20us" }
-cross_region = { bandwidth = "10Gbps", latency = "10ms" }
-[[region]]
-name = "east"
-tier = "cloud"
-[[node]]
-name = "n0"
-region = "east"
-devices = [{ kind = "A100-80GB", count = 4 }]
-)",
-                       "four");
-}
 
 stage_plan one_device_stage(int device, int first, int last) {
   stage_plan s;
@@ -54,7 +38,7 @@ BOOST_AUTO_TEST_CASE(replicated_pipelines_get_the_schedule_they_share) {
   }
   const auto spec = make_model_spec(p.model);
   const profile_table profile(spec);
-  const virtual_cluster vc(four_a100s(), spec, profile, p);
+  const virtual_cluster vc(deepcee::test::four_a100_cluster(), spec, profile, p);
   const auto& first = vc.schedule(0);
   const auto& replica = vc.schedule(1);
   BOOST_REQUIRE_EQUAL(first.stages.size(), 2u);
