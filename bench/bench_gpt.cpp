@@ -3,12 +3,12 @@
 //   build/bench/bench_gpt                         # small CPU model, one thread
 //   build/bench/bench_gpt --device cuda --layers 12 --d-model 768 --heads 12
 //       --context 1024 --batch 8                  # GPT-2 124M on a GPU (one line)
-#include "kernels/gpt/adamw.hpp"
+#include "kernels/device/make_backend.hpp"
 #include "kernels/gpt/embedding_layer.hpp"
 #include "kernels/gpt/gpt_model.hpp"
 #include "kernels/gpt/head_layer.hpp"
 #include "kernels/gpt/transformer_block.hpp"
-#include "kernels/make_backend.hpp"
+#include "kernels/optim/adamw.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

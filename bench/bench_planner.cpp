@@ -1,8 +1,8 @@
 // Planner search time against cluster size: synthetic three-tier clusters of growing size
 // (cloud nodes of 8 A100, edge nodes of 4 T4, single Jetson end devices, in the 1:1:2
 // device ratio of cee-1024) planned for GPT-2 1.5B. Prints one row per size.
-#include "runtime/cluster_toml.hpp"
-#include "runtime/planner.hpp"
+#include "runtime/io/cluster_toml.hpp"
+#include "runtime/planner/planner.hpp"
 
 #include <cstdio>
 #include <string>

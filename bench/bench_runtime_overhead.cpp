@@ -8,12 +8,12 @@
 //     counters saw them.
 //   build/bench/bench_runtime_overhead                    # the "small" model, batch 32
 //   build/bench/bench_runtime_overhead --model gpt2-124m --batch 4 --steps 5
-#include "actors/local_job.hpp"
-#include "actors/type_ids.hpp"
-#include "kernels/gpt/trainer.hpp"
-#include "kernels/make_backend.hpp"
-#include "runtime/cluster_toml.hpp"
-#include "runtime/model_spec.hpp"
+#include "actors/job/local_job.hpp"
+#include "actors/protocol/type_ids.hpp"
+#include "kernels/device/make_backend.hpp"
+#include "kernels/train/trainer.hpp"
+#include "runtime/base/model_spec.hpp"
+#include "runtime/io/cluster_toml.hpp"
 
 #include <caf/actor_system.hpp>
 

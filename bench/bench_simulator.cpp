@@ -1,6 +1,6 @@
 // simulate() wall time against cluster size and micro-batch count: the planner calls it
 // for every candidate plan, so it must stay well under a second at 1024 devices.
-#include "runtime/simulator.hpp"
+#include "runtime/sim/simulator.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,10 +1,10 @@
 #pragma once
 
 #include "messages/tensor_codec.hpp"
-#include "runtime/job_config.hpp"
-#include "runtime/parameter_tensor.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/train_config.hpp"
+#include "runtime/base/parameter_tensor.hpp"
+#include "runtime/base/train_config.hpp"
+#include "runtime/plan/job_config.hpp"
+#include "runtime/plan/plan.hpp"
 
 #include <cstdint>
 #include <memory>

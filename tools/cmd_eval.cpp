@@ -1,7 +1,7 @@
 // deepcee eval: validation loss of a checkpoint.
-#include "kernels/gpt/checkpoint.hpp"
-#include "kernels/gpt/trainer.hpp"
-#include "runtime/train_config.hpp"
+#include "kernels/train/checkpoint.hpp"
+#include "kernels/train/trainer.hpp"
+#include "runtime/base/train_config.hpp"
 #include "tools/commands.hpp"
 #include "tools/run_directory.hpp"
 

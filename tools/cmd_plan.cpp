@@ -1,10 +1,10 @@
 // deepcee plan: groups, the searched plan and the table of every strategy.
-#include "runtime/cluster_toml.hpp"
-#include "runtime/errors.hpp"
-#include "runtime/plan_json.hpp"
-#include "runtime/planner.hpp"
-#include "runtime/profile_toml.hpp"
-#include "runtime/units.hpp"
+#include "runtime/base/errors.hpp"
+#include "runtime/base/units.hpp"
+#include "runtime/io/cluster_toml.hpp"
+#include "runtime/io/plan_json.hpp"
+#include "runtime/io/profile_toml.hpp"
+#include "runtime/planner/planner.hpp"
 #include "tools/commands.hpp"
 #include "tools/plan_print.hpp"
 

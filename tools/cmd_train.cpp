@@ -1,9 +1,9 @@
 // deepcee train: single-device training with a progress bar, metrics files and
 // checkpoints in a run directory.
-#include "kernels/gpt/trainer.hpp"
-#include "runtime/errors.hpp"
-#include "runtime/metrics_writer.hpp"
-#include "runtime/train_config_toml.hpp"
+#include "kernels/train/trainer.hpp"
+#include "runtime/base/errors.hpp"
+#include "runtime/io/metrics_writer.hpp"
+#include "runtime/io/train_config_toml.hpp"
 #include "tools/commands.hpp"
 #include "tools/embedded_configs.hpp"
 #include "tools/progress.hpp"

@@ -1,9 +1,9 @@
 #include "tools/job_setup.hpp"
 
-#include "runtime/errors.hpp"
-#include "runtime/job_config_toml.hpp"
-#include "runtime/plan_json.hpp"
-#include "runtime/train_config_toml.hpp"
+#include "runtime/base/errors.hpp"
+#include "runtime/io/job_config_toml.hpp"
+#include "runtime/io/plan_json.hpp"
+#include "runtime/io/train_config_toml.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,10 +1,10 @@
 #pragma once
 
-#include "runtime/job_config.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/planner.hpp"
-#include "runtime/profile.hpp"
-#include "runtime/text_corpus.hpp"
+#include "runtime/cluster/profile.hpp"
+#include "runtime/data/text_corpus.hpp"
+#include "runtime/plan/job_config.hpp"
+#include "runtime/plan/plan.hpp"
+#include "runtime/planner/planner.hpp"
 
 #include <filesystem>
 #include <memory>

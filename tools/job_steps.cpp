@@ -1,12 +1,12 @@
 #include "tools/job_steps.hpp"
 
-#include "kernels/make_backend.hpp"
+#include "kernels/device/make_backend.hpp"
 
-#include "actors/checkpoint_transfer.hpp"
-#include "actors/coordinator.hpp"
-#include "actors/type_ids.hpp"
-#include "kernels/gpt/trainer.hpp"
-#include "runtime/errors.hpp"
+#include "actors/job/checkpoint_transfer.hpp"
+#include "actors/job/coordinator.hpp"
+#include "actors/protocol/type_ids.hpp"
+#include "kernels/train/trainer.hpp"
+#include "runtime/base/errors.hpp"
 #include "tools/node_process.hpp"
 
 #include <algorithm>

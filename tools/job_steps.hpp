@@ -1,9 +1,9 @@
 #pragma once
 
-#include "actors/job_wiring.hpp"
-#include "kernels/gpt/checkpoint.hpp"
-#include "runtime/job_config.hpp"
-#include "runtime/train_config.hpp"
+#include "actors/job/job_wiring.hpp"
+#include "kernels/train/checkpoint.hpp"
+#include "runtime/base/train_config.hpp"
+#include "runtime/plan/job_config.hpp"
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>

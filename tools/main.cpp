@@ -1,5 +1,5 @@
 // The deepcee command: one subcommand per file, wired together here.
-#include "runtime/errors.hpp"
+#include "runtime/base/errors.hpp"
 #include "tools/commands.hpp"
 
 #include <spdlog/spdlog.h>

@@ -4,10 +4,10 @@
 // then serves until the coordinator's node ends the job. Ctrl-C does not end it at once:
 // the coordinator's node (interrupted by the same Ctrl-C of the terminal's process group)
 // still gathers pipeline 0's stages, wherever they run, for its final checkpoint.
-#include "actors/node_deployment.hpp"
-#include "actors/node_registry.hpp"
-#include "actors/stage_actor.hpp"
-#include "runtime/cluster_fingerprint.hpp"
+#include "actors/job/node_deployment.hpp"
+#include "actors/job/node_registry.hpp"
+#include "actors/stage/stage_actor.hpp"
+#include "runtime/cluster/cluster_fingerprint.hpp"
 #include "tools/interrupt_flag.hpp"
 #include "tools/node_process.hpp"
 

@@ -1,6 +1,6 @@
 #include "tools/node_process.hpp"
 
-#include "actors/heartbeat_actor.hpp"
+#include "actors/job/heartbeat_actor.hpp"
 
 #include <cmath>
 #include <stdexcept>

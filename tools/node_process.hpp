@@ -1,10 +1,10 @@
 #pragma once
 
-#include "actors/interfaces.hpp"
-#include "actors/job_context.hpp"
-#include "actors/job_wiring.hpp"
-#include "actors/node_registry.hpp"
-#include "runtime/job_config.hpp"
+#include "actors/job/job_wiring.hpp"
+#include "actors/job/node_registry.hpp"
+#include "actors/protocol/interfaces.hpp"
+#include "actors/protocol/job_context.hpp"
+#include "runtime/plan/job_config.hpp"
 
 #include <caf/actor_system.hpp>
 

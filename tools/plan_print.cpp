@@ -1,8 +1,8 @@
 #include "tools/plan_print.hpp"
 
-#include "runtime/chrome_trace.hpp"
-#include "runtime/errors.hpp"
-#include "runtime/units.hpp"
+#include "runtime/base/errors.hpp"
+#include "runtime/base/units.hpp"
+#include "runtime/io/chrome_trace.hpp"
 
 #include <fstream>
 #include <map>

@@ -1,9 +1,9 @@
 #pragma once
 
-#include "runtime/cluster.hpp"
-#include "runtime/grouping.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/simulator.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/grouping.hpp"
+#include "runtime/plan/plan.hpp"
+#include "runtime/sim/simulator.hpp"
 
 #include <cstdio>
 

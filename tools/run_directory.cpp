@@ -1,7 +1,7 @@
 #include "tools/run_directory.hpp"
 
-#include "kernels/make_backend.hpp"
-#include "runtime/errors.hpp"
+#include "kernels/device/make_backend.hpp"
+#include "runtime/base/errors.hpp"
 
 #include <ctime>
 

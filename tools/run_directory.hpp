@@ -1,6 +1,6 @@
 #pragma once
 
-#include "kernels/backend.hpp"
+#include "kernels/backend/backend.hpp"
 
 #include <filesystem>
 #include <memory>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "runtime/metrics_writer.hpp"
-#include "runtime/train_config.hpp"
+#include "runtime/base/train_config.hpp"
+#include "runtime/io/metrics_writer.hpp"
 #include "tools/interrupt_flag.hpp"
 #include "tools/progress.hpp"
 

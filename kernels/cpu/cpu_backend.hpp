@@ -1,6 +1,6 @@
 #pragma once
 
-#include "kernels/backend.hpp"
+#include "kernels/backend/backend.hpp"
 
 #include <memory>
 
@@ -50,13 +50,13 @@ public:
   void split_heads(float* yh, const float* y, int B, int T, int H, int D) override;
   void softmax_causal_forward(float* probs, const float* scores, float scale, int64_t rows,
                               int T) override;
-  void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs,
-                               float scale, int64_t rows, int T) override;
+  void softmax_causal_backward(float* dscores, const float* dprobs, const float* probs, float scale,
+                               int64_t rows, int T) override;
 
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                          int B, int T, int C) override;
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                          int B, int T, int C) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                          int T, int C) override;
 
   void cross_entropy_forward(float* losses, float* probs, const float* logits,
                              const int32_t* targets, int64_t n, int V) override;

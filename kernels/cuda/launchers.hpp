@@ -4,7 +4,7 @@
 // (std::invalid_argument), enqueues its kernels on `stream` and returns at once; none
 // synchronizes. Pointers are device pointers. C++17, so .cu files can include it.
 
-#include "kernels/backend.hpp"
+#include "kernels/backend/backend.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

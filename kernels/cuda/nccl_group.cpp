@@ -1,7 +1,7 @@
 // Host code only (no kernels), so g++ compiles it in C++20 like the header's users.
 #include "kernels/cuda/nccl_group.hpp"
 
-#include "kernels/all_reduce_checks.hpp"
+#include "kernels/backend/all_reduce_checks.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "kernels/backend.hpp"
+#include "kernels/backend/backend.hpp"
 
 namespace deepcee::kernels {
 
@@ -10,7 +10,7 @@ struct causal_attention {
   int heads = 1;
 
   struct saved {
-    tensor q, k, v, probs;  // [B, H, T, D] and [B, H, T, T]
+    tensor q, k, v, probs; // [B, H, T, D] and [B, H, T, T]
   };
 
   tensor forward(backend& be, const tensor& qkv, saved& s) const;

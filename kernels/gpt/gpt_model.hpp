@@ -2,7 +2,7 @@
 
 #include "kernels/gpt/head_layer.hpp"
 #include "kernels/gpt/layer.hpp"
-#include "runtime/train_config.hpp"
+#include "runtime/base/train_config.hpp"
 
 #include <memory>
 #include <vector>
@@ -16,8 +16,7 @@ namespace deepcee::kernels {
 class gpt_model {
 public:
   gpt_model(backend& be, const runtime::model_config& config, uint64_t seed);
-  gpt_model(backend& be, const runtime::model_config& config, int first, int last,
-            uint64_t seed);
+  gpt_model(backend& be, const runtime::model_config& config, int first, int last, uint64_t seed);
 
   static int layer_count(const runtime::model_config& c) { return c.n_layer + 2; }
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "kernels/backend.hpp"
+#include "kernels/backend/backend.hpp"
 #include "kernels/gpt/parameter.hpp"
 
 #include <string>
@@ -9,8 +9,8 @@ namespace deepcee::kernels {
 
 /// LayerNorm over the last dimension with its learned scale and shift.
 struct layernorm {
-  parameter weight;  ///< gamma
-  parameter bias;    ///< beta
+  parameter weight; ///< gamma
+  parameter bias;   ///< beta
 
   layernorm(backend& be, const std::string& prefix, int64_t width, uint64_t seed);
 

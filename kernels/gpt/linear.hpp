@@ -1,6 +1,6 @@
 #pragma once
 
-#include "kernels/backend.hpp"
+#include "kernels/backend/backend.hpp"
 #include "kernels/gpt/parameter.hpp"
 
 namespace deepcee::kernels {
@@ -17,6 +17,8 @@ void linear_backward_weight(backend& be, const tensor& x, const tensor& dy, para
                             parameter& b);
 
 /// Rows of an activation: every dimension but the last.
-inline int64_t rows_of(const tensor& t) { return t.numel() / t.shape().back(); }
+inline int64_t rows_of(const tensor& t) {
+  return t.numel() / t.shape().back();
+}
 
 } // namespace deepcee::kernels

@@ -1,7 +1,7 @@
 #pragma once
 
+#include "kernels/backend/tensor.hpp"
 #include "kernels/gpt/layernorm.hpp"
-#include "kernels/tensor.hpp"
 
 #include <initializer_list>
 #include <map>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "kernels/backend.hpp"
+#include "kernels/backend/backend.hpp"
 
 #include <cstdint>
 #include <string>
@@ -14,15 +14,15 @@ struct parameter {
   std::string name;
   tensor value;
   tensor grad;
-  bool decays = false;  ///< AdamW weight decay applies (matrices and embeddings only)
+  bool decays = false; ///< AdamW weight decay applies (matrices and embeddings only)
 };
 
 enum class init_kind { zeros, ones, normal };
 
 /// Allocates a parameter and initializes it deterministically from (seed, name) alone,
 /// so a slice of the model holds exactly the weights of the same layers of the whole.
-parameter make_parameter(backend& be, std::string name, std::vector<int64_t> shape,
-                         init_kind init, float stddev, uint64_t seed);
+parameter make_parameter(backend& be, std::string name, std::vector<int64_t> shape, init_kind init,
+                         float stddev, uint64_t seed);
 
 /// n normal(0, stddev) samples from a counter-based generator seeded by `key`:
 /// the same on every platform and standard library.

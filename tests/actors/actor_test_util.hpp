@@ -1,13 +1,13 @@
 #pragma once
 
-#include "actors/local_job.hpp"
-#include "actors/type_ids.hpp"
-#include "runtime/cluster.hpp"
-#include "runtime/cluster_toml.hpp"
-#include "runtime/model_spec.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/profile.hpp"
-#include "runtime/text_corpus.hpp"
+#include "actors/job/local_job.hpp"
+#include "actors/protocol/type_ids.hpp"
+#include "runtime/base/model_spec.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/profile.hpp"
+#include "runtime/data/text_corpus.hpp"
+#include "runtime/io/cluster_toml.hpp"
+#include "runtime/plan/plan.hpp"
 #include "tests/support/clusters.hpp"
 
 #include <caf/actor_system.hpp>

@@ -2,8 +2,8 @@
 
 // CAF's serializer as BASP uses it between nodes, for the tests of what crosses a node.
 
-#include "actors/type_ids.hpp"
-#include "actors/wire_format.hpp"
+#include "actors/protocol/type_ids.hpp"
+#include "actors/protocol/wire_format.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -3,7 +3,7 @@
 // mostly not multiples of 32 (tails, scalar paths) with one large case per reduction.
 #include <boost/test/unit_test.hpp>
 
-#include "kernels/make_backend.hpp"
+#include "kernels/device/make_backend.hpp"
 
 #include <algorithm>
 #include <cmath>

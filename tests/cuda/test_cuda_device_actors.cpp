@@ -4,9 +4,9 @@
 // the optimizer step, the snapshot's check that both devices hold the same weights.
 #include "../actors/actor_test_util.hpp"
 
-#include "actors/group_actor.hpp"
-#include "kernels/make_backend.hpp"
-#include "runtime/schedule.hpp"
+#include "actors/device/group_actor.hpp"
+#include "kernels/device/make_backend.hpp"
+#include "runtime/schedule/schedule.hpp"
 #include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>

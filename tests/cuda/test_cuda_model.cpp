@@ -1,9 +1,9 @@
 // The whole GPT on the CUDA backend against the CPU backend: same weights (they depend
 // only on the seed), same batch; losses and every gradient agree, and a few AdamW steps
 // stay together. bf16 matrix products get a looser tolerance.
-#include "kernels/gpt/adamw.hpp"
+#include "kernels/device/make_backend.hpp"
 #include "kernels/gpt/gpt_model.hpp"
-#include "kernels/make_backend.hpp"
+#include "kernels/optim/adamw.hpp"
 #include "tests/support/gpt_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -3,7 +3,7 @@
 // rank, must each hold the CPU's elementwise sum afterwards (exact in fp32), twice in a
 // row; bad layouts, buffers of the wrong device and duplicate ordinals are refused, and a
 // refusal leaves the group usable.
-#include "kernels/make_backend.hpp"
+#include "kernels/device/make_backend.hpp"
 #ifdef DEEPCEE_HAVE_CUDA
 #include "kernels/cuda/nccl_group.hpp"
 #endif

@@ -1,5 +1,5 @@
 #include "messages/tensor_codec.hpp"
-#include "runtime/model_spec.hpp"
+#include "runtime/base/model_spec.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -3,8 +3,8 @@
 // The clusters the tests run on, written once: the repository's cluster files (found
 // wherever a test's source file sits) and the small clusters the tests describe inline.
 
-#include "runtime/cluster.hpp"
-#include "runtime/cluster_toml.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/io/cluster_toml.hpp"
 
 #include <filesystem>
 #include <string>

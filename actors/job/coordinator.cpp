@@ -1,0 +1,232 @@
+#include "actors/job/coordinator.hpp"
+
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/wire_format.hpp"
+#include <caf/scoped_actor.hpp>
+
+#include "runtime/base/lr_schedule.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
+
+using messages::error_code;
+
+void fail_step(self_ptr self, error_code code, const std::string& why) {
+  auto& st = self->state;
+  if (st.pending) {
+    st.pending->deliver(make_error(code, why));
+    if (st.failed.empty()) // its stages may hold half-reduced gradients, rings, pieces
+      st.failed = "the job cannot go on after step " + std::to_string(st.result.step) +
+                  " failed (" + why + ")";
+  }
+  st.pending.reset();
+}
+
+void step_optimized(self_ptr self) {
+  auto& st = self->state;
+  if (++st.acks < static_cast<int>(st.stages.size()) || !st.pending)
+    return;
+  if (st.job->wall()) // the all-reduce and the optimizer as they really took
+    st.result.end_s = st.job->real_now_s();
+  st.clock_s = st.result.end_s;
+  st.pending->deliver(st.result);
+  st.pending.reset();
+}
+
+/// Every stage reported: decide the norm, the rate and the step's virtual end.
+void all_reported(self_ptr self) {
+  auto& st = self->state;
+  const auto& plan = st.job->plan;
+  auto& r = st.result;
+  double loss = 0, squares = 0;
+  std::vector<std::vector<double>> ends(plan.pipelines.size());
+  for (size_t k = 0; k < st.reports.size(); ++k) {
+    auto& rep = *st.reports[k];
+    loss += rep.loss_sum;
+    squares += rep.grad_sum_squares;
+    ends[static_cast<size_t>(rep.pipeline)].push_back(rep.end_time);
+    r.compute_end_s = std::max(r.compute_end_s, rep.end_time);
+    r.dropped += rep.dropped;
+    for (const auto& op : rep.ops) {
+      r.ops.push_back(op);
+      r.op_stage.push_back(static_cast<int32_t>(k));
+    }
+  }
+  r.dropped += st.dropped;
+  r.loss = loss / (static_cast<double>(plan.global_batch()) * plan.model.context);
+  r.grad_norm = std::sqrt(squares);
+  r.lr = runtime::learning_rate(st.job->train.optimizer, static_cast<int>(r.step),
+                                st.job->train.steps);
+  if (!st.job->wall())
+    r.end_s = st.job->cluster->finish_step(ends);
+  st.acks = 0;
+  const optimize_order order{r.step, r.lr, r.grad_norm};
+  for (auto& stage : st.stages)
+    self->request(stage, caf::infinite, order)
+        .then([=](int64_t) { step_optimized(self); },
+              [=](caf::error& e) {
+                fail_step(self, code_of(e).value_or(error_code::internal),
+                          self->system().render(e));
+              });
+}
+
+void peer_lost(self_ptr self, const caf::down_msg& down) {
+  auto& st = self->state;
+  for (const auto& [actor, node] : st.watched) {
+    if (actor->address() != down.source)
+      continue;
+    if (st.lost.empty())
+      st.lost = "node " + node + " disconnected (" + self->system().render(down.reason) + ")";
+    fail_step(self, error_code::peer_down, st.lost);
+    return;
+  }
+}
+
+/// The stages a timed-out step still waits for, as "pipeline p stage s (node n)".
+std::string missing_stages(const coordinator_state& st) {
+  std::string out;
+  const bool reported = std::all_of(st.reports.begin(), st.reports.end(),
+                                    [](const auto& x) { return x.has_value(); });
+  for (size_t k = 0; k < st.stages.size(); ++k) {
+    if (!reported && st.reports[k].has_value())
+      continue;
+    out += (out.empty() ? "" : ", ") + st.job->stage_name(k); // names the node, if several
+  }
+  return (reported ? "no optimizer acknowledgement among " : "no report from ") + out;
+}
+
+coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
+                                                      std::shared_ptr<job_context> job,
+                                                      std::vector<stage_actor> stages,
+                                                      std::vector<std::string> stage_nodes,
+                                                      std::chrono::milliseconds step_timeout,
+                                                      std::vector<caf::strong_actor_ptr> devices) {
+  self->set_default_handler(drop_unexpected);
+  auto& st = self->state;
+  st.step_timeout = step_timeout;
+  st.job = std::move(job);
+  st.stages = std::move(stages);
+  if (!stage_nodes.empty())
+    for (size_t k = 0; k < st.stages.size(); ++k)
+      st.watched.emplace_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages[k]),
+                              stage_nodes.at(k));
+  for (size_t slot = 0; slot < devices.size(); ++slot)
+    if (devices[slot])
+      st.watched.emplace_back(devices[slot], st.job->slot_node_name(static_cast<int>(slot)));
+  self->set_down_handler([=](caf::down_msg& down) { peer_lost(self, down); });
+  for (const auto& w : st.watched)
+    self->monitor(w.first);
+  return {
+      [=](restore_atom, double clock_s) -> caf::result<double> {
+        auto& st = self->state;
+        if (st.pending)
+          return make_error(error_code::internal, "clock restored while a step runs");
+        if (!st.job->wall())
+          st.clock_s = clock_s;
+        return st.clock_s;
+      },
+      [=](step_atom, int64_t step) -> caf::result<step_result> {
+        auto& st = self->state;
+        if (st.pending)
+          return make_error(error_code::internal,
+                            "step " + std::to_string(step) + " asked while one runs");
+        if (!st.lost.empty())
+          return make_error(error_code::peer_down, st.lost);
+        if (!st.failed.empty())
+          return make_error(error_code::internal, st.failed);
+        st.result = step_result{};
+        st.result.step = step;
+        if (st.job->wall())
+          st.clock_s = st.job->real_now_s();
+        st.result.start_s = st.clock_s;
+        st.reports.assign(st.stages.size(), std::nullopt);
+        step_start order;
+        order.step = step;
+        order.start_time = st.clock_s;
+        for (const auto& p : st.job->plan.pipelines)
+          order.micro_batches.push_back(p.micro_batches);
+        for (auto& stage : st.stages)
+          self->send(stage, order);
+        st.pending = self->make_response_promise<step_result>();
+        if (st.step_timeout.count() > 0)
+          self->delayed_send(self, st.step_timeout, timeout_atom_v, step);
+        return *st.pending;
+      },
+      [=](timeout_atom, int64_t step) {
+        auto& st = self->state;
+        if (!st.pending || st.result.step != step)
+          return; // that step has ended
+        fail_step(self, error_code::timeout,
+                  missing_stages(st) + " within " +
+                      fmt::format("{:.1f}", st.step_timeout.count() / 1000.0) + " s");
+      },
+      [=](stop_atom, const std::string& why) {
+        auto& st = self->state;
+        if (st.lost.empty())
+          st.lost = why;
+        fail_step(self, error_code::peer_down, st.lost);
+      },
+      [=](stage_report& rep) {
+        auto& st = self->state;
+        if (!rep.error.empty()) {
+          fail_step(self, rep.code, rep.error);
+          return;
+        }
+        if (!st.pending || rep.step != st.result.step)
+          return; // a late report of a failed step
+        const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
+        if (rep.pipeline >= pipelines || rep.stage >= st.job->stage_count(rep.pipeline)) {
+          ++st.dropped;
+          spdlog::warn("coordinator: dropped a report of pipeline {} stage {}, which the plan "
+                       "does not have; {} so far",
+                       rep.pipeline, rep.stage, st.dropped);
+          return;
+        }
+        const int k = st.job->flat_index(rep.pipeline, rep.stage);
+        st.reports[static_cast<size_t>(k)] = std::move(rep);
+        if (std::all_of(st.reports.begin(), st.reports.end(), [](const auto& x) { return x; })) {
+          try {
+            all_reported(self);
+          } catch (const std::exception& e) {
+            fail_step(self, error_code::internal, e.what());
+          }
+        }
+      },
+  };
+}
+
+} // namespace
+
+void restore_clock(caf::actor_system& sys, const coordinator_actor& coordinator, double clock_s,
+                   std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  std::string error;
+  self->request(coordinator, timeout, restore_atom_v, clock_s)
+      .receive([](double) {}, [&](caf::error& e) { error = sys.render(e); });
+  if (!error.empty())
+    throw std::runtime_error("restoring the virtual clock: " + error);
+}
+
+coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
+                                    std::vector<stage_actor> stages,
+                                    std::vector<std::string> stage_nodes,
+                                    std::chrono::milliseconds step_timeout,
+                                    const std::vector<caf::strong_actor_ptr>& devices_apart) {
+  return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes),
+                   step_timeout, devices_apart);
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,59 @@
+#pragma once
+
+#include "actors/protocol/interfaces.hpp"
+#include "actors/protocol/job_context.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// Drives the steps of a job. A step: step_start to every stage (with the micro-batch
+/// counts), one stage_report from each once its gradients are reduced, then the global
+/// norm, the learning rate and the virtual end of the step (all-reduce and optimizer
+/// times from the emulated cluster), then optimize_order to every stage; the step's result
+/// is the reply once all of them have stepped. In wall mode the step starts and ends when
+/// it really does (real seconds since the job's epoch).
+struct coordinator_state {
+  static inline const char* name = "coordinator";
+  std::shared_ptr<job_context> job;
+  std::vector<stage_actor> stages; ///< flat order
+  /// A multi-process job's actors on other nodes (stages, devices apart from their stage)
+  /// whose loss fails the job, each with its node's name.
+  std::vector<std::pair<caf::strong_actor_ptr, std::string>> watched;
+  std::string lost;   ///< set once a watched actor's node went away
+  std::string failed; ///< set once a step failed: no later step runs (no recovery yet)
+  std::chrono::milliseconds step_timeout{0}; ///< 0: none
+  double clock_s = 0;                        ///< when the next step starts (virtual)
+
+  std::optional<caf::typed_response_promise<step_result>> pending;
+  step_result result;
+  std::vector<std::optional<stage_report>> reports; ///< flat order
+  int acks = 0;
+  int64_t dropped = 0; ///< reports naming no stage of the job
+};
+
+/// With `stage_nodes` (a multi-process job) the coordinator monitors every stage, and every
+/// device actor in `devices_apart` (by slot: the stage_wiring's `devices`): one that goes
+/// away (its node disconnected or died) fails the running step and every later one with a
+/// message naming that node, instead of leaving the step waiting.
+/// With a `step_timeout`, a step that outlives it fails naming the stages (and nodes) it
+/// still waits for: a hung peer is an error, not a hang.
+/// Sets `coordinator`'s virtual clock to a resumed checkpoint's `clock_s` (waiting at most
+/// `timeout` for its answer); throws std::runtime_error when it refuses.
+void restore_clock(caf::actor_system& sys, const coordinator_actor& coordinator, double clock_s,
+                   std::chrono::milliseconds timeout);
+
+coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_context> job,
+                                    std::vector<stage_actor> stages,
+                                    std::vector<std::string> stage_nodes = {},
+                                    std::chrono::milliseconds step_timeout = {},
+                                    const std::vector<caf::strong_actor_ptr>& devices_apart = {});
+
+} // namespace deepcee::actors

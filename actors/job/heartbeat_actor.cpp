@@ -1,0 +1,117 @@
+#include "actors/job/heartbeat_actor.hpp"
+#include "actors/protocol/wire_format.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = heartbeat_actor::stateful_pointer<heartbeat_state>;
+using clock_type = std::chrono::steady_clock;
+
+std::string seconds(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
+void report_silence(self_ptr self) {
+  auto& st = self->state;
+  if (st.notify && !st.silent.empty())
+    caf::anon_send(st.notify, stop_atom_v, st.silent);
+}
+
+void beat(self_ptr self, const caf::strong_actor_ptr& to) {
+  auto& st = self->state;
+  const double t = std::chrono::duration<double>(clock_type::now() - st.started).count();
+  self->send(caf::actor_cast<heartbeat_actor>(to), heartbeat{st.node, ++st.sequence, t});
+}
+
+void tick(self_ptr self) {
+  auto& st = self->state;
+  const auto now = clock_type::now();
+  for (auto& p : st.peers) {
+    if (p.handle)
+      beat(self, p.handle);
+    if (st.silent.empty() && now - p.last_heard > st.timeout) {
+      st.silent = "node " + p.name + " is silent: no heartbeat for " + seconds(st.timeout) + " s";
+      report_silence(self);
+    }
+  }
+  self->delayed_send(self, st.interval, timeout_atom_v);
+}
+
+heartbeat_peer* find(heartbeat_state& st, const std::string& name) {
+  for (auto& p : st.peers)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string node,
+                                                  std::chrono::milliseconds interval,
+                                                  std::chrono::milliseconds timeout,
+                                                  std::vector<std::string> expect,
+                                                  caf::actor notify) {
+  self->set_default_handler(drop_unexpected);
+  auto& st = self->state;
+  st.node = std::move(node);
+  st.interval = interval;
+  st.timeout = timeout;
+  st.started = clock_type::now();
+  st.notify = std::move(notify);
+  for (auto& name : expect)
+    st.peers.push_back({std::move(name), nullptr, st.started});
+  self->send(self, timeout_atom_v);
+  return {
+      [=](const heartbeat& h) {
+        auto& s = self->state;
+        auto* p = find(s, h.node);
+        if (!p) {
+          spdlog::warn("{}: heartbeat from node '{}', which is no peer of this node", s.node,
+                       h.node);
+          return;
+        }
+        p->last_heard = clock_type::now();
+        if (!p->handle) { // answer at once: the peer counts its silence from our join
+          p->handle = self->current_sender();
+          if (p->handle)
+            beat(self, p->handle);
+        }
+      },
+      [=](peer_atom, std::string& name, caf::strong_actor_ptr& handle) {
+        auto& s = self->state;
+        auto* p = find(s, name);
+        if (p)
+          p->handle = std::move(handle);
+        else
+          p = &s.peers.emplace_back(heartbeat_peer{name, std::move(handle), clock_type::now()});
+        if (p->handle) // a new peer hears from us at once
+          beat(self, p->handle);
+      },
+      [=](stop_atom, caf::actor& target) {
+        self->state.notify = std::move(target);
+        report_silence(self);
+      },
+      [=](timeout_atom) { tick(self); },
+  };
+}
+
+} // namespace
+
+heartbeat_actor spawn_heartbeat(caf::actor_system& sys, std::string node,
+                                std::chrono::milliseconds interval,
+                                std::chrono::milliseconds timeout, std::vector<std::string> expect,
+                                caf::actor notify) {
+  return sys.spawn(heartbeat_behavior, std::move(node), interval, timeout, std::move(expect),
+                   std::move(notify));
+}
+
+} // namespace deepcee::actors

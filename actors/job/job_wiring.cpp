@@ -1,0 +1,99 @@
+#include "actors/job/job_wiring.hpp"
+
+#include "actors/device/device_actor.hpp"
+#include "actors/job/adapter_actor.hpp"
+#include "actors/job/coordinator.hpp"
+#include "actors/net/pipe_actor.hpp"
+#include "actors/stage/stage_actor.hpp"
+
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <optional>
+
+namespace deepcee::actors {
+
+actor_guard::~actor_guard() {
+  caf::scoped_actor self{sys_};
+  for (auto& a : actors_)
+    self->send_exit(caf::actor_cast<caf::actor>(a), caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+/// The flat stages node `node` runs: all of them in one process.
+std::vector<int32_t> stages_here(const job_context& job, int node) {
+  if (!job.layout.empty())
+    return job.layout.stages_on(node);
+  std::vector<int32_t> all;
+  for (int p = 0; p < static_cast<int>(job.plan.pipelines.size()); ++p)
+    for (int s = 0; s < job.stage_count(p); ++s)
+      all.push_back(job.flat_index(p, s));
+  return all;
+}
+
+} // namespace
+
+local_part spawn_local_part(caf::actor_system& sys, const std::shared_ptr<job_context>& job,
+                            int node, actor_guard& guard) {
+  local_part part;
+  part.node = node;
+  for (int32_t k : stages_here(*job, node)) {
+    const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(k));
+    part.stages.push_back(spawn_stage(sys, job, pipeline, stage));
+    guard.add(part.stages.back());
+  }
+  part.devices = spawn_devices_apart(sys, job, node);
+  for (const auto& d : part.devices)
+    if (d)
+      guard.add(d);
+  return part;
+}
+
+stage_wiring wiring_of(const local_part& part) {
+  stage_wiring wiring;
+  for (const auto& s : part.stages)
+    wiring.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  return wiring;
+}
+
+wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, stage_wiring wiring,
+                   std::chrono::milliseconds step_timeout, actor_guard& guard) {
+  wired_job out;
+  out.job = std::move(job);
+  for (const auto& stage : wiring.stages)
+    out.stages.push_back(caf::actor_cast<stage_actor>(stage));
+  out.adapter = spawn_adapter(sys);
+  guard.add(out.adapter);
+  out.coordinator = spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,
+                                      wiring.devices);
+  guard.add(out.coordinator);
+  // Shared links' pipes live beside the coordinator; stages on every node reach them
+  // through the wiring.
+  out.pipes = spawn_pipes(sys, out.job, out.stages, out.coordinator, out.adapter);
+  for (const auto& pipe : out.pipes)
+    guard.add(pipe);
+  wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(out.coordinator);
+  wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(out.adapter);
+  wiring.pipes = out.pipes;
+  caf::scoped_actor self{sys};
+  for (auto& stage : out.stages)
+    self->send(stage, wiring);
+  return out;
+}
+
+caf::expected<step_result> request_step(caf::actor_system& sys,
+                                        const coordinator_actor& coordinator, int64_t step,
+                                        std::chrono::milliseconds wait) {
+  caf::scoped_actor self{sys};
+  std::optional<step_result> result;
+  caf::error error;
+  self->request(coordinator, wait, step_atom_v, step)
+      .receive([&](step_result& r) { result = std::move(r); },
+               [&](caf::error& e) { error = std::move(e); });
+  if (result)
+    return std::move(*result);
+  return error;
+}
+
+} // namespace deepcee::actors

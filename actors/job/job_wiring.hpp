@@ -1,0 +1,80 @@
+#pragma once
+
+#include "actors/protocol/interfaces.hpp"
+#include "actors/protocol/job_context.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+/// The one wiring of a job, for `deepcee run` (every actor in one process) and `deepcee node`
+/// (each node spawns its part; the coordinator's node wires every stage, wherever it runs):
+///   1. spawn_local_part: this process's stages (and, across nodes, its devices apart);
+///   2. the stages of every node gathered in flat order (at once in one process; from the
+///      node registry across nodes) into a stage_wiring;
+///   3. wire_job: the adapter, the coordinator and the pipes spawned beside the coordinator,
+///      and every stage sent its peers.
+namespace deepcee::actors {
+
+/// Ends the actors it holds when it goes, however the process leaves, so that the actor
+/// system's destructor (which waits for every actor) cannot hang.
+class actor_guard {
+public:
+  explicit actor_guard(caf::actor_system& sys) : sys_(sys) {}
+  ~actor_guard();
+  actor_guard(const actor_guard&) = delete;
+  actor_guard& operator=(const actor_guard&) = delete;
+
+  template <class Handle>
+  void add(const Handle& h) {
+    actors_.push_back(caf::actor_cast<caf::strong_actor_ptr>(h));
+  }
+
+private:
+  caf::actor_system& sys_;
+  std::vector<caf::strong_actor_ptr> actors_;
+};
+
+/// What the calling process runs of a job: node `node`'s stages (`stages`, flat order) and
+/// its devices apart from their stages (`devices`, slot order; none in dry mode).
+struct local_part {
+  int node = 0;
+  std::vector<stage_actor> stages;
+  std::vector<device_actor> devices;
+};
+
+/// Spawns node `node`'s part of `job`: every stage when the job is not laid out on nodes
+/// (one process), each actor held by `guard` as soon as it exists.
+local_part spawn_local_part(caf::actor_system& sys, const std::shared_ptr<job_context>& job,
+                            int node, actor_guard& guard);
+
+/// The wiring of a job that runs in one process: every stage of `part`, which is all of them.
+stage_wiring wiring_of(const local_part& part);
+
+/// A job's actors as the process of its coordinator drives them.
+struct wired_job {
+  std::shared_ptr<job_context> job;
+  std::vector<stage_actor> stages; ///< every stage of the job, flat order, wherever it runs
+  coordinator_actor coordinator;
+  adapter_actor adapter;
+  std::vector<caf::strong_actor_ptr> pipes; ///< one per shared link (none in wall time)
+};
+
+/// Spawns the adapter, the coordinator and the pipes here, each held by `guard`, completes
+/// `wiring` (every stage in flat order; across nodes, the devices apart by slot) with them
+/// and sends it to every stage. The coordinator watches the stages of other nodes
+/// (job_context::stage_nodes) and the devices apart, and fails a step that outlives
+/// `step_timeout`, naming what it waits for.
+wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, stage_wiring wiring,
+                   std::chrono::milliseconds step_timeout, actor_guard& guard);
+
+/// Runs step `step` of a wired job: its result, or the coordinator's error when it fails or
+/// does not answer within `wait`.
+caf::expected<step_result> request_step(caf::actor_system& sys,
+                                        const coordinator_actor& coordinator, int64_t step,
+                                        std::chrono::milliseconds wait);
+
+} // namespace deepcee::actors

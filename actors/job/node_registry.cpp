@@ -1,0 +1,242 @@
+#include "actors/job/node_registry.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/wire_format.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/make_message.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = node_registry_actor::stateful_pointer<node_registry_state>;
+
+/// Whether node `n` runs something this registry waits for.
+bool must_join(const node_registry_state& st, size_t n) {
+  return !st.expected[n].empty() || !st.expected_devices[n].empty();
+}
+
+bool complete(const node_registry_state& st) {
+  for (size_t n = 0; n < st.joined.size(); ++n)
+    if (!st.joined[n] && must_join(st, n))
+      return false;
+  return true;
+}
+
+void try_deliver(self_ptr self) {
+  auto& st = self->state;
+  if (!st.waiting)
+    return;
+  if (!st.failure.empty())
+    st.waiting->deliver(make_error(st.failure_code, st.failure));
+  else if (complete(st))
+    st.waiting->deliver(st.wiring);
+  else
+    return;
+  st.waiting.reset();
+}
+
+/// A node's request or join that the job cannot take (its own or the job's failure).
+caf::error refuse(const std::string& why) {
+  return make_error(messages::error_code::bad_input, why);
+}
+
+/// The node named `name`, or names.size() when it is none of the job's.
+size_t node_index(const node_registry_state& st, const std::string& name) {
+  size_t n = 0;
+  while (n < st.node_names.size() && st.node_names[n] != name)
+    ++n;
+  return n;
+}
+
+std::string slots_text(const std::vector<int32_t>& slots) {
+  std::string out = "[";
+  for (size_t i = 0; i < slots.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(slots[i]);
+  return out + "]";
+}
+
+/// The first device slot of `j` whose handle is missing, or -1. Dry mode spawns no device
+/// actors (nothing is computed), so there they all are.
+int32_t first_null(const joining_node& j, runtime::time_mode time) {
+  if (time == runtime::time_mode::dry)
+    return -1;
+  for (size_t i = 0; i < j.join.devices.size(); ++i)
+    if (!j.device_handles[i])
+      return j.join.devices[i];
+  return -1;
+}
+
+std::string other_cluster(const std::string& node) {
+  return "node '" + node + "' read a different cluster than the coordinator's node";
+}
+
+node_registry_actor::behavior_type
+registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
+                  std::vector<std::string> names, runtime::node_layout layout, local_part local,
+                  std::chrono::milliseconds timeout, heartbeat_actor beats) {
+  self->set_default_handler(drop_unexpected);
+  auto& st = self->state;
+  st.beats = std::move(beats);
+  st.deployment = std::move(deployment);
+  st.cluster = std::move(cluster);
+  st.node_names = std::move(names);
+  st.joined.assign(st.node_names.size(), false);
+  for (size_t n = 0; n < st.node_names.size(); ++n) {
+    const bool here = static_cast<int>(n) == local.node;
+    st.expected.push_back(here ? std::vector<int32_t>{} : layout.stages_on(static_cast<int>(n)));
+    st.expected_devices.push_back(here ? std::vector<int32_t>{}
+                                       : layout.apart_on(static_cast<int>(n)));
+  }
+  st.wiring.stages.resize(layout.stage_node.size());
+  st.wiring.devices.resize(layout.slot_node.size());
+  const auto stages = layout.stages_on(local.node);
+  for (size_t i = 0; i < stages.size(); ++i)
+    st.wiring.stages[static_cast<size_t>(stages[i])] =
+        caf::actor_cast<caf::strong_actor_ptr>(local.stages.at(i));
+  const auto slots = layout.apart_on(local.node);
+  if (slots.size() != local.devices.size())
+    throw std::logic_error("node registry: " + std::to_string(local.devices.size()) +
+                           " local devices apart, the layout gives " +
+                           std::to_string(slots.size()));
+  for (size_t i = 0; i < slots.size(); ++i)
+    st.wiring.devices[static_cast<size_t>(slots[i])] =
+        caf::actor_cast<caf::strong_actor_ptr>(local.devices[i]);
+  self->delayed_send(self, timeout, timeout_atom_v);
+  return {
+      [=](deployment_request& r) -> caf::result<job_deployment> {
+        auto& s = self->state;
+        // A node of the cluster that runs nothing gets the deployment too: it sees that the
+        // plan leaves it out, says why and ends, without joining.
+        const size_t n = node_index(s, r.node);
+        if (n == s.node_names.size())
+          return refuse("node '" + r.node + "' is not a node of this job");
+        if (!s.failure.empty())
+          return refuse(s.failure);
+        // A node that read another cluster can never join: the job fails now (unless the
+        // plan leaves the node out anyway).
+        if (r.cluster != s.cluster && !must_join(s, n))
+          return refuse(other_cluster(r.node));
+        if (r.cluster != s.cluster) {
+          s.failure = other_cluster(r.node);
+          try_deliver(self);
+          return refuse(s.failure);
+        }
+        auto d = s.deployment;
+        d.node = r.node;
+        d.clock_s +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+        return d;
+      },
+      [=](joining_node& joining) -> caf::result<int32_t> {
+        auto& s = self->state;
+        const auto& j = joining.join;
+        const size_t n = node_index(s, j.node);
+        if (n == s.node_names.size() || !must_join(s, n))
+          return refuse("node '" + j.node + "' runs nothing of this job");
+        if (s.joined[n])
+          return refuse("node '" + j.node + "' joined twice");
+        if (!s.failure.empty())
+          return refuse(s.failure);
+        if (j.job != s.cluster)
+          s.failure = other_cluster(j.node);
+        else if (j.stages != s.expected[n] || joining.handles.size() != j.stages.size())
+          s.failure = "node '" + j.node + "' offers other stages than the plan gives it";
+        else if (j.devices != s.expected_devices[n] ||
+                 joining.device_handles.size() != j.devices.size())
+          s.failure = "node '" + j.node + "' offers device slots " + slots_text(j.devices) +
+                      ", the plan gives it " + slots_text(s.expected_devices[n]);
+        else if (const auto k = first_null(joining, s.deployment.mode); k >= 0)
+          s.failure =
+              "node '" + j.node + "' handed over no actor for device slot " + std::to_string(k);
+        if (!s.failure.empty()) {
+          try_deliver(self);
+          return refuse(s.failure);
+        }
+        for (size_t i = 0; i < j.stages.size(); ++i)
+          s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(joining.handles[i]);
+        for (size_t i = 0; i < j.devices.size(); ++i)
+          s.wiring.devices[static_cast<size_t>(j.devices[i])] =
+              std::move(joining.device_handles[i]);
+        s.joined[n] = true;
+        if (s.beats && joining.heartbeat)
+          self->send(s.beats, peer_atom_v, j.node, std::move(joining.heartbeat));
+        if (j.devices.empty())
+          std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(),
+                       j.stages.size());
+        else
+          std::fprintf(stderr, "node %s joined with %zu stage(s) and %zu device(s) of others\n",
+                       j.node.c_str(), j.stages.size(), j.devices.size());
+        try_deliver(self);
+        return static_cast<int32_t>(n);
+      },
+      [=](const error_report& e) {
+        auto& s = self->state;
+        const size_t n = node_index(s, e.node);
+        if (n == s.node_names.size() || !must_join(s, n) || s.joined[n] || !s.failure.empty())
+          return;
+        s.failure = "node " + e.node + " cannot run the job: " + e.message;
+        s.failure_code = e.code;
+        try_deliver(self);
+      },
+      [=](await_atom) -> caf::result<stage_wiring> {
+        auto& s = self->state;
+        s.waiting = self->make_response_promise<stage_wiring>();
+        auto promise = *s.waiting;
+        try_deliver(self);
+        return promise;
+      },
+      [=](timeout_atom) {
+        auto& s = self->state;
+        if (complete(s))
+          return;
+        std::string missing;
+        for (size_t n = 0; n < s.joined.size(); ++n)
+          if (!s.joined[n] && must_join(s, n))
+            missing += (missing.empty() ? "" : ", ") + s.node_names[n];
+        s.failure = "node(s) " + missing + " did not join within " +
+                    std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s";
+        s.failure_code = messages::error_code::timeout;
+        try_deliver(self);
+      },
+      [=](stop_atom, const std::string& why) {
+        if (why.empty())
+          self->quit(caf::exit_reason::normal);
+        else
+          self->quit(make_error(messages::error_code::internal, why)); // the job's own failure
+      },
+      [=](stop_atom, interrupt_atom, std::string& why) { self->quit(job_interrupted(why)); },
+  };
+}
+
+} // namespace
+
+node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
+                                        std::string cluster, std::vector<std::string> node_names,
+                                        const runtime::node_layout& layout, const local_part& local,
+                                        std::chrono::milliseconds timeout, heartbeat_actor beats) {
+  return sys.spawn(registry_behavior, std::move(deployment), std::move(cluster),
+                   std::move(node_names), layout, local, timeout, std::move(beats));
+}
+
+namespace {
+/// An error category of our own, so that no CAF exit reason reads as an interruption.
+const caf::atom_value interrupted_category = caf::atom("interrupt");
+} // namespace
+
+caf::error job_interrupted(std::string why) {
+  return caf::error(uint8_t{1}, interrupted_category, caf::make_message(std::move(why)));
+}
+
+bool is_job_interrupted(const caf::error& reason) {
+  return reason && reason.compare(uint8_t{1}, interrupted_category) == 0;
+}
+
+} // namespace deepcee::actors

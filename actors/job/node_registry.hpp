@@ -1,0 +1,51 @@
+#pragma once
+
+#include "actors/job/job_wiring.hpp"
+#include "actors/protocol/interfaces.hpp"
+#include "runtime/plan/node_layout.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// Who must join and what has: `expected` holds the flat stage indices each remote node
+/// owns and `expected_devices` the slots of its devices apart from their stages
+/// (node_layout), so a join that claims others is refused.
+struct node_registry_state {
+  static inline const char* name = "node_registry";
+  job_deployment deployment; ///< what every node runs (`node` and `clock_s` set per reply)
+  /// When the registry started, the coordinator's clock reading deployment.clock_s.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::string cluster; ///< the coordinator's cluster fingerprint
+  std::vector<std::string> node_names;
+  std::vector<std::vector<int32_t>> expected;         ///< per node: its flat stages (empty: local)
+  std::vector<std::vector<int32_t>> expected_devices; ///< per node: its slots apart
+  std::vector<bool> joined;
+  stage_wiring wiring; ///< flat; local stages filled at spawn
+  std::optional<caf::typed_response_promise<stage_wiring>> waiting;
+  std::string failure; ///< set once the timeout passed or a node was refused
+  messages::error_code failure_code = messages::error_code::bad_input; ///< with `failure`
+  heartbeat_actor beats; ///< learns each joined node's heartbeat actor (may be empty)
+};
+
+/// `layout` says which node runs each stage and device; `local`'s are there at once. The
+/// other nodes that run some ask for `deployment` and join within `timeout`; a node whose
+/// cluster fingerprint differs from `cluster` fails the job. `beats`, when given, is told
+/// each joined node's heartbeat actor.
+node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
+                                        std::string cluster, std::vector<std::string> node_names,
+                                        const runtime::node_layout& layout, const local_part& local,
+                                        std::chrono::milliseconds timeout,
+                                        heartbeat_actor beats = {});
+
+/// The registry's exit reason after `(stop, interrupt, why)`: the coordinator's node was
+/// interrupted (Ctrl-C) and saved what it could; the other nodes tell it from a failure.
+caf::error job_interrupted(std::string why);
+bool is_job_interrupted(const caf::error& reason);
+
+} // namespace deepcee::actors

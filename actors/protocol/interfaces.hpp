@@ -1,0 +1,118 @@
+#pragma once
+
+#include "actors/protocol/type_ids.hpp"
+#include "kernels/train/checkpoint.hpp"
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+/// The typed interfaces of the actors, in one header because stages and the coordinator
+/// name each other. Typed, so that a later remote connect is checked against them.
+namespace deepcee::actors {
+
+/// One pipeline stage: runs its schedule's op list for its layers on its device group,
+/// sends activations to the next stage and gradients to the previous one directly, then
+/// exchanges gradient shares with the other holders of its layers. Between steps, `snapshot`
+/// answers with its layers' weights and moments (checkpoints) and `restore` loads them.
+using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>,
+                                     caf::reacts_to<tensor_msg>, caf::reacts_to<gradient_share>,
+                                     caf::replies_to<optimize_order>::with<int64_t>,
+                                     caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
+                                     caf::replies_to<snapshot_atom>::with<stage_snapshot>,
+                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+
+/// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
+/// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
+/// process; `device_rows` in the message, from a stage on another node), takes part in its
+/// group's ring all-reduce (`reduce` starts it and answers with the reduced gradients on
+/// rank 0 when asked for them, empty values otherwise; `ring_chunk` is a round from the
+/// previous device; `ring` names the next device, this device's rank and the ring's size),
+/// hands out its gradients (`buffers`: where they lie on its GPU, for the group's NCCL
+/// all-reduce; `gradients`: a host copy; `squares`: their sum of squares, taken where they
+/// lie), and steps, snapshots and restores its weights (`digest`: a
+/// hash of its weights and moments, to check it holds what the stage's first device does).
+using device_actor = caf::typed_actor<
+    caf::replies_to<device_work>::with<double>, caf::replies_to<device_rows>::with<device_output>,
+    caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t>,
+    caf::replies_to<reduce_atom, int64_t, bool>::with<gradient_values>, caf::reacts_to<ring_chunk>,
+    caf::replies_to<buffers_atom>::with<device_buffers>,
+    caf::replies_to<gradients_atom>::with<std::vector<float>>,
+    caf::replies_to<squares_atom>::with<double>, caf::replies_to<gradient_values>::with<int64_t>,
+    caf::replies_to<optimize_order>::with<int64_t>,
+    caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
+    caf::replies_to<digest_atom>::with<uint64_t>,
+    caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+
+/// The devices of one stage (group_actor.hpp): splits each op's micro-batch by samples among
+/// its device actors and answers once all are done (a last stage's F: the loss sum over
+/// devices, in device order); `reduce` all-reduces its devices' gradients and answers with
+/// their sum (`squares`: with the sum of its squares, the sum staying on the devices, for a
+/// job of one pipeline, where no other stage needs it); the rest goes to every device (a snapshot
+/// is checked to be the same on each). `devices` hands it the device actors of its devices on other
+/// nodes, by place in the stage (empty where the group spawns its own); it waits for them when it
+/// has any.
+using group_actor =
+    caf::typed_actor<caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>>,
+                     caf::replies_to<device_work>::with<double>,
+                     caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>,
+                     caf::replies_to<squares_atom, int64_t>::with<double>,
+                     caf::replies_to<gradient_values>::with<int64_t>,
+                     caf::replies_to<optimize_order>::with<int64_t>,
+                     caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
+                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+
+/// One link that several stages send on in virtual time (a WAN pipe crossed by several
+/// pipelines): it orders their transfers by send time with conservative synchronisation
+/// and tells each receiver when its part arrives (pipe_actor.hpp).
+using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to<send_horizon>>;
+
+/// Drives the job: starts steps, collects the stages' reports, decides the global norm and
+/// learning rate and orders the optimizer step.
+/// `restore` sets the virtual clock a resumed job starts from (its checkpoint's; ignored in
+/// wall time). `timeout` (sent to itself) fails a step that outlives the step timeout,
+/// naming the stages it still waits for. `stop` (from the heartbeat actor: a node fell
+/// silent) fails the running step and every later one with the given reason. A failed step
+/// fails every later one too: its stages may hold half-reduced gradients (no recovery yet).
+using coordinator_actor =
+    caf::typed_actor<caf::replies_to<step_atom, int64_t>::with<step_result>,
+                     caf::replies_to<restore_atom, double>::with<double>,
+                     caf::reacts_to<stage_report>, caf::reacts_to<timeout_atom, int64_t>,
+                     caf::reacts_to<stop_atom, std::string>>;
+
+/// Receives every link sample and keeps per-link statistics (its rebalancing policy is a
+/// later issue).
+using adapter_actor =
+    caf::typed_actor<caf::reacts_to<link_sample>,
+                     caf::replies_to<links_atom>::with<std::vector<link_summary>>,
+                     caf::replies_to<samples_atom>::with<std::vector<link_sample>>>;
+
+/// Published by the coordinator's node of a multi-process job: every other node first asks
+/// it for the job's deployment (plan, training settings, time mode), then joins with its
+/// stage actors; `await` answers with every stage once all nodes have joined, or an error
+/// naming the missing nodes when the connect timeout passes, or at once naming a node that
+/// sent an `error_report` (it cannot run the job). `stop` ends the job: the
+/// registry quits with the reason (empty: success), which the other nodes watch for;
+/// `(stop, interrupt, why)` ends it because the coordinator's node was interrupted
+/// (node_registry.hpp: job_interrupted).
+using node_registry_actor =
+    caf::typed_actor<caf::replies_to<deployment_request>::with<job_deployment>,
+                     caf::replies_to<joining_node>::with<int32_t>, caf::reacts_to<error_report>,
+                     caf::replies_to<await_atom>::with<stage_wiring>, caf::reacts_to<timeout_atom>,
+                     caf::reacts_to<stop_atom, std::string>,
+                     caf::reacts_to<stop_atom, interrupt_atom, std::string>>;
+
+/// One per node of a multi-process job (actors/heartbeat_actor.hpp): beats to its peers
+/// every interval and reports a peer it has not heard from within the timeout.
+/// `peer` names a peer to beat to (the coordinator's node learns each node at its join);
+/// `stop` names the actor to tell (stop_atom, reason) when a peer falls silent;
+/// `timeout` is its own tick.
+using heartbeat_actor =
+    caf::typed_actor<caf::reacts_to<heartbeat>,
+                     caf::reacts_to<peer_atom, std::string, caf::strong_actor_ptr>,
+                     caf::reacts_to<stop_atom, caf::actor>, caf::reacts_to<timeout_atom>>;
+
+} // namespace deepcee::actors

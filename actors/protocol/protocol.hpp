@@ -1,0 +1,288 @@
+#pragma once
+
+#include "actors/protocol/wire_format.hpp"
+#include "messages/types.hpp"
+#include "runtime/base/parameter_tensor.hpp"
+#include "runtime/data/text_corpus.hpp"
+
+#include <caf/actor_control_block.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+/// What the actors say to each other. Every message of the schema is its one struct of
+/// messages/types.hpp, sent as it is; the `inspect` overloads below (found by ADL in
+/// deepcee::messages) make CAF carry it between nodes as its validated Cap'n Proto bytes
+/// (actors/wire_format.hpp), so adding a field touches the schema, the struct and its codec
+/// and nothing here. The values defined here are CAF's alone: they hold actor handles or
+/// pointers into local memory, or stay in the coordinator's process (link_summary,
+/// step_result). Times are virtual seconds (real seconds since the job started in wall mode).
+namespace deepcee::actors {
+
+// The schema's messages, by their names, in the actors' code.
+using messages::deployment_request;
+using messages::device_output;
+using messages::device_rows;
+using messages::error_report;
+using messages::gradient_share;
+using messages::gradient_values;
+using messages::heartbeat;
+using messages::job_deployment;
+using messages::link_sample;
+using messages::op_record;
+using messages::optimize_order;
+using messages::pipe_arrival;
+using messages::pipe_request;
+using messages::ring_chunk;
+using messages::send_horizon;
+using messages::stage_report;
+using messages::stage_snapshot;
+using messages::step_start;
+
+/// Which way a transfer goes; as a link_sample's kind it is the schema's TensorKind.
+enum class tensor_role : int32_t { activation = 0, gradient = 1 };
+static_assert(int(tensor_role::activation) == int(messages::tensor_kind::activation) &&
+              int(tensor_role::gradient) == int(messages::tensor_kind::gradient));
+
+/// An activation (forward, to the next stage) or its gradient (backward, to the previous
+/// stage) of one whole micro-batch: the bytes of a Cap'n Proto Tensor message
+/// (messages/codec.hpp) and nothing else. The sender's devices write the payload in place
+/// (messages::tensor_draft), and the receiving stage decodes it once, in its handler, to
+/// route by the validated header (kind, step, micro-batch, sender, arrival time), which
+/// needs the stage's own step and neighbours; so it travels as bytes in a process too.
+struct tensor_msg {
+  std::vector<uint8_t> bytes;
+};
+
+/// A node of a multi-process job announcing its stage actors to the coordinator's node:
+/// what the schema's NodeJoin says (its name, the cluster's fingerprint, its stages and
+/// device slots), with the actor handles that go with them.
+struct joining_node {
+  messages::node_join join;
+  std::vector<caf::strong_actor_ptr> handles; ///< one per join.stages entry
+  caf::strong_actor_ptr heartbeat;            ///< the node's heartbeat actor (may be empty)
+  /// The device actors of join.devices: its devices that serve stages of other nodes.
+  std::vector<caf::strong_actor_ptr> device_handles;
+};
+
+/// What the adapter knows about one link.
+struct link_summary {
+  int32_t link = 0;
+  int32_t from_device = 0; ///< of its first transfer
+  int32_t to_device = 0;
+  int64_t transfers = 0;
+  double bytes = 0;
+  double busy_s = 0;        ///< sum of drain times
+  double mean_delay_s = 0;  ///< mean of arrival - send (queueing included)
+  double bandwidth_Bps = 0; ///< bytes / busy_s as observed
+};
+
+/// Handles of a stage's peers, sent once after every actor exists (stages name each other).
+struct stage_wiring {
+  std::vector<caf::strong_actor_ptr> stages; ///< flat: pipeline by pipeline, stage by stage
+  caf::strong_actor_ptr coordinator;
+  caf::strong_actor_ptr adapter;
+  std::vector<caf::strong_actor_ptr> pipes; ///< one per runtime::shared_links() entry
+  /// Per device slot (runtime::node_layout::slot): the device actor of a stage's device that
+  /// runs on another node than its stage; empty for the others (the group spawns them).
+  std::vector<caf::strong_actor_ptr> devices;
+};
+
+/// A finished step as the coordinator reports it.
+struct step_result {
+  int64_t step = 0;
+  double loss = 0;
+  double grad_norm = 0;
+  double lr = 0;
+  double start_s = 0;                   ///< virtual (real in wall mode)
+  double end_s = 0;                     ///< after all-reduce and optimizer
+  double compute_end_s = 0;             ///< the last stage's last op
+  std::vector<messages::op_record> ops; ///< all stages, flat order given by op_stage
+  std::vector<int32_t> op_stage;        ///< flat stage index of each op
+  int64_t dropped = 0;                  ///< malformed messages the stages dropped so far
+};
+
+/// One op (runtime::op_kind) on some samples of a micro-batch: from the stage to its group
+/// (the whole micro-batch), and from the group to each device (its rows). The spans point
+/// where the tensors lie, kept alive by the owners: the received message's payload, the
+/// payload of the message being written (the devices write their rows there, disjoint), the
+/// step's batch of tokens. No copy is made on the way. A device on another node gets a
+/// messages::device_rows instead (actors/remote_device.hpp).
+struct device_work {
+  int32_t kind = 0;
+  int32_t micro = 0;
+  int32_t first_sample = 0; ///< in the global batch
+  int32_t samples = 0;
+  float loss_scale = 0; ///< the last stage's F: 1 / tokens of the global batch
+  std::shared_ptr<const runtime::token_batch> batch; ///< first and last stages
+  std::shared_ptr<const void> input_owner;
+  std::span<const float> input; ///< [samples, T, C], or empty
+  std::shared_ptr<void> output_owner;
+  std::span<float> output; ///< [samples, T, C], or empty
+};
+
+/// A device's gradient tensors where they lie (its GPU's memory), written and synchronized:
+/// the group's NCCL all-reduce sums them in place.
+struct device_buffers {
+  std::vector<std::span<float>> buffers;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
+  return f(caf::meta::type_name("tensor_msg"), x.bytes);
+}
+
+/// The join as its Cap'n Proto bytes; the handles CAF-serialized beside them.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, joining_node& x) {
+  return f(caf::meta::type_name("joining_node"), x.join, x.handles, x.heartbeat, x.device_handles);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_summary& x) {
+  return f(caf::meta::type_name("link_summary"), x.link, x.from_device, x.to_device, x.transfers,
+           x.bytes, x.busy_s, x.mean_delay_s, x.bandwidth_Bps);
+}
+
+/// Actor handles only: CAF's own addressing, CAF-serialized.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
+  return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes,
+           x.devices);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_result& x) {
+  return f(caf::meta::type_name("step_result"), x.step, x.loss, x.grad_norm, x.lr, x.start_s,
+           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_work& x) {
+  return inspect_in_process(f, x, "device_work");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_buffers& x) {
+  return inspect_in_process(f, x, "device_buffers");
+}
+
+} // namespace deepcee::actors
+
+/// A parameter's host copy crosses actors alone only within a process (a device's snapshot
+/// to its stage); between nodes it travels inside a stage_snapshot.
+namespace deepcee::runtime {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, parameter_tensor& x) {
+  return f(caf::meta::type_name("parameter_tensor"), x.name, x.shape, x.value, x.exp_avg,
+           x.exp_avg_sq);
+}
+
+} // namespace deepcee::runtime
+
+/// Each message of the schema crosses nodes as its Cap'n Proto bytes (wire_format.hpp).
+namespace deepcee::messages {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_deployment& x) {
+  return actors::inspect_as_wire(f, x, "job_deployment");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, deployment_request& x) {
+  return actors::inspect_as_wire(f, x, "deployment_request");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, error_report& x) {
+  return actors::inspect_as_wire(f, x, "error_report");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_start& x) {
+  return actors::inspect_as_wire(f, x, "step_start");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, optimize_order& x) {
+  return actors::inspect_as_wire(f, x, "optimize_order");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
+  return actors::inspect_as_wire(f, x, "stage_report");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gradient_share& x) {
+  return actors::inspect_as_wire(f, x, "gradient_share");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_sample& x) {
+  return actors::inspect_as_wire(f, x, "link_sample");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, heartbeat& x) {
+  return actors::inspect_as_wire(f, x, "heartbeat");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_join& x) {
+  return actors::inspect_as_wire(f, x, "node_join");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pipe_request& x) {
+  return actors::inspect_as_wire(f, x, "pipe_request");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, send_horizon& x) {
+  return actors::inspect_as_wire(f, x, "send_horizon");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pipe_arrival& x) {
+  return actors::inspect_as_wire(f, x, "pipe_arrival");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_snapshot& x) {
+  return actors::inspect_as_wire(f, x, "stage_snapshot");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_rows& x) {
+  return actors::inspect_as_wire(f, x, "device_rows");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_output& x) {
+  return actors::inspect_as_wire(f, x, "device_output");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ring_chunk& x) {
+  return actors::inspect_as_wire(f, x, "ring_chunk");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gradient_values& x) {
+  return actors::inspect_as_wire(f, x, "gradient_values");
+}
+
+/// Only inside a step_result, which stays in the coordinator's process (a stage_report
+/// carries its op records as part of its own Cap'n Proto message).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_record& x) {
+  return f(caf::meta::type_name("op_record"), x.kind, x.micro_batch, x.start, x.end);
+}
+
+} // namespace deepcee::messages

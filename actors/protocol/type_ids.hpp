@@ -1,0 +1,101 @@
+#pragma once
+
+#include "actors/protocol/protocol.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/type_id.hpp>
+
+#include <atomic>
+#include <cstdint>
+
+/// The one CAF type-ID block of every type that crosses actors (STYLE point 3): the
+/// messages of the schema (messages/types.hpp) and the values of actors/protocol.hpp.
+CAF_BEGIN_TYPE_ID_BLOCK(deepcee, caf::first_custom_type_id)
+
+CAF_ADD_ATOM(deepcee, deepcee::actors, step_atom, "step")
+CAF_ADD_ATOM(deepcee, deepcee::actors, wire_atom, "wire")
+CAF_ADD_ATOM(deepcee, deepcee::actors, links_atom, "links")
+CAF_ADD_ATOM(deepcee, deepcee::actors, samples_atom, "samples")
+CAF_ADD_ATOM(deepcee, deepcee::actors, await_atom, "await")
+CAF_ADD_ATOM(deepcee, deepcee::actors, timeout_atom, "timeout")
+CAF_ADD_ATOM(deepcee, deepcee::actors, stop_atom, "stop")
+CAF_ADD_ATOM(deepcee, deepcee::actors, peer_atom, "peer")
+
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::step_start))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::tensor_msg))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::gradient_share))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::op_record))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::stage_report))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::optimize_order))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::link_sample))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::link_summary))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_wiring))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::step_result))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::joining_node))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::heartbeat))
+// Shared links in virtual time (pipe_actor.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::pipe_request))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::send_horizon))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::pipe_arrival))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::messages::op_record>))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::messages::link_sample>))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_summary>))
+CAF_ADD_ATOM(deepcee, deepcee::actors, snapshot_atom, "snapshot")
+CAF_ADD_ATOM(deepcee, deepcee::actors, restore_atom, "restore")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::runtime::parameter_tensor))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::runtime::parameter_tensor>))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::stage_snapshot))
+// Job deployment of a multi-process job (node_deployment.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::deployment_request))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::job_deployment))
+CAF_ADD_ATOM(deepcee, deepcee::actors, interrupt_atom, "interrupt")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::error_report))
+
+// A stage, its group and its devices (device_work and device_buffers: in-process only).
+CAF_ADD_ATOM(deepcee, deepcee::actors, reduce_atom, "reduce")
+CAF_ADD_ATOM(deepcee, deepcee::actors, ring_atom, "ring")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_work))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::ring_chunk))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::gradient_values))
+CAF_ADD_ATOM(deepcee, deepcee::actors, buffers_atom, "buffers")
+CAF_ADD_ATOM(deepcee, deepcee::actors, gradients_atom, "gradients")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_buffers))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<float>))
+// A stage's devices on other nodes (remote_device.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::device_rows))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::device_output))
+CAF_ADD_ATOM(deepcee, deepcee::actors, digest_atom, "digest")
+CAF_ADD_ATOM(deepcee, deepcee::actors, devices_atom, "devices")
+CAF_ADD_ATOM(deepcee, deepcee::actors, squares_atom, "squares")
+
+CAF_END_TYPE_ID_BLOCK(deepcee)
+
+namespace deepcee::actors {
+
+/// Registers the block and deepcee's error category (actors/errors.hpp).
+void register_types(caf::actor_system_config& cfg);
+
+/// The configuration of every actor system of deepcee, used by main and by every test
+/// fixture alike: register_types, and what the system's message loaders count.
+///
+/// The count of refused messages lives here, one per actor system, instead of in a
+/// process-wide counter: a loader runs inside CAF's middleman, which gives it no actor to
+/// count in, but its deserializer's execution unit knows the actor system, and the system
+/// knows its config (actors/wire_format.hpp). Decoding in the receiving handlers instead
+/// would have made every message cross as bytes in a process too.
+class system_config : public caf::actor_system_config {
+public:
+  system_config();
+
+  /// Messages from other nodes whose bytes the codec refused so far.
+  int64_t dropped_wire_messages() const { return dropped_.load(); }
+
+  /// Counts one more refused message (from a loader, which sees the config as const);
+  /// returns the count so far.
+  int64_t count_dropped() const { return ++dropped_; }
+
+private:
+  mutable std::atomic<int64_t> dropped_{0};
+};
+
+} // namespace deepcee::actors

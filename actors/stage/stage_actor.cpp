@@ -1,0 +1,590 @@
+#include "actors/stage/stage_actor.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/wire_format.hpp"
+
+#include "actors/device/device_worker.hpp"
+#include "actors/device/group_actor.hpp"
+#include "actors/stage/stage_checkpoint.hpp"
+#include "actors/stage/stage_tensors.hpp"
+#include "kernels/train/stage_worker.hpp"
+#include "runtime/base/errors.hpp"
+#include "runtime/step/gradient_exchange.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+
+/// A stage actor runs its part of every step. The order of events of one step:
+/// 1. idle -> computing: the coordinator's step order (kept until the wiring if it comes
+///    first) starts the op list; the first and last stages sample the step's batch.
+/// 2. computing: the list's next op starts once op_readiness says its input is there (a
+///    neighbour's tensor arrives as a tensor message; through a shared pipe, also settled
+///    by the pipe's arrival). The group's devices compute it while the stage goes on
+///    handling messages; when the group answers, the op ends, its tensor leaves for the
+///    neighbour when the readiness rules say (a fused B's gradient after its W), and the
+///    next op is tried. In virtual and dry time every step also promises lower bounds on
+///    its next send times to pipes and neighbours.
+/// 3. computing -> reducing: the list is done; the group all-reduces its devices'
+///    gradients, then the stage exchanges gradient shares with the other pipelines' holders
+///    of its layers (with one pipeline it asks only for the squares of the sum).
+/// 4. reducing -> idle: the stage reports the step (ops, loss, squares) to the coordinator.
+/// 5. idle: the coordinator's optimize order reaches the group, which steps every device.
+/// A failure anywhere reports the error to the coordinator and returns the stage to idle.
+namespace deepcee::actors {
+
+namespace {
+
+using self_ptr = stage_self;
+using runtime::op_input;
+using runtime::op_kind;
+using runtime::tensor_flow;
+
+std::string where(const stage_state& st) {
+  return "pipeline " + std::to_string(st.pipeline) + " stage " + std::to_string(st.stage);
+}
+
+/// The device actors of the stage's devices on other nodes, by place in the stage (empty
+/// where its group spawns its own), from the wiring; empty when it has none.
+std::vector<caf::strong_actor_ptr> devices_apart(const job_context& job, int pipeline, int stage,
+                                                 const stage_wiring& w) {
+  if (job.layout.empty()) // one process runs every device
+    return {};
+  const auto n = job.plan.pipelines.at(static_cast<size_t>(pipeline))
+                     .stages.at(static_cast<size_t>(stage))
+                     .devices.size();
+  const auto first = static_cast<size_t>(job.layout.slot(job.flat_index(pipeline, stage), 0));
+  if (first + n > w.devices.size())
+    return {};
+  std::vector<caf::strong_actor_ptr> handed(w.devices.begin() + static_cast<ptrdiff_t>(first),
+                                            w.devices.begin() + static_cast<ptrdiff_t>(first + n));
+  return std::any_of(handed.begin(), handed.end(), [](const auto& d) { return d != nullptr; })
+             ? handed
+             : std::vector<caf::strong_actor_ptr>{};
+}
+
+/// A failed handler never kills the actor: the coordinator fails the step with the reason.
+void report_error(self_ptr self, const std::string& what) {
+  auto& st = self->state;
+  st.phase = stage_phase::idle;
+  st.op_running = false;
+  stage_report r;
+  r.step = st.step;
+  r.pipeline = st.pipeline;
+  r.stage = st.stage;
+  r.error = where(st) + ": " + what;
+  if (st.coordinator)
+    self->send(st.coordinator, std::move(r));
+}
+
+runtime::layer_range layers_of(const stage_state& st) {
+  return {st.first_layer, st.last_layer};
+}
+
+/// Why a gradient share (already decoded and validated as a message) cannot be one for
+/// this stage (runtime::share_refusal); empty when it can.
+std::string check_share(const stage_state& st, const gradient_share& share) {
+  if (!st.group)
+    return "gradient share in dry mode, where no stage has gradients";
+  return runtime::share_refusal(
+      st.job->plan, st.pipeline, st.step, layers_of(st),
+      {share.step, share.pipeline, {share.first_layer, share.last_layer}, share.values.size()});
+}
+
+/// This stage's report of its step: its ops, its loss and the square sum of its reduced
+/// gradients (none in dry mode).
+stage_report report_of(stage_state& st, double grad_sum_squares) {
+  stage_report r;
+  r.step = st.step;
+  r.pipeline = st.pipeline;
+  r.stage = st.stage;
+  r.end_time = st.free_at;
+  r.loss_sum = st.loss_sum;
+  r.grad_sum_squares = grad_sum_squares;
+  r.ops = std::move(st.records);
+  r.dropped = st.dropped;
+  return r;
+}
+
+/// The text of a failed answer (an error that carries our own message, or CAF's).
+std::string reason_of(self_ptr self, const caf::error& e) {
+  const auto& ctx = e.context();
+  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  return self->system().render(e);
+}
+
+/// What a failed answer of the group does: fails the step it belongs to (unless that step
+/// was abandoned since), naming the reason.
+auto group_failure(self_ptr self) {
+  return [self, epoch = self->state.epoch](caf::error& e) {
+    if (self->state.epoch == epoch)
+      report_error(self, reason_of(self, e));
+  };
+}
+
+/// The stage's step is done: its report goes to the coordinator.
+void report_step(self_ptr self, double grad_sum_squares) {
+  auto& st = self->state;
+  st.phase = stage_phase::idle;
+  st.own_gradients.clear();
+  self->send(st.coordinator, report_of(st, grad_sum_squares));
+}
+
+/// Once the other pipelines' shares complete this stage's layers, sums them with its own
+/// (runtime::sum_over_pipelines) and hands the total to the group's devices.
+void try_reduce(self_ptr self) {
+  auto& st = self->state;
+  if (st.phase != stage_phase::reducing || st.own_gradients.empty())
+    return;
+  const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
+  auto& shares = st.shares[st.step];
+  std::vector<runtime::layer_range> received;
+  std::vector<runtime::share_values> values;
+  for (const auto& s : shares) {
+    received.push_back({s.first_layer, s.last_layer});
+    values.push_back({s.pipeline, {s.first_layer, s.last_layer}, s.values});
+  }
+  if (!runtime::shares_complete(pipelines, layers_of(st), received))
+    return;
+  auto total = runtime::sum_over_pipelines(st.job->plan.model, pipelines, st.pipeline,
+                                           layers_of(st), std::move(st.own_gradients), values);
+  st.shares.erase(st.step);
+  double sum_squares = 0;
+  if (st.pipeline == 0) // pipeline 0 holds every layer exactly once
+    for (float v : total)
+      sum_squares += static_cast<double>(v) * v;
+  st.own_gradients.clear();
+  const auto epoch = st.epoch;
+  self->request(st.group, caf::infinite, gradient_values{st.step, std::move(total)})
+      .then(
+          [=](int64_t) {
+            if (self->state.epoch == epoch)
+              report_step(self, sum_squares);
+          },
+          group_failure(self));
+}
+
+/// Sends this stage's gradient sums (over its devices) to the other holders of its layers.
+void send_shares(self_ptr self) {
+  auto& st = self->state;
+  for (const auto& slice : runtime::share_slices(st.job->plan, st.pipeline, layers_of(st))) {
+    gradient_share share;
+    share.step = st.step;
+    share.pipeline = st.pipeline;
+    share.stage = st.stage;
+    share.first_layer = slice.layers.first;
+    share.last_layer = slice.layers.last;
+    const auto b = st.own_gradients.begin();
+    share.values.assign(b + static_cast<ptrdiff_t>(slice.begin),
+                        b + static_cast<ptrdiff_t>(slice.end));
+    const int k = st.job->flat_index(slice.pipeline, slice.stage);
+    const auto& peer = st.peers.at(static_cast<size_t>(k));
+    // Dropped on the way, a share too large for one message would leave the step waiting.
+    if (peer->node() != self->node() && share.values.size() > messages::max_payload_floats)
+      throw std::runtime_error("the gradients of layers [" + std::to_string(slice.layers.first) +
+                               ", " + std::to_string(slice.layers.last) + ") for " +
+                               st.job->stage_name(k) + " are " +
+                               std::to_string(share.values.size()) +
+                               " values, more than one message between nodes carries");
+    self->send(peer, std::move(share));
+  }
+}
+
+/// The op list is done: the group all-reduces its devices' gradients (a ring, or NCCL),
+/// then the stage exchanges the sum with the other pipelines' holders of its layers; in a
+/// job of one pipeline it needs only the sum's squares, taken on its first device.
+void finish_compute(self_ptr self) {
+  auto& st = self->state;
+  if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
+    st.phase = stage_phase::idle;
+    self->send(st.coordinator, report_of(st, 0));
+    return;
+  }
+  st.phase = stage_phase::reducing;
+  const auto epoch = st.epoch;
+  if (st.job->plan.pipelines.size() == 1) { // no other holder: the sums stay on the devices
+    self->request(st.group, caf::infinite, squares_atom_v, st.step)
+        .then(
+            [=](double sum_squares) {
+              if (self->state.epoch == epoch)
+                report_step(self, sum_squares);
+            },
+            group_failure(self));
+    return;
+  }
+  self->request(st.group, caf::infinite, reduce_atom_v, st.step)
+      .then(
+          [=](std::vector<float>& sum) {
+            auto& s = self->state;
+            if (s.epoch != epoch)
+              return;
+            try {
+              s.own_gradients = std::move(sum);
+              send_shares(self);
+              try_reduce(self);
+            } catch (const std::exception& e) {
+              report_error(self, e.what());
+            }
+          },
+          group_failure(self));
+}
+
+void advance(self_ptr self);
+
+/// The list's next op has ended at `end` (virtual and dry time; wall time measures it
+/// now): its tensor leaves when op_readiness says (a fused B's waits for its W), and the
+/// stage moves to the next op.
+void complete_op(self_ptr self, double start, double end, double loss,
+                 std::optional<outgoing_tensor> out) {
+  auto& st = self->state;
+  const auto op = st.list.next();
+  if (st.job->wall())
+    end = st.job->real_now_s();
+  const auto flow = st.list.complete_next(end);
+  if (op.kind == op_kind::forward && st.place.last)
+    st.loss_sum += loss;
+  if (out && flow == tensor_flow::none)
+    st.pending_grad_out.emplace(op.micro, std::move(*out));
+  else if (out)
+    send_tensor(self, *out, end);
+  else if (auto it = st.pending_grad_out.find(op.micro);
+           flow != tensor_flow::none && it != st.pending_grad_out.end()) {
+    send_tensor(self, it->second, end);
+    st.pending_grad_out.erase(it);
+  }
+  if (op.kind == op_kind::forward)
+    st.activations[st.step].erase(op.micro);
+  else if (op.kind == op_kind::backward_input)
+    st.gradients[st.step].erase(op.micro);
+  st.records.push_back({static_cast<int32_t>(op.kind), op.micro, start, end});
+  st.free_at = end;
+}
+
+/// The neighbour's tensor that `op` reads, once it is there and its arrival is settled
+/// (pipes); its arrival then counts in the readiness. None for ops without such an input.
+std::shared_ptr<received_tensor> settled_input(stage_state& st, const runtime::schedule_op& op) {
+  const auto input = runtime::input_of(op.kind, st.place);
+  if (input != op_input::activation && input != op_input::gradient)
+    return nullptr;
+  const auto role = input == op_input::activation ? tensor_role::activation : tensor_role::gradient;
+  auto& by_micro = (role == tensor_role::activation ? st.activations : st.gradients)[st.step];
+  auto it = by_micro.find(op.micro);
+  if (it == by_micro.end() || !st.sync.settle(role, st.step, op.micro, it->second->arrival_s))
+    return nullptr;
+  st.list.readiness().input_arrived(input, op.micro, it->second->arrival_s);
+  return it->second;
+}
+
+/// The group's work for `op`: the samples, the input it reads in place and the payload
+/// it writes in place.
+device_work work_for(const stage_state& st, const runtime::schedule_op& op,
+                     const std::shared_ptr<received_tensor>& input,
+                     const std::optional<outgoing_tensor>& out) {
+  const auto& plan = st.job->plan;
+  device_work work;
+  work.kind = static_cast<int32_t>(op.kind);
+  work.micro = op.micro;
+  work.first_sample = kernels::micro_batch_offset(plan, st.pipeline, op.micro);
+  work.samples = plan.micro_batch_size;
+  work.loss_scale =
+      1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * plan.model.context);
+  work.batch = st.batch;
+  if (input) {
+    work.input = values_of(*input);
+    work.input_owner = input;
+  }
+  if (out && out->draft) {
+    work.output = out->draft->payload();
+    work.output_owner = out->draft;
+  }
+  return work;
+}
+
+/// Hands `op` to the group; its answer ends the op and runs what can run next.
+void start_on_group(self_ptr self, const runtime::schedule_op& op, double start, double end,
+                    const std::shared_ptr<received_tensor>& input,
+                    std::optional<outgoing_tensor> out) {
+  auto& st = self->state;
+  auto work = work_for(st, op, input, out);
+  st.op_running = true;
+  const auto epoch = st.epoch;
+  self->request(st.group, caf::infinite, std::move(work))
+      .then(
+          [=](double loss) mutable {
+            auto& s = self->state;
+            if (s.epoch != epoch || s.phase != stage_phase::computing)
+              return; // an answer of an abandoned step
+            s.op_running = false;
+            try {
+              complete_op(self, start, end, loss, std::move(out));
+              advance(self);
+            } catch (const std::exception& e) {
+              report_error(self, e.what());
+            }
+          },
+          group_failure(self));
+}
+
+/// Starts the ops of the list in order for as long as their inputs are there, one at a time
+/// on the group (whose devices compute it in parallel); the stage goes on handling messages
+/// meanwhile and takes the next op when the group answers. In virtual and dry time an op
+/// starts when both the stage and its input are ready and lasts the profile's time; in wall
+/// time it starts now and lasts what it takes. Dry mode skips the math, so its ops end at
+/// once. An input stays in its map until its op ends (the devices read it in place, and
+/// the send bounds see it).
+void run_ready_ops(self_ptr self) {
+  auto& st = self->state;
+  const bool wall = st.job->wall();
+  while (st.phase == stage_phase::computing && !st.op_running && !st.list.done()) {
+    const auto op = st.list.next();
+    const auto input = settled_input(st, op);
+    const double ready = st.list.next_ready_at();
+    if (ready == runtime::stage_readiness::not_yet) {
+      const auto waits_for = runtime::input_of(op.kind, st.place);
+      if (waits_for == op_input::own_forward || waits_for == op_input::own_backward)
+        throw std::logic_error(runtime::to_string(op) + " before its own dependency");
+      return; // its input is not there yet
+    }
+    const double start = wall ? st.job->real_now_s() : std::max(st.free_at, ready);
+    const double end = wall ? start : start + st.costs.op_time(op.kind);
+    std::optional<outgoing_tensor> out;
+    switch (runtime::output_of(op.kind, st.place)) {
+    case tensor_flow::activation_to_next:
+      out = open_tensor(st, tensor_role::activation, op.micro);
+      break;
+    case tensor_flow::gradient_to_previous:
+      out = open_tensor(st, tensor_role::gradient, op.micro);
+      break;
+    case tensor_flow::none:
+      break;
+    }
+    if (st.job->dry()) {
+      complete_op(self, start, end, 0, std::move(out));
+      continue;
+    }
+    start_on_group(self, op, start, end, input, std::move(out));
+    return;
+  }
+  if (st.phase == stage_phase::computing && !st.op_running && st.list.done())
+    finish_compute(self);
+}
+
+/// Runs what can run, then promises the next send times to pipes and neighbours.
+void advance(self_ptr self) {
+  run_ready_ops(self);
+  auto& st = self->state;
+  if (st.sync.active())
+    st.sync.publish(self, st.peers, st.step, runtime::next_send_bounds(progress_of(st)));
+}
+
+void start_step(self_ptr self, const step_start& order) {
+  auto& st = self->state;
+  if (st.phase == stage_phase::computing || st.phase == stage_phase::reducing)
+    throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
+                           std::to_string(st.step) + " runs");
+  const auto& plan = st.job->plan;
+  const int m = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
+  if (order.micro_batches.size() != plan.pipelines.size() ||
+      order.micro_batches[static_cast<size_t>(st.pipeline)] != m)
+    throw std::invalid_argument("micro-batch counts differ from the plan's (rebalancing is "
+                                "not implemented yet)");
+  st.step = order.step;
+  st.phase = stage_phase::computing;
+  st.op_running = false;
+  ++st.epoch;
+  st.list = runtime::op_list_run(st.ops, st.place, m, order.start_time);
+  st.free_at = order.start_time;
+  st.loss_sum = 0;
+  st.records.clear();
+  st.own_gradients.clear();
+  st.pending_grad_out.clear();
+  if (!st.job->dry() && (st.place.first || st.place.last))
+    st.batch = std::make_shared<const runtime::token_batch>(st.job->corpus->sample_batch(
+        runtime::corpus_split::train, plan.global_batch(), plan.model.context, st.job->train.seed,
+        static_cast<uint64_t>(order.step)));
+  advance(self);
+}
+
+stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_context> job,
+                                          int pipeline, int stage) {
+  self->set_default_handler(drop_unexpected);
+  auto& st = self->state;
+  st.job = job;
+  st.pipeline = pipeline;
+  st.stage = stage;
+  const auto& sp =
+      job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
+  st.first_layer = sp.first_layer;
+  st.last_layer = sp.last_layer;
+  const auto& schedule = job->cluster->schedule(pipeline);
+  st.place = {sp.first_layer == 0, sp.last_layer == job->plan.model.n_layer + 2,
+              schedule.fused_backward};
+  if (!job->dry())
+    st.group = spawn_group(self, job, pipeline, stage);
+  st.ops = schedule.stages.at(static_cast<size_t>(stage));
+  st.costs = job->cluster->stage(pipeline, stage);
+  st.sync.init(*job, pipeline, stage);
+  return {
+      [=](const stage_wiring& w) {
+        auto& s = self->state;
+        s.peers.clear();
+        for (const auto& p : w.stages)
+          s.peers.push_back(caf::actor_cast<stage_actor>(p));
+        s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
+        s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
+        if (s.group) // its devices on other nodes, by place
+          if (auto handed = devices_apart(*job, pipeline, stage, w); !handed.empty())
+            self->send(s.group, devices_atom_v, std::move(handed));
+        try {
+          s.sync.wire(w.pipes);
+          if (s.phase == stage_phase::unwired)
+            s.phase = stage_phase::idle;
+          if (auto order = std::exchange(s.unwired_order, std::nullopt))
+            start_step(self, *order);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](const step_start& order) {
+        try {
+          if (self->state.phase == stage_phase::unwired) {
+            self->state.unwired_order = order;
+            return;
+          }
+          start_step(self, order);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](tensor_msg& msg) {
+        try {
+          auto& s = self->state;
+          // A malformed message is dropped, counted and logged: the step goes on with the
+          // well-formed one, or the coordinator's step timeout names the stuck stage.
+          auto accepted = accept_tensor(s, msg);
+          if (auto* why = std::get_if<std::string>(&accepted)) {
+            ++s.dropped;
+            spdlog::warn("{}: dropped a malformed tensor ({}), {} so far", where(s), *why,
+                         s.dropped);
+            return;
+          }
+          auto& t = std::get<accepted_tensor>(accepted);
+          if (s.job->wall() && !s.job->mode.shape_links)
+            report_arrival(self, t);
+          auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
+          slot[t.step][t.micro] = std::make_shared<received_tensor>(std::move(t.tensor));
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](gradient_share& share) {
+        try {
+          auto& s = self->state;
+          if (auto why = check_share(s, share); !why.empty()) {
+            ++s.dropped;
+            spdlog::warn("{}: dropped a malformed {}, {} so far", where(s), why, s.dropped);
+            return;
+          }
+          self->state.shares[share.step].push_back(std::move(share));
+          try_reduce(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](const optimize_order& order) -> caf::result<int64_t> {
+        auto& s = self->state;
+        s.activations.erase(order.step);
+        s.gradients.erase(order.step);
+        if (!s.group)
+          return order.step;
+        return self->delegate(s.group, order);
+      },
+      [=](const send_horizon& h) {
+        try {
+          self->state.sync.on_horizon(h);
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](const pipe_arrival& a) {
+        try {
+          self->state.sync.on_arrival(a);
+          advance(self);
+        } catch (const std::exception& e) {
+          report_error(self, e.what());
+        }
+      },
+      [=](snapshot_atom) -> caf::result<stage_snapshot> {
+        auto& s = self->state;
+        auto promise = self->make_response_promise<stage_snapshot>();
+        try {
+          require_weights_between_steps(s, "a snapshot");
+        } catch (const std::exception& e) {
+          promise.deliver(make_error(messages::error_code::internal, where(s) + ": " + e.what()));
+          return promise;
+        }
+        const auto& asker = self->current_sender();
+        const bool remote = asker && asker->node() != self->node();
+        self->request(s.group, caf::infinite, snapshot_atom_v)
+            .then(
+                [=](std::vector<kernels::parameter_state>& params) mutable {
+                  auto snapshot = snapshot_of(self->state, std::move(params));
+                  if (remote)
+                    if (auto why = too_large_to_send(snapshot); !why.empty()) {
+                      promise.deliver(make_error(messages::error_code::internal,
+                                                 where(self->state) + ": " + why));
+                      return;
+                    }
+                  promise.deliver(std::move(snapshot));
+                },
+                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+        return promise;
+      },
+      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        auto& s = self->state;
+        try {
+          require_weights_between_steps(s, "a restore");
+        } catch (const std::exception& e) {
+          return make_error(messages::error_code::internal, where(s) + ": " + e.what());
+        }
+        auto promise = self->make_response_promise<int64_t>();
+        self->request(s.group, caf::infinite, restore_atom_v, snapshot)
+            .then(
+                [=](int64_t step) mutable {
+                  self->state.step = step;
+                  promise.deliver(step);
+                },
+                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+        return promise;
+      },
+  };
+}
+
+} // namespace
+
+stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
+                        int stage) {
+  // What the stage runs is looked up here, in the caller: a stage the emulated cluster
+  // does not know fails the job's setup with its name, not a step by timeout.
+  const auto& schedule = job->cluster->schedule(pipeline);
+  if (stage < 0 || static_cast<size_t>(stage) >= schedule.stages.size() ||
+      stage >= job->stage_count(pipeline))
+    throw std::invalid_argument("pipeline " + std::to_string(pipeline) + " stage " +
+                                std::to_string(stage) + ": no op list in the emulated cluster");
+  return sys.spawn(stage_behavior, std::move(job), pipeline, stage);
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,96 @@
+#pragma once
+
+#include "actors/net/link_layer.hpp"
+#include "actors/net/pipe_sync.hpp"
+#include "actors/protocol/interfaces.hpp"
+#include "actors/protocol/job_context.hpp"
+#include "messages/codec.hpp"
+#include "messages/types.hpp"
+#include "runtime/schedule/op_readiness.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace deepcee::actors {
+
+/// A tensor to a neighbour while its op runs: its header, and the message whose payload
+/// the devices write in place (none in dry mode, which sends the header alone).
+struct outgoing_tensor {
+  tensor_role role = tensor_role::activation;
+  messages::tensor_header header;
+  std::shared_ptr<messages::tensor_draft> draft;
+};
+
+/// A validated activation or gradient waiting for its op (stage_tensors.hpp reads it).
+struct received_tensor {
+  /// When its last part arrived: the sender's link model (virtual, dry, shaped wall), or
+  /// the receiver's clock (wall without shaping).
+  double arrival_s = 0;
+  /// The decoded message, whose f32 payload is read in place (header only in dry mode),
+  /// and the payload widened to fp32 when it travelled compressed.
+  messages::tensor_message decoded;
+  std::vector<float> values;
+};
+
+/// Where a stage is in its life. The messages each phase takes:
+/// - unwired: a step order waits until the wiring comes (they come from different senders,
+///   so CAF does not order them);
+/// - idle (between steps): step orders, optimize orders, snapshots and restores; inputs and
+///   gradient shares of the next step are kept for it;
+/// - computing: the op list runs; inputs, pipe messages and the group's op answers;
+/// - reducing: the op list is done; the group's reduce, gradient shares of other pipelines.
+/// A failure in any phase reports the error and returns the stage to idle.
+enum class stage_phase { unwired, idle, computing, reducing };
+
+/// A stage's state during a job. Inputs that arrive before their step starts (a neighbour
+/// may start earlier) wait in the per-step maps.
+struct stage_state {
+  static inline const char* name = "stage";
+
+  std::shared_ptr<job_context> job;
+  int pipeline = 0;
+  int stage = 0;
+  group_actor group; ///< its devices; none in dry mode: no weights, no kernels
+  int first_layer = 0, last_layer = 0;
+  runtime::stage_place place; ///< first (embedding), last (head), fused backward
+  std::vector<runtime::schedule_op> ops;
+  runtime::virtual_stage costs;
+  link_layer links;
+  pipe_sync sync;                 ///< shared links: pipes and promises (virtual, dry)
+  std::vector<stage_actor> peers; ///< flat order
+  coordinator_actor coordinator;
+  std::optional<step_start> unwired_order; ///< a step order that came before the wiring
+
+  stage_phase phase = stage_phase::unwired;
+  // The current step.
+  int64_t step = 0;
+  uint64_t epoch = 0;        ///< counts started steps: an answer of an abandoned one is ignored
+  bool op_running = false;   ///< computing: the list's next op is with the group
+  runtime::op_list_run list; ///< the op list's progress and the readiness of its ops
+  double free_at = 0;
+  double loss_sum = 0;
+  std::shared_ptr<const runtime::token_batch> batch; ///< first and last stages
+  std::map<int, outgoing_tensor> pending_grad_out;   ///< fused: sent when W ends
+  std::vector<op_record> records;
+  std::vector<float> own_gradients; ///< the group's sum, once reduced
+  int64_t dropped = 0;              ///< malformed messages so far
+
+  // Inputs by step, then micro-batch (an input stays until its op ends: the op reads it
+  // in place); gradient shares by step, then sending pipeline.
+  std::map<int64_t, std::map<int, std::shared_ptr<received_tensor>>> activations, gradients;
+  std::map<int64_t, std::vector<gradient_share>> shares;
+};
+
+/// What the stage knows now, for the lower bounds on its next send times (pipe_sync).
+runtime::stage_progress progress_of(const stage_state& st);
+
+/// Spawns the actor of stage `stage` of pipeline `pipeline`; it spawns its group actor (one
+/// device actor per device) at once, so weights exist before the first step (dry mode
+/// builds none). The job's time mode decides how op and transfer times come about:
+/// virtual and dry carry the emulated cluster's times on the messages, wall measures them.
+stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
+                        int stage);
+
+} // namespace deepcee::actors

@@ -1,0 +1,144 @@
+#include "actors/stage/stage_tensors.hpp"
+
+#include "messages/codec.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+namespace deepcee::actors {
+
+std::variant<accepted_tensor, std::string> accept_tensor(stage_state& st, tensor_msg& msg) {
+  auto& counts = st.job->counts;
+  const auto* received = msg.bytes.data();
+  auto decoded = st.job->dry() ? messages::decode_tensor_header(msg.bytes)
+                               : messages::decode_tensor(std::move(msg.bytes));
+  if (!decoded)
+    return decoded.error().what;
+  const auto& h = decoded->header;
+  const bool forward = h.kind == messages::tensor_kind::activation;
+  const auto& plan = st.job->plan;
+  const auto& m = plan.model;
+  const int micro_batches = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
+  const std::vector<int64_t> shape{plan.micro_batch_size, m.context, m.d_model};
+  const auto what = "tensor of step " + std::to_string(h.step) + " micro-batch " +
+                    std::to_string(h.micro_batch) + " from pipeline " + std::to_string(h.pipeline) +
+                    " stage " + std::to_string(h.stage);
+  if (h.kind == messages::tensor_kind::gradient_share || h.pipeline != st.pipeline ||
+      h.stage != (forward ? st.stage - 1 : st.stage + 1) || h.first_sample != 0)
+    return what + " does not come from a neighbour of this stage";
+  // A neighbour runs the same step or, once the optimizer step is done, the next one.
+  if (h.step < st.step || h.step > st.step + 1 || h.micro_batch >= micro_batches)
+    return what + " belongs to no step or micro-batch of this stage (step " +
+           std::to_string(st.step) + ", " + std::to_string(micro_batches) + " micro-batches)";
+  if (h.shape != shape)
+    return what + " has " + std::to_string(h.rows() * h.cols()) + " values, expected " +
+           std::to_string(shape[0] * shape[1] * shape[2]);
+  accepted_tensor out;
+  out.role = forward ? tensor_role::activation : tensor_role::gradient;
+  out.step = h.step;
+  out.micro = h.micro_batch;
+  out.tensor.arrival_s = h.arrival_time;
+  out.tensor.decoded = std::move(*decoded);
+  if (st.job->dry())
+    return out;
+  if (out.tensor.decoded.buffer.bytes.data() != received)
+    ++counts.payload_copies; // the received bytes were not word aligned
+  ++counts.deserializations;
+  if (const auto& kept = out.tensor.decoded.header; kept.dtype != messages::tensor_dtype::f32) {
+    out.tensor.values.resize(static_cast<size_t>(kept.rows() * kept.cols()));
+    messages::decompress(out.tensor.decoded, out.tensor.values);
+    ++counts.payload_copies; // the widened values are uploaded once more
+  }
+  return out;
+}
+
+std::span<const float> values_of(const received_tensor& t) {
+  if (t.decoded.header.dtype != messages::tensor_dtype::f32)
+    return t.values;
+  const auto& p = t.decoded.payload;
+  return {reinterpret_cast<const float*>(p.data()), p.size() / sizeof(float)};
+}
+
+outgoing_tensor open_tensor(const stage_state& st, tensor_role role, int micro) {
+  const bool forward = role == tensor_role::activation;
+  const auto& m = st.job->plan.model;
+  outgoing_tensor t;
+  t.role = role;
+  auto& h = t.header;
+  h.kind = forward ? messages::tensor_kind::activation : messages::tensor_kind::gradient;
+  h.step = st.step;
+  h.micro_batch = micro;
+  h.pipeline = st.pipeline;
+  h.stage = st.stage;
+  h.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
+  if (!st.job->dry())
+    t.draft = std::make_shared<messages::tensor_draft>(h);
+  return t;
+}
+
+void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
+  auto& st = self->state;
+  auto& counts = st.job->counts;
+  const bool forward = t.role == tensor_role::activation;
+  const bool wall = st.job->wall(), shaped = wall && st.job->mode.shape_links;
+  auto& h = t.header;
+  link_sample meta;
+  meta.step = h.step;
+  meta.kind = static_cast<messages::tensor_kind>(t.role);
+  meta.micro_batch = h.micro_batch;
+  meta.pipeline = st.pipeline;
+  meta.stage = st.stage;
+  const auto& parts = forward ? st.costs.act_parts : st.costs.grad_parts;
+  // The link model's arrival (virtual and dry time through pipe_sync, which hands shared
+  // links to their pipes; shaped wall time on the FIFOs of this process's stages, in real
+  // seconds). Unshaped wall time leaves it 0: the receiver measures it.
+  h.send_time = end_s;
+  if (!wall)
+    h.arrival_time = st.sync.send(self, st.links, t.role, parts, end_s, meta);
+  else if (shaped)
+    h.arrival_time = st.links.send(self, st.job->shaped, parts, end_s, meta);
+  tensor_msg msg;
+  if (t.draft) {
+    // The one serialization of the send path was the devices' own writes into the payload.
+    msg.bytes = t.draft->finish(h.send_time, h.arrival_time);
+    t.draft.reset();
+    ++counts.serializations;
+  } else {
+    msg.bytes = messages::encode_tensor_header(h);
+  }
+  ++counts.messages;
+  const int to = forward ? st.stage + 1 : st.stage - 1;
+  const auto peer = st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to)));
+  if (shaped) {
+    // The link model's FIFO and drain times, in real seconds: the message leaves when its
+    // last part would have arrived, by a timer, so the actor goes on meanwhile.
+    const auto wait =
+        std::chrono::duration<double>(std::max(0.0, h.arrival_time - st.job->real_now_s()));
+    self->delayed_send(peer, std::chrono::duration_cast<std::chrono::microseconds>(wait),
+                       std::move(msg));
+  } else {
+    self->send(peer, std::move(msg));
+  }
+}
+
+void report_arrival(stage_self self, accepted_tensor& t) {
+  auto& st = self->state;
+  const auto& h = t.tensor.decoded.header;
+  t.tensor.arrival_s = st.job->real_now_s();
+  const auto& sender = st.job->cluster->stage(h.pipeline, h.stage);
+  const bool forward = t.role == tensor_role::activation;
+  link_sample meta;
+  meta.step = h.step;
+  meta.kind = static_cast<messages::tensor_kind>(t.role);
+  meta.micro_batch = h.micro_batch;
+  meta.pipeline = h.pipeline;
+  meta.stage = h.stage;
+  const double send_s = std::min(h.send_time, t.tensor.arrival_s);
+  st.links.report_real(self, forward ? sender.act_parts : sender.grad_parts,
+                       static_cast<double>(t.tensor.decoded.buffer.bytes.size()), send_s,
+                       t.tensor.arrival_s, meta);
+}
+
+} // namespace deepcee::actors

@@ -1,0 +1,38 @@
+#include "kernels/train/stage_worker.hpp"
+
+namespace deepcee::kernels {
+
+stage_worker::stage_worker(backend& be, const runtime::model_config& model, int first_layer,
+                           int last_layer, uint64_t seed,
+                           const runtime::optimizer_config& optimizer)
+    : model_(be, model, first_layer, last_layer, seed),
+      optimizer_(be, model_.parameters(), optimizer) {}
+
+tensor stage_worker::forward(int micro, const tensor& input, const tensor* targets,
+                             float loss_scale) {
+  return model_.forward(micro, input, targets, loss_scale);
+}
+
+tensor stage_worker::backward_input(int micro, const tensor& grad_output) {
+  return model_.backward_input(micro, grad_output);
+}
+
+void stage_worker::backward_weight(int micro) {
+  model_.backward_weight(micro);
+}
+
+std::pair<int, int> sample_range(const runtime::stage_plan& stage, int j) {
+  int begin = 0;
+  for (int k = 0; k < j; ++k)
+    begin += stage.samples[static_cast<size_t>(k)];
+  return {begin, begin + stage.samples[static_cast<size_t>(j)]};
+}
+
+int micro_batch_offset(const runtime::plan& plan, int p, int micro) {
+  int offset = 0;
+  for (int q = 0; q < p; ++q)
+    offset += plan.pipelines[static_cast<size_t>(q)].micro_batches * plan.micro_batch_size;
+  return offset + micro * plan.micro_batch_size;
+}
+
+} // namespace deepcee::kernels

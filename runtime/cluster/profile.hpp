@@ -1,0 +1,122 @@
+#pragma once
+
+#include "runtime/base/model_spec.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/device_catalogue.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace deepcee::runtime {
+
+/// What one layer costs on one device for one micro-batch.
+struct layer_cost {
+  double f_s = 0;          ///< forward, seconds
+  double b_s = 0;          ///< input gradient, seconds
+  double w_s = 0;          ///< weight gradient, seconds
+  int64_t act_until_b = 0; ///< bytes kept from F until B
+  int64_t act_until_w = 0; ///< bytes kept from B until W
+  int64_t state_bytes = 0; ///< weights + gradients + AdamW moments (independent of b)
+  bool measured = false;   ///< from a measured profile (exact or calibrated)
+};
+
+/// Roofline parameters of one device class. A matmul reaches `matmul_efficiency` of peak
+/// only when it is large: the share is scaled by N / (N + tokens_half) for N tokens and
+/// by C / (C + width_half) for width C, so small micro-batches and narrow models on big
+/// GPUs run far below peak, as they do in practice.
+struct roofline_factors {
+  double matmul_efficiency = 0.6;
+  double tokens_half = 256;
+  double width_half = 128;
+  double launch_s = 5e-6; ///< fixed cost per kernel launch (per op on a CPU)
+};
+
+/// Defaults: cuBLAS on datacenter parts sustains 60-75% of peak on large GEMMs; consumer
+/// cards clock down under sustained load and their fp32 peak counts dual-issue FMA, so
+/// 50%; Jetsons share memory with the CPU and throttle, 40%; OpenBLAS sgemm on one AVX2
+/// core reaches 70-90% of peak once the matrices exceed a few dozen rows.
+struct estimate_options {
+  precision prec = precision::fp32;
+  roofline_factors datacenter{0.6, 256, 128, 5e-6};
+  roofline_factors consumer{0.5, 256, 128, 5e-6};
+  roofline_factors embedded{0.4, 128, 64, 10e-6};
+  roofline_factors cpu{0.7, 4, 16, 1e-6};
+
+  const roofline_factors& factors(device_class c) const;
+};
+
+/// time = max(flops / (peak * efficiency), bytes / mem_bandwidth) + kernels * launch_s.
+layer_cost estimate_cost(const device_spec& dev, const layer_spec& layer, int micro_batch,
+                         const estimate_options& options);
+
+/// One measured row: a device kind, a layer kind and a micro-batch size.
+struct measured_entry {
+  std::string device_kind; ///< canonical catalogue kind
+  layer_kind layer = layer_kind::block;
+  int micro_batch = 1;
+  double f_s = 0, b_s = 0, w_s = 0;
+  std::optional<int64_t> act_until_b;
+  std::optional<int64_t> act_until_w;
+  int64_t line = 0;
+};
+
+/// A measured profile file (TOML):
+///
+///     model = "gpt2-124m"     # optional: must match the planned model when given
+///     precision = "fp32"      # optional, fp32 | bf16; must match the estimate options
+///     [[entry]]
+///     device = "RTX3090"      # a catalogue kind
+///     layer = "block"         # embedding | block | head
+///     micro_batch = 4
+///     f = 0.0123              # seconds (numbers) or "12.3ms"
+///     b = 0.0131
+///     w = 0.0119
+///     act_until_b = 1.2e8     # optional, bytes
+///     act_until_w = 9.0e7     # optional, bytes
+struct measured_profile {
+  std::filesystem::path source;
+  std::string model;
+  int64_t model_line = 0;
+  std::optional<precision> prec;
+  int64_t precision_line = 0;
+  std::vector<measured_entry> entries;
+};
+
+/// Per-layer costs of one model on any device, estimated by the roofline unless the
+/// measured profile has the (kind, layer kind) pair: an exact micro-batch match is taken
+/// as measured; other micro-batch sizes scale the estimate by measured / estimated at the
+/// nearest measured size (the smaller one on a tie), which calibrates the roofline
+/// without trusting it blindly.
+class profile_table {
+public:
+  /// Throws input_error (at the measured file's line) when the measured profile names a
+  /// different model or precision.
+  explicit profile_table(model_spec model, estimate_options options = {},
+                         measured_profile measured = {});
+
+  /// With the catalogue's figures for `kind`; throws std::invalid_argument for an
+  /// unknown kind.
+  layer_cost cost(std::string_view kind, int layer, int micro_batch) const;
+
+  /// With the device's own figures (a cluster may override the catalogue).
+  layer_cost cost(const device& dev, int layer, int micro_batch) const;
+
+  const model_spec& model() const { return model_; }
+  const estimate_options& options() const { return options_; }
+  const measured_profile& measured() const { return measured_; }
+
+private:
+  layer_cost cost_with(const device_spec& figures, int layer, int micro_batch) const;
+
+  model_spec model_;
+  estimate_options options_;
+  measured_profile measured_;
+};
+
+/// A device's figures as a catalogue entry (its own overrides included).
+device_spec figures_of(const device& dev);
+
+} // namespace deepcee::runtime

@@ -1,0 +1,15 @@
+#pragma once
+
+#include "runtime/sim/simulator.hpp"
+
+#include <ostream>
+
+namespace deepcee::runtime {
+
+/// Chrome / Perfetto trace JSON ({"traceEvents": [...]}, times in microseconds): one
+/// process per node (its devices' tracks and its links' tracks) and one for the WAN
+/// pipes; one thread per device and per link, with "X" events named "F3", "B3", "W3",
+/// "send act m3", "send grad m3", "allreduce L2-5", "optimizer".
+void write_chrome_trace(const sim_result& result, const cluster& c, std::ostream& out);
+
+} // namespace deepcee::runtime

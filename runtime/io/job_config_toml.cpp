@@ -1,0 +1,173 @@
+#include "runtime/io/job_config_toml.hpp"
+
+#include "runtime/base/errors.hpp"
+#include "runtime/base/model_spec.hpp"
+#include "runtime/io/cluster_toml.hpp"
+#include "runtime/io/train_config_toml.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string_view>
+
+namespace deepcee::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t line_of(const toml::node& n) {
+  return static_cast<int64_t>(n.source().begin.line);
+}
+
+std::string text_of(const toml::table& t, std::string_view key, const fs::path& source) {
+  const auto* n = t.get(key);
+  if (!n)
+    return {};
+  if (!n->is_string())
+    fail_input(source, line_of(*n), "'" + std::string(key) + "' must be a string");
+  return std::string(*n->value<std::string>());
+}
+
+/// [[node]] tables give each cluster node's host and port; `coordinator` names the node
+/// that drives the job.
+void read_nodes(const toml::table& root, const fs::path& path, job_config& job) {
+  const std::pair<const char*, double*> durations[] = {
+      {"connect_timeout", &job.connect_timeout_s},
+      {"heartbeat_interval", &job.heartbeat_interval_s},
+      {"heartbeat_timeout", &job.heartbeat_timeout_s}};
+  for (const auto& [key, out] : durations)
+    if (const auto* n = root.get(key)) {
+      const auto v = n->value<double>();
+      if (!v || !(*v >= 1e-3) || *v > 1e6)
+        fail_input(path, line_of(*n),
+                   std::string(key) + " must be a number of seconds from 0.001 to 1e6");
+      *out = *v;
+    }
+  const auto* beat_key = root.get("heartbeat_timeout") ? root.get("heartbeat_timeout")
+                                                       : root.get("heartbeat_interval");
+  if (job.heartbeat_timeout_s <= job.heartbeat_interval_s)
+    fail_input(path, beat_key ? line_of(*beat_key) : 0,
+               "heartbeat_timeout (" + std::to_string(job.heartbeat_timeout_s) +
+                   " s) must be longer than heartbeat_interval (" +
+                   std::to_string(job.heartbeat_interval_s) + " s)");
+  if (const auto* n = root.get("node")) {
+    if (!n->is_array_of_tables())
+      fail_input(path, line_of(*n), "'node' must be an array of tables ([[node]])");
+    std::vector<bool> seen(job.cluster.nodes.size(), false);
+    for (const auto& e : *n->as_array()) {
+      const auto& t = *e.as_table();
+      for (const auto& [key, v] : t)
+        if (key != "name" && key != "host" && key != "port")
+          fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [[node]]");
+      const auto name = text_of(t, "name", path);
+      const auto index = job.cluster.find_node(name);
+      if (!index)
+        fail_input(path, line_of(e),
+                   "[[node]] '" + name + "' is not a node of cluster '" + job.cluster.name + "'");
+      if (seen[static_cast<size_t>(*index)])
+        fail_input(path, line_of(e), "[[node]] '" + name + "' given twice");
+      seen[static_cast<size_t>(*index)] = true;
+      auto& nd = job.cluster.nodes[static_cast<size_t>(*index)];
+      if (t.contains("host"))
+        nd.host = text_of(t, "host", path);
+      if (const auto* p = t.get("port")) {
+        const auto v = p->value<int64_t>();
+        if (!v || *v < 1 || *v > 65535)
+          fail_input(path, line_of(*p), "port of node '" + name + "' must be in 1..65535");
+        nd.port = static_cast<int>(*v);
+      }
+    }
+  }
+  if (auto c = text_of(root, "coordinator", path); !c.empty()) {
+    const auto index = job.cluster.find_node(c);
+    if (!index)
+      fail_input(path, line_of(*root.get("coordinator")),
+                 "coordinator '" + c + "' is not a node of cluster '" + job.cluster.name + "'");
+    job.coordinator_node = *index;
+  }
+  if (job.cluster.nodes.empty())
+    fail_input(path, 0, "cluster '" + job.cluster.name + "' has no nodes");
+}
+
+} // namespace
+
+job_config load_job_config(const fs::path& path) {
+  job_config job;
+  job.source = path;
+  toml::table root;
+  try {
+    root = toml::parse_file(path.string());
+  } catch (const toml::parse_error& e) {
+    fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
+  }
+  for (const auto& [key, node] : root) {
+    static const std::string_view known[] = {
+        "name",  "time",  "shape_links",        "cluster",
+        "plan",  "model", "coordinator",        "connect_timeout",
+        "train", "node",  "heartbeat_interval", "heartbeat_timeout"};
+    if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
+      fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
+  }
+  const fs::path dir = path.parent_path();
+  if (auto n = text_of(root, "name", path); !n.empty())
+    job.name = n;
+  const auto time = text_of(root, "time", path);
+  if (time == "wall")
+    job.time = time_mode::wall;
+  else if (time == "dry")
+    job.time = time_mode::dry;
+  else if (time.empty() || time == "virtual")
+    job.time = time_mode::virtual_time;
+  else
+    fail_input(path, line_of(*root.get("time")),
+               "time must be virtual, wall or dry, got '" + time + "'");
+
+  if (const auto* n = root.get("shape_links")) {
+    if (!n->is_boolean())
+      fail_input(path, line_of(*n), "shape_links must be true or false");
+    job.shape_links = *n->value<bool>();
+    if (job.shape_links && job.time != time_mode::wall)
+      fail_input(path, line_of(*n),
+                 "shape_links applies to time = \"wall\" only (virtual and dry time model the "
+                 "links already)");
+  }
+
+  const auto cluster = text_of(root, "cluster", path);
+  if (cluster.empty())
+    fail_input(path, 0, "'cluster' (a cluster file) is required");
+  job.cluster_path = fs::path(cluster).is_absolute() ? fs::path(cluster) : dir / cluster;
+  job.cluster = load_cluster(job.cluster_path);
+
+  const auto plan = text_of(root, "plan", path);
+  if (!plan.empty() && plan != "auto")
+    job.plan_path = fs::path(plan).is_absolute() ? fs::path(plan) : dir / plan;
+
+  std::string train_text;
+  bool has_model_table = false;
+  if (const auto* t = root.get("train")) {
+    if (!t->is_table())
+      fail_input(path, line_of(*t), "'train' must be a table");
+    has_model_table = t->as_table()->contains("model");
+    std::ostringstream s;
+    s << *t->as_table();
+    train_text = s.str();
+  }
+  job.train = parse_train_config(train_text, path);
+  if (auto m = text_of(root, "model", path); !m.empty()) {
+    if (has_model_table)
+      fail_input(path, line_of(*root.get("model")),
+                 "give either model = \"preset\" or [train.model]");
+    auto preset = model_preset(m);
+    if (!preset)
+      fail_input(path, line_of(*root.get("model")), "unknown model preset '" + m + "'");
+    job.train.model = *preset;
+    job.model_name = m;
+  }
+  validate(job.train, path);
+  read_nodes(root, path, job);
+  return job;
+}
+
+} // namespace deepcee::runtime

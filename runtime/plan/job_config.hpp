@@ -1,0 +1,41 @@
+#pragma once
+
+#include "runtime/base/train_config.hpp"
+#include "runtime/cluster/cluster.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace deepcee::runtime {
+
+/// How time passes in a job (DESIGN: Time):
+/// - wall: real time; ops run as soon as their inputs are there and are timed by a steady
+///   clock (with `shape_links`, transfers also wait as the cluster's link model says);
+/// - virtual: the emulated cluster's op and link times, the math for real;
+/// - dry: virtual time with the math skipped (no weights, no kernels, no payloads).
+enum class time_mode { wall, virtual_time, dry };
+
+std::string_view to_string(time_mode m);
+
+/// A job, as a job file describes it (runtime/job_config_toml.hpp reads one).
+struct job_config {
+  std::filesystem::path source;
+  std::string name = "job";
+  time_mode time = time_mode::virtual_time;
+  bool shape_links = false; ///< wall mode: emulate the cluster's links on the sender side
+  std::filesystem::path cluster_path;
+  runtime::cluster cluster;
+  std::optional<std::filesystem::path> plan_path; ///< empty: plan = "auto"
+  std::string model_name = "custom";
+  train_config train;
+  int coordinator_node = 0;     ///< index into cluster.nodes
+  double connect_timeout_s = 5; ///< joining, and the coordinator's wait for every node
+  /// Every node and the coordinator's node beat to each other this often; a peer unheard
+  /// for heartbeat_timeout_s (> the interval) stops the job, naming the silent node.
+  double heartbeat_interval_s = 1;
+  double heartbeat_timeout_s = 5;
+};
+
+} // namespace deepcee::runtime

@@ -1,0 +1,108 @@
+#include "runtime/planner/plan_builder.hpp"
+
+#include <algorithm>
+
+namespace deepcee::runtime {
+
+std::vector<int> divisors_between(int n, int lo, int hi) {
+  std::vector<int> out;
+  for (int d = std::max(1, lo); d <= std::min(n, hi); ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+std::vector<int> stage_samples(const cost_cache& costs, const std::vector<int>& devices,
+                               int micro_batch, bool proportional) {
+  std::vector<double> w(devices.size(), 1.0);
+  if (proportional) {
+    // Speed at the share a device would get under an equal split: the roofline's
+    // efficiency depends on the micro-batch, so this is the rate it will actually run at.
+    int typical = std::max(1, micro_batch / static_cast<int>(devices.size()));
+    for (size_t i = 0; i < devices.size(); ++i)
+      w[i] = costs.speed(devices[i], typical);
+  }
+  return split_proportional(micro_batch, w, 1);
+}
+
+std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeline_layout>& layout,
+                               int global_batch, const build_options& o) {
+  const int b = o.micro_batch_size;
+  const int pipelines = static_cast<int>(layout.size());
+  if (b < 1 || pipelines < 1 || global_batch % b != 0)
+    return std::nullopt;
+  const int total_micro = global_batch / b;
+  if (total_micro < pipelines)
+    return std::nullopt;
+  const int layers = costs.layer_count();
+  const cluster& c = costs.cl();
+
+  plan p;
+  p.strategy = o.strategy;
+  p.model_name = o.model_name;
+  p.model = costs.profiles().model().config;
+  p.micro_batch_size = b;
+  for (const auto& pl : layout) {
+    const int stages = static_cast<int>(pl.stages.size());
+    if (stages < 1 || stages > layers)
+      return std::nullopt;
+    split_request req;
+    req.memory_fraction = o.memory_fraction;
+    req.respect_memory = o.respect_memory;
+    for (int s = 0; s < stages; ++s) {
+      const auto& devs = pl.stages[size_t(s)];
+      if (devs.empty() || static_cast<int>(devs.size()) > b)
+        return std::nullopt;
+      req.devices.push_back(devs);
+      req.samples.push_back(stage_samples(costs, devs, b, o.proportional_samples));
+      req.in_flight.push_back(in_flight(o.schedule, s, stages, total_micro / pipelines));
+    }
+    std::vector<int> bounds =
+        o.balance_layers ? balance_layers(costs, req).bounds : uniform_bounds(layers, stages);
+    pipeline_plan pp;
+    pp.schedule = o.schedule;
+    for (int s = 0; s < stages; ++s) {
+      stage_plan st;
+      st.devices = req.devices[size_t(s)];
+      st.samples = req.samples[size_t(s)];
+      st.first_layer = bounds[size_t(s)];
+      st.last_layer = bounds[size_t(s) + 1];
+      if (s + 1 < stages) {
+        int here = c.devices[size_t(st.devices.front())].region;
+        int next = c.devices[size_t(pl.stages[size_t(s) + 1].front())].region;
+        st.send_compression = here != next ? o.cross_region : compression::none;
+      }
+      pp.stages.push_back(std::move(st));
+    }
+    p.pipelines.push_back(std::move(pp));
+  }
+
+  // Asymmetric micro-batch counts: a pipeline gets work in proportion to the rate its
+  // bottleneck (slowest stage or slowest transfer) lets it run at.
+  std::vector<double> rate(size_t(pipelines), 1.0);
+  if (o.proportional_micro && pipelines > 1)
+    for (int pi = 0; pi < pipelines; ++pi) {
+      double worst = 0;
+      for (const auto& sc : pipeline_costs(costs, p, pi, o.links))
+        worst = std::max({worst, sc.f + sc.b + sc.w, sc.comm_to_next});
+      rate[size_t(pi)] = worst > 0 ? 1.0 / worst : 1.0;
+    }
+  std::vector<int> m = split_proportional(total_micro, rate, 1);
+  for (int pi = 0; pi < pipelines; ++pi)
+    p.pipelines[size_t(pi)].micro_batches = m[size_t(pi)];
+  return p;
+}
+
+std::vector<int> thin(const std::vector<int>& values, size_t keep) {
+  if (values.size() <= keep)
+    return values;
+  std::vector<int> out;
+  for (size_t i = 0; i < keep; ++i) {
+    int v = values[i * (values.size() - 1) / (keep - 1)];
+    if (out.empty() || out.back() != v)
+      out.push_back(v);
+  }
+  return out;
+}
+
+} // namespace deepcee::runtime

@@ -1,0 +1,245 @@
+#include "runtime/planner/plan_estimate.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+namespace deepcee::runtime {
+
+link_params effective_link(const cluster& c, int a, int b, link_model model) {
+  if (model == link_model::real || a == b)
+    return c.link_between(a, b);
+  return c.devices[size_t(a)].node == c.devices[size_t(b)].node ? c.links.same_node
+                                                                : c.links.same_region;
+}
+
+namespace {
+
+/// slowest_link looks at the first 4 devices of each side: 16 pairs see every kind of link
+/// between two stages of devices that sit together, at a fixed cost for stages of hundreds.
+constexpr size_t representative_devices = 4;
+
+/// The slowest of a few representative pairs: stages are sets of devices that sit
+/// together, so the first few of each side see the same links as the rest.
+link_params slowest_link(const cluster& c, const std::vector<int>& from, const std::vector<int>& to,
+                         link_model model) {
+  link_params worst{0, std::numeric_limits<double>::infinity()};
+  const size_t nf = std::min(from.size(), representative_devices);
+  const size_t nt = std::min(to.size(), representative_devices);
+  for (size_t i = 0; i < nf; ++i)
+    for (size_t j = 0; j < nt; ++j) {
+      link_params l = effective_link(c, from[i], to[j], model);
+      worst.bandwidth_Bps = std::min(worst.bandwidth_Bps, l.bandwidth_Bps);
+      worst.latency_s = std::max(worst.latency_s, l.latency_s);
+    }
+  return worst;
+}
+
+} // namespace
+
+std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, int pipeline,
+                                       link_model model) {
+  const pipeline_plan& pp = p.pipelines[size_t(pipeline)];
+  const cluster& c = costs.cl();
+  const model_spec& spec = costs.profiles().model();
+  const int stages = static_cast<int>(pp.stages.size());
+  std::vector<stage_cost> out(static_cast<size_t>(stages));
+  for (int s = 0; s < stages; ++s) {
+    const stage_plan& st = pp.stages[size_t(s)];
+    stage_cost& sc = out[size_t(s)];
+    sc.f = sc.b = sc.w = 0;
+    sc.activation_bytes = sc.weight_grad_bytes = 0;
+    double state = costs.range_state(st.first_layer, st.last_layer);
+    double limit = std::numeric_limits<double>::infinity();
+    std::set<std::tuple<int, int, double>> seen; // same class, samples and memory: same cost
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      int d = st.devices[i], n = st.samples[i];
+      if (!seen.emplace(costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes).second)
+        continue;
+      sc.f = std::max(sc.f, costs.range_f(d, st.first_layer, st.last_layer, n));
+      sc.b = std::max(sc.b, costs.range_b(d, st.first_layer, st.last_layer, n));
+      sc.w = std::max(sc.w, costs.range_w(d, st.first_layer, st.last_layer, n));
+      sc.activation_bytes = std::max(sc.activation_bytes,
+                                     costs.range_act_until_b(d, st.first_layer, st.last_layer, n));
+      sc.weight_grad_bytes = std::max(sc.weight_grad_bytes,
+                                      costs.range_act_until_w(d, st.first_layer, st.last_layer, n));
+      limit = std::min(limit, c.devices[size_t(d)].usable_memory_bytes() - state);
+    }
+    sc.memory_limit = std::max(limit, 0.0);
+    sc.activation_bytes = std::max(sc.activation_bytes, 1.0);
+    sc.weight_grad_bytes = std::max(sc.weight_grad_bytes, 1.0);
+    if (s + 1 < stages) {
+      link_params l = slowest_link(c, st.devices, pp.stages[size_t(s) + 1].devices, model);
+      double bytes = double(spec.transfer_bytes(p.micro_batch_size, st.send_compression));
+      sc.comm_to_next = l.latency_s + bytes / l.bandwidth_Bps;
+    }
+  }
+  return out;
+}
+
+double allreduce_time(const cluster& c, const std::vector<int>& devices, double bytes,
+                      link_model model) {
+  const size_t n = devices.size();
+  if (n < 2 || bytes <= 0)
+    return 0;
+  auto ring = [&](const std::vector<int>& members, double payload) {
+    size_t k = members.size();
+    if (k < 2)
+      return 0.0;
+    double bw = std::numeric_limits<double>::infinity(), lat = 0;
+    for (size_t i = 0; i < k; ++i) {
+      link_params l = effective_link(c, members[i], members[(i + 1) % k], model);
+      bw = std::min(bw, l.bandwidth_Bps);
+      lat = std::max(lat, l.latency_s);
+    }
+    return 2.0 * double(k - 1) / double(k) * payload / bw + 2.0 * double(k - 1) * lat;
+  };
+  double flat = ring(devices, bytes);
+  // Hierarchical: reduce inside each node, a ring over one leader per node, broadcast.
+  std::map<int, std::vector<int>> by_node;
+  for (int d : devices)
+    by_node[c.devices[size_t(d)].node].push_back(d);
+  if (by_node.size() == 1 || by_node.size() == n)
+    return flat;
+  double intra = 0;
+  std::vector<int> leaders;
+  for (auto& [node, members] : by_node) {
+    intra = std::max(intra, ring(members, bytes));
+    leaders.push_back(members.front());
+  }
+  return std::min(flat, intra + ring(leaders, bytes));
+}
+
+namespace {
+
+/// AdamW reads the weights, gradients and both moments (16 bytes a parameter, the state)
+/// and writes the weights and moments (12): 28 / 16 = 1.75 times the state's bytes go
+/// through memory, the traffic the simulator charges too (simulator_allreduce.cpp).
+constexpr double optimizer_traffic_per_state_byte = 1.75;
+
+/// Pipeline `pi`'s makespan under its schedule; a greedy schedule that cannot hold one
+/// micro-batch is priced as ZB-H1 and clears `fits`.
+double pipeline_makespan(const std::vector<stage_cost>& sc, const pipeline_plan& pp, bool& fits) {
+  const int stages = static_cast<int>(sc.size());
+  try {
+    pipeline_schedule sched = pp.schedule == schedule_kind::greedy
+                                  ? make_greedy_schedule(sc, pp.micro_batches)
+                                  : make_schedule(pp.schedule, stages, pp.micro_batches);
+    return time_schedule(sched, sc).makespan;
+  } catch (const std::invalid_argument&) {
+    fits = false;
+    return time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc)
+        .makespan;
+  }
+}
+
+/// Whether each distinct member (figure class, samples, memory) of pipeline `pp`'s stages
+/// holds its state and in-flight activations (clears e.fits if not), and the slowest
+/// optimizer step among them (raises e.optimizer_s).
+void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp, double memory_fraction,
+                        plan_estimate& e) {
+  const cluster& c = costs.cl();
+  const int stages = static_cast<int>(pp.stages.size());
+  for (int s = 0; s < stages; ++s) {
+    const stage_plan& st = pp.stages[size_t(s)];
+    int flight = in_flight(pp.schedule, s, stages, pp.micro_batches);
+    double state = costs.range_state(st.first_layer, st.last_layer);
+    std::set<std::tuple<int, int, double>> seen;
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      int d = st.devices[i];
+      if (!seen.emplace(costs.figure_class(d), st.samples[i], c.devices[size_t(d)].memory_bytes)
+               .second)
+        continue;
+      double need =
+          state + flight * costs.range_activation(d, st.first_layer, st.last_layer, st.samples[i]);
+      if (need > memory_fraction * c.devices[size_t(d)].memory_bytes)
+        e.fits = false;
+      e.optimizer_s = std::max(e.optimizer_s, optimizer_traffic_per_state_byte * state /
+                                                  c.devices[size_t(d)].mem_bandwidth_Bps);
+    }
+  }
+}
+
+/// The gradient all-reduce: layers with the same holders are reduced together; a device
+/// takes part in the reductions of every holder set it belongs to, one after the other, and
+/// the slowest device's sum is the time. Between consecutive stage bounds (`cuts`) every
+/// layer has the same holders: one bucket per segment, buckets with the same holders merged.
+double allreduce_estimate(const cluster& c, const model_spec& spec, const plan& p,
+                          const std::set<int>& cuts, link_model model) {
+  std::map<std::vector<int>, double> bytes_of_set;
+  for (auto it = cuts.begin(); it != cuts.end() && std::next(it) != cuts.end(); ++it) {
+    int a = *it, z = *std::next(it);
+    std::vector<int> hs;
+    for (const auto& pp : p.pipelines)
+      for (const auto& st : pp.stages)
+        if (st.first_layer <= a && a < st.last_layer)
+          hs.insert(hs.end(), st.devices.begin(), st.devices.end());
+    std::sort(hs.begin(), hs.end());
+    double bytes = 0;
+    for (int l = a; l < z; ++l)
+      bytes += double(spec.layers[size_t(l)].grad_bytes);
+    bytes_of_set[hs] += bytes;
+  }
+  std::map<int, double> per_device;
+  for (const auto& [hs, bytes] : bytes_of_set) {
+    double t = allreduce_time(c, hs, bytes, model);
+    for (int d : hs)
+      per_device[d] += t;
+  }
+  double slowest = 0;
+  for (const auto& [d, t] : per_device)
+    slowest = std::max(slowest, t);
+  return slowest;
+}
+
+/// Across regions the simulator sends every flow of a directed region pair through one
+/// shared pipe, so pipelines that cross the same WAN link queue behind each other: the step
+/// takes at least the busiest pipe's total bytes over its bandwidth.
+double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link_model model) {
+  std::map<std::pair<int, int>, double> wan_s;
+  for (const auto& pp : p.pipelines)
+    for (size_t s = 0; s + 1 < pp.stages.size(); ++s) {
+      int a = pp.stages[s].devices.front(), b = pp.stages[s + 1].devices.front();
+      int ra = c.devices[size_t(a)].region, rb = c.devices[size_t(b)].region;
+      if (ra == rb)
+        continue;
+      double bytes = double(spec.transfer_bytes(p.micro_batch_size, pp.stages[s].send_compression));
+      double t = pp.micro_batches * bytes / effective_link(c, a, b, model).bandwidth_Bps;
+      wan_s[{ra, rb}] += t;
+      wan_s[{rb, ra}] += t;
+    }
+  double busiest = 0;
+  for (const auto& [pair, t] : wan_s)
+    busiest = std::max(busiest, t);
+  return busiest;
+}
+
+} // namespace
+
+plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
+                            double memory_fraction) {
+  const cluster& c = costs.cl();
+  const model_spec& spec = costs.profiles().model();
+  plan_estimate e;
+  std::set<int> cuts; // every stage boundary of every pipeline
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
+    const pipeline_plan& pp = p.pipelines[size_t(pi)];
+    const auto sc = pipeline_costs(costs, p, pi, model);
+    e.pipeline_s = std::max(e.pipeline_s, pipeline_makespan(sc, pp, e.fits));
+    price_stage_memory(costs, pp, memory_fraction, e);
+    for (const auto& st : pp.stages) {
+      cuts.insert(st.first_layer);
+      cuts.insert(st.last_layer);
+    }
+  }
+  e.allreduce_s = allreduce_estimate(c, spec, p, cuts, model);
+  e.pipeline_s = std::max(e.pipeline_s, wan_queue_s(c, spec, p, model));
+  e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
+  e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
+  return e;
+}
+
+} // namespace deepcee::runtime

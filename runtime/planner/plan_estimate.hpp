@@ -1,0 +1,41 @@
+#pragma once
+
+#include "runtime/plan/plan.hpp"
+#include "runtime/planner/partition.hpp"
+
+namespace deepcee::runtime {
+
+/// Which network an estimate assumes.
+enum class link_model {
+  real,    ///< the cluster's links (the planner's pre-ranking)
+  uniform, ///< every pair of nodes joined by the same-region default (Metis's assumption)
+};
+
+/// A closed-form step time, cheap enough to rank thousands of candidates before the
+/// simulator scores the few best. Pipelines are timed with time_schedule over per-stage
+/// costs (slowest device of the stage, transfers over the slowest link between stages);
+/// gradients are all-reduced per set of holders (min of a flat ring and a ring of node
+/// leaders after an intra-node reduce); the optimizer reads and writes the state once.
+struct plan_estimate {
+  double step_s = 0;
+  double pipeline_s = 0;  ///< slowest pipeline's makespan
+  double allreduce_s = 0; ///< slowest holder set's all-reduce
+  double optimizer_s = 0;
+  double samples_per_s = 0;
+  bool fits = true; ///< every device within its memory (same rule as the partition)
+};
+
+link_params effective_link(const cluster& c, int a, int b, link_model model);
+
+/// Per-stage F/B/W/communication costs of one pipeline of `p` (what time_schedule takes).
+std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, int pipeline,
+                                       link_model model);
+
+/// Ring all-reduce of `bytes` over `devices` (sorted by id), flat or hierarchical by node.
+double allreduce_time(const cluster& c, const std::vector<int>& devices, double bytes,
+                      link_model model);
+
+plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
+                            double memory_fraction = device::usable_memory_fraction);
+
+} // namespace deepcee::runtime

@@ -1,0 +1,331 @@
+#include "runtime/planner/planner.hpp"
+
+#include "runtime/base/errors.hpp"
+#include "runtime/base/units.hpp"
+#include "runtime/planner/planner_baselines.hpp"
+#include "runtime/planner/planner_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+namespace deepcee::runtime {
+
+/// GPT-3's tokens per step (planner.hpp's default_global_batch).
+constexpr int default_tokens_per_step = 1 << 19;
+
+int default_global_batch(const model_config& model) {
+  return std::max(1, default_tokens_per_step / std::max(1, model.context));
+}
+
+grouping planner_grouping(const cluster& c, const model_spec& model) {
+  grouping_options o;
+  o.transfer_bytes = double(model.transfer_bytes(1, compression::none));
+  return group_devices(c, o);
+}
+
+void check_model_fits(const cluster& c, const model_spec& model,
+                      const std::filesystem::path& source) {
+  double total = 0, largest_device = 0;
+  for (const auto& d : c.devices) {
+    total += d.memory_bytes;
+    largest_device = std::max(largest_device, d.memory_bytes);
+  }
+  double need = double(model.total_state_bytes());
+  if (need > total)
+    fail_input(source, 0,
+               "model " + model.name + " needs " + format_bytes(need) +
+                   " for weights, gradients and AdamW state, but the cluster's " +
+                   std::to_string(c.devices.size()) + " devices have " + format_bytes(total) +
+                   " in total");
+  double largest_layer = 0;
+  for (const auto& l : model.layers)
+    largest_layer = std::max(largest_layer, double(l.state_bytes()));
+  if (largest_layer > largest_device)
+    fail_input(source, 0,
+               "model " + model.name + " has a layer that needs " + format_bytes(largest_layer) +
+                   " of state, more than the largest device's " + format_bytes(largest_device));
+}
+
+namespace {
+
+/// Candidates the simulator scores when planner_options::simulate_top_k is 0. The
+/// simulator's cost grows with devices, so a larger cluster gets a shorter list: up to 64
+/// devices 12, up to 256 devices 6, beyond that 3.
+constexpr size_t top_k_small_cluster = 64;
+constexpr size_t top_k_medium_cluster = 256;
+constexpr int top_k_small = 12;
+constexpr int top_k_medium = 6;
+constexpr int top_k_large = 3;
+
+/// The best 3 of the shortlist are also simulated with the greedy zero-bubble schedule: it
+/// is the slowest schedule to build, so only the plans likeliest to win get it.
+constexpr size_t greedy_shortlist = 3;
+
+/// exclusion_reason takes the slowest link from a left-out group to each device of the plan
+/// when the plan has at most 64 devices; a larger plan is judged by the link to its first
+/// device alone, which keeps the reason cheap on clusters of thousands of devices.
+constexpr size_t slowest_link_max_devices = 64;
+
+/// Names in a table cell: at most 3 regions or nodes in network_group_name, 4 nodes in a
+/// group_label, so a cell stays one short line.
+constexpr size_t name_max_parts = 3;
+constexpr size_t label_max_nodes = 4;
+
+} // namespace
+
+std::string network_group_name(const cluster& c, const network_group& g) {
+  std::set<int> regions;
+  for (int n : g.nodes)
+    regions.insert(c.nodes[size_t(n)].region);
+  size_t region_nodes = 0;
+  for (const auto& n : c.nodes)
+    region_nodes += regions.count(n.region);
+  std::string s;
+  if (region_nodes == g.nodes.size() && regions.size() <= name_max_parts) {
+    for (int reg : regions)
+      s += (s.empty() ? "" : "+") + c.regions[size_t(reg)].name;
+    return s;
+  }
+  for (size_t i = 0; i < g.nodes.size() && i < name_max_parts; ++i)
+    s += (i ? "," : "") + c.nodes[size_t(g.nodes[i])].name;
+  if (g.nodes.size() > name_max_parts)
+    s += ",+" + std::to_string(g.nodes.size() - name_max_parts);
+  return s;
+}
+
+namespace {
+
+int auto_top_k(const cluster& c) {
+  size_t n = c.devices.size();
+  return n <= top_k_small_cluster    ? top_k_small
+         : n <= top_k_medium_cluster ? top_k_medium
+                                     : top_k_large;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The batch the options ask for, or the model's default; a negative one is the user's
+/// mistake, named as such.
+int global_batch_of(const planner_options& options, const model_spec& model) {
+  if (options.global_batch < 0)
+    fail_input(options.source, 0,
+               "global batch " + std::to_string(options.global_batch) + " must be positive");
+  return options.global_batch > 0 ? options.global_batch : default_global_batch(model.config);
+}
+
+/// The fastest plan so far and its simulation.
+struct best_plan {
+  std::optional<plan> p;
+  sim_result sim;
+
+  /// Whether a plan simulated as `s` would replace it (the first always does).
+  bool beaten_by(const sim_result& s) const { return !p || ranks_faster(s, sim); }
+
+  void offer(plan candidate, sim_result s) {
+    if (beaten_by(s)) {
+      p = std::move(candidate);
+      sim = std::move(s);
+    }
+  }
+};
+
+/// Every device some stage of `p` uses.
+std::set<int> devices_used(const plan& p) {
+  std::set<int> used;
+  for (const auto& pp : p.pipelines)
+    for (const auto& st : pp.stages)
+      used.insert(st.devices.begin(), st.devices.end());
+  return used;
+}
+
+std::string group_label(const cluster& c, const network_group& g) {
+  std::string s;
+  for (size_t i = 0; i < g.nodes.size() && i < label_max_nodes; ++i)
+    s += (i ? "," : "") + c.nodes[size_t(g.nodes[i])].name;
+  if (g.nodes.size() > label_max_nodes)
+    s += ",... (" + std::to_string(g.nodes.size()) + " nodes)";
+  return s;
+}
+
+/// Why a network group the plan does not use was left out: its slowest link to the
+/// devices the plan uses, and what the best plan that used it would have achieved.
+std::string exclusion_reason(const cluster& c, const network_group& g, const plan& best,
+                             double best_rate, double rate_with_group) {
+  const std::set<int> used = devices_used(best);
+  double slowest = 0;
+  if (!used.empty()) {
+    slowest = std::numeric_limits<double>::infinity();
+    for (int u : used) {
+      slowest = std::min(slowest, c.link_between(g.devices.front(), u).bandwidth_Bps);
+      if (used.size() > slowest_link_max_devices)
+        break;
+    }
+  }
+  char buf[160];
+  std::string why =
+      "group " + group_label(c, g) + ": link to the plan's devices " + format_bandwidth(slowest);
+  if (rate_with_group > 0)
+    std::snprintf(buf, sizeof buf,
+                  "; the best plan using it simulates at %.1f samples/s vs %.1f without",
+                  rate_with_group, best_rate);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "; no plan using it fits memory or comes within %gx of %.1f samples/s",
+                  search_prune_factor, best_rate);
+  return why + buf;
+}
+
+/// The shortlist's fastest plan by the simulator. The best few are also tried with the
+/// greedy schedule: it sees the real heterogeneous stage costs, which a fixed schedule
+/// cannot.
+best_plan simulate_shortlist(const search_outcome& found, const planner_options& options,
+                             plan_scorer& score) {
+  const bool try_greedy = std::find(options.schedules.begin(), options.schedules.end(),
+                                    schedule_kind::greedy) != options.schedules.end();
+  best_plan best;
+  for (size_t i = 0; i < found.ranked.size(); ++i) {
+    std::vector<plan> variants{found.ranked[i].p};
+    if (try_greedy && i < greedy_shortlist) {
+      plan g = found.ranked[i].p;
+      for (auto& pp : g.pipelines)
+        pp.schedule = schedule_kind::greedy;
+      variants.push_back(std::move(g));
+    }
+    for (auto& v : variants) {
+      sim_result s = score(v);
+      best.offer(std::move(v), std::move(s));
+    }
+  }
+  return best;
+}
+
+/// Simulates, for each network group the best plan leaves out, the best plan that used it:
+/// either it wins, or its simulated rate (per group, 0: none) is why the group stays out.
+std::vector<double> probe_left_out_groups(const grouping& groups, const search_outcome& found,
+                                          plan_scorer& score, best_plan& best) {
+  std::vector<double> probe_rate(groups.network.size(), 0.0);
+  for (size_t g = 0; g < groups.network.size() && best.p; ++g) {
+    const auto& ng = groups.network[g];
+    bool used_now = false;
+    for (const auto& pp : best.p->pipelines)
+      for (const auto& st : pp.stages)
+        for (int d : st.devices)
+          used_now = used_now || std::count(ng.devices.begin(), ng.devices.end(), d) > 0;
+    if (used_now || !found.best_with_group[g])
+      continue;
+    sim_result s = score(found.best_with_group[g]->p);
+    probe_rate[g] = s.out_of_memory ? 0.0 : s.samples_per_s;
+    best.offer(found.best_with_group[g]->p, std::move(s));
+  }
+  return probe_rate;
+}
+
+/// Takes a baseline's plan when no searched one is faster (the search space contains the
+/// baselines; this makes it a guarantee), and says so in `origin`.
+void fall_back_to_baselines(const std::vector<strategy_result>& rows, best_plan& best,
+                            std::string& origin) {
+  for (const auto& row : rows)
+    if (row.chosen && !row.sim.out_of_memory && best.beaten_by(row.sim)) {
+      best.p = row.chosen;
+      best.p->strategy = "deepcee";
+      best.sim = row.sim;
+      origin = "baseline " + row.strategy + " (no searched plan was faster)";
+    }
+}
+
+/// Which devices `best` leaves out, and why, by device: too small for any layer, in a left-out
+/// network group (its link and probe_rate say why), or slower than the rest of its group.
+std::vector<excluded_device> excluded_devices(const cluster& c, const grouping& groups,
+                                              const search_outcome& found, const plan& best,
+                                              double best_rate,
+                                              const std::vector<double>& probe_rate) {
+  const std::set<int> used = devices_used(best);
+  std::vector<excluded_device> out;
+  std::set<int> reported;
+  for (const auto& e : found.too_small)
+    if (!used.count(e.device)) {
+      out.push_back(e);
+      reported.insert(e.device);
+    }
+  for (size_t g = 0; g < groups.network.size(); ++g) {
+    const auto& ng = groups.network[g];
+    std::string reason;
+    for (int d : ng.devices) {
+      if (used.count(d) || reported.count(d))
+        continue;
+      if (reason.empty()) {
+        bool group_unused = std::none_of(ng.devices.begin(), ng.devices.end(),
+                                         [&](int x) { return used.count(x) > 0; });
+        reason = group_unused ? exclusion_reason(c, ng, best, best_rate, probe_rate[g])
+                              : "slower than the rest of its group: the fastest plan runs "
+                                "without it";
+      }
+      out.push_back({d, reason});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.device < b.device; });
+  return out;
+}
+
+/// Index of the fastest row that has a plan (planner_report::best_baseline), -1: none.
+int fastest_baseline(const std::vector<strategy_result>& rows) {
+  int best = -1;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].chosen && (best < 0 || ranks_faster(rows[i].sim, rows[size_t(best)].sim)))
+      best = static_cast<int>(i);
+  return best;
+}
+
+} // namespace
+
+planner_report plan_training(const cluster& c, const profile_table& profiles,
+                             const planner_options& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const model_spec& model = profiles.model();
+  check_model_fits(c, model, options.source);
+  planner_report r;
+  r.global_batch = global_batch_of(options, model);
+  r.groups = planner_grouping(c, model);
+  cost_cache costs(c, profiles);
+  plan_scorer score{c, model, profiles};
+
+  const auto baselines_t0 = std::chrono::steady_clock::now();
+  r.strategies = score_baselines(costs, r.groups, r.global_batch, options, score);
+  r.baselines_s = seconds_since(baselines_t0);
+
+  // The search: closed-form ranking, then the simulator on the shortlist.
+  const int top_k = options.simulate_top_k > 0 ? options.simulate_top_k : auto_top_k(c);
+  search_outcome found = search_candidates(costs, r.groups, r.global_batch, options, size_t(top_k));
+  r.plans_estimated = found.estimated;
+  best_plan best = simulate_shortlist(found, options, score);
+  const std::vector<double> probe_rate = probe_left_out_groups(r.groups, found, score, best);
+  r.origin = "search";
+  if (options.compare_baselines)
+    fall_back_to_baselines(r.strategies, best, r.origin);
+  if (!best.p)
+    fail_input(options.source, 0,
+               "global batch " + std::to_string(r.global_batch) +
+                   " cannot be split over the cluster's devices by any plan");
+  best.p->excluded =
+      excluded_devices(c, r.groups, found, *best.p, best.sim.samples_per_s, probe_rate);
+  r.best_baseline = fastest_baseline(r.strategies);
+
+  r.best = *best.p;
+  r.best_sim = best.sim;
+  strategy_result mine;
+  mine.strategy = "deepcee";
+  mine.chosen = r.best;
+  mine.sim = best.sim;
+  r.strategies.push_back(std::move(mine));
+  r.plans_simulated = score.simulated;
+  r.search_s = seconds_since(t0);
+  return r;
+}
+
+} // namespace deepcee::runtime

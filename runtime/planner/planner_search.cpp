@@ -1,0 +1,498 @@
+#include "runtime/planner/planner_search.hpp"
+
+#include "runtime/base/units.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace deepcee::runtime {
+namespace {
+
+using stage_list = std::vector<std::vector<int>>;
+
+/// Level 1: a set of devices also tries dropping its slowest compute groups one by one
+/// when it has at most 12 of them, and a set within one network group its slowest nodes
+/// when it has at most 16 nodes. Each drop adds a set that every later level multiplies,
+/// so a set of many parts, where one slow part weighs little anyway, keeps them all.
+constexpr size_t max_compute_groups_to_drop = 12;
+constexpr size_t max_nodes_to_drop = 16;
+
+/// Level 3: pipeline counts tried for slices of the network groups. Small counts one by
+/// one, then about 1.5x apart (the batch sizes users pick are products of 2 and 3, so
+/// these tend to divide them), up to 128 pipelines.
+constexpr int pipeline_counts[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+
+/// Level 4: stages of one device each only for slices of at most 8 devices. A deeper
+/// pipeline needs as many micro-batches to fill, and the slices' nodes or compute groups
+/// already give shallower cuts of a large slice.
+constexpr size_t max_slice_for_device_stages = 8;
+
+/// Kind-interleaved shapes: each pipeline cut into at most 4 contiguous stages, like
+/// Metis's device groups.
+constexpr int max_interleaved_stages = 4;
+
+/// Level 5: micro-batch sizes per layout, spread over the divisors of the batch that suit
+/// it (plan_builder.hpp's thin): 6, or 4 on clusters of more than 256 devices, where each
+/// estimate costs more.
+constexpr size_t micro_batch_sizes = 6;
+constexpr size_t micro_batch_sizes_large_cluster = 4;
+constexpr size_t large_cluster_devices = 256;
+
+/// The pool of priced candidates is ranked and cut back to 4 * keep whenever it grows past
+/// 8 * keep + 64, so memory stays bounded however many shapes there are and the sort runs
+/// once per many candidates. Any cut at or above `keep` ranks the same best `keep` (the
+/// sort is stable), so these only trade memory for sorting time.
+constexpr size_t pool_limit_per_kept = 8;
+constexpr size_t pool_limit_slack = 64;
+constexpr size_t pool_cut_per_kept = 4;
+
+struct context {
+  const cost_cache& costs;
+  const grouping& groups;
+  int batch;
+  const planner_options& options;
+  std::vector<double> speed;   ///< per device, samples/s at one sample
+  std::vector<int> net_of;     ///< device -> network group
+  std::vector<int> compute_of; ///< device -> compute group, numbered fastest first per group
+  std::vector<int> node_of;    ///< device -> node
+  std::vector<bool> usable;
+};
+
+double sum_speed(const context& x, const std::vector<int>& devices) {
+  double s = 0;
+  for (int d : devices)
+    s += x.speed[size_t(d)];
+  return s;
+}
+
+/// Devices sorted fastest first, then by id (deterministic).
+void by_speed(const context& x, std::vector<int>& devices) {
+  std::stable_sort(devices.begin(), devices.end(), [&](int a, int b) {
+    if (x.speed[size_t(a)] != x.speed[size_t(b)])
+      return x.speed[size_t(a)] > x.speed[size_t(b)];
+    return a < b;
+  });
+}
+
+std::map<int, std::vector<int>> split_by(const std::vector<int>& devices,
+                                         const std::vector<int>& key) {
+  std::map<int, std::vector<int>> out;
+  for (int d : devices)
+    out[key[size_t(d)]].push_back(d);
+  return out;
+}
+
+/// Parts of `devices` keyed by `key`, ordered fastest part first.
+stage_list parts_by(const context& x, const std::vector<int>& devices,
+                    const std::vector<int>& key) {
+  stage_list parts;
+  for (auto& [k, v] : split_by(devices, key))
+    parts.push_back(v);
+  std::stable_sort(parts.begin(), parts.end(), [&](const auto& a, const auto& b) {
+    return sum_speed(x, a) / double(a.size()) > sum_speed(x, b) / double(b.size());
+  });
+  return parts;
+}
+
+/// Which devices take part (level 1).
+std::vector<std::vector<int>> use_sets(const context& x) {
+  std::vector<std::vector<int>> per_group(x.groups.network.size());
+  for (size_t g = 0; g < x.groups.network.size(); ++g)
+    for (int d : x.groups.network[g].devices)
+      if (x.usable[size_t(d)])
+        per_group[g].push_back(d);
+  std::vector<int> order;
+  for (size_t g = 0; g < per_group.size(); ++g)
+    if (!per_group[g].empty())
+      order.push_back(static_cast<int>(g));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return sum_speed(x, per_group[size_t(a)]) > sum_speed(x, per_group[size_t(b)]);
+  });
+
+  std::vector<std::vector<int>> bases;
+  std::vector<int> prefix;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto& g = per_group[size_t(order[i])];
+    prefix.insert(prefix.end(), g.begin(), g.end());
+    bases.push_back(prefix);
+    if (i > 0)
+      bases.push_back(g);
+  }
+  std::set<std::vector<int>> seen;
+  std::vector<std::vector<int>> out;
+  auto add = [&](std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    if (!v.empty() && seen.insert(v).second)
+      out.push_back(std::move(v));
+  };
+  for (const auto& base : bases) {
+    add(base);
+    // Without the slowest compute groups: a slow kind in a stage holds the others back.
+    stage_list parts = parts_by(x, base, x.compute_of);
+    if (parts.size() > 1 && parts.size() <= max_compute_groups_to_drop) {
+      std::vector<int> keep;
+      for (size_t k = 0; k + 1 < parts.size(); ++k) {
+        keep.insert(keep.end(), parts[k].begin(), parts[k].end());
+        add(keep);
+      }
+    }
+    // One network group of few nodes: its fastest nodes alone (a flat network where
+    // every node-to-node hop is slow may be best served by fewer nodes).
+    std::set<int> groups_in;
+    for (int d : base)
+      groups_in.insert(x.net_of[size_t(d)]);
+    stage_list nodes = parts_by(x, base, x.node_of);
+    if (groups_in.size() == 1 && nodes.size() > 1 && nodes.size() <= max_nodes_to_drop) {
+      std::stable_sort(nodes.begin(), nodes.end(), [&](const auto& a, const auto& b) {
+        return sum_speed(x, a) > sum_speed(x, b);
+      });
+      std::vector<int> keep;
+      for (size_t k = 0; k + 1 < nodes.size(); ++k) {
+        keep.insert(keep.end(), nodes[k].begin(), nodes[k].end());
+        add(keep);
+      }
+    }
+  }
+  return out;
+}
+
+/// Level 2: the network groups of a set in chain order: the fastest first, then always
+/// the group nearest (cheapest boundary transfer) to the last one.
+std::vector<std::vector<int>> chain(const context& x, const std::vector<int>& devices) {
+  const cluster& c = x.costs.cl();
+  auto groups = split_by(devices, x.net_of);
+  std::vector<std::vector<int>> left;
+  for (auto& [g, v] : groups)
+    left.push_back(v);
+  std::vector<std::vector<int>> out;
+  size_t first = 0;
+  for (size_t i = 1; i < left.size(); ++i)
+    if (sum_speed(x, left[i]) > sum_speed(x, left[first]))
+      first = i;
+  out.push_back(left[first]);
+  left.erase(left.begin() + long(first));
+  const double bytes = double(x.costs.profiles().model().transfer_bytes(1, compression::none));
+  while (!left.empty()) {
+    size_t best = 0;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < left.size(); ++i) {
+      double cost = c.link_between(out.back().front(), left[i].front()).transfer_time(bytes);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = i;
+      }
+    }
+    out.push_back(left[best]);
+    left.erase(left.begin() + long(best));
+  }
+  return out;
+}
+
+/// Level 3: P slices of equal speed (longest processing time first), whole nodes where
+/// there are at least P of them. Empty when the group has fewer than P devices.
+stage_list slices(const context& x, const std::vector<int>& group, int pipelines) {
+  if (static_cast<int>(group.size()) < pipelines)
+    return {};
+  stage_list items = parts_by(x, group, x.node_of);
+  if (static_cast<int>(items.size()) < pipelines) {
+    items.clear();
+    std::vector<int> sorted = group;
+    by_speed(x, sorted);
+    for (int d : sorted)
+      items.push_back({d});
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const auto& a, const auto& b) { return sum_speed(x, a) > sum_speed(x, b); });
+  stage_list out(static_cast<size_t>(pipelines));
+  std::vector<double> load(static_cast<size_t>(pipelines), 0.0);
+  for (const auto& item : items) {
+    size_t k = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+    out[k].insert(out[k].end(), item.begin(), item.end());
+    load[k] += sum_speed(x, item);
+  }
+  for (auto& s : out)
+    std::sort(s.begin(), s.end());
+  return out;
+}
+
+enum class stage_mode { whole, nodes, compute, devices };
+
+/// Level 4: the stages of one slice.
+stage_list stages_of(const context& x, const std::vector<int>& slice, stage_mode mode) {
+  switch (mode) {
+  case stage_mode::whole:
+    return {slice};
+  case stage_mode::nodes:
+    return parts_by(x, slice, x.node_of);
+  case stage_mode::compute:
+    return parts_by(x, slice, x.compute_of);
+  case stage_mode::devices: {
+    stage_list out;
+    std::vector<int> sorted = slice;
+    by_speed(x, sorted);
+    for (int d : sorted)
+      out.push_back({d});
+    return out;
+  }
+  }
+  return {slice};
+}
+
+bool crosses_regions(const cluster& c, const std::vector<pipeline_layout>& layout) {
+  for (const auto& pl : layout)
+    for (size_t s = 0; s + 1 < pl.stages.size(); ++s)
+      if (c.devices[size_t(pl.stages[s].front())].region !=
+          c.devices[size_t(pl.stages[s + 1].front())].region)
+        return true;
+  return false;
+}
+
+/// Micro-batches times the slowest stage or transfer: no schedule beats it.
+double lower_bound(const cost_cache& costs, const plan& p) {
+  double lb = 0;
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
+    double worst = 0;
+    for (const auto& sc : pipeline_costs(costs, p, pi, link_model::real))
+      worst = std::max({worst, sc.f + sc.b + sc.w, sc.comm_to_next});
+    lb = std::max(lb, worst * p.pipelines[size_t(pi)].micro_batches);
+  }
+  return lb;
+}
+
+bool better(const plan_estimate& a, const plan_estimate& b) {
+  if (a.fits != b.fits)
+    return a.fits;
+  return a.step_s < b.step_s;
+}
+
+/// Level 0: each device's network group, compute group, node and speed.
+context index_devices(const cost_cache& costs, const grouping& groups, int batch,
+                      const planner_options& options) {
+  const cluster& c = costs.cl();
+  context x{costs, groups, batch, options, {}, {}, {}, {}, {}};
+  x.speed.resize(c.devices.size());
+  x.net_of.assign(c.devices.size(), 0);
+  x.node_of.resize(c.devices.size());
+  for (const auto& d : c.devices) {
+    x.node_of[size_t(d.id)] = d.node;
+    x.speed[size_t(d.id)] = costs.speed(d.id, 1);
+  }
+  x.compute_of.assign(c.devices.size(), 0);
+  x.usable.assign(c.devices.size(), true);
+  int compute_id = 0;
+  for (size_t g = 0; g < groups.network.size(); ++g)
+    for (const auto& cg : groups.network[g].compute) {
+      for (int d : cg.devices) {
+        x.net_of[size_t(d)] = static_cast<int>(g);
+        x.compute_of[size_t(d)] = compute_id;
+      }
+      ++compute_id;
+    }
+  return x;
+}
+
+/// Marks unusable, and reports, each device that cannot hold the smallest layer with one
+/// sample: it can serve no stage.
+std::vector<excluded_device> exclude_too_small(context& x) {
+  const cluster& c = x.costs.cl();
+  const int layers = x.costs.layer_count();
+  std::vector<excluded_device> out;
+  for (const auto& d : c.devices) {
+    double smallest = std::numeric_limits<double>::infinity();
+    for (int l = 0; l < layers; ++l)
+      smallest = std::min(smallest, x.costs.range_state(l, l + 1) +
+                                        x.costs.range_activation(d.id, l, l + 1, 1));
+    const double usable = x.options.memory_fraction * d.memory_bytes;
+    if (smallest > usable) {
+      x.usable[size_t(d.id)] = false;
+      const std::string why = " usable cannot hold any one layer with one sample (";
+      out.push_back({d.id, format_bytes(usable) + why + format_bytes(smallest) + ")"});
+    }
+  }
+  return out;
+}
+
+/// What the search has found so far: the priced candidates, the best step time among those
+/// that fit (the prune's reference) and the layouts already tried.
+struct search_state {
+  const context& x;
+  size_t keep;
+  search_outcome& out;
+  std::vector<search_candidate> pool;
+  double best_step = std::numeric_limits<double>::infinity();
+  std::set<std::vector<stage_list>> seen_layouts;
+};
+
+void rank(std::vector<search_candidate>& pool) {
+  std::stable_sort(pool.begin(), pool.end(),
+                   [](const auto& a, const auto& b) { return better(a.est, b.est); });
+}
+
+/// Prices plan `p` unless its lower bound rules it out, and keeps it; it is also the best
+/// plan of each network group it uses when it fits and is faster than the last.
+void consider(search_state& s, plan p, const std::vector<int>& used_groups) {
+  if (lower_bound(s.x.costs, p) > search_prune_factor * s.best_step)
+    return;
+  plan_estimate e = estimate_plan(s.x.costs, p, link_model::real, s.x.options.memory_fraction);
+  ++s.out.estimated;
+  if (e.fits) {
+    for (int g : used_groups) {
+      if (e.samples_per_s > s.out.best_rate_with_group[size_t(g)]) {
+        s.out.best_rate_with_group[size_t(g)] = e.samples_per_s;
+        s.out.best_with_group[size_t(g)] = search_candidate{p, e, used_groups};
+      }
+    }
+    s.best_step = std::min(s.best_step, e.step_s);
+  }
+  s.pool.push_back({std::move(p), e, used_groups});
+  if (s.pool.size() > pool_limit_per_kept * s.keep + pool_limit_slack) {
+    rank(s.pool);
+    s.pool.resize(pool_cut_per_kept * s.keep);
+  }
+}
+
+/// Levels 5 and 6 for one layout: plans for each micro-batch size, schedule and (for hops
+/// that cross regions) compression. Greedy is left to the planner, which tries it on the
+/// simulator's shortlist: it needs the real stage costs and is the slowest to build.
+void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, size_t widest,
+                  int pipes, const std::vector<int>& used_groups) {
+  const cluster& c = s.x.costs.cl();
+  const planner_options& options = s.x.options;
+  const int batch = s.x.batch;
+  const bool cross = crosses_regions(c, layout);
+  const size_t sizes = c.devices.size() > large_cluster_devices ? micro_batch_sizes_large_cluster
+                                                                : micro_batch_sizes;
+  for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes), sizes))
+    for (schedule_kind kind : options.schedules) {
+      if (kind == schedule_kind::greedy)
+        continue;
+      for (compression comp : options.compressions) {
+        if (!cross && comp != compression::none)
+          continue;
+        build_options o;
+        o.strategy = "deepcee";
+        o.model_name = options.model_name;
+        o.micro_batch_size = b;
+        o.schedule = kind;
+        o.cross_region = comp;
+        o.memory_fraction = options.memory_fraction;
+        if (auto p = build_plan(s.x.costs, layout, batch, o))
+          consider(s, std::move(*p), used_groups);
+      }
+    }
+}
+
+/// Prices `layout` unless an identical one was tried before (from another use set or
+/// stage mode). The widest stage bounds the micro-batch from below: each of its devices
+/// takes at least one sample.
+void try_layout(search_state& s, const std::vector<pipeline_layout>& layout,
+                const std::vector<int>& used_groups) {
+  std::vector<stage_list> key;
+  size_t widest = 0;
+  for (const auto& pl : layout) {
+    for (const auto& st : pl.stages)
+      widest = std::max(widest, st.size());
+    key.push_back(pl.stages);
+  }
+  if (s.seen_layouts.insert(key).second)
+    price_layout(s, layout, widest, static_cast<int>(layout.size()), used_groups);
+}
+
+/// Level 4 for P pipelines: pipeline `pi` takes slice `pi` of each group of the chain, cut
+/// into stages by `mode`. None when a slice is too large for one-device stages or a
+/// pipeline has more stages than the model has layers.
+std::optional<std::vector<pipeline_layout>>
+sliced_layout(const context& x, const std::vector<stage_list>& group_slices, int pipes,
+              stage_mode mode) {
+  std::vector<pipeline_layout> layout(static_cast<size_t>(pipes));
+  for (int pi = 0; pi < pipes; ++pi) {
+    auto& stages = layout[size_t(pi)].stages;
+    for (const auto& gs : group_slices) {
+      const auto& slice = gs[size_t(pi)];
+      if (mode == stage_mode::devices && slice.size() > max_slice_for_device_stages)
+        return std::nullopt;
+      for (auto& st : stages_of(x, slice, mode))
+        stages.push_back(std::move(st));
+    }
+    if (static_cast<int>(stages.size()) > x.costs.layer_count())
+      return std::nullopt;
+  }
+  return layout;
+}
+
+/// Levels 3 and 4 over one use set whose network groups are in chain order: each group cut
+/// into P slices of equal speed, and the slices into stages each way.
+void search_sliced(search_state& s, const std::vector<std::vector<int>>& groups_chain,
+                   size_t use_size, const std::vector<int>& used_groups) {
+  size_t smallest_group = use_size;
+  for (const auto& g : groups_chain)
+    smallest_group = std::min(smallest_group, g.size());
+  for (int pipes : pipeline_counts) {
+    if (pipes > static_cast<int>(smallest_group) || pipes > s.x.batch)
+      break;
+    std::vector<stage_list> group_slices;
+    for (const auto& g : groups_chain)
+      group_slices.push_back(slices(s.x, g, pipes));
+    for (stage_mode mode :
+         {stage_mode::whole, stage_mode::nodes, stage_mode::compute, stage_mode::devices})
+      if (auto layout = sliced_layout(s.x, group_slices, pipes, mode))
+        try_layout(s, *layout, used_groups);
+  }
+}
+
+/// Kind-interleaved shapes (Metis's device groups, here priced on the real links and with
+/// every schedule and compression): the use set's devices sorted by speed and dealt to a
+/// power of two of pipelines, each pipeline cut into a few contiguous stages.
+void search_interleaved(search_state& s, const std::vector<int>& use,
+                        const std::vector<int>& used_groups) {
+  std::vector<int> sorted = use;
+  by_speed(s.x, sorted);
+  const int layers = s.x.costs.layer_count();
+  for (int pipes = 1; pipes <= static_cast<int>(sorted.size()) && pipes <= s.x.batch; pipes *= 2) {
+    stage_list lists(static_cast<size_t>(pipes));
+    for (size_t i = 0; i < sorted.size(); ++i)
+      lists[i % size_t(pipes)].push_back(sorted[i]);
+    const int shortest = static_cast<int>(lists.back().size());
+    for (int stages = 1; stages <= std::min({shortest, layers, max_interleaved_stages}); ++stages) {
+      std::vector<pipeline_layout> layout(static_cast<size_t>(pipes));
+      for (int pi = 0; pi < pipes; ++pi) {
+        const auto& list = lists[size_t(pi)];
+        std::vector<int> cut = uniform_bounds(static_cast<int>(list.size()), stages);
+        for (int st = 0; st < stages; ++st)
+          layout[size_t(pi)].stages.emplace_back(list.begin() + cut[size_t(st)],
+                                                 list.begin() + cut[size_t(st) + 1]);
+      }
+      try_layout(s, layout, used_groups);
+    }
+  }
+}
+
+} // namespace
+
+search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int batch,
+                                 const planner_options& options, size_t keep) {
+  context x = index_devices(costs, groups, batch, options);
+  search_outcome out;
+  out.best_rate_with_group.assign(groups.network.size(), 0.0);
+  out.best_with_group.assign(groups.network.size(), std::nullopt);
+  out.too_small = exclude_too_small(x);
+  search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}};
+  for (const auto& use : use_sets(x)) {
+    const auto groups_chain = chain(x, use);
+    std::vector<int> used_groups;
+    for (const auto& g : groups_chain)
+      used_groups.push_back(x.net_of[size_t(g.front())]);
+    search_sliced(s, groups_chain, use.size(), used_groups);
+    search_interleaved(s, use, used_groups);
+  }
+  rank(s.pool);
+  if (s.pool.size() > keep)
+    s.pool.resize(keep);
+  out.ranked = std::move(s.pool);
+  return out;
+}
+
+} // namespace deepcee::runtime

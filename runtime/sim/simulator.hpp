@@ -1,0 +1,141 @@
+#pragma once
+
+#include "runtime/base/model_spec.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/link_timeline.hpp"
+#include "runtime/cluster/profile.hpp"
+#include "runtime/plan/plan.hpp"
+#include "runtime/schedule/schedule.hpp"
+
+#include <string>
+#include <vector>
+
+/// Discrete-event simulation of training steps of a plan on a cluster. The model, and
+/// where it simplifies (each choice is deliberate; see simulator.cpp for the why):
+///
+/// - Compute. A stage runs its schedule's op list in order. An op runs on all the stage's
+///   devices at once, each on its share of the samples (profile cost at that sample count,
+///   summed over the stage's layers); the stage moves in lockstep: the op ends when the
+///   slowest device ends, and the next op starts no earlier. A device's busy time is its
+///   own share's time, so faster devices show idle time (bubble) inside a stage.
+/// - Pipeline transfers. When F(i) ends on stage s, each device of s sends the part of its
+///   samples that each device of s+1 holds: samples are numbered 0..b-1 and each stage
+///   hands them out in device order (device k of a stage holds the samples after those of
+///   devices 0..k-1), so the pair (u, v) carries the overlap of their ranges. The bytes
+///   are model_spec::transfer_bytes(overlap, stage s's send_compression); B's gradients go
+///   back the same way with the same encoding. A fused backward (GPipe, 1F1B) sends the
+///   gradient when W ends. The receiving stage's op waits for every part of every device.
+/// - Links. Inside a region, each directed device pair is one FIFO link. Across regions,
+///   all flows of one directed region pair share one FIFO pipe (the WAN uplink), so two
+///   concurrent transfers take twice as long. A transfer occupies its link for bytes /
+///   bandwidth (integrated over the timeline's bandwidth changes) and arrives after the
+///   latency in force when it started on top. The bandwidth is the device pair's own
+///   (cluster::link_between, then the timeline).
+/// - All-reduce. Each layer's gradients are reduced over every device holding the layer;
+///   consecutive layers with the same holders form one bucket. A bucket starts when all its
+///   holders ended their last W and their previous buckets. One region: ring,
+///   2(n-1)/n * bytes / B_min + 2(n-1) * alpha_max over the ring's links. Several
+///   regions: hierarchical: in each region a reduce to a leader and at the end a
+///   broadcast, each 2(n_r-1)/n_r * bytes / B_min + n_r * alpha_max (reduce-scatter then
+///   gather; scatter then all-gather), and between them a ring over the region leaders.
+///   All-reduce traffic is counted on the links (bytes, busy) but does not queue behind
+///   pipeline transfers or other buckets on shared links.
+/// - Optimizer. AdamW per device after its last bucket: read weights, gradients and both
+///   moments, write weights and moments, at the device's memory bandwidth.
+/// - Memory per device: weights, gradients and AdamW moments of its layers, plus
+///   activations in fp32: act_until_b added when F runs, swapped for act_until_w when B
+///   runs, released when W runs (at its sample count). Out of memory when the peak exceeds
+///   the device's memory.
+/// - Steps. Several steps run back to back with a barrier between them (the next step
+///   starts when the last device's optimizer ends), so a timeline change can hit any step.
+namespace deepcee::runtime {
+
+struct sim_options {
+  int steps = 1;
+  double start_s = 0;    ///< time of the first step on the timeline's clock
+  bool trace = false;    ///< keep every event for write_chrome_trace
+  greedy_options greedy; ///< for pipelines with schedule_kind::greedy
+};
+
+/// A track of the trace: a device, a link inside a region (directed device pair) or a WAN
+/// pipe (directed region pair).
+enum class link_kind { device_pair, region_pair };
+
+struct link_stats {
+  link_kind kind = link_kind::device_pair;
+  int from = 0; ///< device id, or region index for a WAN pipe
+  int to = 0;
+  double bytes = 0;       ///< pipeline transfers and all-reduce traffic, all steps
+  double busy_s = 0;      ///< time spent draining bytes, all steps
+  double utilization = 0; ///< busy_s / simulated time
+};
+
+struct device_stats {
+  int device = 0;
+  int pipeline = 0;
+  int stage = 0;
+  int samples = 0;        ///< per micro-batch
+  double compute_s = 0;   ///< busy in F, B and W, per step (mean over steps)
+  double allreduce_s = 0; ///< per step
+  double optimizer_s = 0; ///< per step
+  double utilization = 0; ///< compute_s / step_time
+  double state_bytes = 0; ///< weights, gradients, AdamW moments
+  double peak_activation_bytes = 0;
+  double peak_bytes = 0;   ///< state + peak activations
+  double memory_bytes = 0; ///< the device's capacity
+  bool out_of_memory = false;
+};
+
+struct stage_stats {
+  int pipeline = 0;
+  int stage = 0;
+  double f_s = 0, b_s = 0, w_s = 0; ///< one op on the stage (slowest device)
+  double comm_to_next_s = 0;        ///< slowest activation transfer to the next stage, no queueing
+  double bubble_ratio = 0;          ///< mean over its devices of (step - compute) / step
+  double compute_end_s = 0;         ///< last op's end, relative to the step's start (first step)
+};
+
+/// One interval of the trace. track < device count: that device; otherwise link
+/// (track - device count) of sim_result::links.
+struct trace_event {
+  std::string name;
+  int track = 0;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct sim_result {
+  double step_time_s = 0;           ///< mean over steps
+  std::vector<double> step_times_s; ///< each step
+  int global_batch = 0;
+  double samples_per_s = 0;
+  double bubble_ratio = 0;      ///< mean of the stages'
+  double flops_utilization = 0; ///< model FLOPs per step / (peak FLOP/s of used devices * step)
+  double peak_bytes = 0;        ///< largest peak over devices
+  bool out_of_memory = false;
+  std::vector<std::vector<stage_stats>> stages; ///< [pipeline][stage]
+  std::vector<device_stats> devices; ///< devices of the plan, in pipeline and stage order
+  std::vector<link_stats> links;     ///< every link that carried bytes
+  int device_count = 0;              ///< the cluster's, for trace tracks
+  std::vector<trace_event> events;   ///< only with sim_options::trace
+};
+
+/// The schedule a pipeline runs: make_schedule for the fixed kinds, make_greedy_schedule
+/// over the stage costs for greedy.
+pipeline_schedule schedule_of(const pipeline_plan& pipeline, const std::vector<stage_cost>& costs,
+                              const greedy_options& options = {});
+
+/// Per-stage costs of pipeline `index` as the simulator sees them: slowest device's F, B,
+/// W; slowest activation transfer to the next stage at time 0 (latency + bytes /
+/// bandwidth, no queueing); activation bytes and memory limit of the tightest device. For
+/// the planner's greedy schedules and quick estimates.
+std::vector<stage_cost> pipeline_stage_costs(const cluster& c, const profile_table& profile,
+                                             const plan& p, int index);
+
+/// Throws input_error (source "plan") when the plan does not fit the cluster
+/// (validate_plan) or its model differs from the profile's.
+sim_result simulate(const cluster& c, const model_spec& model, const profile_table& profile,
+                    const plan& p, const link_timeline& timeline = {},
+                    const sim_options& options = {});
+
+} // namespace deepcee::runtime

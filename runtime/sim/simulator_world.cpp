@@ -1,0 +1,249 @@
+#include "runtime/sim/simulator_world.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace deepcee::runtime::sim_detail {
+
+namespace {
+
+bool same_cost(const stage_cost& a, const stage_cost& b) {
+  return a.f == b.f && a.b == b.b && a.w == b.w && a.comm_to_next == b.comm_to_next &&
+         a.activation_bytes == b.activation_bytes && a.weight_grad_bytes == b.weight_grad_bytes &&
+         a.memory_limit == b.memory_limit;
+}
+
+bool operator==(const std::vector<stage_cost>& a, const std::vector<stage_cost>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same_cost);
+}
+
+uint64_t key_of(int x, int y) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y);
+}
+
+/// Devices with the same figures and share cost the same: 1024 devices of a handful of
+/// kinds need only a handful of profile look-ups per stage.
+struct cost_key {
+  std::string kind;
+  double memory, fp32, bf16, mem_bw;
+  int samples, first, last;
+  auto tie() const { return std::tie(kind, memory, fp32, bf16, mem_bw, samples, first, last); }
+  bool operator<(const cost_key& o) const { return tie() < o.tie(); }
+};
+
+struct stage_device_cost {
+  double f = 0, b = 0, w = 0, act_b = 0, act_w = 0;
+};
+
+} // namespace
+
+int world::pair_of(int x, int y) {
+  auto [it, fresh] = pair_index.emplace(key_of(x, y), static_cast<int>(histories.size()));
+  if (fresh)
+    histories.push_back(timeline->history(*c, x, y));
+  return it->second;
+}
+
+int world::link_of(int x, int y) {
+  const auto& dx = c->devices[static_cast<size_t>(x)];
+  const auto& dy = c->devices[static_cast<size_t>(y)];
+  const bool wan = dx.region != dy.region;
+  // Region pairs get keys with the top bit set so they never collide with device pairs.
+  const uint64_t key = wan ? (key_of(dx.region, dy.region) | (uint64_t{1} << 63)) : key_of(x, y);
+  auto [it, fresh] = link_index.emplace(key, static_cast<int>(links.size()));
+  if (fresh) {
+    link_rt l;
+    l.kind = wan ? link_kind::region_pair : link_kind::device_pair;
+    l.from = wan ? dx.region : x;
+    l.to = wan ? dy.region : y;
+    links.push_back(l);
+  }
+  return it->second;
+}
+
+namespace {
+
+/// Parts of a transfer between two stages: sample ranges in device order, overlapped.
+void add_parts(world& w, const stage_rt& from, const stage_rt& to, compression comp,
+               std::vector<part>& out) {
+  int a0 = 0;
+  for (size_t i = 0; i < from.devices.size(); ++i) {
+    const int a1 = a0 + from.samples[i];
+    int b0 = 0;
+    for (size_t j = 0; j < to.devices.size(); ++j) {
+      const int b1 = b0 + to.samples[j];
+      const int overlap = std::min(a1, b1) - std::max(a0, b0);
+      if (overlap > 0) {
+        part pt;
+        pt.from = from.devices[i];
+        pt.to = to.devices[j];
+        pt.bytes = static_cast<double>(w.model->transfer_bytes(overlap, comp));
+        pt.link = w.link_of(pt.from, pt.to);
+        pt.pair = w.pair_of(pt.from, pt.to);
+        out.push_back(pt);
+      }
+      b0 = b1;
+    }
+    a0 = a1;
+  }
+}
+
+} // namespace
+
+world build_world(const cluster& c, const model_spec& model, const profile_table& profile,
+                  const plan& p, const link_timeline& timeline, const greedy_options& greedy) {
+  world w;
+  w.c = &c;
+  w.model = &model;
+  w.timeline = &timeline;
+  std::map<cost_key, stage_device_cost> cache;
+  std::vector<std::vector<stage_cost>> schedule_costs; // per pipeline
+  std::vector<int> first_stage;                        // per pipeline
+  for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
+    const auto& pp = p.pipelines[pi];
+    const int base = static_cast<int>(w.stages.size());
+    for (size_t si = 0; si < pp.stages.size(); ++si) {
+      const auto& sp = pp.stages[si];
+      stage_rt st;
+      st.pipeline = static_cast<int>(pi);
+      st.stage = static_cast<int>(si);
+      st.first_layer = sp.first_layer;
+      st.last_layer = sp.last_layer;
+      st.devices = sp.devices;
+      st.samples = sp.samples;
+      st.schedule = static_cast<int>(pi);
+      st.prev = si > 0 ? base + static_cast<int>(si) - 1 : -1;
+      st.next = si + 1 < pp.stages.size() ? base + static_cast<int>(si) + 1 : -1;
+      for (int l = sp.first_layer; l < sp.last_layer; ++l)
+        st.state += static_cast<double>(model.layers[static_cast<size_t>(l)].state_bytes());
+      for (size_t k = 0; k < sp.devices.size(); ++k) {
+        const auto& dev = c.devices[static_cast<size_t>(sp.devices[k])];
+        cost_key key{dev.kind,       dev.memory_bytes,      dev.fp32_flops,
+                     dev.bf16_flops, dev.mem_bandwidth_Bps, sp.samples[k],
+                     sp.first_layer, sp.last_layer};
+        auto it = cache.find(key);
+        if (it == cache.end()) {
+          stage_device_cost sum;
+          for (int l = sp.first_layer; l < sp.last_layer; ++l) {
+            const auto lc = profile.cost(dev, l, sp.samples[k]);
+            sum.f += lc.f_s;
+            sum.b += lc.b_s;
+            sum.w += lc.w_s;
+            sum.act_b += static_cast<double>(lc.act_until_b);
+            sum.act_w += static_cast<double>(lc.act_until_w);
+          }
+          it = cache.emplace(key, sum).first;
+        }
+        st.dev_f.push_back(it->second.f);
+        st.dev_b.push_back(it->second.b);
+        st.dev_w.push_back(it->second.w);
+        st.act_b.push_back(it->second.act_b);
+        st.act_w.push_back(it->second.act_w);
+        st.f = std::max(st.f, it->second.f);
+        st.b = std::max(st.b, it->second.b);
+        st.w = std::max(st.w, it->second.w);
+      }
+      w.stages.push_back(std::move(st));
+    }
+    for (size_t si = 0; si + 1 < pp.stages.size(); ++si) {
+      auto& s0 = w.stages[static_cast<size_t>(base) + si];
+      auto& s1 = w.stages[static_cast<size_t>(base) + si + 1];
+      add_parts(w, s0, s1, pp.stages[si].send_compression, s0.act_parts);
+      add_parts(w, s1, s0, pp.stages[si].send_compression, s1.grad_parts);
+    }
+    w.micro_batches.push_back(pp.micro_batches);
+    // Replicated pipelines (same kind, shape and costs) share one schedule: the greedy
+    // scheduler is the expensive part of a large plan.
+    const auto costs = stage_costs_of(w, static_cast<int>(pi), 0.0);
+    int same = -1;
+    for (size_t q = 0; q < pi && same < 0; ++q)
+      if (p.pipelines[q].schedule == pp.schedule &&
+          p.pipelines[q].micro_batches == pp.micro_batches && schedule_costs[q] == costs)
+        same = static_cast<int>(q);
+    if (same >= 0) {
+      for (size_t si = 0; si < pp.stages.size(); ++si)
+        w.stages[static_cast<size_t>(base) + si].schedule =
+            w.stages[static_cast<size_t>(first_stage[static_cast<size_t>(same)])].schedule;
+      w.schedules.push_back({});
+    } else {
+      w.schedules.push_back(schedule_of(pp, costs, greedy));
+    }
+    schedule_costs.push_back(costs);
+    first_stage.push_back(base);
+  }
+  return w;
+}
+
+std::vector<stage_cost> stage_costs_of(world& w, int index, double at_s) {
+  std::vector<stage_cost> out;
+  for (const auto& st : w.stages) {
+    if (st.pipeline != index)
+      continue;
+    stage_cost sc;
+    sc.f = st.f;
+    sc.b = st.b;
+    sc.w = st.w;
+    for (const auto& pt : st.act_parts) {
+      const auto& h = w.histories[static_cast<size_t>(pt.pair)];
+      sc.comm_to_next = std::max(sc.comm_to_next, transfer_duration(h, at_s, pt.bytes));
+    }
+    // The tightest device decides: its free memory in units of its own activation sizes,
+    // expressed in the largest device's units (stage_cost has one size per stage).
+    sc.activation_bytes = *std::max_element(st.act_b.begin(), st.act_b.end());
+    sc.weight_grad_bytes = *std::max_element(st.act_w.begin(), st.act_w.end());
+    sc.memory_limit = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < st.devices.size(); ++k) {
+      const double free =
+          w.c->devices[static_cast<size_t>(st.devices[k])].usable_memory_bytes() - st.state;
+      const double scale = st.act_b[k] > 0 ? sc.activation_bytes / st.act_b[k] : 1.0;
+      sc.memory_limit = std::min(sc.memory_limit, free * scale);
+    }
+    out.push_back(sc);
+  }
+  return out;
+}
+
+} // namespace deepcee::runtime::sim_detail
+
+namespace deepcee::runtime {
+
+pipeline_schedule schedule_of(const pipeline_plan& pipeline, const std::vector<stage_cost>& costs,
+                              const greedy_options& options) {
+  const int stages = static_cast<int>(pipeline.stages.size());
+  if (pipeline.schedule != schedule_kind::greedy)
+    return make_schedule(pipeline.schedule, stages, pipeline.micro_batches);
+  // The greedy scheduler wants F and B to take time; a stage holding only the embedding
+  // has no input gradient to compute, so give it a negligible one.
+  auto positive = costs;
+  for (auto& c : positive) {
+    c.f = std::max(c.f, 1e-12);
+    c.b = std::max(c.b, 1e-12);
+  }
+  try {
+    return make_greedy_schedule(positive, pipeline.micro_batches, options);
+  } catch (const std::invalid_argument&) {
+    // Memory cannot hold even one micro-batch somewhere: schedule without the limit and let
+    // the simulator flag the device out of memory, which says more than a refusal.
+    auto unlimited = positive;
+    for (auto& c : unlimited)
+      c.memory_limit = std::numeric_limits<double>::infinity();
+    return make_greedy_schedule(unlimited, pipeline.micro_batches, options);
+  }
+}
+
+std::vector<stage_cost> pipeline_stage_costs(const cluster& c, const profile_table& profile,
+                                             const plan& p, int index) {
+  if (index < 0 || index >= static_cast<int>(p.pipelines.size()))
+    throw std::invalid_argument("pipeline_stage_costs: no pipeline " + std::to_string(index));
+  plan one = p;
+  one.pipelines = {p.pipelines[static_cast<size_t>(index)]};
+  one.pipelines[0].schedule = schedule_kind::one_f_one_b; // the costs do not depend on it
+  const link_timeline none;
+  auto w = sim_detail::build_world(c, profile.model(), profile, one, none, {});
+  return sim_detail::stage_costs_of(w, 0, 0.0);
+}
+
+} // namespace deepcee::runtime

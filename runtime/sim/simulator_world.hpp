@@ -1,0 +1,100 @@
+#pragma once
+
+#include "runtime/sim/simulator.hpp"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+/// Internal to the simulator (simulator*.cpp): the plan laid out for fast stepping. Built
+/// once per simulate() call; every per-event quantity (op times, transfer parts, the link
+/// each part crosses) is precomputed here so that the event loop allocates nothing.
+namespace deepcee::runtime::sim_detail {
+
+/// One piece of a stage-to-stage transfer: device `from` sends `bytes` to device `to`.
+struct part {
+  int from = 0;
+  int to = 0;
+  int link = 0; ///< index into world::links
+  int pair = 0; ///< index into world::histories
+  double bytes = 0;
+};
+
+struct stage_rt {
+  int pipeline = 0;
+  int stage = 0;
+  int first_layer = 0;
+  int last_layer = 0;
+  std::vector<int> devices;
+  std::vector<int> samples;
+  std::vector<double> dev_f, dev_b, dev_w; ///< per device of the stage
+  std::vector<double> act_b, act_w;        ///< per device: activation bytes per micro-batch
+  double f = 0, b = 0, w = 0;              ///< slowest device
+  double state = 0;             ///< weights, gradients, AdamW moments of the stage's layers
+  std::vector<part> act_parts;  ///< F activations to the next stage
+  std::vector<part> grad_parts; ///< B gradients to the previous stage
+  int schedule = 0;             ///< index into world::schedules
+  int prev = -1, next = -1;     ///< global stage indices in the same pipeline
+};
+
+struct link_rt {
+  link_kind kind = link_kind::device_pair;
+  int from = 0;
+  int to = 0;
+  double free_at = 0;
+  double bytes = 0;
+  double busy = 0;
+};
+
+/// Consecutive layers whose gradients are reduced over the same devices.
+struct bucket {
+  int first_layer = 0;
+  int last_layer = 0;
+  double bytes = 0;
+  std::vector<int> stages;               ///< global stage indices holding the layers
+  std::vector<std::vector<int>> regions; ///< holders grouped by region, leader first
+  std::vector<int> holders;              ///< all of them, region by region
+};
+
+struct world {
+  const cluster* c = nullptr;
+  const model_spec* model = nullptr;
+  const link_timeline* timeline = nullptr;
+  std::vector<stage_rt> stages;
+  std::vector<pipeline_schedule> schedules; ///< one per pipeline
+  std::vector<int> micro_batches;           ///< per pipeline
+  std::vector<link_rt> links;
+  std::unordered_map<uint64_t, int> link_index;
+  std::vector<std::vector<link_timeline::piece>> histories; ///< per directed device pair
+  std::unordered_map<uint64_t, int> pair_index;
+  std::vector<bucket> buckets;
+  std::vector<double> scratch; ///< per-device buffer reused across steps
+
+  /// The directed device pair's history, computed once.
+  int pair_of(int x, int y);
+  /// The FIFO resource a transfer from x to y occupies: the device pair inside a region,
+  /// the region pair's WAN pipe across regions.
+  int link_of(int x, int y);
+};
+
+/// Lays out stages, their op costs (profile at each device's share), schedules and
+/// transfer parts.
+world build_world(const cluster& c, const model_spec& model, const profile_table& profile,
+                  const plan& p, const link_timeline& timeline, const greedy_options& greedy);
+
+/// All-reduce buckets and the optimizer after the compute of a step whose stages ended at
+/// `stage_end`; adds each device's all-reduce and optimizer time; returns the step's end.
+double finish_step(world& w, const sim_options& options, sim_result& r,
+                   const std::vector<double>& stage_end, std::vector<double>& device_ar,
+                   std::vector<double>& device_opt);
+
+/// Fills the result's statistics after all steps (`total_s` simulated from `t0`).
+void fill_stats(world& w, const plan& p, const profile_table& profile, sim_result& r,
+                const std::vector<double>& busy, const std::vector<double>& ar,
+                const std::vector<double>& opt, const std::vector<double>& first_stage_end,
+                double t0, double total_s);
+
+/// Per-stage costs of pipeline `index` of a built world (comm at time `at_s`).
+std::vector<stage_cost> stage_costs_of(world& w, int index, double at_s);
+
+} // namespace deepcee::runtime::sim_detail

@@ -1,0 +1,108 @@
+#include "runtime/sim/virtual_cluster.hpp"
+
+#include "runtime/base/errors.hpp"
+#include "runtime/sim/simulator_world.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace deepcee::runtime {
+
+transfer_times link_fifo::send(const transfer_part& part, double send_s) {
+  const auto li = static_cast<size_t>(part.link);
+  if (free_at_.size() <= li)
+    free_at_.resize(li + 1, 0.0);
+  transfer_times t;
+  t.start_s = std::max(send_s, free_at_[li]);
+  t.drained_s = t.start_s + drain_duration(part.history, t.start_s, part.bytes);
+  t.arrival_s = t.drained_s + params_at(part.history, t.start_s).latency_s;
+  free_at_[li] = t.drained_s;
+  return t;
+}
+
+/// Owns copies of what the simulator's world points to, so the world outlives no input.
+struct virtual_cluster::impl {
+  cluster c;
+  model_spec model;
+  link_timeline timeline;
+  sim_detail::world world;
+  std::vector<std::vector<virtual_stage>> stages;
+  std::vector<std::vector<int>> flat; ///< [pipeline][stage] -> world stage index
+  sim_result scratch;                 ///< link statistics the world accumulates
+  std::vector<double> ar, opt;
+};
+
+namespace {
+
+std::vector<transfer_part> parts_of(sim_detail::world& w, const std::vector<sim_detail::part>& in) {
+  std::vector<transfer_part> out;
+  for (const auto& p : in)
+    out.push_back({p.from, p.to, p.link, p.bytes, w.histories[static_cast<size_t>(p.pair)]});
+  return out;
+}
+
+} // namespace
+
+virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
+                                 const profile_table& profile, const plan& p,
+                                 const link_timeline& timeline, const greedy_options& greedy)
+    : impl_(std::make_unique<impl>()) {
+  validate_plan(p, static_cast<int>(c.devices.size()), "plan");
+  impl_->c = c;
+  impl_->model = model;
+  impl_->timeline = timeline;
+  impl_->world =
+      sim_detail::build_world(impl_->c, impl_->model, profile, p, impl_->timeline, greedy);
+  auto& w = impl_->world;
+  impl_->stages.resize(p.pipelines.size());
+  impl_->flat.resize(p.pipelines.size());
+  for (size_t s = 0; s < w.stages.size(); ++s) {
+    const auto& st = w.stages[s];
+    virtual_stage vs;
+    vs.f = st.f;
+    vs.b = st.b;
+    vs.w = st.w;
+    vs.act_parts = parts_of(w, st.act_parts);
+    vs.grad_parts = parts_of(w, st.grad_parts);
+    impl_->stages[static_cast<size_t>(st.pipeline)].push_back(std::move(vs));
+    impl_->flat[static_cast<size_t>(st.pipeline)].push_back(static_cast<int>(s));
+  }
+  impl_->scratch.device_count = static_cast<int>(c.devices.size());
+  impl_->ar.assign(c.devices.size(), 0.0);
+  impl_->opt.assign(c.devices.size(), 0.0);
+}
+
+virtual_cluster::~virtual_cluster() = default;
+
+const pipeline_schedule& virtual_cluster::schedule(int pipeline) const {
+  // Replicated pipelines share the first one's schedule (the world keeps an empty one in
+  // their own slot), so the schedule is the one their stages point to.
+  const auto& stages = impl_->flat.at(static_cast<size_t>(pipeline));
+  if (stages.empty())
+    throw std::invalid_argument("pipeline " + std::to_string(pipeline) + " has no stages");
+  const auto& first = impl_->world.stages.at(static_cast<size_t>(stages.front()));
+  return impl_->world.schedules.at(static_cast<size_t>(first.schedule));
+}
+
+const virtual_stage& virtual_cluster::stage(int pipeline, int stage) const {
+  return impl_->stages.at(static_cast<size_t>(pipeline)).at(static_cast<size_t>(stage));
+}
+
+double virtual_cluster::finish_step(const std::vector<std::vector<double>>& stage_end) {
+  std::vector<double> flat(impl_->world.stages.size(), 0.0);
+  if (stage_end.size() != impl_->flat.size())
+    throw std::invalid_argument("finish_step: " + std::to_string(stage_end.size()) +
+                                " pipelines, the plan has " + std::to_string(impl_->flat.size()));
+  for (size_t p = 0; p < stage_end.size(); ++p) {
+    if (stage_end[p].size() != impl_->flat[p].size())
+      throw std::invalid_argument("finish_step: wrong stage count of pipeline " +
+                                  std::to_string(p));
+    for (size_t s = 0; s < stage_end[p].size(); ++s)
+      flat[static_cast<size_t>(impl_->flat[p][s])] = stage_end[p][s];
+  }
+  sim_options none;
+  return sim_detail::finish_step(impl_->world, none, impl_->scratch, flat, impl_->ar, impl_->opt);
+}
+
+} // namespace deepcee::runtime

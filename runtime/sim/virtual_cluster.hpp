@@ -1,0 +1,84 @@
+#pragma once
+
+#include "runtime/base/model_spec.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/link_timeline.hpp"
+#include "runtime/cluster/profile.hpp"
+#include "runtime/plan/plan.hpp"
+#include "runtime/schedule/schedule.hpp"
+#include "runtime/sim/simulator.hpp"
+
+#include <memory>
+#include <vector>
+
+/// The emulated cluster that the actor runtime's virtual time runs on: the same op costs,
+/// transfer parts, schedules, all-reduce and optimizer model as the simulator, taken from
+/// the simulator's own world (simulator_world.hpp) so that both can never drift apart.
+/// Pure values and functions; the actors carry the times on their messages.
+namespace deepcee::runtime {
+
+/// One piece of a stage-to-stage transfer: device `from` sends `bytes` to device `to`
+/// over the FIFO resource `link` (a device pair inside a region, the region pair's WAN
+/// pipe across regions, numbered as the simulator numbers them).
+struct transfer_part {
+  int from = 0;
+  int to = 0;
+  int link = 0;
+  double bytes = 0;
+  std::vector<link_timeline::piece> history; ///< the device pair's link over time
+};
+
+/// One stage as virtual time sees it: one op lasts as long as its slowest device.
+struct virtual_stage {
+  double f = 0, b = 0, w = 0;
+  std::vector<transfer_part> act_parts;  ///< F activations to the next stage
+  std::vector<transfer_part> grad_parts; ///< B gradients to the previous stage
+
+  double op_time(op_kind k) const {
+    return k == op_kind::forward ? f : k == op_kind::backward_input ? b : w;
+  }
+};
+
+/// When a transfer sent at `send_s` occupies its link and when it arrives.
+struct transfer_times {
+  double start_s = 0;   ///< the link took it (FIFO behind earlier transfers)
+  double drained_s = 0; ///< its last byte left
+  double arrival_s = 0; ///< drained + the latency in force at start
+};
+
+/// FIFO links: a transfer starts when the link has drained the previous one. A sender keeps
+/// one for the links only it uses, and a shared link's pipe actor one for that link (fed in
+/// send-time order), so results never depend on which actor's message the host happened
+/// to deliver first (see DESIGN: virtual time is deterministic).
+class link_fifo {
+public:
+  transfer_times send(const transfer_part& part, double send_s);
+
+private:
+  std::vector<double> free_at_; ///< by link index
+};
+
+class virtual_cluster {
+public:
+  /// Throws input_error as simulate() does when the plan does not fit the cluster.
+  virtual_cluster(const cluster& c, const model_spec& model, const profile_table& profile,
+                  const plan& p, const link_timeline& timeline = {},
+                  const greedy_options& greedy = {});
+  ~virtual_cluster();
+  virtual_cluster(const virtual_cluster&) = delete;
+  virtual_cluster& operator=(const virtual_cluster&) = delete;
+
+  /// The op lists the simulator runs (greedy ones over the same stage costs).
+  const pipeline_schedule& schedule(int pipeline) const;
+  const virtual_stage& stage(int pipeline, int stage) const;
+
+  /// All-reduce buckets and the optimizer of a step whose stages ended their last op at
+  /// `stage_end[pipeline][stage]`: the simulator's finish_step. Returns the step's end.
+  double finish_step(const std::vector<std::vector<double>>& stage_end);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace deepcee::runtime

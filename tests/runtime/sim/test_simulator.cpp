@@ -1,0 +1,433 @@
+#include "runtime/base/errors.hpp"
+#include "runtime/io/chrome_trace.hpp"
+#include "runtime/io/link_timeline_toml.hpp"
+#include "runtime/sim/simulator.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+using namespace deepcee::runtime;
+namespace tt = boost::test_tools;
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+/// `regions` regions of `nodes` nodes of `per_node` A100-80GB each, with the given links.
+cluster make_cluster(int regions, int nodes, int per_node, link_params same_node,
+                     link_params same_region, link_params cross_region) {
+  const auto spec = *find_device_kind("A100-80GB");
+  cluster c;
+  c.name = "test";
+  c.links = {same_node, same_region, cross_region};
+  for (int r = 0; r < regions; ++r) {
+    c.regions.push_back({"r" + std::to_string(r), region_tier::cloud});
+    for (int n = 0; n < nodes; ++n) {
+      node nd;
+      nd.name = "r" + std::to_string(r) + "n" + std::to_string(n);
+      nd.region = r;
+      for (int k = 0; k < per_node; ++k) {
+        device d;
+        d.id = static_cast<int>(c.devices.size());
+        d.name = nd.name + "/" + std::to_string(k);
+        d.kind = spec.kind;
+        d.cls = spec.cls;
+        d.node = static_cast<int>(c.nodes.size());
+        d.region = r;
+        d.memory_bytes = spec.memory_bytes;
+        d.fp32_flops = spec.fp32_flops;
+        d.bf16_flops = spec.bf16_flops;
+        d.mem_bandwidth_Bps = spec.mem_bandwidth_Bps;
+        nd.devices.push_back(d.id);
+        c.devices.push_back(d);
+      }
+      c.nodes.push_back(nd);
+    }
+  }
+  return c;
+}
+
+cluster free_links_cluster(int devices) {
+  return make_cluster(1, 1, devices, {0, inf}, {0, inf}, {0, inf});
+}
+
+model_config small_model(int n_layer = 6) {
+  return model_config{n_layer, 256, 4, 128, 512};
+}
+
+/// One pipeline; stage s holds the layers [cuts[s], cuts[s+1]) on devices `devs[s]`.
+plan pipeline_plan_of(const model_config& m, const std::vector<std::vector<int>>& devs,
+                      const std::vector<int>& cuts, int micro_batch, int micro_batches,
+                      schedule_kind kind, compression comp = compression::none) {
+  plan p;
+  p.strategy = "test";
+  p.model = m;
+  p.micro_batch_size = micro_batch;
+  pipeline_plan pp;
+  pp.micro_batches = micro_batches;
+  pp.schedule = kind;
+  for (size_t s = 0; s < devs.size(); ++s) {
+    stage_plan st;
+    st.devices = devs[s];
+    const int n = static_cast<int>(devs[s].size());
+    for (int k = 0; k < n; ++k)
+      st.samples.push_back(micro_batch / n + (k < micro_batch % n ? 1 : 0));
+    st.first_layer = cuts[s];
+    st.last_layer = cuts[s + 1];
+    st.send_compression = comp;
+    pp.stages.push_back(st);
+  }
+  p.pipelines.push_back(pp);
+  return p;
+}
+
+/// Even cut of n_layer + 2 pipeline layers into p stages.
+std::vector<int> even_cuts(int layers, int p) {
+  std::vector<int> cuts;
+  for (int s = 0; s <= p; ++s)
+    cuts.push_back(s * layers / p);
+  return cuts;
+}
+
+double optimizer_time(const model_spec& spec, const device& d, int first, int last) {
+  double bytes = 0;
+  for (int l = first; l < last; ++l) {
+    const auto& layer = spec.layers[static_cast<size_t>(l)];
+    bytes += double(layer.state_bytes() + layer.param_bytes + layer.optimizer_bytes);
+  }
+  return bytes / d.mem_bandwidth_Bps;
+}
+
+struct fixture {
+  model_config config = small_model();
+  model_spec spec = make_model_spec(config, "t");
+  profile_table profile{spec};
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(simulator)
+
+BOOST_FIXTURE_TEST_CASE(single_device_is_f_b_w_plus_optimizer, fixture) {
+  const auto c = free_links_cluster(1);
+  const int layers = config.n_layer + 2;
+  const auto p = pipeline_plan_of(config, {{0}}, {0, layers}, 4, 1, schedule_kind::one_f_one_b);
+  const auto r = simulate(c, spec, profile, p);
+  double expected = optimizer_time(spec, c.devices[0], 0, layers);
+  for (int l = 0; l < layers; ++l) {
+    const auto lc = profile.cost(c.devices[0], l, 4);
+    expected += lc.f_s + lc.b_s + lc.w_s;
+  }
+  BOOST_TEST(r.step_time_s == expected, tt::tolerance(1e-9));
+  BOOST_TEST(r.samples_per_s == 4 / expected, tt::tolerance(1e-9));
+  BOOST_TEST(r.devices.size() == 1u);
+  BOOST_TEST(r.global_batch == 4);
+  BOOST_TEST(!r.out_of_memory);
+}
+
+BOOST_FIXTURE_TEST_CASE(pipeline_reproduces_time_schedule, fixture) {
+  for (auto kind : {schedule_kind::one_f_one_b, schedule_kind::gpipe, schedule_kind::zb_h1,
+                    schedule_kind::zb_h2, schedule_kind::greedy}) {
+    const int p = 4, m = 8;
+    const auto c = free_links_cluster(p);
+    const auto pl = pipeline_plan_of(config, {{0}, {1}, {2}, {3}}, even_cuts(config.n_layer + 2, p),
+                                     2, m, kind);
+    const auto costs = pipeline_stage_costs(c, profile, pl, 0);
+    const auto timing = time_schedule(schedule_of(pl.pipelines[0], costs), costs);
+    const auto r = simulate(c, spec, profile, pl);
+    double last = 0;
+    for (const auto& st : r.stages[0])
+      last = std::max(last, st.compute_end_s);
+    BOOST_TEST_INFO("schedule " << to_string(kind));
+    BOOST_TEST(last == timing.makespan, tt::tolerance(1e-9));
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(transfer_takes_latency_plus_bytes_over_bandwidth, fixture) {
+  const double alpha = 3e-3, bw = 1e9;
+  const auto c = make_cluster(1, 2, 1, {0, inf}, {alpha, bw}, {0, inf});
+  const int layers = config.n_layer + 2;
+  const auto pl =
+      pipeline_plan_of(config, {{0}, {1}}, {0, 3, layers}, 2, 1, schedule_kind::one_f_one_b);
+  const auto costs = pipeline_stage_costs(c, profile, pl, 0);
+  const double bytes = double(spec.transfer_bytes(2, compression::none));
+  BOOST_TEST(costs[0].comm_to_next == alpha + bytes / bw, tt::tolerance(1e-12));
+  // One micro-batch: F0 | send | F1 B1 W1 | send back | B0 W0 (fused), then all-reduce-free
+  // optimizer steps on each device.
+  const auto r = simulate(c, spec, profile, pl);
+  const double compute_end0 = costs[0].f + costs[1].f + costs[1].b + costs[1].w +
+                              2 * (alpha + bytes / bw) + costs[0].b + costs[0].w;
+  BOOST_TEST(r.stages[0][0].compute_end_s == compute_end0, tt::tolerance(1e-9));
+  BOOST_TEST(r.links.size() == 2u);
+  for (const auto& l : r.links) {
+    BOOST_TEST(l.bytes == bytes);
+    BOOST_TEST(l.busy_s == bytes / bw, tt::tolerance(1e-12));
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(shared_wan_pipe_serializes_flows, fixture) {
+  // Two pipelines, each with stage 0 in region 0 and stage 1 in region 1: both send
+  // their activation over the same region pair pipe at the same moment.
+  const double alpha = 10e-3, bw = 1e6;
+  const auto c = make_cluster(2, 1, 2, {0, inf}, {0, inf}, {alpha, bw});
+  const int layers = config.n_layer + 2;
+  auto pl = pipeline_plan_of(config, {{0}, {2}}, {0, 3, layers}, 2, 1, schedule_kind::gpipe);
+  auto second = pipeline_plan_of(config, {{1}, {3}}, {0, 3, layers}, 2, 1, schedule_kind::gpipe);
+  pl.pipelines.push_back(second.pipelines[0]);
+  const auto r = simulate(c, spec, profile, pl);
+  const double bytes = double(spec.transfer_bytes(2, compression::none));
+  const auto costs = pipeline_stage_costs(c, profile, pl, 0);
+  // The second flow waits for the first: its F on stage 1 starts 2X/B + alpha after F0.
+  const auto one = r.stages[0][1].compute_end_s;
+  const auto two = r.stages[1][1].compute_end_s;
+  BOOST_TEST(std::max(one, two) ==
+                 costs[0].f + alpha + 2 * bytes / bw + costs[1].f + costs[1].b + costs[1].w,
+             tt::tolerance(1e-9));
+  BOOST_TEST(std::abs(two - one) == bytes / bw, tt::tolerance(1e-9));
+  int wan = 0;
+  for (const auto& l : r.links)
+    if (l.kind == link_kind::region_pair) {
+      ++wan;
+      BOOST_TEST(l.bytes == 2 * bytes); // both pipelines' activations (or gradients)
+    }
+  BOOST_TEST(wan == 2);
+}
+
+BOOST_FIXTURE_TEST_CASE(ring_allreduce_formula, fixture) {
+  // Data parallelism over n devices of one region: the step is compute, a ring
+  // all-reduce of every gradient, and the optimizer.
+  const int n = 4;
+  const double alpha = 1e-3, bw = 2e9;
+  const auto c = make_cluster(1, n, 1, {0, inf}, {alpha, bw}, {0, inf});
+  const int layers = config.n_layer + 2;
+  plan pl;
+  pl.model = config;
+  pl.micro_batch_size = 2;
+  for (int d = 0; d < n; ++d)
+    pl.pipelines.push_back(
+        pipeline_plan_of(config, {{d}}, {0, layers}, 2, 1, schedule_kind::one_f_one_b)
+            .pipelines[0]);
+  const auto r = simulate(c, spec, profile, pl);
+  double grad = 0;
+  for (const auto& l : spec.layers)
+    grad += double(l.grad_bytes);
+  const double ring = 2.0 * (n - 1) / n * grad / bw + 2.0 * (n - 1) * alpha;
+  BOOST_TEST(r.devices[0].allreduce_s == ring, tt::tolerance(1e-9));
+  const double compute = r.devices[0].compute_s;
+  BOOST_TEST(r.step_time_s == compute + ring + optimizer_time(spec, c.devices[0], 0, layers),
+             tt::tolerance(1e-9));
+}
+
+/// Data parallelism: one single-stage pipeline per device.
+plan data_parallel(const model_config& config, int devices, int micro_batch) {
+  plan pl;
+  pl.model = config;
+  pl.micro_batch_size = micro_batch;
+  for (int d = 0; d < devices; ++d)
+    pl.pipelines.push_back(pipeline_plan_of(config, {{d}}, {0, config.n_layer + 2}, micro_batch, 1,
+                                            schedule_kind::one_f_one_b)
+                               .pipelines[0]);
+  return pl;
+}
+
+BOOST_FIXTURE_TEST_CASE(hierarchical_allreduce_across_regions, fixture) {
+  const double a_in = 1e-4, b_in = 10e9, a_wan = 40e-3, b_wan = 100e6;
+  const auto c = make_cluster(2, 2, 1, {0, inf}, {a_in, b_in}, {a_wan, b_wan});
+  const auto r = simulate(c, spec, profile, data_parallel(config, 4, 2));
+  double x = 0;
+  for (const auto& l : spec.layers)
+    x += double(l.grad_bytes);
+  const double region = 2.0 * 1 / 2 * x / b_in + 2 * a_in;   // n_r = 2: reduce, broadcast
+  const double across = 2.0 * 1 / 2 * x / b_wan + 2 * a_wan; // ring over 2 leaders
+  BOOST_TEST(r.devices[0].allreduce_s == 2 * region + across, tt::tolerance(1e-9));
+  // Cheaper than a flat ring whose bottleneck is the WAN.
+  BOOST_TEST(r.devices[0].allreduce_s < 2.0 * 3 / 4 * x / b_wan + 6 * a_wan);
+}
+
+BOOST_AUTO_TEST_CASE(transfer_integrates_bandwidth_changes) {
+  const std::vector<link_timeline::piece> h = {{0.0, {0.01, 100.0}}, {1.0, {0.02, 50.0}}};
+  BOOST_TEST(transfer_duration(h, 0.5, 100.0) == 0.01 + 0.5 + 1.0, tt::tolerance(1e-12));
+  BOOST_TEST(transfer_duration(h, 2.0, 100.0) == 0.02 + 2.0, tt::tolerance(1e-12));
+  BOOST_TEST(transfer_duration(h, 0.0, 0.0) == 0.01);
+}
+
+BOOST_FIXTURE_TEST_CASE(bandwidth_drop_slows_the_step, fixture) {
+  const auto c = make_cluster(2, 1, 1, {0, inf}, {0, inf}, {20e-3, 1e9 / 8});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 4, schedule_kind::zb_h1);
+  const auto base = simulate(c, spec, profile, pl);
+  const auto timeline = parse_link_timeline(R"([[change]]
+at = "1ms"
+between = ["r0", "r1"]
+bandwidth = "50Mbps"
+latency = 80
+)",
+                                            c, "t.toml");
+  BOOST_TEST(timeline.changes().size() == 1u);
+  BOOST_TEST(*timeline.changes()[0].bandwidth_Bps == 50e6 / 8);
+  BOOST_TEST(*timeline.changes()[0].latency_s == 0.08, tt::tolerance(1e-12));
+  const auto slow = simulate(c, spec, profile, pl, timeline);
+  BOOST_TEST(slow.step_time_s > base.step_time_s);
+  // Several steps: every step after the change is as slow as the first slow one.
+  sim_options two;
+  two.steps = 3;
+  const auto steps = simulate(c, spec, profile, pl, timeline, two);
+  BOOST_TEST(steps.step_times_s.size() == 3u);
+  BOOST_TEST(steps.step_times_s[2] > base.step_time_s);
+}
+
+BOOST_AUTO_TEST_CASE(timeline_errors_name_file_and_line) {
+  const auto c = make_cluster(2, 1, 1, {0, inf}, {0, inf}, {0, inf});
+  const auto error = [&](const std::string& text) {
+    try {
+      parse_link_timeline(text, c, "t.toml");
+    } catch (const input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"mars\"]\nbandwidth = \"1Gbps\"\n")
+                 .find("t.toml:3: unknown region, node or device 'mars'") == 0);
+  BOOST_TEST(
+      error("[[change]]\nbetween = [\"r0\", \"r1\"]\nbandwidth = \"1Gbps\"\n").find("'at'") !=
+      std::string::npos);
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"r1\"]\nbandwidth = 0\n")
+                 .find("t.toml:4: 'bandwidth' must be positive") == 0);
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"r1\"]\n").find("must set") !=
+             std::string::npos);
+  BOOST_TEST(error("[[change]]\nat = 1\nbetween = [\"r0\", \"r1\"]\nspeed = 1\n")
+                 .find("unknown key 'speed'") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(compression_cuts_link_bytes, fixture) {
+  const auto c = make_cluster(2, 1, 1, {0, inf}, {0, inf}, {1e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  const auto bytes_with = [&](compression comp) {
+    const auto r = simulate(c, spec, profile,
+                            pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 3,
+                                             schedule_kind::one_f_one_b, comp));
+    double total = 0;
+    for (const auto& l : r.links)
+      total += l.bytes;
+    return total;
+  };
+  const double none = bytes_with(compression::none);
+  BOOST_TEST(none == 2.0 * 3 * double(spec.transfer_bytes(2, compression::none)));
+  BOOST_TEST(bytes_with(compression::fp16) == none / 2);
+  BOOST_TEST(bytes_with(compression::bf16) == none / 2);
+  const double int8 = bytes_with(compression::int8);
+  BOOST_TEST(int8 == 2.0 * 3 * double(spec.transfer_bytes(2, compression::int8)));
+  BOOST_TEST(int8 < none / 3.9);
+}
+
+BOOST_FIXTURE_TEST_CASE(gpipe_holds_more_activations_than_1f1b, fixture) {
+  const auto c = free_links_cluster(4);
+  const auto cuts = even_cuts(config.n_layer + 2, 4);
+  const auto run = [&](schedule_kind kind) {
+    return simulate(c, spec, profile,
+                    pipeline_plan_of(config, {{0}, {1}, {2}, {3}}, cuts, 2, 8, kind));
+  };
+  const auto gpipe = run(schedule_kind::gpipe);
+  const auto one_f = run(schedule_kind::one_f_one_b);
+  BOOST_TEST(gpipe.devices[0].peak_activation_bytes > one_f.devices[0].peak_activation_bytes);
+  BOOST_TEST(gpipe.peak_bytes > one_f.peak_bytes);
+  // 1F1B's first stage keeps p micro-batches' activations, GPipe's all m.
+  const auto lc0 = profile.cost(c.devices[0], 0, 2);
+  double act_b = 0;
+  for (int l = cuts[0]; l < cuts[1]; ++l)
+    act_b += double(profile.cost(c.devices[0], l, 2).act_until_b);
+  (void)lc0;
+  BOOST_TEST(gpipe.devices[0].peak_activation_bytes == 8 * act_b, tt::tolerance(1e-12));
+  BOOST_TEST(one_f.devices[0].peak_activation_bytes == 4 * act_b, tt::tolerance(1e-12));
+  BOOST_TEST(one_f.devices[0].state_bytes > 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(out_of_memory_is_flagged, fixture) {
+  auto c = free_links_cluster(2);
+  c.devices[1].memory_bytes = 1e6;
+  const int layers = config.n_layer + 2;
+  const auto r =
+      simulate(c, spec, profile,
+               pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 4, schedule_kind::greedy));
+  BOOST_TEST(r.out_of_memory);
+  BOOST_TEST(!r.devices[0].out_of_memory);
+  BOOST_TEST(r.devices[1].out_of_memory);
+  BOOST_TEST(r.devices[1].memory_bytes == 1e6);
+}
+
+BOOST_FIXTURE_TEST_CASE(trace_has_a_track_per_device_and_link, fixture) {
+  const auto c = make_cluster(2, 2, 2, {1e-5, 16e9}, {1e-4, 1e9}, {40e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  // Two pipelines of two stages with two devices each: stage 0 in region 0, stage 1 in 1.
+  auto pl = pipeline_plan_of(config, {{0, 1}, {4, 5}}, {0, 3, layers}, 4, 4, schedule_kind::zb_h1);
+  pl.pipelines.push_back(
+      pipeline_plan_of(config, {{2, 3}, {6, 7}}, {0, 3, layers}, 4, 4, schedule_kind::zb_h1)
+          .pipelines[0]);
+  sim_options options;
+  options.trace = true;
+  const auto r = simulate(c, spec, profile, pl, {}, options);
+  std::ostringstream out;
+  write_chrome_trace(r, c, out);
+  const auto j = nlohmann::json::parse(out.str());
+  std::set<int> device_tracks, link_tracks, named;
+  std::set<std::string> names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      named.insert(e["tid"].get<int>());
+    if (e["ph"] != "X")
+      continue;
+    const int tid = e["tid"].get<int>();
+    (tid < 8 ? device_tracks : link_tracks).insert(tid);
+    names.insert(e["name"].get<std::string>());
+    BOOST_TEST(e["dur"].get<double>() >= 0);
+  }
+  BOOST_TEST(device_tracks.size() == 8u);
+  BOOST_TEST(link_tracks.size() == r.links.size());
+  BOOST_TEST(named.size() == 8u + r.links.size());
+  for (const char* n : {"F3", "B3", "W3", "send act m3", "send grad m3", "optimizer"})
+    BOOST_TEST(names.count(n) == 1u, n);
+  bool allreduce = false;
+  for (const auto& n : names)
+    allreduce = allreduce || n.rfind("allreduce L", 0) == 0;
+  BOOST_TEST(allreduce);
+  // Without the option the result keeps no events.
+  BOOST_TEST(simulate(c, spec, profile, pl).events.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(deterministic, fixture) {
+  const auto c = make_cluster(2, 2, 2, {1e-5, 16e9}, {1e-4, 1e9}, {40e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0, 1, 2}, {4, 5}, {6, 7}}, {0, 2, 5, layers}, 6, 5,
+                                   schedule_kind::greedy, compression::int8);
+  sim_options options;
+  options.trace = true;
+  options.steps = 2;
+  const auto a = simulate(c, spec, profile, pl, {}, options);
+  const auto b = simulate(c, spec, profile, pl, {}, options);
+  BOOST_TEST(a.step_times_s == b.step_times_s);
+  BOOST_TEST(a.events.size() == b.events.size());
+  for (size_t k = 0; k < a.events.size(); ++k)
+    BOOST_TEST((a.events[k].name == b.events[k].name &&
+                a.events[k].start_s == b.events[k].start_s &&
+                a.events[k].track == b.events[k].track));
+  BOOST_TEST(a.step_times_s[0] == a.step_times_s[1], tt::tolerance(1e-9));
+  for (const auto& st : a.stages[0])
+    BOOST_TEST((st.bubble_ratio >= 0 && st.bubble_ratio < 1));
+  BOOST_TEST(a.samples_per_s == 30 / a.step_time_s, tt::tolerance(1e-9));
+}
+
+BOOST_FIXTURE_TEST_CASE(rejects_plans_that_do_not_fit, fixture) {
+  const auto c = free_links_cluster(2);
+  auto pl =
+      pipeline_plan_of(config, {{0}, {5}}, {0, 2, config.n_layer + 2}, 2, 2, schedule_kind::gpipe);
+  BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
+  pl = pipeline_plan_of(small_model(3), {{0}, {1}}, {0, 2, 5}, 2, 2, schedule_kind::gpipe);
+  BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
