@@ -1,10 +1,9 @@
 #include "tools/job_steps.hpp"
 
-#include "kernels/device/make_backend.hpp"
-
 #include "actors/job/checkpoint_transfer.hpp"
 #include "actors/job/coordinator.hpp"
 #include "actors/protocol/type_ids.hpp"
+#include "kernels/device/make_backend.hpp"
 #include "kernels/train/trainer.hpp"
 #include "runtime/base/errors.hpp"
 #include "tools/node_process.hpp"

@@ -7,13 +7,6 @@
 
 namespace deepcee::tools {
 
-std::string reason_text(caf::actor_system& sys, const caf::error& e) {
-  const auto& ctx = e.context();
-  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
-    return ctx.get_as<std::string>(0);
-  return sys.render(e);
-}
-
 std::string host_of(const runtime::node& n) {
   return n.host.empty() ? "127.0.0.1" : n.host;
 }

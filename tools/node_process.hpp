@@ -2,6 +2,7 @@
 
 #include "actors/job/job_wiring.hpp"
 #include "actors/job/node_registry.hpp"
+#include "actors/protocol/errors.hpp"
 #include "actors/protocol/interfaces.hpp"
 #include "actors/protocol/job_context.hpp"
 #include "runtime/plan/job_config.hpp"
@@ -18,8 +19,7 @@
 /// `deepcee node` share: one process of a multi-process job.
 namespace deepcee::tools {
 
-/// The reason an actor gave, without CAF's error(...) wrapping when it is our own text.
-std::string reason_text(caf::actor_system& sys, const caf::error& e);
+using actors::reason_text;
 
 std::string host_of(const runtime::node& n);
 

@@ -1,5 +1,7 @@
 #include "actors/protocol/errors.hpp"
 
+#include <caf/actor_system.hpp>
+
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
@@ -32,6 +34,13 @@ std::string render_error(uint8_t, caf::atom_value, const caf::message& context) 
   if (context.size() == 1 && context.match_element<std::string>(0))
     return context.get_as<std::string>(0);
   return "deepcee error without context"; // every make_error gives one: not reached
+}
+
+std::string reason_text(const caf::actor_system& sys, const caf::error& e) {
+  const auto& ctx = e.context();
+  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  return sys.render(e);
 }
 
 } // namespace deepcee::actors

@@ -28,6 +28,10 @@ caf::error make_error(messages::error_code code, std::string context);
 /// The code of one of deepcee's errors; nothing for CAF's own (a timeout, a lost actor).
 std::optional<messages::error_code> code_of(const caf::error& e);
 
+/// The one line a failure says: the context of an error that carries a line of its own
+/// (deepcee's, and CAF errors made with a single string), or CAF's rendering of its own.
+std::string reason_text(const caf::actor_system& sys, const caf::error& e);
+
 /// The renderer of the category: the context line alone.
 std::string render_error(uint8_t code, caf::atom_value category, const caf::message& context);
 

@@ -5,10 +5,10 @@
 #include "actors/device/device_worker.hpp"
 #include "actors/device/group_actor.hpp"
 #include "actors/stage/stage_checkpoint.hpp"
+#include "actors/stage/stage_reduce.hpp"
 #include "actors/stage/stage_tensors.hpp"
 #include "kernels/train/stage_worker.hpp"
 #include "runtime/base/errors.hpp"
-#include "runtime/step/gradient_exchange.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
@@ -50,10 +50,6 @@ using runtime::op_input;
 using runtime::op_kind;
 using runtime::tensor_flow;
 
-std::string where(const stage_state& st) {
-  return "pipeline " + std::to_string(st.pipeline) + " stage " + std::to_string(st.stage);
-}
-
 /// The device actors of the stage's devices on other nodes, by place in the stage (empty
 /// where its group spawns its own), from the wiring; empty when it has none.
 std::vector<caf::strong_actor_ptr> devices_apart(const job_context& job, int pipeline, int stage,
@@ -71,173 +67,6 @@ std::vector<caf::strong_actor_ptr> devices_apart(const job_context& job, int pip
   return std::any_of(handed.begin(), handed.end(), [](const auto& d) { return d != nullptr; })
              ? handed
              : std::vector<caf::strong_actor_ptr>{};
-}
-
-/// A failed handler never kills the actor: the coordinator fails the step with the reason.
-void report_error(self_ptr self, const std::string& what) {
-  auto& st = self->state;
-  st.phase = stage_phase::idle;
-  st.op_running = false;
-  stage_report r;
-  r.step = st.step;
-  r.pipeline = st.pipeline;
-  r.stage = st.stage;
-  r.error = where(st) + ": " + what;
-  if (st.coordinator)
-    self->send(st.coordinator, std::move(r));
-}
-
-runtime::layer_range layers_of(const stage_state& st) {
-  return {st.first_layer, st.last_layer};
-}
-
-/// Why a gradient share (already decoded and validated as a message) cannot be one for
-/// this stage (runtime::share_refusal); empty when it can.
-std::string check_share(const stage_state& st, const gradient_share& share) {
-  if (!st.group)
-    return "gradient share in dry mode, where no stage has gradients";
-  return runtime::share_refusal(
-      st.job->plan, st.pipeline, st.step, layers_of(st),
-      {share.step, share.pipeline, {share.first_layer, share.last_layer}, share.values.size()});
-}
-
-/// This stage's report of its step: its ops, its loss and the square sum of its reduced
-/// gradients (none in dry mode).
-stage_report report_of(stage_state& st, double grad_sum_squares) {
-  stage_report r;
-  r.step = st.step;
-  r.pipeline = st.pipeline;
-  r.stage = st.stage;
-  r.end_time = st.free_at;
-  r.loss_sum = st.loss_sum;
-  r.grad_sum_squares = grad_sum_squares;
-  r.ops = std::move(st.records);
-  r.dropped = st.dropped;
-  return r;
-}
-
-/// The text of a failed answer (an error that carries our own message, or CAF's).
-std::string reason_of(self_ptr self, const caf::error& e) {
-  const auto& ctx = e.context();
-  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
-    return ctx.get_as<std::string>(0);
-  return self->system().render(e);
-}
-
-/// What a failed answer of the group does: fails the step it belongs to (unless that step
-/// was abandoned since), naming the reason.
-auto group_failure(self_ptr self) {
-  return [self, epoch = self->state.epoch](caf::error& e) {
-    if (self->state.epoch == epoch)
-      report_error(self, reason_of(self, e));
-  };
-}
-
-/// The stage's step is done: its report goes to the coordinator.
-void report_step(self_ptr self, double grad_sum_squares) {
-  auto& st = self->state;
-  st.phase = stage_phase::idle;
-  st.own_gradients.clear();
-  self->send(st.coordinator, report_of(st, grad_sum_squares));
-}
-
-/// Once the other pipelines' shares complete this stage's layers, sums them with its own
-/// (runtime::sum_over_pipelines) and hands the total to the group's devices.
-void try_reduce(self_ptr self) {
-  auto& st = self->state;
-  if (st.phase != stage_phase::reducing || st.own_gradients.empty())
-    return;
-  const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
-  auto& shares = st.shares[st.step];
-  std::vector<runtime::layer_range> received;
-  std::vector<runtime::share_values> values;
-  for (const auto& s : shares) {
-    received.push_back({s.first_layer, s.last_layer});
-    values.push_back({s.pipeline, {s.first_layer, s.last_layer}, s.values});
-  }
-  if (!runtime::shares_complete(pipelines, layers_of(st), received))
-    return;
-  auto total = runtime::sum_over_pipelines(st.job->plan.model, pipelines, st.pipeline,
-                                           layers_of(st), std::move(st.own_gradients), values);
-  st.shares.erase(st.step);
-  double sum_squares = 0;
-  if (st.pipeline == 0) // pipeline 0 holds every layer exactly once
-    for (float v : total)
-      sum_squares += static_cast<double>(v) * v;
-  st.own_gradients.clear();
-  const auto epoch = st.epoch;
-  self->request(st.group, caf::infinite, gradient_values{st.step, std::move(total)})
-      .then(
-          [=](int64_t) {
-            if (self->state.epoch == epoch)
-              report_step(self, sum_squares);
-          },
-          group_failure(self));
-}
-
-/// Sends this stage's gradient sums (over its devices) to the other holders of its layers.
-void send_shares(self_ptr self) {
-  auto& st = self->state;
-  for (const auto& slice : runtime::share_slices(st.job->plan, st.pipeline, layers_of(st))) {
-    gradient_share share;
-    share.step = st.step;
-    share.pipeline = st.pipeline;
-    share.stage = st.stage;
-    share.first_layer = slice.layers.first;
-    share.last_layer = slice.layers.last;
-    const auto b = st.own_gradients.begin();
-    share.values.assign(b + static_cast<ptrdiff_t>(slice.begin),
-                        b + static_cast<ptrdiff_t>(slice.end));
-    const int k = st.job->flat_index(slice.pipeline, slice.stage);
-    const auto& peer = st.peers.at(static_cast<size_t>(k));
-    // Dropped on the way, a share too large for one message would leave the step waiting.
-    if (peer->node() != self->node() && share.values.size() > messages::max_payload_floats)
-      throw std::runtime_error("the gradients of layers [" + std::to_string(slice.layers.first) +
-                               ", " + std::to_string(slice.layers.last) + ") for " +
-                               st.job->stage_name(k) + " are " +
-                               std::to_string(share.values.size()) +
-                               " values, more than one message between nodes carries");
-    self->send(peer, std::move(share));
-  }
-}
-
-/// The op list is done: the group all-reduces its devices' gradients (a ring, or NCCL),
-/// then the stage exchanges the sum with the other pipelines' holders of its layers; in a
-/// job of one pipeline it needs only the sum's squares, taken on its first device.
-void finish_compute(self_ptr self) {
-  auto& st = self->state;
-  if (st.job->dry()) { // no gradients: the coordinator times the all-reduce
-    st.phase = stage_phase::idle;
-    self->send(st.coordinator, report_of(st, 0));
-    return;
-  }
-  st.phase = stage_phase::reducing;
-  const auto epoch = st.epoch;
-  if (st.job->plan.pipelines.size() == 1) { // no other holder: the sums stay on the devices
-    self->request(st.group, caf::infinite, squares_atom_v, st.step)
-        .then(
-            [=](double sum_squares) {
-              if (self->state.epoch == epoch)
-                report_step(self, sum_squares);
-            },
-            group_failure(self));
-    return;
-  }
-  self->request(st.group, caf::infinite, reduce_atom_v, st.step)
-      .then(
-          [=](std::vector<float>& sum) {
-            auto& s = self->state;
-            if (s.epoch != epoch)
-              return;
-            try {
-              s.own_gradients = std::move(sum);
-              send_shares(self);
-              try_reduce(self);
-            } catch (const std::exception& e) {
-              report_error(self, e.what());
-            }
-          },
-          group_failure(self));
 }
 
 void advance(self_ptr self);
@@ -333,7 +162,7 @@ void start_on_group(self_ptr self, const runtime::schedule_op& op, double start,
               report_error(self, e.what());
             }
           },
-          group_failure(self));
+          group_failure{self});
 }
 
 /// Starts the ops of the list in order for as long as their inputs are there, one at a time
@@ -416,9 +245,64 @@ void start_step(self_ptr self, const step_start& order) {
   advance(self);
 }
 
-stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_context> job,
-                                          int pipeline, int stage) {
-  self->set_default_handler(drop_unexpected);
+/// Runs a handler's work; a failure reports the error instead of killing the actor.
+template <class Work>
+void guarded(self_ptr self, Work&& work) {
+  try {
+    work();
+  } catch (const std::exception& e) {
+    report_error(self, e.what());
+  }
+}
+
+void on_wiring(self_ptr self, const stage_wiring& w) {
+  auto& s = self->state;
+  s.peers.clear();
+  for (const auto& p : w.stages)
+    s.peers.push_back(caf::actor_cast<stage_actor>(p));
+  s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
+  s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
+  if (s.group) // its devices on other nodes, by place
+    if (auto handed = devices_apart(*s.job, s.pipeline, s.stage, w); !handed.empty())
+      self->send(s.group, devices_atom_v, std::move(handed));
+  s.sync.wire(w.pipes);
+  if (s.phase == stage_phase::unwired)
+    s.phase = stage_phase::idle;
+  if (auto order = std::exchange(s.unwired_order, std::nullopt))
+    start_step(self, *order);
+}
+
+/// A malformed tensor is dropped, counted and logged: the step goes on with the well-formed
+/// one, or the coordinator's step timeout names the stuck stage.
+void on_tensor(self_ptr self, tensor_msg& msg) {
+  auto& s = self->state;
+  auto accepted = accept_tensor(s, msg);
+  if (auto* why = std::get_if<std::string>(&accepted)) {
+    ++s.dropped;
+    spdlog::warn("{}: dropped a malformed tensor ({}), {} so far", where(s), *why, s.dropped);
+    return;
+  }
+  auto& t = std::get<accepted_tensor>(accepted);
+  if (s.job->wall() && !s.job->mode.shape_links)
+    report_arrival(self, t);
+  auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
+  slot[t.step][t.micro] = std::make_shared<received_tensor>(std::move(t.tensor));
+  advance(self);
+}
+
+void on_share(self_ptr self, gradient_share& share) {
+  auto& s = self->state;
+  if (auto why = check_share(s, share); !why.empty()) {
+    ++s.dropped;
+    spdlog::warn("{}: dropped a malformed {}, {} so far", where(s), why, s.dropped);
+    return;
+  }
+  s.shares[share.step].push_back(std::move(share));
+  try_reduce(self);
+}
+
+/// What the stage runs, from the plan and the emulated cluster.
+void init_stage(self_ptr self, std::shared_ptr<job_context> job, int pipeline, int stage) {
   auto& st = self->state;
   st.job = job;
   st.pipeline = pipeline;
@@ -435,74 +319,24 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
   st.costs = job->cluster->stage(pipeline, stage);
   st.sync.init(*job, pipeline, stage);
+}
+
+stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_context> job,
+                                          int pipeline, int stage) {
+  self->set_default_handler(drop_unexpected);
+  init_stage(self, std::move(job), pipeline, stage);
   return {
-      [=](const stage_wiring& w) {
-        auto& s = self->state;
-        s.peers.clear();
-        for (const auto& p : w.stages)
-          s.peers.push_back(caf::actor_cast<stage_actor>(p));
-        s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
-        s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
-        if (s.group) // its devices on other nodes, by place
-          if (auto handed = devices_apart(*job, pipeline, stage, w); !handed.empty())
-            self->send(s.group, devices_atom_v, std::move(handed));
-        try {
-          s.sync.wire(w.pipes);
-          if (s.phase == stage_phase::unwired)
-            s.phase = stage_phase::idle;
-          if (auto order = std::exchange(s.unwired_order, std::nullopt))
-            start_step(self, *order);
-        } catch (const std::exception& e) {
-          report_error(self, e.what());
-        }
-      },
+      [=](const stage_wiring& w) { guarded(self, [&] { on_wiring(self, w); }); },
       [=](const step_start& order) {
-        try {
-          if (self->state.phase == stage_phase::unwired) {
+        guarded(self, [&] {
+          if (self->state.phase == stage_phase::unwired)
             self->state.unwired_order = order;
-            return;
-          }
-          start_step(self, order);
-        } catch (const std::exception& e) {
-          report_error(self, e.what());
-        }
+          else
+            start_step(self, order);
+        });
       },
-      [=](tensor_msg& msg) {
-        try {
-          auto& s = self->state;
-          // A malformed message is dropped, counted and logged: the step goes on with the
-          // well-formed one, or the coordinator's step timeout names the stuck stage.
-          auto accepted = accept_tensor(s, msg);
-          if (auto* why = std::get_if<std::string>(&accepted)) {
-            ++s.dropped;
-            spdlog::warn("{}: dropped a malformed tensor ({}), {} so far", where(s), *why,
-                         s.dropped);
-            return;
-          }
-          auto& t = std::get<accepted_tensor>(accepted);
-          if (s.job->wall() && !s.job->mode.shape_links)
-            report_arrival(self, t);
-          auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
-          slot[t.step][t.micro] = std::make_shared<received_tensor>(std::move(t.tensor));
-          advance(self);
-        } catch (const std::exception& e) {
-          report_error(self, e.what());
-        }
-      },
-      [=](gradient_share& share) {
-        try {
-          auto& s = self->state;
-          if (auto why = check_share(s, share); !why.empty()) {
-            ++s.dropped;
-            spdlog::warn("{}: dropped a malformed {}, {} so far", where(s), why, s.dropped);
-            return;
-          }
-          self->state.shares[share.step].push_back(std::move(share));
-          try_reduce(self);
-        } catch (const std::exception& e) {
-          report_error(self, e.what());
-        }
-      },
+      [=](tensor_msg& msg) { guarded(self, [&] { on_tensor(self, msg); }); },
+      [=](gradient_share& share) { guarded(self, [&] { on_share(self, share); }); },
       [=](const optimize_order& order) -> caf::result<int64_t> {
         auto& s = self->state;
         s.activations.erase(order.step);
@@ -512,63 +346,20 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         return self->delegate(s.group, order);
       },
       [=](const send_horizon& h) {
-        try {
+        guarded(self, [&] {
           self->state.sync.on_horizon(h);
           advance(self);
-        } catch (const std::exception& e) {
-          report_error(self, e.what());
-        }
+        });
       },
       [=](const pipe_arrival& a) {
-        try {
+        guarded(self, [&] {
           self->state.sync.on_arrival(a);
           advance(self);
-        } catch (const std::exception& e) {
-          report_error(self, e.what());
-        }
+        });
       },
-      [=](snapshot_atom) -> caf::result<stage_snapshot> {
-        auto& s = self->state;
-        auto promise = self->make_response_promise<stage_snapshot>();
-        try {
-          require_weights_between_steps(s, "a snapshot");
-        } catch (const std::exception& e) {
-          promise.deliver(make_error(messages::error_code::internal, where(s) + ": " + e.what()));
-          return promise;
-        }
-        const auto& asker = self->current_sender();
-        const bool remote = asker && asker->node() != self->node();
-        self->request(s.group, caf::infinite, snapshot_atom_v)
-            .then(
-                [=](std::vector<kernels::parameter_state>& params) mutable {
-                  auto snapshot = snapshot_of(self->state, std::move(params));
-                  if (remote)
-                    if (auto why = too_large_to_send(snapshot); !why.empty()) {
-                      promise.deliver(make_error(messages::error_code::internal,
-                                                 where(self->state) + ": " + why));
-                      return;
-                    }
-                  promise.deliver(std::move(snapshot));
-                },
-                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
-        return promise;
-      },
+      [=](snapshot_atom) -> caf::result<stage_snapshot> { return answer_snapshot(self); },
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
-        auto& s = self->state;
-        try {
-          require_weights_between_steps(s, "a restore");
-        } catch (const std::exception& e) {
-          return make_error(messages::error_code::internal, where(s) + ": " + e.what());
-        }
-        auto promise = self->make_response_promise<int64_t>();
-        self->request(s.group, caf::infinite, restore_atom_v, snapshot)
-            .then(
-                [=](int64_t step) mutable {
-                  self->state.step = step;
-                  promise.deliver(step);
-                },
-                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
-        return promise;
+        return answer_restore(self, snapshot);
       },
   };
 }

@@ -2,6 +2,9 @@
 
 #include "actors/protocol/protocol.hpp"
 #include "actors/stage/stage_actor.hpp"
+#include "actors/stage/stage_tensors.hpp"
+
+#include <caf/result.hpp>
 
 namespace deepcee::actors {
 
@@ -11,5 +14,12 @@ void require_weights_between_steps(const stage_state& st, const char* what);
 
 /// The stage's layers (its group's weights and moments, `params`) after its last step.
 stage_snapshot snapshot_of(const stage_state& st, std::vector<kernels::parameter_state> params);
+
+/// The stage's answer to a snapshot request: its group's weights and moments between steps
+/// (refused when too large to cross nodes and the asker is on another node).
+caf::result<stage_snapshot> answer_snapshot(stage_self self);
+
+/// The stage's answer to a restore: its group takes the snapshot's weights and moments.
+caf::result<int64_t> answer_restore(stage_self self, const stage_snapshot& snapshot);
 
 } // namespace deepcee::actors
