@@ -263,6 +263,7 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
     candidates.push_back(comp);
     candidates.push_back(both);
   }
+  const size_t restore_index = candidates.size();
   const double restore_move = state_move_seconds(estimated, model, current, original);
   candidates.push_back(
       {decision_kind::restore, original, score.step(original), restore_move, "the starting plan"});
@@ -272,7 +273,10 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
     const auto report = plan_training(estimated, profile, opts);
     candidates.push_back({decision_kind::replan, report.best, score.step(report.best),
                           state_move_seconds(estimated, model, current, report.best),
-                          "the planner's plan for the estimated cluster"});
+                          "the planner's plan for the estimated cluster: " +
+                              std::to_string(report.best.pipelines.size()) +
+                              " pipelines, micro-batches " + micro_batches_of(report.best) +
+                              " of " + std::to_string(report.best.micro_batch_size)});
   }
 
   const candidate* best = nullptr;
@@ -286,6 +290,13 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
                      best->step_s + best->move_s / options.payback_steps)
       best = &c;
   }
+  // The starting plan wins a near tie: the planner chose it for the network as assumed,
+  // and it undoes compression that costs accuracy.
+  const candidate& restore = candidates[restore_index];
+  if (best && best != &restore && restore.step_s <= best->step_s * (1 + options.min_gain) &&
+      restore.step_s < d.old_step_s * (1 - options.min_gain) &&
+      restore.move_s <= options.payback_steps * (d.old_step_s - restore.step_s))
+    best = &restore;
   std::ostringstream why;
   if (!best) {
     why << "no candidate predicts a step more than " << options.min_gain * 100

@@ -2,9 +2,20 @@
 
 // The plan and model the adapter tests share: four two-stage pipelines on four_pipes_cluster.
 
+#include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/base/model_spec.hpp"
 #include "runtime/plan/plan.hpp"
 #include "tests/support/clusters.hpp"
+
+#include <ostream>
+
+namespace deepcee::runtime {
+
+inline std::ostream& boost_test_print_type(std::ostream& os, decision_kind k) {
+  return os << to_string(k);
+}
+
+} // namespace deepcee::runtime
 
 namespace deepcee::test {
 
