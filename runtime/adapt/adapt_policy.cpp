@@ -78,6 +78,22 @@ std::string micro_batches_of(const plan& p) {
   return "[" + s + "]";
 }
 
+/// Micro-batches, stages and encodings, for a re-plan's reason.
+std::string shape_of(const plan& p) {
+  std::ostringstream s;
+  s << "micro-batches " << micro_batches_of(p) << " of " << p.micro_batch_size << ", stages [";
+  int compressed = 0;
+  for (size_t i = 0; i < p.pipelines.size(); ++i) {
+    s << (i ? "," : "") << p.pipelines[i].stages.size();
+    for (const auto& st : p.pipelines[i].stages)
+      compressed += st.send_compression != compression::none;
+  }
+  s << "], " << to_string(p.pipelines.front().schedule);
+  if (compressed > 0)
+    s << ", " << compressed << " compressed boundaries";
+  return s.str();
+}
+
 /// Micro-batches in proportion to each pipeline's measured rate (largest remainders, at
 /// least one each), then single moves from the pipeline that ends last to the one that
 /// ends first while the simulator predicts a shorter step.
@@ -274,9 +290,8 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
     candidates.push_back({decision_kind::replan, report.best, score.step(report.best),
                           state_move_seconds(estimated, model, current, report.best),
                           "the planner's plan for the estimated cluster: " +
-                              std::to_string(report.best.pipelines.size()) +
-                              " pipelines, micro-batches " + micro_batches_of(report.best) +
-                              " of " + std::to_string(report.best.micro_batch_size)});
+                              std::to_string(report.best.pipelines.size()) + " pipelines, " +
+                              shape_of(report.best)});
   }
 
   const candidate* best = nullptr;
