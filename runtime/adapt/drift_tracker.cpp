@@ -31,26 +31,32 @@ bool drift_tracker::add(double value) {
     const bool inside = r >= band_.clear_low && r <= band_.clear_high;
     run_ = inside ? run_ + 1 : 0;
   }
-  if (run_ < band_.min_samples)
+  if (run_ >= band_.min_samples) {
+    drifted_ = !drifted_;
+    restart_window(static_cast<size_t>(run_));
+    run_ = 0;
+    run_side_ = 0;
+    level_ = estimate();
+    return true;
+  }
+  if (!drifted_)
     return false;
-  drifted_ = !drifted_;
-  restart_window(static_cast<size_t>(run_));
-  run_ = 0;
-  run_side_ = 0;
+  const double moved = estimate() / level_;
+  if (moved >= band_.enter_low && moved <= band_.enter_high)
+    return false;
+  level_ = estimate();
   return true;
 }
 
 double drift_tracker::estimate() const {
   if (values_.empty())
     return reference_;
+  // The lower median: always one of the samples, so that a window half old level, half
+  // new does not report a level that never was.
   std::vector<double> v(values_.begin(), values_.end());
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  if (v.size() % 2 == 1)
-    return v[mid];
-  const double upper = v[mid];
-  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lower + upper) / 2;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
 }
 
 void drift_tracker::restart_window(size_t n) {

@@ -32,7 +32,10 @@ class drift_tracker {
 public:
   explicit drift_tracker(double reference = 1.0, drift_band band = {}, size_t window = 9);
 
-  /// Adds a sample; returns true when it changed the drift state.
+  /// Adds a sample; returns true when it changed the drift state, or when, drifted, the
+  /// estimate moved out of the entering band around its level at the last such event (a
+  /// link that fell 10x and then fell further, or came halfway back): what the plan was
+  /// adapted to is stale then too.
   bool add(double value);
 
   double reference() const { return reference_; }
@@ -52,6 +55,7 @@ private:
   size_t window_;
   std::deque<double> values_;
   bool drifted_ = false;
+  double level_ = 0; ///< the estimate at the last event while drifted
   int run_ = 0;      ///< consecutive samples that point to the other state
   int run_side_ = 0; ///< -1 below, +1 above the band (entering only)
   long samples_ = 0;
