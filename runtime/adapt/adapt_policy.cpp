@@ -294,6 +294,12 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
                               shape_of(report.best)});
   }
 
+  // Ranked by the step time with the moves spread over the payback horizon.
+  const auto cost = [&](const candidate& c) {
+    if (c.move_s <= 0)
+      return c.step_s;
+    return options.payback_steps > 0 ? c.step_s + c.move_s / options.payback_steps : never;
+  };
   const candidate* best = nullptr;
   for (const auto& c : candidates) {
     const double gain = d.old_step_s - c.step_s;
@@ -301,8 +307,7 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
       continue;
     if (c.move_s > 0 && !(c.move_s <= options.payback_steps * gain))
       continue;
-    if (!best || c.step_s + c.move_s / options.payback_steps <
-                     best->step_s + best->move_s / options.payback_steps)
+    if (!best || cost(c) < cost(*best))
       best = &c;
   }
   // The starting plan wins a near tie: the planner chose it for the network as assumed,

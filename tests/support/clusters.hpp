@@ -196,26 +196,11 @@ devices = [{ kind = "Jetson-AGX-Orin" }]
                                 "g.toml");
 }
 
-/// Four nodes of two Jetson AGX Orins in one region; inside a node the devices share a
-/// 1 Gbps link, between nodes 10 Gbps. A plan of four two-stage pipelines, one per node,
-/// sends each micro-batch's activation over its node's link: a 10x drop on one node's link
-/// makes that pipeline the step's bottleneck, and moving its micro-batches to the other
-/// three pipelines wins most of the step back (the adapter tests' cluster).
+/// configs/clusters/four-pipes.toml: four nodes of two Jetson AGX Orins in one region, a
+/// 2.5 Gbps link inside each node, 10 Gbps between nodes (the adapter tests' cluster; the
+/// file says why).
 inline runtime::cluster four_pipes_cluster() {
-  std::string text = R"(
-name = "four-pipes"
-[links]
-same_node = { bandwidth = "2.5Gbps", latency = "0.2ms" }
-same_region = { bandwidth = "10Gbps", latency = "0.1ms" }
-cross_region = { bandwidth = "100Mbps", latency = "40ms" }
-[[region]]
-name = "lab"
-tier = "edge"
-)";
-  for (int n = 0; n < 4; ++n)
-    text += "[[node]]\nname = \"n" + std::to_string(n) +
-            "\"\nregion = \"lab\"\ndevices = [{ kind = \"Jetson-AGX-Orin\", count = 2 }]\n";
-  return runtime::parse_cluster(text, "four-pipes");
+  return runtime::load_cluster(cluster_file("four-pipes"));
 }
 
 } // namespace deepcee::test

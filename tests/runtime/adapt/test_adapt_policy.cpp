@@ -147,15 +147,29 @@ BOOST_AUTO_TEST_CASE(moving_state_is_priced_over_the_links) {
   BOOST_TEST(state_move_seconds(f.c, f.model, f.p, q) == std::max(to0, to1), tt::tolerance(1e-12));
 }
 
-BOOST_AUTO_TEST_CASE(a_replan_that_cannot_repay_its_moves_is_refused) {
+BOOST_AUTO_TEST_CASE(moves_must_repay_themselves_within_the_payback_horizon) {
   fixture f;
-  auto m = f.watched(f.drop);
+  // Pipeline 0 cut badly: its first stage holds 7 of the 8 layers. Going back to the
+  // starting plan moves layers 4-6 to device 1; a rebalance moves nothing.
+  plan skewed = f.p;
+  skewed.pipelines[0].stages[0].last_layer = 7;
+  skewed.pipelines[0].stages[1].first_layer = 7;
+  const double move = state_move_seconds(f.c, f.model, skewed, f.p);
+  BOOST_TEST_REQUIRE(move > 0.0);
   policy_options o;
+  o.allow_replan = false;
+  o.payback_steps = 1000;
+  const auto patient = choose_adaptation(f.c, f.model, f.profile, skewed, f.p, {}, o);
+  BOOST_TEST_MESSAGE("patient: " << patient.reason);
+  BOOST_TEST(patient.kind == decision_kind::restore);
+  BOOST_TEST(patient.move_s == move);
+  BOOST_TEST(patient.new_step_s == f.step_s);
   o.payback_steps = 0; // nothing that moves state can repay it
-  const auto d = choose_adaptation(m.estimated_cluster(), f.model, f.profile, f.p, f.p,
-                                   m.affected_devices(), o);
-  BOOST_TEST(d.move_s == 0.0);
-  BOOST_TEST(d.kind != decision_kind::replan);
+  const auto hasty = choose_adaptation(f.c, f.model, f.profile, skewed, f.p, {}, o);
+  BOOST_TEST_MESSAGE("hasty: " << hasty.reason);
+  BOOST_TEST(hasty.kind != decision_kind::restore);
+  BOOST_TEST(hasty.move_s == 0.0);
+  BOOST_TEST(hasty.next.global_batch() == f.p.global_batch());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
 #include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
+#include "runtime/planner/planner.hpp"
 #include "runtime/sim/simulator.hpp"
 #include "tests/runtime/adapt/adapt_fixtures.hpp"
 
@@ -73,6 +74,19 @@ bandwidth = "2.5Gbps"
   BOOST_TEST_MESSAGE("during the drop: adaptive " << adaptive_drop << " samples/s, static "
                                                   << static_drop);
   BOOST_TEST(adaptive_drop >= 1.5 * static_drop);
+  // ... and >= 90% of what the planner chooses when told of the drop beforehand.
+  cluster disturbed = f.c;
+  link_override slow;
+  slow.from = {link_endpoint::scope::device, 0};
+  slow.to = {link_endpoint::scope::device, 1};
+  slow.bandwidth_Bps = 250e6 / 8;
+  disturbed.overrides.push_back(slow);
+  planner_options po;
+  po.global_batch = f.p.global_batch();
+  const auto informed = plan_training(disturbed, f.profile, po);
+  const double informed_rate = simulate(disturbed, f.model, f.profile, informed.best).samples_per_s;
+  BOOST_TEST_MESSAGE("the planner told of the drop: " << informed_rate << " samples/s");
+  BOOST_TEST(adaptive_drop >= 0.9 * informed_rate);
   // After recovery (the monitor needs three of pipeline 0's transfers, then one step to
   // apply): within 5% of the undisturbed plan, step by step.
   const double undisturbed = f.p.global_batch() / f.undisturbed_step_s;
