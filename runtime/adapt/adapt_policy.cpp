@@ -1,5 +1,6 @@
 #include "runtime/adapt/adapt_policy.hpp"
 
+#include "runtime/base/errors.hpp"
 #include "runtime/sim/simulator.hpp"
 
 #include <algorithm>
@@ -218,6 +219,27 @@ candidate recompress(const scorer& score, const plan& start, const std::set<int>
   return best;
 }
 
+/// The planner on the estimated cluster, for the current global batch. A cluster on which
+/// it finds no plan (every device too slow or too small now) leaves no candidate: the
+/// cheaper changes still apply.
+std::optional<candidate> replan(const scorer& score, const cluster& estimated,
+                                const model_spec& model, const profile_table& profile,
+                                const plan& current, planner_options opts) {
+  opts.global_batch = current.global_batch();
+  opts.model_name = current.model_name;
+  planner_report report;
+  try {
+    report = plan_training(estimated, profile, opts);
+  } catch (const input_error&) {
+    return std::nullopt;
+  }
+  return candidate{decision_kind::replan, report.best, score.step(report.best),
+                   state_move_seconds(estimated, model, current, report.best),
+                   "the planner's plan for the estimated cluster: " +
+                       std::to_string(report.best.pipelines.size()) + " pipelines, " +
+                       shape_of(report.best)};
+}
+
 std::string describe(const candidate& c) {
   std::string s(to_string(c.kind));
   if (!c.what.empty())
@@ -283,16 +305,9 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
   const double restore_move = state_move_seconds(estimated, model, current, original);
   candidates.push_back(
       {decision_kind::restore, original, score.step(original), restore_move, "the starting plan"});
-  if (options.allow_replan && !hit.empty()) {
-    auto opts = options.planner;
-    opts.global_batch = current.global_batch();
-    const auto report = plan_training(estimated, profile, opts);
-    candidates.push_back({decision_kind::replan, report.best, score.step(report.best),
-                          state_move_seconds(estimated, model, current, report.best),
-                          "the planner's plan for the estimated cluster: " +
-                              std::to_string(report.best.pipelines.size()) + " pipelines, " +
-                              shape_of(report.best)});
-  }
+  if (options.allow_replan && !hit.empty())
+    if (auto c = replan(score, estimated, model, profile, current, options.planner))
+      candidates.push_back(std::move(*c));
 
   // Ranked by the step time with the moves spread over the payback horizon.
   const auto cost = [&](const candidate& c) {

@@ -48,6 +48,7 @@ struct device_estimate {
 /// for their share of the current plan.
 class environment_monitor {
 public:
+  /// `profile` must outlive the monitor.
   environment_monitor(cluster c, const profile_table& profile, const plan& p, drift_band band = {},
                       size_t window = 9);
 
@@ -72,6 +73,8 @@ public:
   /// The cluster with every drifted estimate in force: a directed device-pair override per
   /// drifted link, and a drifted device's figures divided by its slowdown. Links and
   /// devices within their bands keep the cluster's figures, so noise changes nothing.
+  /// (A measured profile's entries are taken as they are, so a slowdown reaches the
+  /// simulator through the roofline estimates only.)
   cluster estimated_cluster() const;
   const cluster& assumed_cluster() const { return cluster_; }
 
