@@ -196,4 +196,11 @@ devices = [{ kind = "Jetson-AGX-Orin" }]
                                 "g.toml");
 }
 
+/// configs/clusters/four-pipes.toml: four nodes of two Jetson AGX Orins in one region, a
+/// 2.5 Gbps link inside each node, 10 Gbps between nodes (the adapter tests' cluster; the
+/// file says why).
+inline runtime::cluster four_pipes_cluster() {
+  return runtime::load_cluster(cluster_file("four-pipes"));
+}
+
 } // namespace deepcee::test

@@ -48,6 +48,14 @@ slow=$("$deepcee" simulate --cluster "$cluster" --plan "$work/plan.json" --timel
 awk -v a="$slow" -v b="$base" 'BEGIN { exit !(a < b) }' || fail "a slower link did not slow the plan ($slow vs $base samples/s)"
 grep -q '"traceEvents"' "$work/sim-trace.json" || fail "simulate trace"
 
+# The adaptive simulation over the repository's drop-and-recovery timeline: a decision
+# answers the drop, and the adaptive run beats the static one.
+out=$("$deepcee" simulate --cluster "$configs/clusters/four-pipes.toml" --plan "$configs/plans/four-pipes.json" \
+  --timeline "$configs/timelines/four-pipes-drop.toml" --steps 60 --adaptive) || fail "simulate --adaptive"
+grep -Eq '^ +11 .*(rebalance|compression|replan).*predicted step' <<<"$out" || fail "no decision at the step the drop hits"
+speedup=$(sed -n 's/^adaptive: .*(\([0-9.]*\)x static)$/\1/p' <<<"$out")
+awk -v s="$speedup" 'BEGIN { exit !(s > 1.1) }' || fail "adaptive not faster than static ($speedup)"
+
 # Bad input.
 sed 's/kind = "T4"/kind = "T5"/' "$cluster" >"$work/kind.toml"
 (cat "$cluster"; printf '\n[[link]]\nbetween = ["cloud0", "nowhere"]\nbandwidth = "1Gbps"\n') >"$work/link.toml"

@@ -1,0 +1,69 @@
+#pragma once
+
+#include "runtime/base/model_spec.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/profile.hpp"
+#include "runtime/plan/plan.hpp"
+#include "runtime/planner/planner.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace deepcee::runtime {
+
+enum class decision_kind { keep, rebalance, resplit, compression, restore, replan };
+
+std::string_view to_string(decision_kind k);
+
+struct adapt_decision {
+  decision_kind kind = decision_kind::keep;
+  plan next;             ///< the plan to run from the next step boundary (the current one on keep)
+  double old_step_s = 0; ///< the current plan's predicted step time on the estimated cluster
+  double new_step_s = 0; ///< the chosen plan's
+  double move_s = 0;     ///< moving weights and AdamW moments (re-plan only)
+  std::string reason;
+
+  /// old / new: the predicted speed-up of the step.
+  double predicted_gain() const { return new_step_s > 0 ? old_step_s / new_step_s : 1; }
+};
+
+struct policy_options {
+  /// A candidate must predict a step at least this share faster than the current plan's,
+  /// or the plan stays: the second hysteresis after the monitor's bands, so that an
+  /// estimate that wobbles around a boundary does not move micro-batches back and forth.
+  double min_gain = 0.05;
+  /// A re-plan must repay the time it spends moving weights and AdamW moments within this
+  /// many steps of its gain. 20 steps: the disturbances the adapter answers (a link that
+  /// degrades for a while, a device that slows) last tens of steps, and a re-plan that
+  /// needs longer to break even would likely lose to the next change; the cheap changes
+  /// (a), (b), (c) move no state and need no bound.
+  int payback_steps = 20;
+  bool allow_replan = true;
+  /// The planner's options for a re-plan (its global batch is set to the current plan's).
+  planner_options planner;
+};
+
+/// Chooses how to answer the environment the monitor estimates, scoring every candidate
+/// with the simulator on `estimated` (the cluster with the current estimates applied):
+/// - rebalance: micro-batches per pipeline, moved from slow pipelines to fast ones (their
+///   sum, hence the global batch, unchanged);
+/// - resplit: one sample at a time between the devices of a stage with an affected device;
+/// - compression: the send compression of a stage whose transfers cross an affected link;
+/// - restore: the plan the job started with (`original`), once the disturbance is gone;
+/// - replan: the planner on `estimated`, when its gain repays moving the state.
+/// `affected` (environment_monitor::affected_devices) limits (b) and (c) to what drifted.
+/// Keeps the plan when no candidate gains more than options.min_gain.
+adapt_decision choose_adaptation(const cluster& estimated, const model_spec& model,
+                                 const profile_table& profile, const plan& current,
+                                 const plan& original, const std::vector<int>& affected,
+                                 const policy_options& options = {});
+
+/// Seconds to move the weights and AdamW moments of every layer a device holds in `to` but
+/// not in `from`, each from a device that held it, over `c`'s links; devices receive in
+/// parallel, each one's layers one after another.
+double state_move_seconds(const cluster& c, const model_spec& model, const plan& from,
+                          const plan& to);
+
+} // namespace deepcee::runtime

@@ -1,0 +1,132 @@
+#include "runtime/adapt/adaptive_simulation.hpp"
+
+#include "runtime/base/splitmix.hpp"
+#include "runtime/sim/simulator.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace deepcee::runtime {
+
+namespace {
+
+/// Uniform in [1 - noise, 1 + noise], a pure function of (seed, index).
+double noise_factor(double noise, uint64_t seed, uint64_t index) {
+  const double u = static_cast<double>(splitmix64(seed ^ splitmix64(index)) >> 11) * 0x1.0p-53;
+  return 1 + noise * (2 * u - 1);
+}
+
+link_observation observe_at(const cluster& c, const link_timeline& timeline, int from, int to,
+                            double bytes, double send_s) {
+  const auto history = timeline.history(c, from, to);
+  const double drain = drain_duration(history, send_s, bytes);
+  link_observation o{from, to, bytes, send_s, send_s + drain, 0};
+  o.arrival_s = o.drained_s + params_at(history, send_s).latency_s;
+  return o;
+}
+
+} // namespace
+
+std::vector<link_observation> observed_transfers(const cluster& c, const model_spec& model,
+                                                 const plan& p, const link_timeline& timeline,
+                                                 double start_s, double step_s) {
+  std::vector<link_observation> out;
+  for (const auto& pipe : p.pipelines) {
+    const int m = pipe.micro_batches;
+    for (size_t s = 0; s + 1 < pipe.stages.size(); ++s) {
+      const auto& a = pipe.stages[s];
+      const auto& b = pipe.stages[s + 1];
+      int a_first = 0;
+      for (size_t u = 0; u < a.devices.size(); ++u) {
+        const int a_last = a_first + a.samples[u];
+        int b_first = 0;
+        for (size_t v = 0; v < b.devices.size(); ++v) {
+          const int b_last = b_first + b.samples[v];
+          const int overlap = std::min(a_last, b_last) - std::max(a_first, b_first);
+          if (overlap > 0) {
+            const double bytes =
+                static_cast<double>(model.transfer_bytes(overlap, a.send_compression));
+            for (int i = 0; i < m; ++i) {
+              const double fwd = start_s + step_s * (i + 0.25) / m;
+              const double bwd = start_s + step_s * (i + 0.75) / m;
+              out.push_back(observe_at(c, timeline, a.devices[u], b.devices[v], bytes, fwd));
+              out.push_back(observe_at(c, timeline, b.devices[v], a.devices[u], bytes, bwd));
+            }
+          }
+          b_first = b_last;
+        }
+        a_first = a_last;
+      }
+    }
+  }
+  return out;
+}
+
+adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
+                                  const profile_table& profile, const plan& p,
+                                  const link_timeline& timeline, const adaptive_options& options) {
+  if (options.steps < 1)
+    throw std::invalid_argument("simulate_adaptive: steps must be at least 1");
+  adaptive_result out;
+  out.global_batch = p.global_batch();
+  const double batch = out.global_batch;
+
+  sim_options fixed_options;
+  fixed_options.steps = options.steps;
+  const auto fixed = simulate(c, model, profile, p, timeline, fixed_options);
+  double t = 0;
+  for (int k = 0; k < options.steps; ++k) {
+    const double dt = fixed.step_times_s[static_cast<size_t>(k)];
+    out.fixed.push_back({k, t, dt, batch / dt, std::nullopt});
+    t += dt;
+  }
+
+  environment_monitor monitor(c, profile, p, options.band);
+  plan current = p;
+  std::optional<adapt_decision> pending;
+  uint64_t sample_index = 0;
+  t = 0;
+  for (int k = 0; k < options.steps; ++k) {
+    adaptive_step step;
+    step.step = k;
+    step.start_s = t;
+    double move_s = 0;
+    if (pending) {
+      current = pending->next;
+      move_s = pending->move_s;
+      monitor.rebase(current);
+      pending.reset();
+    }
+    sim_options one;
+    one.start_s = t + move_s;
+    const auto r = simulate(c, model, profile, current, timeline, one);
+    for (auto o : observed_transfers(c, model, current, timeline, one.start_s, r.step_time_s)) {
+      if (options.sample_noise > 0) {
+        const double drain = (o.drained_s - o.start_s) *
+                             noise_factor(options.sample_noise, options.seed, sample_index++);
+        const double latency = (o.arrival_s - o.drained_s) *
+                               noise_factor(options.sample_noise, options.seed, sample_index++);
+        o.drained_s = o.start_s + drain;
+        o.arrival_s = o.drained_s + latency;
+      }
+      monitor.observe(o);
+    }
+    for (const auto& d : r.devices)
+      monitor.observe_step_compute(d.device, d.compute_s);
+    step.step_s = move_s + r.step_time_s;
+    step.samples_per_s = batch / step.step_s;
+    if (monitor.changed()) {
+      monitor.acknowledge();
+      auto d = choose_adaptation(monitor.estimated_cluster(), model, profile, current, p,
+                                 monitor.affected_devices(), options.policy);
+      if (d.kind != decision_kind::keep)
+        pending = d;
+      step.decision = std::move(d);
+    }
+    t += step.step_s;
+    out.adaptive.push_back(std::move(step));
+  }
+  return out;
+}
+
+} // namespace deepcee::runtime

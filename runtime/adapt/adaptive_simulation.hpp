@@ -1,0 +1,59 @@
+#pragma once
+
+#include "runtime/adapt/adapt_policy.hpp"
+#include "runtime/adapt/drift_tracker.hpp"
+#include "runtime/adapt/environment_monitor.hpp"
+#include "runtime/cluster/link_timeline.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace deepcee::runtime {
+
+struct adaptive_options {
+  int steps = 1;
+  drift_band band;
+  policy_options policy;
+  /// Each observed transfer's drain and latency scaled by a seeded uniform factor in
+  /// [1 - noise, 1 + noise]: what the monitor sees of a noisy network (the steps
+  /// themselves follow the timeline).
+  double sample_noise = 0;
+  uint64_t seed = 1;
+};
+
+struct adaptive_step {
+  int step = 0;
+  double start_s = 0; ///< on the timeline's clock
+  double step_s = 0;  ///< including the moves of a re-plan applied at its start
+  double samples_per_s = 0;
+  /// What the policy decided at this step's end, when the monitor saw a drift begin or
+  /// end (it takes effect at the next step).
+  std::optional<adapt_decision> decision;
+};
+
+struct adaptive_result {
+  int global_batch = 0;
+  std::vector<adaptive_step> adaptive;
+  std::vector<adaptive_step> fixed; ///< the static plan under the same timeline
+};
+
+/// The transfers one step of `p` makes between devices, as the monitor would see them if
+/// the step ran from `start_s` for `step_s` under `timeline`: each pipeline's micro-batches
+/// spread evenly over the step, an activation from every device of a stage to every device
+/// of the next whose samples overlap, and the gradient back. Each transfer's drain and
+/// latency follow the device pair's link history (what the simulator charges, without
+/// the FIFO wait, which the runtime's samples leave out too).
+std::vector<link_observation> observed_transfers(const cluster& c, const model_spec& model,
+                                                 const plan& p, const link_timeline& timeline,
+                                                 double start_s, double step_s);
+
+/// The adapter in the simulator: step k runs under the timeline, the monitor reads its
+/// transfers and device compute times, and when a drift begins or ends the policy
+/// decides; its decision takes effect at the next step boundary, as the runtime applies
+/// it. A re-plan's state moves are charged to the step it starts.
+adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
+                                  const profile_table& profile, const plan& p,
+                                  const link_timeline& timeline, const adaptive_options& options);
+
+} // namespace deepcee::runtime

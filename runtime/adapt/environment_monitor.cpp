@@ -1,0 +1,161 @@
+#include "runtime/adapt/environment_monitor.hpp"
+
+#include <cmath>
+#include <set>
+
+namespace deepcee::runtime {
+
+namespace {
+
+bool usable_reference(double x) {
+  return x > 0 && std::isfinite(x);
+}
+
+} // namespace
+
+environment_monitor::environment_monitor(cluster c, const profile_table& profile, const plan& p,
+                                         drift_band band, size_t window)
+    : cluster_(std::move(c)), profile_(&profile), band_(band), window_(window) {
+  rebase(p);
+}
+
+void environment_monitor::rebase(const plan& p) {
+  expected_.clear();
+  for (const auto& pipe : p.pipelines)
+    for (const auto& st : pipe.stages)
+      for (size_t k = 0; k < st.devices.size(); ++k) {
+        expected_ops e;
+        e.micro_batches = pipe.micro_batches;
+        const auto& dev = cluster_.devices.at(static_cast<size_t>(st.devices[k]));
+        for (int layer = st.first_layer; layer < st.last_layer; ++layer) {
+          const auto cost = profile_->cost(dev, layer, st.samples[k]);
+          e.f += cost.f_s;
+          e.b += cost.b_s;
+          e.w += cost.w_s;
+        }
+        expected_[st.devices[k]] = e;
+      }
+}
+
+environment_monitor::link_trackers& environment_monitor::trackers_of(int from, int to) {
+  auto [it, fresh] = links_.try_emplace({from, to});
+  if (fresh) {
+    const auto assumed = cluster_.link_between(from, to);
+    if (usable_reference(assumed.bandwidth_Bps))
+      it->second.bandwidth.emplace(assumed.bandwidth_Bps, band_, window_);
+    if (usable_reference(assumed.latency_s))
+      it->second.latency.emplace(assumed.latency_s, band_, window_);
+  }
+  return it->second;
+}
+
+void environment_monitor::observe(const link_observation& o) {
+  if (o.from == o.to)
+    return;
+  auto& t = trackers_of(o.from, o.to);
+  const double drain = o.drained_s - o.start_s;
+  if (t.bandwidth && o.bytes > 0 && drain > 0)
+    changed_ |= t.bandwidth->add(o.bytes / drain);
+  if (t.latency && o.arrival_s >= o.drained_s)
+    changed_ |= t.latency->add(o.arrival_s - o.drained_s);
+}
+
+drift_tracker& environment_monitor::device_tracker(int device) {
+  return devices_.try_emplace(device, 1.0, band_, window_).first->second;
+}
+
+void environment_monitor::observe_op(int device, op_kind kind, double seconds) {
+  const auto it = expected_.find(device);
+  if (it == expected_.end())
+    return;
+  const auto& e = it->second;
+  const double expected = kind == op_kind::forward          ? e.f
+                          : kind == op_kind::backward_input ? e.b
+                                                            : e.w;
+  if (expected > 0)
+    changed_ |= device_tracker(device).add(seconds / expected);
+}
+
+void environment_monitor::observe_step_compute(int device, double seconds) {
+  const auto it = expected_.find(device);
+  if (it == expected_.end())
+    return;
+  const auto& e = it->second;
+  const double expected = e.micro_batches * (e.f + e.b + e.w);
+  if (expected > 0)
+    changed_ |= device_tracker(device).add(seconds / expected);
+}
+
+std::vector<link_estimate> environment_monitor::links() const {
+  std::vector<link_estimate> out;
+  for (const auto& [pair, t] : links_) {
+    link_estimate e;
+    e.from = pair.first;
+    e.to = pair.second;
+    e.assumed = cluster_.link_between(pair.first, pair.second);
+    e.estimated = e.assumed;
+    if (t.bandwidth) {
+      e.estimated.bandwidth_Bps = t.bandwidth->estimate();
+      e.drifted |= t.bandwidth->drifted();
+      e.samples = t.bandwidth->samples();
+    }
+    if (t.latency) {
+      e.estimated.latency_s = t.latency->estimate();
+      e.drifted |= t.latency->drifted();
+      e.samples = std::max(e.samples, t.latency->samples());
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<device_estimate> environment_monitor::devices() const {
+  std::vector<device_estimate> out;
+  for (const auto& [dev, t] : devices_)
+    out.push_back({dev, t.estimate(), t.drifted(), t.samples()});
+  return out;
+}
+
+std::vector<int> environment_monitor::affected_devices() const {
+  std::set<int> out;
+  for (const auto& l : links())
+    if (l.drifted) {
+      out.insert(l.from);
+      out.insert(l.to);
+    }
+  for (const auto& d : devices())
+    if (d.drifted)
+      out.insert(d.device);
+  return {out.begin(), out.end()};
+}
+
+cluster environment_monitor::estimated_cluster() const {
+  cluster c = cluster_;
+  for (const auto& [pair, t] : links_) {
+    const bool bw = t.bandwidth && t.bandwidth->drifted();
+    const bool lat = t.latency && t.latency->drifted();
+    if (!bw && !lat)
+      continue;
+    link_override o;
+    o.from = {link_endpoint::scope::device, pair.first};
+    o.to = {link_endpoint::scope::device, pair.second};
+    o.directed = true;
+    // A field within its band keeps the assumed value; an override must name both, since a
+    // field left out falls back to the level default, not to a broader override.
+    const auto assumed = cluster_.link_between(pair.first, pair.second);
+    o.bandwidth_Bps = bw ? t.bandwidth->estimate() : assumed.bandwidth_Bps;
+    o.latency_s = lat ? t.latency->estimate() : assumed.latency_s;
+    c.overrides.push_back(o);
+  }
+  for (const auto& [dev, t] : devices_)
+    if (t.drifted()) {
+      auto& d = c.devices.at(static_cast<size_t>(dev));
+      const double s = t.estimate();
+      d.fp32_flops /= s;
+      d.bf16_flops /= s;
+      d.mem_bandwidth_Bps /= s;
+    }
+  return c;
+}
+
+} // namespace deepcee::runtime

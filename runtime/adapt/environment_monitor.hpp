@@ -1,0 +1,103 @@
+#pragma once
+
+#include "runtime/adapt/drift_tracker.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/profile.hpp"
+#include "runtime/plan/plan.hpp"
+#include "runtime/schedule/schedule.hpp"
+
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace deepcee::runtime {
+
+/// One transfer as the runtime records it (messages' link_sample): `bytes` from device
+/// `from` to device `to`; the link took it at `start_s` (after the FIFO wait), its last
+/// byte left at `drained_s`, it arrived at `arrival_s`. So the bandwidth it saw is
+/// bytes / (drained - start), free of queueing, and the latency arrival - drained.
+struct link_observation {
+  int from = 0;
+  int to = 0;
+  double bytes = 0;
+  double start_s = 0;
+  double drained_s = 0;
+  double arrival_s = 0;
+};
+
+struct link_estimate {
+  int from = 0;
+  int to = 0;
+  link_params assumed;   ///< what the plan assumed: cluster::link_between
+  link_params estimated; ///< the medians (the assumed value of a field with no tracker)
+  bool drifted = false;  ///< either field
+  long samples = 0;
+};
+
+struct device_estimate {
+  int device = 0;
+  double slowdown = 1; ///< measured op time / the profile's, median
+  bool drifted = false;
+  long samples = 0;
+};
+
+/// The adapter's view of the environment. Links are directed device pairs, the unit the
+/// cluster's link figures and the timeline's changes are given in (a WAN pipe that several
+/// pairs share shows up on each of them). Devices are compared with the profile's op times
+/// for their share of the current plan.
+class environment_monitor {
+public:
+  /// `profile` must outlive the monitor.
+  environment_monitor(cluster c, const profile_table& profile, const plan& p, drift_band band = {},
+                      size_t window = 9);
+
+  void observe(const link_observation& o);
+  /// One op of `kind` on `device` took `seconds` (the device's own share's time).
+  void observe_op(int device, op_kind kind, double seconds);
+  /// The device computed `seconds` in one step (every F, B and W of its micro-batches).
+  void observe_step_compute(int device, double seconds);
+
+  /// A new plan moves the devices' shares: their expected op times follow it. Link
+  /// trackers stay (the network did not change).
+  void rebase(const plan& p);
+
+  /// Whether some link or device entered or left drift since the last acknowledge().
+  bool changed() const { return changed_; }
+  void acknowledge() { changed_ = false; }
+
+  std::vector<link_estimate> links() const;
+  std::vector<device_estimate> devices() const;
+  /// Devices on drifted links or drifted themselves, ascending.
+  std::vector<int> affected_devices() const;
+  /// The cluster with every drifted estimate in force: a directed device-pair override per
+  /// drifted link, and a drifted device's figures divided by its slowdown. Links and
+  /// devices within their bands keep the cluster's figures, so noise changes nothing.
+  /// (A measured profile's entries are taken as they are, so a slowdown reaches the
+  /// simulator through the roofline estimates only.)
+  cluster estimated_cluster() const;
+  const cluster& assumed_cluster() const { return cluster_; }
+
+private:
+  struct link_trackers {
+    std::optional<drift_tracker> bandwidth;
+    std::optional<drift_tracker> latency;
+  };
+  struct expected_ops {
+    double f = 0, b = 0, w = 0;
+    int micro_batches = 0;
+  };
+  link_trackers& trackers_of(int from, int to);
+  drift_tracker& device_tracker(int device);
+
+  cluster cluster_;
+  const profile_table* profile_;
+  drift_band band_;
+  size_t window_;
+  std::map<std::pair<int, int>, link_trackers> links_;
+  std::map<int, drift_tracker> devices_;
+  std::map<int, expected_ops> expected_;
+  bool changed_ = false;
+};
+
+} // namespace deepcee::runtime

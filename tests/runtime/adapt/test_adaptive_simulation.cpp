@@ -1,0 +1,130 @@
+#include "runtime/adapt/adaptive_simulation.hpp"
+#include "runtime/io/link_timeline_toml.hpp"
+#include "runtime/planner/planner.hpp"
+#include "runtime/sim/simulator.hpp"
+#include "tests/runtime/adapt/adapt_fixtures.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace deepcee::runtime;
+using namespace deepcee::test;
+
+namespace {
+
+struct fixture {
+  cluster c = four_pipes_cluster();
+  model_spec model = make_model_spec(adapt_model());
+  profile_table profile{model};
+  plan p = four_pipes_plan();
+  double undisturbed_step_s = simulate(c, model, profile, p).step_time_s;
+};
+
+/// Mean samples/s of the steps that start in [from, to) and end by `to`, skipping the
+/// first `skip` of them.
+double mean_rate(const std::vector<adaptive_step>& steps, double from, double to, int skip = 0) {
+  double sum = 0;
+  int n = 0, seen = 0;
+  for (const auto& s : steps)
+    if (s.start_s >= from && s.start_s + s.step_s <= to && seen++ >= skip) {
+      sum += s.samples_per_s;
+      ++n;
+    }
+  BOOST_TEST_REQUIRE(n > 0);
+  return sum / n;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(adaptive_simulation)
+
+// four_pipes_cluster: four two-stage pipelines on four nodes of two Jetson AGX Orins. The
+// link inside node n0 drops from 2.5 Gbps to 250 Mbps at 1 s and comes back at 4 s.
+BOOST_AUTO_TEST_CASE(drop_then_recovery_meets_the_issue_targets) {
+  fixture f;
+  const auto timeline = parse_link_timeline(R"([[change]]
+at = 1.0
+between = ["n0/0", "n0/1"]
+bandwidth = "250Mbps"
+[[change]]
+at = 4.0
+between = ["n0/0", "n0/1"]
+bandwidth = "2.5Gbps"
+)",
+                                            f.c, "drop.toml");
+  adaptive_options o;
+  o.steps = 80;
+  const auto r = simulate_adaptive(f.c, f.model, f.profile, f.p, timeline, o);
+  BOOST_TEST_REQUIRE(r.adaptive.size() == 80u);
+  BOOST_TEST_REQUIRE(r.fixed.size() == 80u);
+  int decisions = 0;
+  for (const auto& s : r.adaptive) {
+    if (s.decision) {
+      ++decisions;
+      BOOST_TEST_MESSAGE("step " << s.step << " at " << s.start_s << " s: " << s.decision->reason);
+      BOOST_TEST(s.decision->next.global_batch() == f.p.global_batch());
+    }
+  }
+  BOOST_TEST(decisions >= 2); // one answers the drop, one the recovery
+  // Before the drop both run the starting plan.
+  BOOST_TEST(r.adaptive[0].step_s == f.undisturbed_step_s);
+  BOOST_TEST(r.fixed[0].step_s == f.undisturbed_step_s);
+  // During the drop, from the second step after it: >= 1.5x the static plan.
+  const double adaptive_drop = mean_rate(r.adaptive, 1.0, 4.0, 2);
+  const double static_drop = mean_rate(r.fixed, 1.0, 4.0);
+  BOOST_TEST_MESSAGE("during the drop: adaptive " << adaptive_drop << " samples/s, static "
+                                                  << static_drop);
+  BOOST_TEST(adaptive_drop >= 1.5 * static_drop);
+  // ... and >= 90% of what the planner chooses when told of the drop beforehand.
+  cluster disturbed = f.c;
+  link_override slow;
+  slow.from = {link_endpoint::scope::device, 0};
+  slow.to = {link_endpoint::scope::device, 1};
+  slow.bandwidth_Bps = 250e6 / 8;
+  disturbed.overrides.push_back(slow);
+  planner_options po;
+  po.global_batch = f.p.global_batch();
+  const auto informed = plan_training(disturbed, f.profile, po);
+  const double informed_rate = simulate(disturbed, f.model, f.profile, informed.best).samples_per_s;
+  BOOST_TEST_MESSAGE("the planner told of the drop: " << informed_rate << " samples/s");
+  BOOST_TEST(adaptive_drop >= 0.9 * informed_rate);
+  // After recovery (the monitor needs three of pipeline 0's transfers, then one step to
+  // apply): within 5% of the undisturbed plan, step by step.
+  const double undisturbed = f.p.global_batch() / f.undisturbed_step_s;
+  int after = 0;
+  for (const auto& s : r.adaptive)
+    if (s.start_s >= 4.0 && after++ >= 5)
+      BOOST_TEST(s.samples_per_s >= 0.95 * undisturbed);
+  BOOST_TEST(after > 10);
+}
+
+BOOST_AUTO_TEST_CASE(twenty_percent_noise_makes_no_decision) {
+  fixture f;
+  adaptive_options o;
+  o.steps = 100;
+  o.sample_noise = 0.2;
+  o.seed = 11;
+  const auto r = simulate_adaptive(f.c, f.model, f.profile, f.p, {}, o);
+  for (const auto& s : r.adaptive) {
+    BOOST_TEST(!s.decision.has_value());
+    BOOST_TEST(s.step_s == f.undisturbed_step_s, boost::test_tools::tolerance(1e-9));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_static_run_is_the_simulators) {
+  fixture f;
+  adaptive_options o;
+  o.steps = 3;
+  const auto timeline = parse_link_timeline(
+      "[[change]]\nat = 0.15\nbetween = [\"n0/0\", \"n0/1\"]\nbandwidth = \"250Mbps\"\n", f.c,
+      "d.toml");
+  const auto r = simulate_adaptive(f.c, f.model, f.profile, f.p, timeline, o);
+  sim_options so;
+  so.steps = 3;
+  const auto s = simulate(f.c, f.model, f.profile, f.p, timeline, so);
+  for (size_t k = 0; k < 3; ++k)
+    BOOST_TEST(r.fixed[k].step_s == s.step_times_s[k]);
+  BOOST_CHECK_THROW(simulate_adaptive(f.c, f.model, f.profile, f.p, timeline, {0}),
+                    std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
