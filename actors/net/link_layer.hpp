@@ -8,12 +8,13 @@
 namespace deepcee::actors {
 
 /// The send path of one stage: every transfer to a neighbour stage crosses its parts'
-/// links here. In virtual time each part waits for its link (FIFO), drains at the link's
-/// bandwidth and arrives after its latency (runtime::link_fifo); every part becomes a
-/// link_sample for the adapter. It gets only the links that this stage alone sends on, so
-/// the result does not depend on the host's delivery order; parts on a link that other
-/// stages use too (a WAN pipe crossed by several pipelines) go to that link's pipe actor
-/// instead (pipe_sync.hpp, pipe_actor.hpp).
+/// resources here. In virtual time each part waits until every resource on its path (node
+/// interfaces, WAN path, a node's internal link) is free, drains at the path's bandwidth
+/// and arrives after its latency (runtime::link_fifo); every part becomes a link_sample
+/// (`link`: its sharing group) for the adapter. It gets only the sharing groups that this
+/// stage alone sends on, so the result does not depend on the host's delivery order; parts
+/// of a group that other stages use too (a WAN path or a node's interface crossed by
+/// several pipelines) go to that group's pipe actor instead (pipe_sync.hpp, pipe_actor.hpp).
 class link_layer {
 public:
   void set_adapter(adapter_actor adapter) { adapter_ = std::move(adapter); }

@@ -12,11 +12,12 @@
 
 namespace deepcee::actors {
 
-/// One shared link in virtual time. Stages send it their transfer parts on this link
-/// (pipe_request) and promises about their later ones (send_horizon); runtime::pipe_order
-/// commits a part once no sender can still send one that goes first, the link's FIFO
-/// (runtime::link_fifo, as on a sender's own links) times it, and the receiving stage
-/// learns the arrival (pipe_arrival). The payload travels straight from stage to stage.
+/// One shared sharing group (transfers whose network resources overlap) in virtual time.
+/// Stages send it their transfer parts in this group (pipe_request) and promises about
+/// their later ones (send_horizon); runtime::pipe_order commits a part once no sender can
+/// still send one that goes first, the group's FIFO resources (runtime::link_fifo, as on a
+/// sender's own groups) time it, and the receiving stage learns the arrival
+/// (pipe_arrival). The payload travels straight from stage to stage.
 struct pipe_state {
   static inline const char* name = "pipe";
   std::shared_ptr<job_context> job;

@@ -51,6 +51,10 @@ struct node {
   int port = 0;             ///< 0: chosen when the job starts
   int region = 0;           ///< index into cluster::regions
   std::vector<int> devices; ///< indices into cluster::devices, in local order
+  /// The network interface's capacity in bytes per second, each direction (the file's
+  /// `nic`); unset: as fast as the links the file gives the node, so that the interface
+  /// only adds sharing (network_path.hpp).
+  std::optional<double> nic_Bps;
 };
 
 struct device {

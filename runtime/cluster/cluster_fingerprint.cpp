@@ -61,6 +61,8 @@ std::string cluster_fingerprint(const cluster& c) {
     t << n.name << int64_t{n.region} << static_cast<int64_t>(n.devices.size());
     for (int d : n.devices)
       t << int64_t{d};
+    if (n.nic_Bps) // only when given, so that files without one keep their fingerprints
+      t << std::string("nic") << *n.nic_Bps;
   }
   t << static_cast<int64_t>(c.devices.size());
   for (const auto& d : c.devices)

@@ -121,7 +121,8 @@ private:
   }
 
   void read_node(const toml::table& t) {
-    check_keys(file_, t, {"name", "region", "host", "port", "replicas", "devices"}, "[[node]]");
+    check_keys(file_, t, {"name", "region", "host", "port", "replicas", "nic", "devices"},
+               "[[node]]");
     const toml::node& name_node = required(t, "name", "[[node]]");
     std::string base = get_string(file_, name_node, "node name");
     const toml::node& region_node = required(t, "region", "[[node]] '" + base + "'");
@@ -145,6 +146,9 @@ private:
       if (replicas < 1 || replicas > 100000)
         fail_at(file_, *n, "replicas must be in 1..100000");
     }
+    std::optional<double> nic;
+    if (auto n = t.get("nic"))
+      nic = bandwidth(*n, "nic");
     const toml::node& devices_node = required(t, "devices", "[[node]] '" + base + "'");
     const toml::array* devices = devices_node.as_array();
     if (!devices || devices->empty() || !devices->is_array_of_tables())
@@ -162,6 +166,7 @@ private:
       if (nd.port > 65535)
         fail_at(file_, *t.get("port"), "port + replicas exceeds 65535");
       nd.region = *region;
+      nd.nic_Bps = nic;
       int node_index = static_cast<int>(out_.nodes.size());
       out_.nodes.push_back(nd);
       for (const auto& item : *devices)

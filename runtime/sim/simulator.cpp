@@ -89,15 +89,18 @@ void step_engine::try_start(int s) {
 }
 
 double step_engine::send(const part& pt, double t, const char* what, int micro) {
-  auto& link = w_.links[static_cast<size_t>(pt.link)];
+  auto& link = w_.links[static_cast<size_t>(pt.route)];
   const auto& h = w_.histories[static_cast<size_t>(pt.pair)];
-  const double start = std::max(t, link.free_at);
+  double start = t;
+  for (int k : pt.res)
+    start = std::max(start, w_.resources[static_cast<size_t>(k)].free_at);
   const double drain = drain_duration(h, start, pt.bytes);
-  link.free_at = start + drain;
+  for (int k : pt.res)
+    w_.resources[static_cast<size_t>(k)].free_at = start + drain;
   link.bytes += pt.bytes;
   link.busy += drain;
   if (opt_.trace)
-    trace(std::string(what) + std::to_string(micro), r_.device_count + pt.link, start,
+    trace(std::string(what) + std::to_string(micro), r_.device_count + pt.route, start,
           start + drain);
   return start + drain + params_at(h, start).latency_s;
 }

@@ -25,12 +25,18 @@
 ///   are model_spec::transfer_bytes(overlap, stage s's send_compression); B's gradients go
 ///   back the same way with the same encoding. A fused backward (GPipe, 1F1B) sends the
 ///   gradient when W ends. The receiving stage's op waits for every part of every device.
-/// - Links. Inside a region, each directed device pair is one FIFO link. Across regions,
-///   all flows of one directed region pair share one FIFO pipe (the WAN uplink), so two
-///   concurrent transfers take twice as long. A transfer occupies its link for bytes /
-///   bandwidth (integrated over the timeline's bandwidth changes) and arrives after the
-///   latency in force when it started on top. The bandwidth is the device pair's own
-///   (cluster::link_between, then the timeline).
+/// - Network. A transfer occupies every shared FIFO resource on its path
+///   (runtime/cluster/network_path.hpp): between two nodes the sending node's interface
+///   (out), the directed region pair's WAN path when the regions differ, and the receiving
+///   node's interface (in); inside a node the node's internal link between the two
+///   devices. It starts when all of them are free and keeps them until it has drained its
+///   bytes at the device pair's bandwidth (cluster::link_between, then the timeline,
+///   capped by the nodes' `nic`), integrated over the timeline's changes; it arrives after
+///   the latency in force when it started on top. So N pipelines crossing one interface
+///   take N times as long as one, and the step does not depend on how regions label nodes
+///   with the same link figures. Each interface direction is its own FIFO (full duplex).
+///   Statistics and trace tracks (sim_result::links) stay per route: the directed device
+///   pair inside a region, the region pair's WAN path across regions.
 /// - All-reduce. Each layer's gradients are reduced over every device holding the layer;
 ///   consecutive layers with the same holders form one bucket. A bucket starts when all its
 ///   holders ended their last W and their previous buckets. One region: ring,
@@ -38,8 +44,10 @@
 ///   regions: hierarchical: in each region a reduce to a leader and at the end a
 ///   broadcast, each 2(n_r-1)/n_r * bytes / B_min + n_r * alpha_max (reduce-scatter then
 ///   gather; scatter then all-gather), and between them a ring over the region leaders.
-///   All-reduce traffic is counted on the links (bytes, busy) but does not queue behind
-///   pipeline transfers or other buckets on shared links.
+///   Each phase occupies the resources its hops cross, like a transfer (a resource k hops
+///   cross gives each 1/k of the bandwidth): it waits for earlier buckets' phases on them
+///   and for the step's pipeline transfers, taken as done on a resource once every stage
+///   that receives over it has ended its step.
 /// - Optimizer. AdamW per device after its last bucket: read weights, gradients and both
 ///   moments, write weights and moments, at the device's memory bandwidth.
 /// - Memory per device: weights, gradients and AdamW moments of its layers, plus

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -10,6 +11,8 @@
 namespace deepcee::runtime::sim_detail {
 
 namespace {
+
+ring_rt make_ring(world& w, const std::vector<int>& devs);
 
 /// Buckets: consecutive layers held by the same set of stages. Built once per world.
 void build_buckets(world& w) {
@@ -50,80 +53,89 @@ void build_buckets(world& w) {
         b.regions.emplace_back();
       b.regions.back().push_back(d);
     }
+    std::vector<int> leaders;
+    for (const auto& region : b.regions) {
+      b.region_rings.push_back(make_ring(w, region));
+      leaders.push_back(region.front());
+    }
+    b.leaders = make_ring(w, leaders);
     w.buckets.push_back(std::move(b));
   }
 }
 
-struct ring_links {
-  double bandwidth = std::numeric_limits<double>::infinity(); ///< bottleneck
-  double latency = 0;                                         ///< worst
-};
-
-/// The ring's bottleneck at time t; with `per_link_bytes` > 0 its traffic is counted on
-/// every link it crosses (and traced from `start`).
-ring_links ring(world& w, const std::vector<int>& devs, double t, double per_link_bytes,
-                const sim_options& options, sim_result& r, const std::string& name) {
-  ring_links out;
+/// A ring's hops and every resource they occupy, laid out once.
+ring_rt make_ring(world& w, const std::vector<int>& devs) {
+  ring_rt out;
+  out.devs = devs;
   const size_t n = devs.size();
+  std::map<int, int> crossed;
   for (size_t i = 0; i < n && n > 1; ++i) {
     const int x = devs[i];
     const int y = devs[(i + 1) % n];
-    const auto params = params_at(w.histories[static_cast<size_t>(w.pair_of(x, y))], t);
-    out.bandwidth = std::min(out.bandwidth, params.bandwidth_Bps);
-    out.latency = std::max(out.latency, params.latency_s);
-    if (per_link_bytes > 0) {
-      const int li = w.link_of(x, y);
-      auto& link = w.links[static_cast<size_t>(li)];
-      const double busy =
-          std::isinf(params.bandwidth_Bps) ? 0.0 : per_link_bytes / params.bandwidth_Bps;
-      link.bytes += per_link_bytes;
-      link.busy += busy;
-      if (options.trace)
-        r.events.push_back({name, r.device_count + li, t, t + busy});
-    }
+    out.pairs.push_back(w.pair_of(x, y));
+    out.routes.push_back(w.link_of(x, y));
+    for (int k : w.resources_of(x, y))
+      if (++crossed[k] == 1)
+        out.res.push_back(k);
   }
+  for (const auto& [k, hops] : crossed)
+    out.crossings = std::max(out.crossings, static_cast<double>(hops));
   return out;
 }
 
-/// Ring all-reduce: 2(n-1)/n * bytes over the bottleneck plus 2(n-1) latencies.
-double ring_allreduce(world& w, const std::vector<int>& devs, double bytes, double t,
-                      const sim_options& options, sim_result& r, const std::string& name) {
-  const double n = static_cast<double>(devs.size());
-  if (devs.size() < 2)
-    return 0.0;
-  const double share = 2.0 * (n - 1.0) / n * bytes;
-  const auto links = ring(w, devs, t, share, options, r, name);
-  return share / links.bandwidth + 2.0 * (n - 1.0) * links.latency;
-}
-
-/// Reduce to the region's leader (reduce-scatter, then gather) or broadcast from it
-/// (scatter, then all-gather): 2(n-1)/n * bytes over the bottleneck plus n latencies.
-double region_phase(world& w, const std::vector<int>& devs, double bytes, double t,
-                    const sim_options& options, sim_result& r, const std::string& name) {
-  const double n = static_cast<double>(devs.size());
-  if (devs.size() < 2)
-    return 0.0;
-  const double share = 2.0 * (n - 1.0) / n * bytes;
-  const auto links = ring(w, devs, t, share, options, r, name);
-  return share / links.bandwidth + n * links.latency;
-}
-
-double bucket_time(world& w, const bucket& b, double t, const sim_options& options, sim_result& r,
-                   const std::string& name) {
-  if (b.regions.size() <= 1)
-    return ring_allreduce(w, b.holders, b.bytes, t, options, r, name);
-  double reduce = 0.0;
-  std::vector<int> leaders;
-  for (const auto& region : b.regions) {
-    reduce = std::max(reduce, region_phase(w, region, b.bytes, t, options, r, name));
-    leaders.push_back(region.front());
+/// One phase of `ring`'s traffic, 2(n-1)/n * bytes per hop, that may start at `t`: it
+/// starts once every resource its hops occupy is free of earlier all-reduce traffic and of
+/// the step's pipeline transfers (world::ar_free), drains at the bottleneck in force then
+/// (a resource that k hops cross gives each 1/k of it), keeps its resources until drained,
+/// and pays `latencies` times the worst latency. Returns its end.
+double ring_phase(world& w, const ring_rt& ring, double bytes, double t, double latencies,
+                  const sim_options& options, sim_result& r, const std::string& name) {
+  const size_t n = ring.devs.size();
+  if (n < 2)
+    return t;
+  double start = t;
+  for (int k : ring.res)
+    start = std::max(start, w.ar_free[static_cast<size_t>(k)]);
+  const double share = 2.0 * (static_cast<double>(n) - 1.0) / static_cast<double>(n) * bytes;
+  double bandwidth = std::numeric_limits<double>::infinity();
+  double latency = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto params = params_at(w.histories[static_cast<size_t>(ring.pairs[i])], start);
+    bandwidth = std::min(bandwidth, params.bandwidth_Bps);
+    latency = std::max(latency, params.latency_s);
+    // Statistics per route, as the pipeline transfers count theirs.
+    const auto li = static_cast<size_t>(ring.routes[i]);
+    const double busy = std::isinf(params.bandwidth_Bps) ? 0.0 : share / params.bandwidth_Bps;
+    w.links[li].bytes += share;
+    w.links[li].busy += busy;
+    if (options.trace)
+      r.events.push_back({name, r.device_count + ring.routes[i], start, start + busy});
   }
-  const double across = ring_allreduce(w, leaders, b.bytes, t + reduce, options, r, name);
-  double broadcast = 0.0;
-  for (const auto& region : b.regions)
-    broadcast = std::max(broadcast,
-                         region_phase(w, region, b.bytes, t + reduce + across, options, r, name));
-  return reduce + across + broadcast;
+  const double drain = std::isinf(bandwidth) ? 0.0 : share * ring.crossings / bandwidth;
+  for (int k : ring.res)
+    w.ar_free[static_cast<size_t>(k)] = start + drain;
+  return start + drain + latencies * latency;
+}
+
+/// Ring all-reduce (2(n-1) latencies) with one region; with several, each region reduces
+/// to its leader (reduce-scatter, then gather: n latencies), the leaders all-reduce in a
+/// ring, and each region broadcasts from its leader (scatter, then all-gather).
+double bucket_end(world& w, const bucket& b, double t, const sim_options& options, sim_result& r,
+                  const std::string& name) {
+  const auto n_of = [](const ring_rt& ring) { return static_cast<double>(ring.devs.size()); };
+  if (b.regions.size() <= 1) {
+    const auto& ring = b.region_rings.front();
+    return ring_phase(w, ring, b.bytes, t, 2.0 * (n_of(ring) - 1.0), options, r, name);
+  }
+  double reduced = t;
+  for (const auto& ring : b.region_rings)
+    reduced = std::max(reduced, ring_phase(w, ring, b.bytes, t, n_of(ring), options, r, name));
+  const double across =
+      ring_phase(w, b.leaders, b.bytes, reduced, 2.0 * (n_of(b.leaders) - 1.0), options, r, name);
+  double end = across;
+  for (const auto& ring : b.region_rings)
+    end = std::max(end, ring_phase(w, ring, b.bytes, across, n_of(ring), options, r, name));
+  return end;
 }
 
 } // namespace
@@ -133,6 +145,17 @@ double finish_step(world& w, const sim_options& options, sim_result& r,
                    std::vector<double>& device_opt) {
   build_buckets(w);
   // A device's collectives run one at a time, after its stage's last W.
+  // The all-reduce's traffic queues behind the step's pipeline transfers on every resource
+  // they share: a resource is free for it once each stage that receives over it has ended
+  // its step (its last arrival came before its last op). Both the simulator and the
+  // virtual cluster know exactly this, so they time the all-reduce alike.
+  w.ar_free.assign(w.resources.size(), 0.0);
+  for (const auto& st : w.stages)
+    for (const auto& [parts, to] : {std::pair{&st.act_parts, st.next}, {&st.grad_parts, st.prev}})
+      for (const auto& pt : *parts)
+        for (int k : pt.res)
+          w.ar_free[static_cast<size_t>(k)] =
+              std::max(w.ar_free[static_cast<size_t>(k)], stage_end[static_cast<size_t>(to)]);
   std::vector<double>& comm_free = w.scratch;
   comm_free.assign(w.c->devices.size(), 0.0);
   for (size_t s = 0; s < w.stages.size(); ++s)
@@ -157,7 +180,7 @@ double finish_step(world& w, const sim_options& options, sim_result& r,
     const std::string name =
         "allreduce L" + std::to_string(b.first_layer) +
         (b.last_layer - b.first_layer > 1 ? "-" + std::to_string(b.last_layer - 1) : "");
-    const double end = start + bucket_time(w, b, start, options, r, name);
+    const double end = bucket_end(w, b, start, options, r, name);
     for (int d : b.holders) {
       const auto di = static_cast<size_t>(d);
       device_ar[di] += end - start;

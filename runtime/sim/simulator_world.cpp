@@ -42,9 +42,24 @@ struct stage_device_cost {
 
 int world::pair_of(int x, int y) {
   auto [it, fresh] = pair_index.emplace(key_of(x, y), static_cast<int>(histories.size()));
-  if (fresh)
+  if (fresh) {
     histories.push_back(timeline->history(*c, x, y));
+    const double cap = nic_cap_between(*c, x, y);
+    for (auto& piece : histories.back())
+      piece.params.bandwidth_Bps = std::min(piece.params.bandwidth_Bps, cap);
+  }
   return it->second;
+}
+
+std::vector<int> world::resources_of(int x, int y) {
+  std::vector<int> out;
+  for (const auto& r : path_between(*c, x, y)) {
+    auto [it, fresh] = resource_index.emplace(r, static_cast<int>(resources.size()));
+    if (fresh)
+      resources.push_back({r, 0.0});
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 int world::link_of(int x, int y) {
@@ -81,14 +96,50 @@ void add_parts(world& w, const stage_rt& from, const stage_rt& to, compression c
         pt.from = from.devices[i];
         pt.to = to.devices[j];
         pt.bytes = static_cast<double>(w.model->transfer_bytes(overlap, comp));
-        pt.link = w.link_of(pt.from, pt.to);
+        pt.route = w.link_of(pt.from, pt.to);
         pt.pair = w.pair_of(pt.from, pt.to);
+        pt.res = w.resources_of(pt.from, pt.to);
         out.push_back(pt);
       }
       b0 = b1;
     }
     a0 = a1;
   }
+}
+
+/// Sharing groups: transfers whose resources overlap, directly or through others, are one
+/// group, numbered in order of first appearance. Each group's transfers can be timed in
+/// send order apart from every other group's, which is what the runtime's pipes do.
+void assign_groups(world& w) {
+  std::vector<int> parent(w.resources.size());
+  for (size_t k = 0; k < parent.size(); ++k)
+    parent[k] = static_cast<int>(k);
+  const auto find = [&](int x) {
+    while (parent[static_cast<size_t>(x)] != x)
+      x = parent[static_cast<size_t>(x)] =
+          parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    return x;
+  };
+  for (auto& st : w.stages)
+    for (auto* parts : {&st.act_parts, &st.grad_parts})
+      for (const auto& pt : *parts)
+        for (size_t k = 1; k < pt.res.size(); ++k)
+          parent[static_cast<size_t>(find(pt.res[k]))] = find(pt.res[0]);
+  std::vector<int> number(w.resources.size(), -1);
+  int groups = 0;
+  // A transfer with no resource (a device to itself) is a group of its own.
+  for (auto& st : w.stages)
+    for (auto* parts : {&st.act_parts, &st.grad_parts})
+      for (auto& pt : *parts) {
+        if (pt.res.empty()) {
+          pt.link = groups++;
+          continue;
+        }
+        int& n = number[static_cast<size_t>(find(pt.res[0]))];
+        if (n < 0)
+          n = groups++;
+        pt.link = n;
+      }
 }
 
 } // namespace
@@ -174,6 +225,7 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
     schedule_costs.push_back(costs);
     first_stage.push_back(base);
   }
+  assign_groups(w);
   return w;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 
+#include "runtime/cluster/network_path.hpp"
 #include "runtime/sim/simulator.hpp"
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -15,9 +17,11 @@ namespace deepcee::runtime::sim_detail {
 struct part {
   int from = 0;
   int to = 0;
-  int link = 0; ///< index into world::links
-  int pair = 0; ///< index into world::histories
+  int route = 0; ///< index into world::links: where its bytes are counted and traced
+  int link = 0;  ///< its sharing group (world::groups): the unit the runtime orders
+  int pair = 0;  ///< index into world::histories
   double bytes = 0;
+  std::vector<int> res; ///< indices into world::resources: every one it occupies
 };
 
 struct stage_rt {
@@ -37,13 +41,29 @@ struct stage_rt {
   int prev = -1, next = -1;     ///< global stage indices in the same pipeline
 };
 
+/// A route's statistics (a directed device pair inside a region, a region pair's WAN path
+/// across regions): what sim_result::links reports and the trace draws.
 struct link_rt {
   link_kind kind = link_kind::device_pair;
   int from = 0;
   int to = 0;
-  double free_at = 0;
   double bytes = 0;
   double busy = 0;
+};
+
+/// A shared FIFO resource of the network (network_path.hpp) and when it is next free.
+struct resource_rt {
+  net_resource what;
+  double free_at = 0;
+};
+
+/// One ring of an all-reduce phase over `devs`, with what its hops occupy.
+struct ring_rt {
+  std::vector<int> devs;
+  std::vector<int> pairs;  ///< per hop (devs[i] -> devs[i + 1]): world::histories
+  std::vector<int> routes; ///< per hop: world::links
+  std::vector<int> res;    ///< every resource any hop occupies, once
+  double crossings = 1;    ///< the most hops that cross one resource
 };
 
 /// Consecutive layers whose gradients are reduced over the same devices.
@@ -54,6 +74,8 @@ struct bucket {
   std::vector<int> stages;               ///< global stage indices holding the layers
   std::vector<std::vector<int>> regions; ///< holders grouped by region, leader first
   std::vector<int> holders;              ///< all of them, region by region
+  std::vector<ring_rt> region_rings;     ///< per region (the whole ring with one region)
+  ring_rt leaders;                       ///< the regions' leaders, with several regions
 };
 
 struct world {
@@ -67,14 +89,20 @@ struct world {
   std::unordered_map<uint64_t, int> link_index;
   std::vector<std::vector<link_timeline::piece>> histories; ///< per directed device pair
   std::unordered_map<uint64_t, int> pair_index;
+  std::vector<resource_rt> resources;
+  std::map<net_resource, int> resource_index;
   std::vector<bucket> buckets;
   std::vector<double> scratch; ///< per-device buffer reused across steps
+  std::vector<double> ar_free; ///< per resource: when the all-reduce may use it, per step
 
-  /// The directed device pair's history, computed once.
+  /// The directed device pair's history, computed once: the cluster's link and the
+  /// timeline, drained no faster than the two nodes' interfaces allow (nic_cap_between).
   int pair_of(int x, int y);
-  /// The FIFO resource a transfer from x to y occupies: the device pair inside a region,
-  /// the region pair's WAN pipe across regions.
+  /// The route a transfer from x to y is counted on: the device pair inside a region, the
+  /// region pair's WAN path across regions.
   int link_of(int x, int y);
+  /// The resources a transfer from x to y occupies (path_between), as world indices.
+  std::vector<int> resources_of(int x, int y);
 };
 
 /// Lays out stages, their op costs (profile at each device's share), schedules and

@@ -10,14 +10,21 @@
 namespace deepcee::runtime {
 
 transfer_times link_fifo::send(const transfer_part& part, double send_s) {
-  const auto li = static_cast<size_t>(part.link);
-  if (free_at_.size() <= li)
-    free_at_.resize(li + 1, 0.0);
+  const int own[] = {part.link};
+  const int* first = part.resources.empty() ? own : part.resources.data();
+  const int* last = part.resources.empty() ? own + 1 : first + part.resources.size();
   transfer_times t;
-  t.start_s = std::max(send_s, free_at_[li]);
+  t.start_s = send_s;
+  for (const int* k = first; k != last; ++k) {
+    const auto li = static_cast<size_t>(*k);
+    if (free_at_.size() <= li)
+      free_at_.resize(li + 1, 0.0);
+    t.start_s = std::max(t.start_s, free_at_[li]);
+  }
   t.drained_s = t.start_s + drain_duration(part.history, t.start_s, part.bytes);
   t.arrival_s = t.drained_s + params_at(part.history, t.start_s).latency_s;
-  free_at_[li] = t.drained_s;
+  for (const int* k = first; k != last; ++k)
+    free_at_[static_cast<size_t>(*k)] = t.drained_s;
   return t;
 }
 
@@ -38,7 +45,7 @@ namespace {
 std::vector<transfer_part> parts_of(sim_detail::world& w, const std::vector<sim_detail::part>& in) {
   std::vector<transfer_part> out;
   for (const auto& p : in)
-    out.push_back({p.from, p.to, p.link, p.bytes, w.histories[static_cast<size_t>(p.pair)]});
+    out.push_back({p.from, p.to, p.link, p.bytes, w.histories[static_cast<size_t>(p.pair)], p.res});
   return out;
 }
 

@@ -17,15 +17,19 @@
 /// Pure values and functions; the actors carry the times on their messages.
 namespace deepcee::runtime {
 
-/// One piece of a stage-to-stage transfer: device `from` sends `bytes` to device `to`
-/// over the FIFO resource `link` (a device pair inside a region, the region pair's WAN
-/// pipe across regions, numbered as the simulator numbers them).
+/// One piece of a stage-to-stage transfer: device `from` sends `bytes` to device `to`,
+/// occupying the shared FIFO `resources` on its path (network_path.hpp: node interfaces,
+/// WAN paths, a node's internal link, numbered as the simulator numbers them). `link` is
+/// its sharing group: transfers whose resources overlap, directly or through others, have
+/// the same one, and only the transfers of one group need ordering among themselves.
 struct transfer_part {
   int from = 0;
   int to = 0;
   int link = 0;
   double bytes = 0;
   std::vector<link_timeline::piece> history; ///< the device pair's link over time
+  /// Empty: the part occupies one resource, numbered `link` (a part built by hand).
+  std::vector<int> resources;
 };
 
 /// One stage as virtual time sees it: one op lasts as long as its slowest device.
@@ -46,8 +50,10 @@ struct transfer_times {
   double arrival_s = 0; ///< drained + the latency in force at start
 };
 
-/// FIFO links: a transfer starts when the link has drained the previous one. A sender keeps
-/// one for the links only it uses, and a shared link's pipe actor one for that link (fed in
+/// FIFO resources: a transfer starts when every resource on its path has drained the
+/// transfers before it, drains at its path's bottleneck (its history) and keeps all of
+/// them busy until then, as the simulator's links do. A sender keeps one for the sharing
+/// groups only it uses, and a shared group's pipe actor one for that group (fed in
 /// send-time order), so results never depend on which actor's message the host happened
 /// to deliver first (see DESIGN: virtual time is deterministic).
 class link_fifo {
@@ -55,7 +61,7 @@ public:
   transfer_times send(const transfer_part& part, double send_s);
 
 private:
-  std::vector<double> free_at_; ///< by link index
+  std::vector<double> free_at_; ///< by resource index
 };
 
 class virtual_cluster {

@@ -7,10 +7,11 @@
 
 namespace deepcee::runtime {
 
-/// A FIFO resource (transfer_part::link) that more than one stage sends on, e.g. the WAN
-/// pipe between two regions that several pipelines cross. Its transfers must be ordered
-/// across senders (conservative synchronisation); a link with one sender keeps its order
-/// on that sender alone.
+/// A sharing group (transfer_part::link: transfers whose FIFO resources overlap) that more
+/// than one stage sends on, e.g. the WAN path between two regions that several pipelines
+/// cross, or one node's interface that several stages send through. Its transfers must be
+/// ordered across senders (conservative synchronisation); a group with one sender keeps
+/// its order on that sender alone.
 struct shared_link {
   int link = 0;
   std::vector<int> senders; ///< flat stage indices (pipeline by pipeline), ascending

@@ -71,6 +71,29 @@ inline runtime::cluster slow_short_wan_cluster() {
   return c;
 }
 
+/// One region of two nodes joined by a 2 Mbps, 5 ms LAN: pipelines that cross from one node
+/// to the other share its interfaces (each direction), whatever the device pair.
+inline runtime::cluster slow_lan_two_nodes_cluster() {
+  return runtime::parse_cluster(R"(
+name = "slow-lan"
+[links]
+same_node = { bandwidth = "16GB/s", latency = "10us" }
+same_region = { bandwidth = "2Mbps", latency = "5ms" }
+[[region]]
+name = "lan"
+tier = "edge"
+[[node]]
+name = "n0"
+region = "lan"
+devices = [{ kind = "A100-80GB", count = 3 }]
+[[node]]
+name = "n1"
+region = "lan"
+devices = [{ kind = "T4", count = 3 }]
+)",
+                                "slow-lan");
+}
+
 /// 64 A100s on eight nodes in two regions.
 inline runtime::cluster a100_64_cluster() {
   std::string text = R"(

@@ -6,6 +6,8 @@
 #include "runtime/io/cluster_toml.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/sim/simulator.hpp"
+#include "runtime/sim/virtual_cluster.hpp"
+#include "runtime/step/link_sharing.hpp"
 #include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace deepcee;
 using namespace deepcee::actors::test;
@@ -67,6 +70,28 @@ void check_against_simulator(const std::string& name, const runtime::cluster& cl
   }
 }
 
+/// Three pipelines across the two nodes of slow_lan_two_nodes_cluster, two one way and one
+/// the other: their transfers share the nodes' interfaces, and the all-reduce of each half
+/// of the model crosses them too.
+runtime::plan shared_nic_plan(runtime::schedule_kind a, runtime::schedule_kind b) {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model = tiny_model();
+  p.micro_batch_size = 2;
+  runtime::pipeline_plan p0, p1, p2;
+  p0.micro_batches = 4;
+  p0.schedule = a;
+  p0.stages = {stage({0}, {2}, 0, 2), stage({3}, {2}, 2, 4)};
+  p1.micro_batches = 3;
+  p1.schedule = b;
+  p1.stages = {stage({1}, {2}, 0, 2), stage({4}, {2}, 2, 4)};
+  p2.micro_batches = 3;
+  p2.schedule = a;
+  p2.stages = {stage({5}, {2}, 0, 2), stage({2}, {2}, 2, 4)};
+  p.pipelines = {p0, p1, p2};
+  return p;
+}
+
 std::vector<scenario> scenarios() {
   std::vector<scenario> out;
   out.push_back({"1 pipeline x 3 stages, 1f1b", one_pipeline(runtime::schedule_kind::one_f_one_b)});
@@ -86,6 +111,13 @@ std::vector<scenario> scenarios() {
   out.push_back({"3 pipelines sharing a 2 Mbps WAN both ways, gpipe + zb-h2",
                  shared_wan_plan(runtime::schedule_kind::gpipe, runtime::schedule_kind::zb_h2),
                  deepcee::test::slow_wan_cluster()});
+  out.push_back(
+      {"3 pipelines sharing two nodes' interfaces on a 2 Mbps LAN, 1f1b",
+       shared_nic_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b),
+       deepcee::test::slow_lan_two_nodes_cluster()});
+  out.push_back({"3 pipelines sharing two nodes' interfaces on a 2 Mbps LAN, zb-h1 + greedy",
+                 shared_nic_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy),
+                 deepcee::test::slow_lan_two_nodes_cluster()});
   out.push_back(
       {"3 pipelines sharing a 100 Mbps WAN both ways, zb-h1 + 1f1b",
        shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b)});
@@ -110,14 +142,56 @@ BOOST_AUTO_TEST_CASE(hybrid_plan_sharing_the_cee_small_wan_matches_simulator) {
       runtime::load_plan(deepcee::test::configs_dir() / "plans/cee-small-hybrid.json"), 2);
 }
 
+BOOST_AUTO_TEST_CASE(pipelines_crossing_one_interface_need_a_pipe_and_queue_on_it) {
+  // No device pair carries two pipelines, yet their transfers share the nodes' interfaces:
+  // the runtime orders them in one pipe per direction, and the step's compute cannot end
+  // before n0's interface has drained everything that leaves n0 (activations of pipelines 0
+  // and 1, gradients of pipeline 2) one after the other, while each pipeline alone ends
+  // sooner than that.
+  const auto cluster = deepcee::test::slow_lan_two_nodes_cluster();
+  const auto plan =
+      shared_nic_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::one_f_one_b);
+  const auto spec = runtime::make_model_spec(plan.model);
+  const runtime::profile_table profile(spec);
+  const runtime::virtual_cluster vc(cluster, spec, profile, plan);
+  const auto shared = runtime::shared_links(vc, plan);
+  BOOST_REQUIRE_EQUAL(shared.size(), 2u); // n0 -> n1 and n1 -> n0
+  const double bw = cluster.links.same_region.bandwidth_Bps;
+  double out_of_n0 = 0;
+  for (const auto& [pipeline, stage, forward] :
+       {std::tuple{0, 0, true}, {1, 0, true}, {2, 1, false}}) {
+    const auto& st = vc.stage(pipeline, stage);
+    for (const auto& part : forward ? st.act_parts : st.grad_parts)
+      out_of_n0 += part.bytes * plan.pipelines[static_cast<size_t>(pipeline)].micro_batches / bw;
+  }
+  system_fixture f;
+  actors::local_job job(f.sys, cluster, profile, plan, train_for(plan, 1), test_corpus());
+  const auto r = job.step();
+  double alone = 0;
+  for (const auto& one : plan.pipelines) {
+    auto single = plan;
+    single.pipelines = {one};
+    const auto sim = runtime::simulate(cluster, spec, profile, single);
+    for (const auto& st : sim.stages[0])
+      alone = std::max(alone, st.compute_end_s);
+  }
+  BOOST_TEST_MESSAGE("compute " << (r.compute_end_s - r.start_s) * 1e3 << " ms, n0's interface "
+                                << out_of_n0 * 1e3 << " ms, slowest pipeline alone " << alone * 1e3
+                                << " ms");
+  BOOST_CHECK_GE(r.compute_end_s - r.start_s, out_of_n0);
+  BOOST_CHECK_LT(alone, out_of_n0);
+}
+
 BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_host) {
   // Three runs of the same job give bit-identical losses and virtual times, op by op,
   // with and without shared links.
-  const auto cluster = deepcee::test::slow_wan_cluster();
   const auto corpus = test_corpus();
-  for (const auto& plan :
-       {two_pipeline_plan(runtime::schedule_kind::zb_h1),
-        shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy)}) {
+  for (const auto& [plan, cluster] : std::vector<std::pair<runtime::plan, runtime::cluster>>{
+           {two_pipeline_plan(runtime::schedule_kind::zb_h1), deepcee::test::slow_wan_cluster()},
+           {shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy),
+            deepcee::test::slow_wan_cluster()},
+           {shared_nic_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy),
+            deepcee::test::slow_lan_two_nodes_cluster()}}) {
     const runtime::profile_table profile(runtime::make_model_spec(plan.model));
     std::vector<actors::step_result> first;
     for (int run = 0; run < 3; ++run) {

@@ -222,6 +222,20 @@ BOOST_AUTO_TEST_CASE(testbed_links_follow_the_issue) {
         BOOST_TEST(b.link_between(x, y).bandwidth_Bps == 500e6 / 8);
 }
 
+BOOST_AUTO_TEST_CASE(a_node_may_give_its_network_interface) {
+  cluster c = parse_cluster(std::string(base) + R"([[node]]
+name = "fast"
+region = "edge"
+nic = "25Gbps"
+replicas = 2
+devices = [{ kind = "T4" }]
+)",
+                            "c.toml");
+  for (const char* name : {"fast0", "fast1"})
+    BOOST_TEST(*c.nodes[static_cast<size_t>(*c.find_node(name))].nic_Bps == 25e9 / 8);
+  BOOST_TEST(!c.nodes[static_cast<size_t>(*c.find_node("cloud0"))].nic_Bps);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_names_file_and_line) {
   const std::string b = base;
   expect_error(
@@ -233,6 +247,13 @@ BOOST_AUTO_TEST_CASE(bad_input_names_file_and_line) {
                "c.toml:25", "unknown node, device or region 'edge9'");
   expect_error(b + "[[link]]\nfrom = \"cloud0/7\"\nto = \"edge0\"\nbandwidth = \"1Gbps\"\n",
                "c.toml:25", "'cloud0/7'");
+  expect_error(
+      b + "[[node]]\nname = \"x\"\nregion = \"edge\"\nnic = \"0Gbps\"\ndevices = [{ kind = "
+          "\"T4\" }]\n",
+      "c.toml:27", "nic must be positive");
+  expect_error(b + "[[node]]\nname = \"x\"\nregion = \"edge\"\nnic = \"fast\"\ndevices = [{ kind = "
+                   "\"T4\" }]\n",
+               "c.toml:27", "'fast' is not understood");
   expect_error(b + "[[link]]\nbetween = [\"cloud0\", \"edge0\"]\nbandwidth = \"0Mbps\"\n",
                "c.toml:26", "bandwidth must be positive");
   expect_error(b + "[[link]]\nbetween = [\"cloud0\", \"edge0\"]\nbandwidth = -3\n", "c.toml:26",

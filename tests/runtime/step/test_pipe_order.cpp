@@ -208,13 +208,15 @@ BOOST_AUTO_TEST_CASE(the_hybrid_plan_shares_both_directions_of_the_cloud_edge_wa
   const virtual_cluster vc(c, spec, profile, p);
   const auto shared = shared_links(vc, p);
   // Flat stages: pipeline 0 = {0 cloud, 1 edge}, pipeline 1 = {2 cloud, 3 edge, 4 end}.
-  // Cloud->edge carries the activations of 0 and 2, edge->cloud the gradients of 1 and 3;
-  // edge->end and end->edge have one sender each and stay private.
+  // Cloud->edge carries the activations of 0 and 2, edge->cloud the gradients of 1 and 3.
+  // The edge node's interface joins the rest: what it receives (activations from 0 and 2,
+  // gradients from 4) is one group, what it sends (gradients of 1 and 3, activations of 3
+  // to the end) the other.
   BOOST_REQUIRE_EQUAL(shared.size(), 2u);
   std::set<std::vector<int>> senders;
   for (const auto& s : shared)
     senders.insert(s.senders);
-  BOOST_CHECK((senders == std::set<std::vector<int>>{{0, 2}, {1, 3}}));
+  BOOST_CHECK((senders == std::set<std::vector<int>>{{0, 2, 4}, {1, 3}}));
   const auto& act = vc.stage(0, 0).act_parts;
   BOOST_REQUIRE_EQUAL(act.size(), 1u);
   BOOST_CHECK(std::any_of(shared.begin(), shared.end(),
