@@ -171,14 +171,12 @@ void resume(job_steps& steps, node_setup& s, const node_options& o, job_end& end
 /// Plain lines (a node's output is a log): each step's loss, validation and checkpoints.
 class node_view : public step_view {
 public:
-  node_view(runtime::time_mode time, int global_batch) : time_(time), global_batch_(global_batch) {}
+  node_view(runtime::time_mode time, int global_batch, int context)
+      : time_(time), global_batch_(global_batch), clock_{std::string(runtime::to_string(time)),
+                                                         double(global_batch), double(context)} {}
 
-  runtime::metric_row row(const step_record& r, double) override {
-    return {{"step", int64_t{r.step}},
-            {"loss", r.loss},
-            {"lr", r.lr},
-            {"grad_norm", r.grad_norm},
-            {wall() ? "wall_step_s" : "virtual_step_s", r.seconds()}};
+  runtime::metric_row row(const step_record& r, double elapsed_s) override {
+    return metrics_row(r, elapsed_s, clock_);
   }
   void step_done(const step_record& r, double) override {
     if (wall())
@@ -203,6 +201,7 @@ private:
 
   runtime::time_mode time_;
   int global_batch_;
+  metrics_clock clock_;
 };
 
 /// The closing lines: the final checkpoint and the run directory.
@@ -226,7 +225,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
   run_files files(dir, s.job.train, o.metrics, s.job.time != runtime::time_mode::dry);
-  node_view view(s.job.time, s.plan.global_batch());
+  node_view view(s.job.time, s.plan.global_batch(), s.plan.model.context);
   interrupt_flag interrupted;
   loop_outcome done;
   try {

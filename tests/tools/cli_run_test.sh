@@ -106,6 +106,49 @@ rc=$?
 [[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ dry.toml.*dry-mode ]] || fail "dry --resume: exit $rc ($err)"
 [[ -e $work/dry-resumed ]] && fail "dry --resume: left a run directory"
 
+# The trace of the straight run: its first 3 steps (--trace-steps' default), each with its
+# ops, transfers, all-reduce buckets and every device's optimizer step; links named by
+# their endpoints as the cluster names its devices (or regions, for a shared WAN pipe).
+python3 - "$work/straight/trace.json" "$configs/local-cluster/cluster.toml" "$work/straight/plan.json" <<'PY' || fail "run trace: $(tail -3 "$work/straight.log")"
+import json, re, sys, tomllib
+trace = json.load(open(sys.argv[1]))["traceEvents"]
+cluster = tomllib.load(open(sys.argv[2], "rb"))
+plan = json.load(open(sys.argv[3]))
+devices = set()
+for node in cluster["node"]:
+    n = 0
+    for group in node["devices"]:
+        for _ in range(group.get("count", 1)):
+            devices.add(f'{node["name"]}/{n}'); n += 1
+regions = {r["name"] for r in cluster["region"]}
+used = {d for p in plan["pipelines"] for s in p["stages"] for d in s["devices"]}
+procs = {e["pid"]: e["args"]["name"] for e in trace if e["ph"] == "M" and e["name"] == "process_name"}
+tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace if e["ph"] == "M" and e["name"] == "thread_name"}
+per_step = {}
+for e in trace:
+    if e["ph"] != "X":
+        continue
+    assert (e["pid"], e["tid"]) in tracks, e
+    kind = {"stages": "ops", "links": "transfers"}.get(procs[e["pid"]])
+    if kind is None:
+        kind = "optimizer" if e["name"] == "optimizer" else "allreduce" if e["name"].startswith("allreduce L") else None
+        assert kind, e
+        assert tracks[(e["pid"], e["tid"])] in devices, e
+    per_step.setdefault(int(e["args"]["step"]), {}).setdefault(kind, []).append(e)
+assert sorted(per_step) == [1, 2, 3], sorted(per_step)
+for step, kinds in per_step.items():
+    for kind in ("ops", "transfers", "allreduce", "optimizer"):
+        assert kinds.get(kind), (step, kind)
+    assert len(kinds["optimizer"]) == len(used), (step, len(kinds["optimizer"]), len(used))
+links = [name for (pid, _), name in tracks.items() if procs[pid] == "links"]
+assert links
+for name in links:
+    m = re.fullmatch(r"link (\S+) -> (\S+)( \(WAN pipe\))?", name)
+    assert m, name
+    assert {m[1], m[2]} <= (regions if m[3] else devices), name
+print(f"run trace: steps 1-3 with ops, transfers, all-reduce and {len(used)} optimizer steps each; {len(links)} links named by endpoints")
+PY
+
 # Ctrl-C (SIGINT): the run stops after its current step, writes its final checkpoint
 # (eval reads it) and exits 130, leaving no temporary file.
 timeout 60 "$deepcee" run "$work/job.toml" --steps 100000 --out "$work/ctrlc" >"$work/ctrlc.log" 2>&1 &
@@ -121,6 +164,10 @@ grep -q "^interrupted: .* to $k)" "$work/ctrlc.log" || fail "Ctrl-C: no 'interru
 "$deepcee" eval --checkpoint "$work/ctrlc/checkpoint.safetensors" --data "$work/data" --batch 12 --batches 1 | grep -q "step $k)" ||
   fail "Ctrl-C: the checkpoint does not evaluate as step $k"
 ls "$work/ctrlc" | grep -q '\.tmp' && fail "Ctrl-C: a temporary file was left behind"
+grep -q "validation loss nan" "$work/ctrlc.log" && fail "Ctrl-C: the summary shows a validation loss that never was"
+grep -q "no validation yet" "$work/ctrlc.log" || fail "Ctrl-C: the summary should say there was no validation yet"
+[[ $(cat "$work/ctrlc/eval.csv") == "step,val_loss,elapsed_s" ]] || fail "Ctrl-C: eval.csv should hold its header alone: $(cat "$work/ctrlc/eval.csv")"
+head -1 "$work/ctrlc/metrics.csv" | grep -q '^step,loss,lr,grad_norm,step_s,time_s,samples_per_s,tokens_per_s,elapsed_s,clock$' || fail "run metrics.csv header"
 echo "Ctrl-C: stopped after step $k with its checkpoint, exit 130"
 
 # --resume with shared WAN pipes: the cee-small hybrid plan on the default cluster (two
@@ -162,7 +209,7 @@ hybrid --resume "$work/hybrid3/checkpoint.safetensors" --out "$work/hybrid3+3" >
 # uninterrupted run's did: losses, step times and virtual times equal bit for bit.
 python3 - "$work"/hybrid6/metrics.csv "$work"/hybrid3/metrics.csv "$work"/hybrid3+3/metrics.csv <<'PY' || fail "hybrid resume differs"
 import csv, sys
-rows = lambda f: [(int(r["step"]), r["loss"], r["virtual_step_s"], r["virtual_time_s"]) for r in csv.DictReader(open(f))]
+rows = lambda f: [(int(r["step"]), r["loss"], r["step_s"], r["time_s"]) for r in csv.DictReader(open(f))]
 straight, first, resumed = (rows(f) for f in sys.argv[1:])
 assert [r[0] for r in resumed] == [4, 5, 6], resumed
 assert first == straight[:3], (first, straight[:3])

@@ -151,8 +151,8 @@ done
 "$deepcee" run "$work/job-greedy.toml" --out "$work/one" >/dev/null 2>&1 || fail "deepcee run of the job"
 python3 - "$work/one/metrics.csv" "$work/out-greedy-n0/metrics.csv" <<'PY' || fail "virtual time: nodes differ from one process"
 import csv, sys
-one = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[1]))]
-nodes = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[2]))]
+one = [float(r["step_s"]) for r in csv.DictReader(open(sys.argv[1]))]
+nodes = [float(r["step_s"]) for r in csv.DictReader(open(sys.argv[2]))]
 assert one and one == nodes, f"one process {one[:3]}..., nodes {nodes[:3]}..."
 print(f"virtual time: {len(one)} steps equal in one process and as nodes ({one[0]:.6f} s each)")
 PY
@@ -184,7 +184,7 @@ one, nodes = (list(csv.DictReader(open(f))) for f in sys.argv[2:4])
 steps = int(sys.argv[4])
 assert len(nodes) == steps == len(one), f"{len(nodes)} steps from the nodes, {len(one)} from one process, expected {steps}"
 for a, b in zip(one, nodes):
-    assert a["loss"] == b["loss"] and a["virtual_step_s"] == b["virtual_step_s"], (a, b)
+    assert a["loss"] == b["loss"] and a["step_s"] == b["step_s"], (a, b)
 worst = max(abs(float(r["loss"]) - single[int(r["step"])]) / single[int(r["step"])] for r in nodes)
 print(f"stages across nodes: {steps} steps equal one process bit for bit; worst relative loss difference to one device {worst:.2e}")
 sys.exit(0 if worst <= 1e-3 else 1)
