@@ -46,6 +46,7 @@ struct node_options {
   std::optional<std::string> metrics, resume; ///< the coordinator's node reads them
   std::optional<double> connect_timeout_s;
   int step_timeout_s = 60;
+  int trace_steps = 3; ///< written by the coordinator's node
 };
 
 /// The coordinator's node's job: what it resolved and what it deploys to the others.
@@ -210,7 +211,7 @@ void print_closing(const run_files& files, int done, const std::filesystem::path
     std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
   else
     std::printf("dry mode: no weights, no checkpoint\n");
-  std::printf("wrote %s: %s, plan.json\n", dir.string().c_str(), files.names().c_str());
+  std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
 }
 
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
@@ -219,7 +220,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
   job_end end(sys, publish_registry(sys, s, local, beats, guard), me.name);
   const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
-  job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s));
+  job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s), o.trace_steps);
   resume(steps, s, o, end);
 
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
@@ -233,6 +234,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   } catch (const step_failed& e) {
     end.finish(e.what());
   }
+  steps.write_trace(dir / "trace.json", s.job.cluster);
   print_closing(files, done.steps_done, dir);
   if (interrupted.raised()) {
     end.interrupted("Ctrl-C after step " + std::to_string(done.steps_done) +
@@ -297,6 +299,9 @@ command_action add_node_command(CLI::App& app) {
       "Continue from this checkpoint (read by the coordinator's node; others ignore it)");
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to wait for the other nodes (overrides the job)");
+  cmd->add_option("--trace-steps", o->trace_steps,
+                  "Steps the coordinator's node writes to its trace (from the first)")
+      ->capture_default_str();
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
       ->check(CLI::PositiveNumber);
   return [o] { return run_node(*o); };

@@ -2,7 +2,6 @@
 // (configs/default.toml when none is given): virtual time on the emulated cluster, wall
 // (real) time, or dry (virtual time without the math).
 #include "actors/job/local_job.hpp"
-#include "actors/job/run_trace.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/io/metrics_writer.hpp"
@@ -102,16 +101,6 @@ private:
   metrics_clock clock_;
 };
 
-/// trace.json: the traced steps and the link samples until the last of them ended.
-void write_trace(const std::filesystem::path& file, const runtime::plan& plan,
-                 const runtime::cluster& c, const std::vector<actors::step_result>& traced,
-                 std::vector<actors::link_sample> samples) {
-  const double trace_end = traced.empty() ? 0 : traced.back().end_s;
-  std::erase_if(samples, [&](const auto& s) { return s.start > trace_end; });
-  std::ofstream trace(file);
-  actors::write_run_trace(trace, plan, c, traced, samples);
-}
-
 /// The closing lines: what ran, this run's samples per second and the simulator's, per
 /// strategy the planner tried.
 void print_summary(const resolved_job& r, const loop_outcome& done, bool interrupted,
@@ -185,7 +174,7 @@ int run_job(const run_options& o) {
                 r.plan.model.context);
   const auto start = std::chrono::steady_clock::now();
   const auto done = run_steps(steps, files, view, interrupted);
-  write_trace(dir / "trace.json", r.plan, job.cluster, steps.traced(), run.samples());
+  steps.write_trace(dir / "trace.json", job.cluster);
   print_summary(r, done, interrupted.raised(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());

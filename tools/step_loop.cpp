@@ -57,11 +57,13 @@ runtime::metric_row metrics_row(const step_record& r, double elapsed_s, const me
   const double seconds = r.seconds();
   const double samples_per_s = seconds > 0 ? m.samples / seconds : 0.0;
   runtime::metric_row row{{c[0], int64_t{r.step}}};
-  if (m.clock != "dry")
+  const bool dry = m.clock == "dry"; // no loss or gradients computed
+  if (!dry)
     row.emplace_back(c[1], r.loss);
-  row.insert(row.end(), {{c[2], r.lr},
-                         {c[3], r.grad_norm},
-                         {c[4], seconds},
+  row.emplace_back(c[2], r.lr);
+  if (!dry)
+    row.emplace_back(c[3], r.grad_norm);
+  row.insert(row.end(), {{c[4], seconds},
                          {c[5], r.end_s},
                          {c[6], samples_per_s},
                          {c[7], samples_per_s * m.context},

@@ -41,8 +41,8 @@ const std::vector<std::string>& metrics_columns();
 const std::vector<std::string>& eval_columns();
 
 /// How a run's steps are counted in its metrics: `clock` is "virtual", "dry" or "wall";
-/// a step is `samples` sequences of `context` tokens. Dry steps compute no loss: their
-/// loss cell stays empty (CSV) or absent (JSONL).
+/// a step is `samples` sequences of `context` tokens. Dry steps compute no loss or
+/// gradients: their loss and grad_norm cells stay empty (CSV) or absent (JSONL).
 struct metrics_clock {
   std::string clock;
   double samples = 0;

@@ -314,7 +314,14 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
 
   // The search: closed-form ranking, then the simulator on the shortlist.
   const int top_k = options.simulate_top_k > 0 ? options.simulate_top_k : auto_top_k(c);
-  search_outcome found = search_candidates(costs, r.groups, r.global_batch, options, size_t(top_k));
+  planner_options search_options = options; // its progress counts the baselines' simulations
+  if (options.progress)
+    search_options.progress = [&](planner_progress p) {
+      p.plans_simulated = score.simulated;
+      options.progress(p);
+    };
+  search_outcome found =
+      search_candidates(costs, r.groups, r.global_batch, search_options, size_t(top_k));
   r.plans_estimated = found.estimated;
   best_plan best = simulate_shortlist(found, options, score);
   score.on_simulated = nullptr;

@@ -109,45 +109,8 @@ rc=$?
 # The trace of the straight run: its first 3 steps (--trace-steps' default), each with its
 # ops, transfers, all-reduce buckets and every device's optimizer step; links named by
 # their endpoints as the cluster names its devices (or regions, for a shared WAN pipe).
-python3 - "$work/straight/trace.json" "$configs/local-cluster/cluster.toml" "$work/straight/plan.json" <<'PY' || fail "run trace: $(tail -3 "$work/straight.log")"
-import json, re, sys, tomllib
-trace = json.load(open(sys.argv[1]))["traceEvents"]
-cluster = tomllib.load(open(sys.argv[2], "rb"))
-plan = json.load(open(sys.argv[3]))
-devices = set()
-for node in cluster["node"]:
-    n = 0
-    for group in node["devices"]:
-        for _ in range(group.get("count", 1)):
-            devices.add(f'{node["name"]}/{n}'); n += 1
-regions = {r["name"] for r in cluster["region"]}
-used = {d for p in plan["pipelines"] for s in p["stages"] for d in s["devices"]}
-procs = {e["pid"]: e["args"]["name"] for e in trace if e["ph"] == "M" and e["name"] == "process_name"}
-tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace if e["ph"] == "M" and e["name"] == "thread_name"}
-per_step = {}
-for e in trace:
-    if e["ph"] != "X":
-        continue
-    assert (e["pid"], e["tid"]) in tracks, e
-    kind = {"stages": "ops", "links": "transfers"}.get(procs[e["pid"]])
-    if kind is None:
-        kind = "optimizer" if e["name"] == "optimizer" else "allreduce" if e["name"].startswith("allreduce L") else None
-        assert kind, e
-        assert tracks[(e["pid"], e["tid"])] in devices, e
-    per_step.setdefault(int(e["args"]["step"]), {}).setdefault(kind, []).append(e)
-assert sorted(per_step) == [1, 2, 3], sorted(per_step)
-for step, kinds in per_step.items():
-    for kind in ("ops", "transfers", "allreduce", "optimizer"):
-        assert kinds.get(kind), (step, kind)
-    assert len(kinds["optimizer"]) == len(used), (step, len(kinds["optimizer"]), len(used))
-links = [name for (pid, _), name in tracks.items() if procs[pid] == "links"]
-assert links
-for name in links:
-    m = re.fullmatch(r"link (\S+) -> (\S+)( \(WAN pipe\))?", name)
-    assert m, name
-    assert {m[1], m[2]} <= (regions if m[3] else devices), name
-print(f"run trace: steps 1-3 with ops, transfers, all-reduce and {len(used)} optimizer steps each; {len(links)} links named by endpoints")
-PY
+python3 "$(dirname "$0")/check_trace.py" "$work/straight/trace.json" "$configs/local-cluster/cluster.toml" \
+  "$work/straight/plan.json" 3 "run trace" || fail "run trace: $(tail -3 "$work/straight.log")"
 
 # Ctrl-C (SIGINT): the run stops after its current step, writes its final checkpoint
 # (eval reads it) and exits 130, leaving no temporary file.

@@ -189,6 +189,19 @@ worst = max(abs(float(r["loss"]) - single[int(r["step"])]) / single[int(r["step"
 print(f"stages across nodes: {steps} steps equal one process bit for bit; worst relative loss difference to one device {worst:.2e}")
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
+# The coordinator's node's trace: its first 3 steps with the ops, transfers (from every
+# node's links), all-reduce and optimizer of every device, the same events as one process's.
+for t in "$work/out-spread-n0" "$work/one-spread"; do
+  python3 "$(dirname "$0")/check_trace.py" "$t/trace.json" "$configs/local-cluster/cluster.toml" \
+    "$work/plan-spread.json" 3 "trace of $(basename "$t")" || fail "trace of $t"
+done
+python3 - "$work/one-spread/trace.json" "$work/out-spread-n0/trace.json" <<'PY' || fail "stages across nodes: the node's trace differs from one process's"
+import json, sys
+spans = lambda f: sorted((e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for e in json.load(open(f))["traceEvents"] if e["ph"] == "X")
+one, nodes = spans(sys.argv[1]), spans(sys.argv[2])
+assert one == nodes, (len(one), len(nodes), [x for x in one if x not in nodes][:3], [x for x in nodes if x not in one][:3])
+print(f"stages across nodes: the coordinator's node's trace holds the {len(one)} events of one process's")
+PY
 #     The same in wall time, the links shaped: the same losses (the math does not depend
 #     on how time passes).
 sed 's/^time = "virtual"/time = "wall"\nshape_links = true/' "$work/job-spread.toml" >"$work/job-spread-wall.toml"
