@@ -25,6 +25,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -172,14 +173,20 @@ void resume(job_steps& steps, node_setup& s, const node_options& o, job_end& end
 /// Plain lines (a node's output is a log): each step's loss, validation and checkpoints.
 class node_view : public step_view {
 public:
-  node_view(runtime::time_mode time, int global_batch, int context)
-      : time_(time), global_batch_(global_batch), clock_{std::string(runtime::to_string(time)),
-                                                         double(global_batch), double(context)} {}
+  /// `beats`: this node's heartbeat actor, which passes each step on to the other nodes
+  /// (their progress line).
+  node_view(runtime::time_mode time, int global_batch, int context, int total,
+            actors::heartbeat_actor beats)
+      : time_(time), global_batch_(global_batch), total_(total),
+        beats_(std::move(beats)), clock_{std::string(runtime::to_string(time)),
+                                         double(global_batch), double(context)} {}
 
   runtime::metric_row row(const step_record& r, double elapsed_s) override {
     return metrics_row(r, elapsed_s, clock_);
   }
   void step_done(const step_record& r, double) override {
+    caf::anon_send(beats_, actors::progress_atom_v, int64_t{r.step}, int64_t{total_}, r.loss,
+                   global_batch_ / std::max(r.seconds(), 1e-30), r.end_s);
     if (wall())
       std::printf("step %d loss %.6f | %.1f real samples/s\n", r.step, r.loss,
                   global_batch_ / std::max(r.seconds(), 1e-30));
@@ -202,6 +209,8 @@ private:
 
   runtime::time_mode time_;
   int global_batch_;
+  int total_;
+  actors::heartbeat_actor beats_;
   metrics_clock clock_;
 };
 
@@ -226,7 +235,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
   run_files files(dir, s.job.train, o.metrics, s.job.time != runtime::time_mode::dry);
-  node_view view(s.job.time, s.plan.global_batch(), s.plan.model.context);
+  node_view view(s.job.time, s.plan.global_batch(), s.plan.model.context, files.steps(), beats);
   interrupt_flag interrupted;
   loop_outcome done;
   try {

@@ -84,13 +84,7 @@ public:
 
 protected:
   std::string fields(const step_record& r, double) override {
-    if (time_ == runtime::time_mode::wall)
-      return fmt::format("loss {:.4f} | {:.1f} real samples/s", r.loss, samples_per_s(r));
-    if (time_ == runtime::time_mode::dry)
-      return fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | virtual {:.3f} s",
-                         samples_per_s(r), r.end_s);
-    return fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", r.loss,
-                       samples_per_s(r), r.end_s);
+    return job_progress_fields(clock_.clock, r.loss, samples_per_s(r), r.end_s);
   }
 
 private:

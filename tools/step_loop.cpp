@@ -72,6 +72,17 @@ runtime::metric_row metrics_row(const step_record& r, double elapsed_s, const me
   return row;
 }
 
+std::string job_progress_fields(const std::string& clock, double loss, double samples_per_s,
+                                double clock_s) {
+  if (clock == "wall")
+    return fmt::format("loss {:.4f} | {:.1f} real samples/s", loss, samples_per_s);
+  if (clock == "dry")
+    return fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | virtual {:.3f} s",
+                       samples_per_s, clock_s);
+  return fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", loss,
+                     samples_per_s, clock_s);
+}
+
 std::string loop_outcome::validation() const {
   if (val_step <= 0)
     return "no validation yet";

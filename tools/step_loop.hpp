@@ -49,6 +49,11 @@ struct metrics_clock {
   double context = 0;
 };
 
+/// What the progress line of a job's step shows after its counter, the same for `deepcee
+/// run` and the member nodes of `deepcee node`: `clock` as in metrics_clock.
+std::string job_progress_fields(const std::string& clock, double loss, double samples_per_s,
+                                double clock_s);
+
 /// A step's row in the layout of metrics_columns().
 runtime::metric_row metrics_row(const step_record& r, double elapsed_s, const metrics_clock& m);
 

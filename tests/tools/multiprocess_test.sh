@@ -144,6 +144,19 @@ print(f"same math ({sys.argv[4]}, {sys.argv[5]} s): worst relative loss differen
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
 done
+# The member nodes show the coordinator's steps with deepcee run's progress line (plain
+# lines in a log): every step, with the loss the coordinator's node printed.
+for n in n1 n2; do
+  python3 - "$work/1f1b-n0.log" "$work/1f1b-$n.log" $steps $n <<'PY' || fail "member $n: no progress line for every step"
+import re, sys
+steps = int(sys.argv[3])
+boss = {int(m[1]): float(m[2]) for m in re.finditer(r"^step (\d+) loss ([0-9.]+)$", open(sys.argv[1]).read(), re.M)}
+member = {int(m[1]): float(m[3]) for m in re.finditer(r"^(\d+)/(\d+) \| loss ([0-9.]+) \| [0-9.]+ emulated samples/s \| virtual [0-9.]+ s", open(sys.argv[2]).read(), re.M)}
+assert sorted(member) == list(range(1, steps + 1)), sorted(member)
+assert all(abs(member[k] - boss[k]) <= 5.1e-5 for k in member), [(k, member[k], boss[k]) for k in member if abs(member[k] - boss[k]) > 5.1e-5]
+print(f"member {sys.argv[4]}: the progress line of deepcee run for each of {steps} steps, with the coordinator's losses")
+PY
+done
 
 # 1b. Virtual time across processes: the plan's two pipelines share the cloud-edge WAN
 # pipe in both directions (ordered by pipe actors on n0), and every step's virtual time
