@@ -25,6 +25,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -46,6 +47,7 @@ struct node_options {
   std::optional<std::string> metrics, resume; ///< the coordinator's node reads them
   std::optional<double> connect_timeout_s;
   int step_timeout_s = 60;
+  int trace_steps = 3; ///< written by the coordinator's node
 };
 
 /// The coordinator's node's job: what it resolved and what it deploys to the others.
@@ -171,16 +173,20 @@ void resume(job_steps& steps, node_setup& s, const node_options& o, job_end& end
 /// Plain lines (a node's output is a log): each step's loss, validation and checkpoints.
 class node_view : public step_view {
 public:
-  node_view(runtime::time_mode time, int global_batch) : time_(time), global_batch_(global_batch) {}
+  /// `beats`: this node's heartbeat actor, which passes each step on to the other nodes
+  /// (their progress line).
+  node_view(runtime::time_mode time, int global_batch, int context, int total,
+            actors::heartbeat_actor beats)
+      : time_(time), global_batch_(global_batch), total_(total),
+        beats_(std::move(beats)), clock_{std::string(runtime::to_string(time)),
+                                         double(global_batch), double(context)} {}
 
-  runtime::metric_row row(const step_record& r, double) override {
-    return {{"step", int64_t{r.step}},
-            {"loss", r.loss},
-            {"lr", r.lr},
-            {"grad_norm", r.grad_norm},
-            {wall() ? "wall_step_s" : "virtual_step_s", r.seconds()}};
+  runtime::metric_row row(const step_record& r, double elapsed_s) override {
+    return metrics_row(r, elapsed_s, clock_);
   }
   void step_done(const step_record& r, double) override {
+    caf::anon_send(beats_, actors::progress_atom_v, int64_t{r.step}, int64_t{total_}, r.loss,
+                   global_batch_ / std::max(r.seconds(), 1e-30), r.end_s);
     if (wall())
       std::printf("step %d loss %.6f | %.1f real samples/s\n", r.step, r.loss,
                   global_batch_ / std::max(r.seconds(), 1e-30));
@@ -203,6 +209,9 @@ private:
 
   runtime::time_mode time_;
   int global_batch_;
+  int total_;
+  actors::heartbeat_actor beats_;
+  metrics_clock clock_;
 };
 
 /// The closing lines: the final checkpoint and the run directory.
@@ -211,7 +220,7 @@ void print_closing(const run_files& files, int done, const std::filesystem::path
     std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
   else
     std::printf("dry mode: no weights, no checkpoint\n");
-  std::printf("wrote %s: %s, plan.json\n", dir.string().c_str(), files.names().c_str());
+  std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
 }
 
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
@@ -220,13 +229,13 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
   job_end end(sys, publish_registry(sys, s, local, beats, guard), me.name);
   const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
-  job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s));
+  job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s), o.trace_steps);
   resume(steps, s, o, end);
 
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
   run_files files(dir, s.job.train, o.metrics, s.job.time != runtime::time_mode::dry);
-  node_view view(s.job.time, s.plan.global_batch());
+  node_view view(s.job.time, s.plan.global_batch(), s.plan.model.context, files.steps(), beats);
   interrupt_flag interrupted;
   loop_outcome done;
   try {
@@ -234,6 +243,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   } catch (const step_failed& e) {
     end.finish(e.what());
   }
+  steps.write_trace(dir / "trace.json", s.job.cluster);
   print_closing(files, done.steps_done, dir);
   if (interrupted.raised()) {
     end.interrupted("Ctrl-C after step " + std::to_string(done.steps_done) +
@@ -298,6 +308,9 @@ command_action add_node_command(CLI::App& app) {
       "Continue from this checkpoint (read by the coordinator's node; others ignore it)");
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to wait for the other nodes (overrides the job)");
+  cmd->add_option("--trace-steps", o->trace_steps,
+                  "Steps the coordinator's node writes to its trace (from the first)")
+      ->capture_default_str();
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
       ->check(CLI::PositiveNumber);
   return [o] { return run_node(*o); };

@@ -7,6 +7,7 @@
 #include "runtime/planner/planner.hpp"
 #include "tools/commands.hpp"
 #include "tools/plan_print.hpp"
+#include "tools/progress.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -48,7 +49,19 @@ int run_plan(const plan_options& o) {
                               ": the global batch must be at least 1");
     po.global_batch = *o.batch;
   }
+  // The search can take minutes on large clusters: say where it is (stderr, after 1 s).
+  progress_line progress(stderr);
+  po.progress = [&](const runtime::planner_progress& p) {
+    std::string text = p.phase + " " + std::to_string(p.done);
+    if (p.total > 0)
+      text += "/" + std::to_string(p.total);
+    text += p.phase == "baselines" ? " simulated" : p.phase == "search" ? " device sets" : " plans";
+    text += " | " + std::to_string(p.plans_estimated) + " estimated, " +
+            std::to_string(p.plans_simulated) + " simulated";
+    progress.update(text);
+  };
   runtime::planner_report r = runtime::plan_training(c, profiles, po);
+  progress.finish();
 
   std::printf("cluster %s: %zu devices, %zu nodes, %zu regions; model %s (%.1fM parameters), "
               "global batch %d\n",

@@ -2,7 +2,6 @@
 // (configs/default.toml when none is given): virtual time on the emulated cluster, wall
 // (real) time, or dry (virtual time without the math).
 #include "actors/job/local_job.hpp"
-#include "actors/job/run_trace.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/io/metrics_writer.hpp"
@@ -74,37 +73,18 @@ void print_time_mode(const runtime::job_config& job) {
 /// in virtual and dry time.
 class run_view : public bar_view {
 public:
-  run_view(int first, int total, runtime::time_mode time, int global_batch)
-      : bar_view(first, total), time_(time), global_batch_(global_batch) {}
+  run_view(int first, int total, runtime::time_mode time, int global_batch, int context)
+      : bar_view(first, total), time_(time),
+        global_batch_(global_batch), clock_{std::string(runtime::to_string(time)),
+                                            double(global_batch), double(context)} {}
 
   runtime::metric_row row(const step_record& r, double elapsed_s) override {
-    if (time_ == runtime::time_mode::wall)
-      return {{"step", int64_t{r.step}},
-              {"loss", r.loss},
-              {"lr", r.lr},
-              {"grad_norm", r.grad_norm},
-              {"wall_step_s", r.seconds()},
-              {"samples_per_s", samples_per_s(r)},
-              {"real_elapsed_s", elapsed_s}};
-    return {{"step", int64_t{r.step}},
-            {"loss", r.loss},
-            {"lr", r.lr},
-            {"grad_norm", r.grad_norm},
-            {"virtual_step_s", r.seconds()},
-            {"virtual_time_s", r.end_s},
-            {"emulated_samples_per_s", samples_per_s(r)},
-            {"real_elapsed_s", elapsed_s}};
+    return metrics_row(r, elapsed_s, clock_);
   }
 
 protected:
   std::string fields(const step_record& r, double) override {
-    if (time_ == runtime::time_mode::wall)
-      return fmt::format("loss {:.4f} | {:.1f} real samples/s", r.loss, samples_per_s(r));
-    if (time_ == runtime::time_mode::dry)
-      return fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | virtual {:.3f} s",
-                         samples_per_s(r), r.end_s);
-    return fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", r.loss,
-                       samples_per_s(r), r.end_s);
+    return job_progress_fields(clock_.clock, r.loss, samples_per_s(r), r.end_s);
   }
 
 private:
@@ -112,17 +92,8 @@ private:
 
   runtime::time_mode time_;
   int global_batch_;
+  metrics_clock clock_;
 };
-
-/// trace.json: the traced steps and the link samples until the last of them ended.
-void write_trace(const std::filesystem::path& file, const runtime::plan& plan,
-                 const std::vector<actors::step_result>& traced,
-                 std::vector<actors::link_sample> samples) {
-  const double trace_end = traced.empty() ? 0 : traced.back().end_s;
-  std::erase_if(samples, [&](const auto& s) { return s.start > trace_end; });
-  std::ofstream trace(file);
-  actors::write_run_trace(trace, plan, traced, samples);
-}
 
 /// The closing lines: what ran, this run's samples per second and the simulator's, per
 /// strategy the planner tried.
@@ -136,8 +107,7 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
   const double virtual_s = done.last ? done.last->end_s : 0;
   const double loss = done.last ? done.last->loss : NAN;
   const char* ending = interrupted ? "interrupted" : "summary";
-  const auto validation =
-      fmt::format("validation loss {:.4f} at step {}", done.val_loss, done.val_step);
+  const auto validation = done.validation();
   if (wall) {
     const double first_start_s = done.first ? done.first->start_s : 0;
     std::printf("\n%s: %d steps (%d to %d), final loss %.4f, %s, %s real\n", ending, steps_run,
@@ -194,10 +164,11 @@ int run_job(const run_options& o) {
   run_files files(dir, job.train, o.metrics, job.time != runtime::time_mode::dry);
 
   interrupt_flag interrupted;
-  run_view view(steps.steps_done(), job.train.steps, job.time, r.plan.global_batch());
+  run_view view(steps.steps_done(), job.train.steps, job.time, r.plan.global_batch(),
+                r.plan.model.context);
   const auto start = std::chrono::steady_clock::now();
   const auto done = run_steps(steps, files, view, interrupted);
-  write_trace(dir / "trace.json", r.plan, steps.traced(), run.samples());
+  steps.write_trace(dir / "trace.json", job.cluster);
   print_summary(r, done, interrupted.raised(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
@@ -217,7 +188,8 @@ command_action add_run_command(CLI::App& app) {
   cmd->add_option("--metrics", o->metrics, "csv or jsonl (overrides the job)")
       ->check(CLI::IsMember({"csv", "jsonl"}));
   cmd->add_option("--resume", o->resume, "Continue from this checkpoint (deepcee run or train)");
-  cmd->add_option("--trace-steps", o->trace_steps, "Steps written to the trace");
+  cmd->add_option("--trace-steps", o->trace_steps, "Steps written to the trace (from the first)")
+      ->capture_default_str();
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
       ->check(CLI::PositiveNumber);
   return [o] { return run_job(*o); };

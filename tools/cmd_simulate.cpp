@@ -99,7 +99,7 @@ int run_simulate(const simulate_options& o) {
     print_adaptive(runtime::simulate_adaptive(c, model, profiles, p, timeline, ao));
   }
   if (o.trace) {
-    write_trace_file(c, model, profiles, p, timeline, *o.trace);
+    write_trace_file(c, model, profiles, p, timeline, *o.trace, o.steps);
     std::printf("trace written to %s\n", o.trace->c_str());
   }
   return s.out_of_memory ? 1 : 0;
@@ -113,7 +113,8 @@ command_action add_simulate_command(CLI::App& app) {
   cmd->add_option("--cluster", o->cluster, "Cluster description (TOML)")->required();
   cmd->add_option("--plan", o->plan, "Plan (JSON, as written by deepcee plan --json)")->required();
   cmd->add_option("--timeline", o->timeline, "Link changes over time (TOML)");
-  cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace here");
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome/Perfetto trace of every simulated step here");
   cmd->add_option("--profile", o->profile, "Measured profile (TOML) overriding estimates");
   cmd->add_option("--steps", o->steps, "Steps to simulate")->capture_default_str();
   cmd->add_flag("--adaptive", o->adaptive,

@@ -86,16 +86,12 @@ private:
 /// Tokens per second on the bar and in the metrics.
 class train_view : public bar_view {
 public:
-  train_view(int first, int total, double tokens_per_step)
-      : bar_view(first, total), first_(first), tokens_per_step_(tokens_per_step) {}
+  train_view(int first, int total, int batch, int context)
+      : bar_view(first, total), first_(first),
+        tokens_per_step_(double(batch) * context), clock_{"wall", double(batch), double(context)} {}
 
   runtime::metric_row row(const step_record& r, double elapsed_s) override {
-    return {{"step", int64_t{r.step}},
-            {"loss", r.loss},
-            {"lr", r.lr},
-            {"grad_norm", r.grad_norm},
-            {"tokens_per_s", tokens_per_step_ / r.seconds()},
-            {"elapsed_s", elapsed_s}};
+    return metrics_row(r, elapsed_s, clock_);
   }
 
 protected:
@@ -107,6 +103,7 @@ protected:
 private:
   int first_; ///< steps done before this run
   double tokens_per_step_;
+  metrics_clock clock_;
 };
 
 /// The model, the data and the device, before the first step.
@@ -140,13 +137,14 @@ int run_train(const train_options& o) {
   trainer_steps steps(t);
   const double tokens_per_step = static_cast<double>(c.batch) * c.model.context;
   interrupt_flag interrupted;
-  train_view view(t.steps_done(), c.steps, tokens_per_step);
+  train_view view(t.steps_done(), c.steps, c.batch, c.model.context);
   const auto start = std::chrono::steady_clock::now();
   const auto done = run_steps(steps, files, view, interrupted);
   const double tokens = tokens_per_step * done.steps_run();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  spdlog::info("{} at step {}: validation loss {:.4f} nats/byte, {:.0f} tokens/s, {}",
-               interrupted.raised() ? "interrupted" : "done", done.steps_done, done.val_loss,
+  spdlog::info("{} at step {}: {}, {:.0f} tokens/s, {}",
+               interrupted.raised() ? "interrupted" : "done", done.steps_done,
+               done.validation() + (done.val_step > 0 ? " nats/byte" : ""),
                wall > 0 ? tokens / wall : 0.0, progress_bar::duration(wall));
   spdlog::info("wrote {}, {} and {}", files.metrics().path().string(), files.eval().path().string(),
                files.checkpoint().string());

@@ -2,13 +2,17 @@
 
 #include "actors/job/checkpoint_transfer.hpp"
 #include "actors/job/coordinator.hpp"
+#include "actors/job/run_trace.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "kernels/device/make_backend.hpp"
 #include "kernels/train/trainer.hpp"
 #include "runtime/base/errors.hpp"
 #include "tools/node_process.hpp"
 
+#include <caf/scoped_actor.hpp>
+
 #include <algorithm>
+#include <fstream>
 #include <stdexcept>
 
 namespace deepcee::tools {
@@ -92,6 +96,19 @@ void job_steps::restore(const kernels::checkpoint_contents& c,
   actors::restore_stages(sys_, *job_.job, job_.stages, c.params, c.info.step, source, wait_);
   actors::restore_clock(sys_, job_.coordinator, c.info.clock_s, wait_);
   done_ = c.info.step;
+}
+
+void job_steps::write_trace(const std::filesystem::path& file,
+                            const runtime::cluster& cluster) const {
+  std::vector<actors::link_sample> samples;
+  caf::scoped_actor self{sys_};
+  self->request(job_.adapter, wait_, actors::samples_atom_v)
+      .receive([&](std::vector<actors::link_sample>& v) { samples = std::move(v); },
+               [](caf::error&) {}); // a trace without transfers rather than no run directory
+  const double trace_end = traced_.empty() ? 0 : traced_.back().end_s;
+  std::erase_if(samples, [&](const auto& s) { return s.start > trace_end; });
+  std::ofstream out(file);
+  actors::write_run_trace(out, job_.job->plan, cluster, traced_, samples);
 }
 
 } // namespace deepcee::tools

@@ -51,6 +51,9 @@ public:
   void restore(const kernels::checkpoint_contents& c, const std::filesystem::path& source);
 
   const std::vector<actors::step_result>& traced() const { return traced_; }
+  /// trace.json (actors/job/run_trace.hpp): the traced steps and the adapter's link samples
+  /// until the last of them ended, whichever node each came from.
+  void write_trace(const std::filesystem::path& file, const runtime::cluster& cluster) const;
 
 private:
   caf::actor_system& sys_;

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -29,6 +30,28 @@ int main(int argc, char** argv) {
   add(deepcee::tools::add_simulate_command);
   add(deepcee::tools::add_node_command);
 
+  // A word where the subcommand goes that names none: say so (CLI11 would only say that a
+  // subcommand is required).
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--log-level") {
+      ++i;
+      continue;
+    }
+    if (arg.starts_with("-"))
+      continue;
+    const auto subs = app.get_subcommands({});
+    if (std::none_of(subs.begin(), subs.end(),
+                     [&](CLI::App* sub) { return sub->check_name(arg); })) {
+      std::string known;
+      for (const auto* sub : subs)
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+      std::fprintf(stderr, "deepcee: unknown subcommand '%s' (known: %s)\n", arg.c_str(),
+                   known.c_str());
+      return 2;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

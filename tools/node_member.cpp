@@ -10,6 +10,7 @@
 #include "runtime/cluster/cluster_fingerprint.hpp"
 #include "tools/interrupt_flag.hpp"
 #include "tools/node_process.hpp"
+#include "tools/step_loop.hpp"
 
 #include <caf/after.hpp>
 #include <caf/event_based_actor.hpp>
@@ -238,12 +239,19 @@ void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
 
 /// Serves until the coordinator's node ends the job (the registry goes away) or falls
 /// silent; the exit code (0 done, 130 it was interrupted), failures thrown.
-int serve_until_end(member& m, const interrupt_flag& interrupted) {
+int serve_until_end(member& m, const interrupt_flag& interrupted, const std::string& clock) {
   caf::error reason;
   std::string silent;
   bool done = false, told = false;
+  std::optional<progress_bar> bar; // the coordinator's steps, as deepcee run shows them
   while (!done) {
     m.self->receive(
+        [&](actors::progress_atom, int64_t step, int64_t steps, double loss, double rate,
+            double clock_s) {
+          if (!bar)
+            bar.emplace(static_cast<int>(step) - 1, static_cast<int>(steps));
+          bar->update(static_cast<int>(step), job_progress_fields(clock, loss, rate, clock_s));
+        },
         [&](caf::down_msg& d) {
           reason = d.reason;
           done = true;
@@ -254,6 +262,8 @@ int serve_until_end(member& m, const interrupt_flag& interrupted) {
         },
         caf::after(100ms) >> [] {});
     if (interrupted.raised() && !told && !done) {
+      if (bar)
+        bar->finish();
       std::fprintf(stderr,
                    "node %s: interrupted: its stages keep running until the coordinator's node "
                    "%s ends the job (Ctrl-C again to leave at once)\n",
@@ -261,6 +271,8 @@ int serve_until_end(member& m, const interrupt_flag& interrupted) {
       told = true;
     }
   }
+  if (bar)
+    bar->finish();
   if (!silent.empty())
     fail(m.me.name, silent);
   if (actors::is_job_interrupted(reason)) {
@@ -301,7 +313,7 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
     return 0;
   }
   join_job(m, context, guard);
-  return serve_until_end(m, interrupted);
+  return serve_until_end(m, interrupted, std::string(runtime::to_string(context->mode.time)));
 }
 
 } // namespace deepcee::tools

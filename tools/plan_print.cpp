@@ -101,9 +101,10 @@ void print_sim(std::FILE* out, const runtime::sim_result& s) {
 
 void write_trace_file(const runtime::cluster& c, const runtime::model_spec& model,
                       const runtime::profile_table& profiles, const runtime::plan& p,
-                      const runtime::link_timeline& timeline, const std::string& path) {
+                      const runtime::link_timeline& timeline, const std::string& path, int steps) {
   runtime::sim_options o;
   o.trace = true;
+  o.steps = steps;
   runtime::sim_result s = runtime::simulate(c, model, profiles, p, timeline, o);
   std::ofstream f(path);
   if (!f)

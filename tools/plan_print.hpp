@@ -18,6 +18,7 @@ void print_sim(std::FILE* out, const runtime::sim_result& s);
 /// Writes the trace of one simulated step of `p` to `path`.
 void write_trace_file(const runtime::cluster& c, const runtime::model_spec& model,
                       const runtime::profile_table& profiles, const runtime::plan& p,
-                      const runtime::link_timeline& timeline, const std::string& path);
+                      const runtime::link_timeline& timeline, const std::string& path,
+                      int steps = 1);
 
 } // namespace deepcee::tools

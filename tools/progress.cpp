@@ -6,8 +6,8 @@
 namespace deepcee::tools {
 
 progress_bar::progress_bar(int first, int total, std::FILE* out)
-  : first_(first), total_(total), out_(out), terminal_(::isatty(::fileno(out)) == 1),
-    plain_every_(std::max(1, (total - first) / 20)) {}
+    : first_(first), total_(total), out_(out), terminal_(::isatty(::fileno(out)) == 1),
+      plain_every_(std::max(1, (total - first) / 20)) {}
 
 std::string progress_bar::duration(double seconds) {
   long s = static_cast<long>(seconds + 0.5);
@@ -54,6 +54,43 @@ void progress_bar::message(const std::string& line) {
 void progress_bar::finish() {
   if (terminal_ && drawn_)
     std::fprintf(out_, "\n");
+  drawn_ = false;
+  std::fflush(out_);
+}
+
+progress_line::progress_line(std::FILE* out, double quiet_s, double plain_every_s)
+    : out_(out), terminal_(::isatty(::fileno(out)) == 1), quiet_s_(quiet_s),
+      plain_every_s_(plain_every_s) {}
+
+double progress_line::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void progress_line::update(const std::string& text) {
+  const double now = elapsed();
+  if (now < quiet_s_)
+    return;
+  const std::string phase = text.substr(0, text.find(' '));
+  const std::string line = text + " | elapsed " + progress_bar::duration(now);
+  if (terminal_) {
+    if (now - last_s_ < 0.1 && phase == last_phase_)
+      return;
+    std::fprintf(out_, "\r\033[K%s", line.c_str());
+    drawn_ = true;
+  } else {
+    if (now - last_s_ < plain_every_s_ && phase == last_phase_)
+      return;
+    std::fprintf(out_, "%s\n", line.c_str());
+  }
+  shown_ = true;
+  last_s_ = now;
+  last_phase_ = phase;
+  std::fflush(out_);
+}
+
+void progress_line::finish() {
+  if (terminal_ && drawn_)
+    std::fprintf(out_, "\r\033[K");
   drawn_ = false;
   std::fflush(out_);
 }

@@ -32,4 +32,28 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+/// A status line for work of unknown length (the planner's search): nothing during the first
+/// `quiet` seconds, then on a terminal one line redrawn in place (at most every 0.1 s),
+/// otherwise a plain line when the text's first word changes or every `plain_every` seconds.
+class progress_line {
+public:
+  explicit progress_line(std::FILE* out = stderr, double quiet_s = 1.0, double plain_every_s = 5.0);
+
+  void update(const std::string& text);
+  /// Clears the in-place line (or does nothing): what follows starts on a fresh line.
+  void finish();
+  bool shown() const { return shown_; }
+
+private:
+  double elapsed() const;
+
+  std::FILE* out_;
+  bool terminal_;
+  double quiet_s_, plain_every_s_;
+  bool shown_ = false, drawn_ = false;
+  double last_s_ = -1e300;
+  std::string last_phase_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 } // namespace deepcee::tools

@@ -27,8 +27,9 @@ void after_step(step_source& source, run_files& files, step_view& view, int step
   if (evaluate) {
     out.val_loss = weights->validation_loss();
     out.val_step = step;
-    files.eval().write(
-        {{"step", int64_t{step}}, {"val_loss", out.val_loss}, {"elapsed_s", elapsed_s}});
+    files.eval().write({{eval_columns()[0], int64_t{step}},
+                        {eval_columns()[1], out.val_loss},
+                        {eval_columns()[2], elapsed_s}});
     view.validated(step, out.val_loss);
   }
   if (save) {
@@ -38,6 +39,55 @@ void after_step(step_source& source, run_files& files, step_view& view, int step
 }
 
 } // namespace
+
+const std::vector<std::string>& metrics_columns() {
+  static const std::vector<std::string> columns{
+      "step",   "loss",          "lr",           "grad_norm", "step_s",
+      "time_s", "samples_per_s", "tokens_per_s", "elapsed_s", "clock"};
+  return columns;
+}
+
+const std::vector<std::string>& eval_columns() {
+  static const std::vector<std::string> columns{"step", "val_loss", "elapsed_s"};
+  return columns;
+}
+
+runtime::metric_row metrics_row(const step_record& r, double elapsed_s, const metrics_clock& m) {
+  const auto& c = metrics_columns();
+  const double seconds = r.seconds();
+  const double samples_per_s = seconds > 0 ? m.samples / seconds : 0.0;
+  runtime::metric_row row{{c[0], int64_t{r.step}}};
+  const bool dry = m.clock == "dry"; // no loss or gradients computed
+  if (!dry)
+    row.emplace_back(c[1], r.loss);
+  row.emplace_back(c[2], r.lr);
+  if (!dry)
+    row.emplace_back(c[3], r.grad_norm);
+  row.insert(row.end(), {{c[4], seconds},
+                         {c[5], r.end_s},
+                         {c[6], samples_per_s},
+                         {c[7], samples_per_s * m.context},
+                         {c[8], elapsed_s},
+                         {c[9], m.clock}});
+  return row;
+}
+
+std::string job_progress_fields(const std::string& clock, double loss, double samples_per_s,
+                                double clock_s) {
+  if (clock == "wall")
+    return fmt::format("loss {:.4f} | {:.1f} real samples/s", loss, samples_per_s);
+  if (clock == "dry")
+    return fmt::format("loss not computed (dry) | {:.1f} emulated samples/s | virtual {:.3f} s",
+                       samples_per_s, clock_s);
+  return fmt::format("loss {:.4f} | {:.1f} emulated samples/s | virtual {:.3f} s", loss,
+                     samples_per_s, clock_s);
+}
+
+std::string loop_outcome::validation() const {
+  if (val_step <= 0)
+    return "no validation yet";
+  return fmt::format("validation loss {:.4f} at step {}", val_loss, val_step);
+}
 
 void bar_view::step_done(const step_record& r, double elapsed_s) {
   bar_.update(r.step, fields(r, elapsed_s));
@@ -56,7 +106,10 @@ run_files::run_files(const std::filesystem::path& dir, const runtime::train_conf
     : train_(train),
       metrics_(dir / ("metrics" + extension(format_of(train, format))), format_of(train, format)),
       eval_(dir / ("eval" + extension(format_of(train, format))), format_of(train, format)),
-      checkpoint_(dir / "checkpoint.safetensors"), weights_(weights) {}
+      checkpoint_(dir / "checkpoint.safetensors"), weights_(weights) {
+  metrics_.declare_columns(metrics_columns());
+  eval_.declare_columns(eval_columns());
+}
 
 bool run_files::checkpoint_due(int step) const {
   return weights_ && train_.checkpoint_every > 0 && step % train_.checkpoint_every == 0;

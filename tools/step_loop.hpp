@@ -33,6 +33,30 @@ struct step_record {
   double seconds() const { return end_s - start_s; }
 };
 
+/// The one layout of metrics.csv / metrics.jsonl, the same for train, run (every time
+/// mode) and node (the README's table "Metrics files" gives the units):
+/// step, loss, lr, grad_norm, step_s, time_s, samples_per_s, tokens_per_s, elapsed_s, clock.
+const std::vector<std::string>& metrics_columns();
+/// The columns of eval.csv / eval.jsonl: step, val_loss, elapsed_s.
+const std::vector<std::string>& eval_columns();
+
+/// How a run's steps are counted in its metrics: `clock` is "virtual", "dry" or "wall";
+/// a step is `samples` sequences of `context` tokens. Dry steps compute no loss or
+/// gradients: their loss and grad_norm cells stay empty (CSV) or absent (JSONL).
+struct metrics_clock {
+  std::string clock;
+  double samples = 0;
+  double context = 0;
+};
+
+/// What the progress line of a job's step shows after its counter, the same for `deepcee
+/// run` and the member nodes of `deepcee node`: `clock` as in metrics_clock.
+std::string job_progress_fields(const std::string& clock, double loss, double samples_per_s,
+                                double clock_s);
+
+/// A step's row in the layout of metrics_columns().
+runtime::metric_row metrics_row(const step_record& r, double elapsed_s, const metrics_clock& m);
+
 /// The weights after a step, read once for both its validation and its checkpoint.
 class step_weights {
 public:
@@ -139,6 +163,8 @@ struct loop_outcome {
   int val_step = 0;
 
   int steps_run() const { return steps_done - first_step + 1; }
+  /// "validation loss 2.1234 at step 40", or "no validation yet" before the first one.
+  std::string validation() const;
 };
 
 /// Runs the steps of `source` up to `files.steps()` or until `interrupted`, then saves the

@@ -39,8 +39,11 @@ void step_optimized(self_ptr self) {
   auto& st = self->state;
   if (++st.acks < static_cast<int>(st.stages.size()) || !st.pending)
     return;
-  if (st.job->wall()) // the all-reduce and the optimizer as they really took
+  if (st.job->wall()) { // the all-reduce and the optimizer as they really took
     st.result.end_s = st.job->real_now_s();
+    st.result.finish.push_back(
+        {"allreduce + optimizer", -1, st.result.compute_end_s, st.result.end_s});
+  }
   st.clock_s = st.result.end_s;
   st.pending->deliver(st.result);
   st.pending.reset();
@@ -70,8 +73,12 @@ void all_reported(self_ptr self) {
   r.grad_norm = std::sqrt(squares);
   r.lr = runtime::learning_rate(st.job->train.optimizer, static_cast<int>(r.step),
                                 st.job->train.steps);
-  if (!st.job->wall())
-    r.end_s = st.job->cluster->finish_step(ends);
+  if (!st.job->wall()) {
+    std::vector<runtime::trace_event> finish;
+    r.end_s = st.job->cluster->finish_step(ends, &finish);
+    for (auto& e : finish)
+      r.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
+  }
   st.acks = 0;
   const optimize_order order{r.step, r.lr, r.grad_norm};
   for (auto& stage : st.stages)

@@ -101,6 +101,19 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
         report_silence(self);
       },
       [=](timeout_atom) { tick(self); },
+      [=](progress_atom, int64_t step, int64_t steps, double loss, double rate, double clock) {
+        auto& s = self->state;
+        const auto& from = self->current_sender();
+        if (from && from->node() != self->node()) { // the coordinator's node: show it
+          if (s.notify)
+            caf::anon_send(s.notify, progress_atom_v, step, steps, loss, rate, clock);
+          return;
+        }
+        for (const auto& p : s.peers) // this node's job: tell the others
+          if (p.handle)
+            self->send(caf::actor_cast<heartbeat_actor>(p.handle), progress_atom_v, step, steps,
+                       loss, rate, clock);
+      },
   };
 }
 

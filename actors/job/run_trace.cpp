@@ -2,64 +2,90 @@
 
 #include "runtime/schedule/schedule.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <map>
+#include <set>
 #include <string>
 
 namespace deepcee::actors {
 
-void write_run_trace(std::ostream& out, const runtime::plan& plan,
-                     const std::vector<step_result>& steps,
-                     const std::vector<link_sample>& samples) {
-  using nlohmann::json;
-  json events = json::array();
-  const auto meta = [&](int pid, int tid, const std::string& name) {
-    events.push_back({{"ph", "M"},
-                      {"name", "thread_name"},
-                      {"pid", pid},
-                      {"tid", tid},
-                      {"args", {{"name", name}}}});
-  };
-  events.push_back(
-      {{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", "stages"}}}});
-  events.push_back(
-      {{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", "links"}}}});
+namespace {
+
+enum process : int { stages_process = 0, devices_process = 1, links_process = 2 };
+
+std::string device_name(const runtime::cluster& c, int device) {
+  if (device >= 0 && device < static_cast<int>(c.devices.size()))
+    return c.devices[static_cast<size_t>(device)].name;
+  return "device " + std::to_string(device);
+}
+
+int region_of(const runtime::cluster& c, int device) {
+  if (device >= 0 && device < static_cast<int>(c.devices.size()))
+    return c.devices[static_cast<size_t>(device)].region;
+  return -1;
+}
+
+} // namespace
+
+runtime::trace_document run_trace_document(const runtime::plan& plan, const runtime::cluster& c,
+                                           const std::vector<step_result>& steps,
+                                           const std::vector<link_sample>& samples) {
+  runtime::trace_document doc;
+  doc.processes = {"stages", "devices", "links"};
   int flat = 0;
   for (size_t p = 0; p < plan.pipelines.size(); ++p)
-    for (size_t s = 0; s < plan.pipelines[p].stages.size(); ++s)
-      meta(1, flat++, "pipeline " + std::to_string(p) + " stage " + std::to_string(s));
-  for (const auto& r : steps)
+    for (size_t s = 0; s < plan.pipelines[p].stages.size(); ++s) {
+      std::string devices;
+      for (int d : plan.pipelines[p].stages[s].devices)
+        devices += (devices.empty() ? "" : ", ") + device_name(c, d);
+      doc.tracks.push_back(
+          {stages_process, flat++,
+           "pipeline " + std::to_string(p) + " stage " + std::to_string(s) + " (" + devices + ")"});
+    }
+  const int job_track = static_cast<int>(c.devices.size());
+  std::set<int> device_tracks;
+  for (const auto& r : steps) {
+    const std::vector<std::pair<std::string, double>> step_arg{{"step", double(r.step)}};
     for (size_t k = 0; k < r.ops.size(); ++k) {
       const auto& op = r.ops[k];
       const runtime::schedule_op sop{static_cast<runtime::op_kind>(op.kind), op.micro_batch};
-      events.push_back({{"ph", "X"},
-                        {"name", runtime::to_string(sop)},
-                        {"pid", 1},
-                        {"tid", r.op_stage[k]},
-                        {"ts", op.start * 1e6},
-                        {"dur", (op.end - op.start) * 1e6},
-                        {"args", {{"step", r.step}}}});
+      doc.spans.push_back(
+          {runtime::to_string(sop), stages_process, r.op_stage[k], op.start, op.end, step_arg});
     }
-  std::map<int, bool> named;
+    for (const auto& f : r.finish) {
+      const int track = f.device >= 0 ? f.device : job_track;
+      if (device_tracks.insert(track).second)
+        doc.tracks.push_back(
+            {devices_process, track, f.device >= 0 ? device_name(c, f.device) : "job"});
+      doc.spans.push_back({f.name, devices_process, track, f.start_s, f.end_s, step_arg});
+    }
+  }
+  std::set<int> links;
   for (const auto& s : samples) {
-    if (!named[s.link])
-      meta(2, s.link,
-           "link " + std::to_string(s.link) + " (" + std::to_string(s.from) + " -> " +
-               std::to_string(s.to) + ")");
-    named[s.link] = true;
+    const std::string ends = device_name(c, s.from) + " -> " + device_name(c, s.to);
+    const int from_region = region_of(c, s.from), to_region = region_of(c, s.to);
+    const bool wan = from_region != to_region && from_region >= 0 && to_region >= 0;
+    if (links.insert(s.link).second)
+      doc.tracks.push_back({links_process, s.link,
+                            wan ? "link " + c.regions[size_t(from_region)].name + " -> " +
+                                      c.regions[size_t(to_region)].name + " (WAN pipe)"
+                                : "link " + ends});
     const std::string what =
         s.kind == messages::tensor_kind::activation ? "send act m" : "send grad m";
-    events.push_back(
-        {{"ph", "X"},
-         {"name", what + std::to_string(s.micro_batch)},
-         {"pid", 2},
-         {"tid", s.link},
-         {"ts", s.start * 1e6},
-         {"dur", (s.drained - s.start) * 1e6},
-         {"args", {{"step", s.step}, {"bytes", s.bytes}, {"arrival_us", s.end * 1e6}}}});
+    // A WAN pipe carries several device pairs: its spans name theirs.
+    doc.spans.push_back(
+        {what + std::to_string(s.micro_batch) + (wan ? " " + ends : ""),
+         links_process,
+         s.link,
+         s.start,
+         s.drained,
+         {{"step", double(s.step)}, {"bytes", s.bytes}, {"arrival_us", s.end * 1e6}}});
   }
-  out << json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << '\n';
+  return doc;
+}
+
+void write_run_trace(std::ostream& out, const runtime::plan& plan, const runtime::cluster& c,
+                     const std::vector<step_result>& steps,
+                     const std::vector<link_sample>& samples) {
+  runtime::write_trace(run_trace_document(plan, c, steps, samples), out);
 }
 
 } // namespace deepcee::actors

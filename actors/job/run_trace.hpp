@@ -1,6 +1,8 @@
 #pragma once
 
 #include "actors/protocol/protocol.hpp"
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/io/trace_writer.hpp"
 #include "runtime/plan/plan.hpp"
 
 #include <ostream>
@@ -8,10 +10,20 @@
 
 namespace deepcee::actors {
 
-/// Chrome / Perfetto trace JSON ({"traceEvents": [...]}, microseconds of virtual time) of
-/// a run: one track per stage (its F, B and W ops) and one per link (each transfer from
-/// the link's start to its last byte), so the run can be laid beside the simulator's trace.
-void write_run_trace(std::ostream& out, const runtime::plan& plan,
+/// A run's trace (virtual seconds; real ones in wall mode) as a neutral document
+/// (runtime/io/trace_writer.hpp), to lay beside the simulator's:
+/// - process "stages": one track per stage (its F, B and W ops, args: step);
+/// - process "devices": one track per device, named as the cluster names it, with its
+///   all-reduce buckets and optimizer step; in wall mode one "allreduce + optimizer" span
+///   per step on a "job" track instead;
+/// - process "links": one track per link, named by its endpoints ("link cloud0/1 ->
+///   edge0/0"), each transfer the adapter recorded, from the link's start to its last byte
+///   (args: step, bytes, arrival_us).
+runtime::trace_document run_trace_document(const runtime::plan& plan, const runtime::cluster& c,
+                                           const std::vector<step_result>& steps,
+                                           const std::vector<link_sample>& samples);
+
+void write_run_trace(std::ostream& out, const runtime::plan& plan, const runtime::cluster& c,
                      const std::vector<step_result>& steps,
                      const std::vector<link_sample>& samples);
 

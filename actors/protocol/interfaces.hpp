@@ -109,10 +109,12 @@ using node_registry_actor =
 /// every interval and reports a peer it has not heard from within the timeout.
 /// `peer` names a peer to beat to (the coordinator's node learns each node at its join);
 /// `stop` names the actor to tell (stop_atom, reason) when a peer falls silent;
-/// `timeout` is its own tick.
+/// `timeout` is its own tick. `progress` (step, steps, loss, samples/s, clock): from this
+/// process, goes to every peer; from a peer, to the actor `stop` named.
 using heartbeat_actor =
     caf::typed_actor<caf::reacts_to<heartbeat>,
                      caf::reacts_to<peer_atom, std::string, caf::strong_actor_ptr>,
-                     caf::reacts_to<stop_atom, caf::actor>, caf::reacts_to<timeout_atom>>;
+                     caf::reacts_to<stop_atom, caf::actor>, caf::reacts_to<timeout_atom>,
+                     caf::reacts_to<progress_atom, int64_t, int64_t, double, double, double>>;
 
 } // namespace deepcee::actors

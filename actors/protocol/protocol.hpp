@@ -93,6 +93,16 @@ struct stage_wiring {
 };
 
 /// A finished step as the coordinator reports it.
+/// A device's all-reduce bucket ("allreduce L2-5") or optimizer step ("optimizer") as the
+/// emulated cluster times it; device -1: the whole job's all-reduce and optimizer as they
+/// really took (wall mode, where no device's share is known).
+struct finish_span {
+  std::string name;
+  int32_t device = -1;
+  double start_s = 0;
+  double end_s = 0;
+};
+
 struct step_result {
   int64_t step = 0;
   double loss = 0;
@@ -104,6 +114,7 @@ struct step_result {
   std::vector<messages::op_record> ops; ///< all stages, flat order given by op_stage
   std::vector<int32_t> op_stage;        ///< flat stage index of each op
   int64_t dropped = 0;                  ///< malformed messages the stages dropped so far
+  std::vector<finish_span> finish;      ///< after compute_end_s, until end_s
 };
 
 /// One op (runtime::op_kind) on some samples of a micro-batch: from the stage to its group
@@ -156,9 +167,14 @@ typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, finish_span& x) {
+  return f(caf::meta::type_name("finish_span"), x.name, x.device, x.start_s, x.end_s);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
   return f(caf::meta::type_name("step_result"), x.step, x.loss, x.grad_norm, x.lr, x.start_s,
-           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped);
+           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped, x.finish);
 }
 
 template <class Inspector>

@@ -1,6 +1,6 @@
 #include "runtime/io/chrome_trace.hpp"
 
-#include <nlohmann/json.hpp>
+#include "runtime/io/trace_writer.hpp"
 
 namespace deepcee::runtime {
 
@@ -8,27 +8,20 @@ namespace deepcee::runtime {
 /// id) and the tracks of the links its devices send on (tid = device count + link index);
 /// one more (pid = node count) for the WAN pipes between regions. Perfetto shows each
 /// thread as a row, so every device and every link gets its own row.
-void write_chrome_trace(const sim_result& result, const cluster& c, std::ostream& out) {
-  using json = nlohmann::json;
+trace_document chrome_trace_document(const sim_result& result, const cluster& c) {
+  trace_document doc;
   const int wan_pid = static_cast<int>(c.nodes.size());
   const auto link_pid = [&](const link_stats& l) {
     return l.kind == link_kind::region_pair ? wan_pid : c.devices[static_cast<size_t>(l.from)].node;
   };
-  json events = json::array();
-  const auto meta = [&](const char* what, int pid, int tid, const std::string& name) {
-    json e = {{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"name", name}}}};
-    if (tid >= 0)
-      e["tid"] = tid;
-    events.push_back(std::move(e));
-  };
-  for (size_t n = 0; n < c.nodes.size(); ++n)
-    meta("process_name", static_cast<int>(n), -1, c.nodes[n].name);
-  meta("process_name", wan_pid, -1, "WAN");
+  for (const auto& n : c.nodes)
+    doc.processes.push_back(n.name);
+  doc.processes.push_back("WAN");
   for (const auto& d : result.devices) {
     const auto& dev = c.devices[static_cast<size_t>(d.device)];
-    meta("thread_name", dev.node, d.device,
-         dev.name + " (" + dev.kind + ", p" + std::to_string(d.pipeline) + " s" +
-             std::to_string(d.stage) + ")");
+    doc.tracks.push_back({dev.node, d.device,
+                          dev.name + " (" + dev.kind + ", p" + std::to_string(d.pipeline) + " s" +
+                              std::to_string(d.stage) + ")"});
   }
   for (size_t k = 0; k < result.links.size(); ++k) {
     const auto& l = result.links[k];
@@ -37,7 +30,7 @@ void write_chrome_trace(const sim_result& result, const cluster& c, std::ostream
                                        c.regions[static_cast<size_t>(l.to)].name
                                  : c.devices[static_cast<size_t>(l.from)].name + " -> " +
                                        c.devices[static_cast<size_t>(l.to)].name;
-    meta("thread_name", link_pid(l), result.device_count + static_cast<int>(k), "link " + name);
+    doc.tracks.push_back({link_pid(l), result.device_count + static_cast<int>(k), "link " + name});
   }
   for (const auto& e : result.events) {
     int pid = 0;
@@ -45,14 +38,13 @@ void write_chrome_trace(const sim_result& result, const cluster& c, std::ostream
       pid = c.devices[static_cast<size_t>(e.track)].node;
     else
       pid = link_pid(result.links[static_cast<size_t>(e.track - result.device_count)]);
-    events.push_back({{"ph", "X"},
-                      {"name", e.name},
-                      {"pid", pid},
-                      {"tid", e.track},
-                      {"ts", e.start_s * 1e6},
-                      {"dur", (e.end_s - e.start_s) * 1e6}});
+    doc.spans.push_back({e.name, pid, e.track, e.start_s, e.end_s, {}});
   }
-  out << json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  return doc;
+}
+
+void write_chrome_trace(const sim_result& result, const cluster& c, std::ostream& out) {
+  write_trace(chrome_trace_document(result, c), out);
 }
 
 } // namespace deepcee::runtime

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "runtime/io/trace_writer.hpp"
 #include "runtime/sim/simulator.hpp"
 
 #include <ostream>
@@ -10,6 +11,9 @@ namespace deepcee::runtime {
 /// process per node (its devices' tracks and its links' tracks) and one for the WAN
 /// pipes; one thread per device and per link, with "X" events named "F3", "B3", "W3",
 /// "send act m3", "send grad m3", "allreduce L2-5", "optimizer".
+/// The same as a neutral document (runtime/io/trace_writer.hpp).
+trace_document chrome_trace_document(const sim_result& result, const cluster& c);
+
 void write_chrome_trace(const sim_result& result, const cluster& c, std::ostream& out);
 
 } // namespace deepcee::runtime

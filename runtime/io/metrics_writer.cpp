@@ -104,6 +104,19 @@ void metrics_writer::write(const metric_row& row) {
     fail_input(path_, 0, "write to metrics file failed");
 }
 
+void metrics_writer::declare_columns(const std::vector<std::string>& columns) {
+  if (format_ != metrics_format::csv || !columns_.empty())
+    return;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    columns_.push_back(columns[i]);
+    out_ << (i ? "," : "") << csv_cell(columns[i]);
+  }
+  out_ << '\n';
+  out_.flush();
+  if (!out_)
+    fail_input(path_, 0, "write to metrics file failed");
+}
+
 void metrics_writer::write_csv(const metric_row& row) {
   if (columns_.empty()) {
     for (size_t i = 0; i < row.size(); ++i) {

@@ -39,6 +39,10 @@ public:
   metrics_writer(const std::filesystem::path& file, metrics_format format, bool append = false);
 
   void write(const metric_row& row);
+  /// CSV: writes the header now, so that a file with no row yet (an eval file before any
+  /// validation, a run stopped before its first step) still says what its columns are.
+  /// Nothing when the header is already there (a resumed file) or for JSONL.
+  void declare_columns(const std::vector<std::string>& columns);
 
   const std::filesystem::path& path() const { return path_; }
   metrics_format format() const { return format_; }

@@ -187,7 +187,15 @@ best_plan simulate_shortlist(const search_outcome& found, const planner_options&
                              plan_scorer& score) {
   const bool try_greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                     schedule_kind::greedy) != options.schedules.end();
+  const int total =
+      static_cast<int>(found.ranked.size() +
+                       (try_greedy ? std::min(found.ranked.size(), size_t(greedy_shortlist)) : 0));
   best_plan best;
+  int done = 0;
+  score.on_simulated = [&](int simulated) {
+    if (options.progress)
+      options.progress({"simulate", ++done, total, found.estimated, simulated});
+  };
   for (size_t i = 0; i < found.ranked.size(); ++i) {
     std::vector<plan> variants{found.ranked[i].p};
     if (try_greedy && i < greedy_shortlist) {
@@ -296,14 +304,27 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   plan_scorer score{c, model, profiles};
 
   const auto baselines_t0 = std::chrono::steady_clock::now();
+  if (options.progress)
+    score.on_simulated = [&](int simulated) {
+      options.progress({"baselines", simulated, 0, 0, simulated});
+    };
   r.strategies = score_baselines(costs, r.groups, r.global_batch, options, score);
+  score.on_simulated = nullptr;
   r.baselines_s = seconds_since(baselines_t0);
 
   // The search: closed-form ranking, then the simulator on the shortlist.
   const int top_k = options.simulate_top_k > 0 ? options.simulate_top_k : auto_top_k(c);
-  search_outcome found = search_candidates(costs, r.groups, r.global_batch, options, size_t(top_k));
+  planner_options search_options = options; // its progress counts the baselines' simulations
+  if (options.progress)
+    search_options.progress = [&](planner_progress p) {
+      p.plans_simulated = score.simulated;
+      options.progress(p);
+    };
+  search_outcome found =
+      search_candidates(costs, r.groups, r.global_batch, search_options, size_t(top_k));
   r.plans_estimated = found.estimated;
   best_plan best = simulate_shortlist(found, options, score);
+  score.on_simulated = nullptr;
   const std::vector<double> probe_rate = probe_left_out_groups(r.groups, found, score, best);
   r.origin = "search";
   if (options.compare_baselines)

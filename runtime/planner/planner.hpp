@@ -7,6 +7,7 @@
 #include "runtime/sim/simulator.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,17 @@
 /// DeepCEE's strategy planner: a hierarchical, pruned search over asymmetric hybrid
 /// pipeline/data-parallel plans whose objective is the simulator's samples/s.
 namespace deepcee::runtime {
+
+/// Where the search is, for a progress line: `phase` is "baselines" (simulating them),
+/// "search" (`done` of `total` device sets priced in closed form) or "simulate" (`done` of
+/// `total` shortlisted plans); total 0: not known.
+struct planner_progress {
+  std::string phase;
+  int done = 0;
+  int total = 0;
+  int plans_estimated = 0;
+  int plans_simulated = 0;
+};
 
 struct planner_options {
   std::string model_name = "custom";
@@ -40,6 +52,8 @@ struct planner_options {
   /// only the three groups with the most aggregate compute, to keep the search fast.
   bool restricted_baselines = true;
   std::filesystem::path source = "cluster"; ///< for error messages
+  /// Called on the planner's thread as the search goes (the planner itself prints nothing).
+  std::function<void(const planner_progress&)> progress;
 };
 
 /// One row of the strategy table.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <functional>
+
 #include "runtime/planner/partition.hpp"
 #include "runtime/planner/planner.hpp"
 
@@ -20,10 +22,14 @@ struct plan_scorer {
   const model_spec& model;
   const profile_table& profiles;
   int simulated = 0;
+  std::function<void(int simulated)> on_simulated = nullptr; ///< after each simulation, if set
 
   sim_result operator()(const plan& p) {
     ++simulated;
-    return simulate(c, model, profiles, p);
+    sim_result r = simulate(c, model, profiles, p);
+    if (on_simulated)
+      on_simulated(simulated);
+    return r;
   }
 };
 

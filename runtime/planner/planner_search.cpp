@@ -480,13 +480,18 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   out.best_with_group.assign(groups.network.size(), std::nullopt);
   out.too_small = exclude_too_small(x);
   search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}};
-  for (const auto& use : use_sets(x)) {
+  const auto uses = use_sets(x);
+  for (size_t i = 0; i < uses.size(); ++i) {
+    const auto& use = uses[i];
     const auto groups_chain = chain(x, use);
     std::vector<int> used_groups;
     for (const auto& g : groups_chain)
       used_groups.push_back(x.net_of[size_t(g.front())]);
     search_sliced(s, groups_chain, use.size(), used_groups);
     search_interleaved(s, use, used_groups);
+    if (options.progress)
+      options.progress(
+          {"search", static_cast<int>(i + 1), static_cast<int>(uses.size()), out.estimated, 0});
   }
   rank(s.pool);
   if (s.pool.size() > keep)

@@ -96,7 +96,8 @@ const virtual_stage& virtual_cluster::stage(int pipeline, int stage) const {
   return impl_->stages.at(static_cast<size_t>(pipeline)).at(static_cast<size_t>(stage));
 }
 
-double virtual_cluster::finish_step(const std::vector<std::vector<double>>& stage_end) {
+double virtual_cluster::finish_step(const std::vector<std::vector<double>>& stage_end,
+                                    std::vector<trace_event>* trace) {
   std::vector<double> flat(impl_->world.stages.size(), 0.0);
   if (stage_end.size() != impl_->flat.size())
     throw std::invalid_argument("finish_step: " + std::to_string(stage_end.size()) +
@@ -108,8 +109,18 @@ double virtual_cluster::finish_step(const std::vector<std::vector<double>>& stag
     for (size_t s = 0; s < stage_end[p].size(); ++s)
       flat[static_cast<size_t>(impl_->flat[p][s])] = stage_end[p][s];
   }
-  sim_options none;
-  return sim_detail::finish_step(impl_->world, none, impl_->scratch, flat, impl_->ar, impl_->opt);
+  sim_options options;
+  options.trace = trace != nullptr;
+  auto& events = impl_->scratch.events;
+  events.clear();
+  const double end =
+      sim_detail::finish_step(impl_->world, options, impl_->scratch, flat, impl_->ar, impl_->opt);
+  if (trace)
+    for (auto& e : events)
+      if (e.track < impl_->scratch.device_count) // the devices' rows, not the links'
+        trace->push_back(std::move(e));
+  events.clear();
+  return end;
 }
 
 } // namespace deepcee::runtime

@@ -80,7 +80,10 @@ public:
 
   /// All-reduce buckets and the optimizer of a step whose stages ended their last op at
   /// `stage_end[pipeline][stage]`: the simulator's finish_step. Returns the step's end.
-  double finish_step(const std::vector<std::vector<double>>& stage_end);
+  /// With `trace`, appends each device's all-reduce buckets and optimizer step to it as
+  /// the simulator's trace has them (track = device id).
+  double finish_step(const std::vector<std::vector<double>>& stage_end,
+                     std::vector<trace_event>* trace = nullptr);
 
 private:
   struct impl;

@@ -47,6 +47,27 @@ slow=$("$deepcee" simulate --cluster "$cluster" --plan "$work/plan.json" --timel
 [[ -n $slow ]] || fail "simulate with a timeline printed no throughput"
 awk -v a="$slow" -v b="$base" 'BEGIN { exit !(a < b) }' || fail "a slower link did not slow the plan ($slow vs $base samples/s)"
 grep -q '"traceEvents"' "$work/sim-trace.json" || fail "simulate trace"
+# --steps 3 --trace: every simulated step is in the trace (each device's optimizer three
+# times, each at a later step), and the example timeline and profile in configs/ load.
+"$deepcee" simulate --cluster "$cluster" --plan "$work/plan.json" --steps 3 --trace "$work/sim3.json" \
+  --timeline "$configs/timelines/cee-small-wan-drop.toml" --profile "$configs/profiles/gpt2-124m-measured.toml" \
+  >"$work/sim3.log" 2>&1 && fail "a gpt2-124m profile should not apply to the plan's small model"
+grep -q "gpt2-124m-measured.toml:[0-9]*:" "$work/sim3.log" || fail "profile of another model: $(cat "$work/sim3.log")"
+"$deepcee" simulate --cluster "$cluster" --plan "$work/plan.json" --steps 3 --trace "$work/sim3.json" \
+  --timeline "$configs/timelines/cee-small-wan-drop.toml" >"$work/sim3.log" 2>&1 || fail "simulate --steps 3: $(cat "$work/sim3.log")"
+python3 - "$work/sim3.json" "$work/plan.json" <<'PY' || fail "simulate --steps 3 trace"
+import json, sys
+trace = json.load(open(sys.argv[1]))["traceEvents"]
+plan = json.load(open(sys.argv[2]))
+used = {d for p in plan["pipelines"] for s in p["stages"] for d in s["devices"]}
+opt = {}
+for e in trace:
+    if e["ph"] == "X" and e["name"] == "optimizer":
+        opt.setdefault(e["tid"], []).append(e["ts"])
+assert set(opt) == used, (sorted(opt), sorted(used))
+assert all(len(ts) == 3 and ts == sorted(set(ts)) for ts in opt.values()), opt
+print(f"simulate --steps 3 trace: 3 optimizer steps on each of {len(used)} devices")
+PY
 
 # The adaptive simulation over the repository's drop-and-recovery timeline: a decision
 # answers the drop, and the adaptive run beats the static one.

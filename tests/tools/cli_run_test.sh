@@ -106,6 +106,12 @@ rc=$?
 [[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ dry.toml.*dry-mode ]] || fail "dry --resume: exit $rc ($err)"
 [[ -e $work/dry-resumed ]] && fail "dry --resume: left a run directory"
 
+# The trace of the straight run: its first 3 steps (--trace-steps' default), each with its
+# ops, transfers, all-reduce buckets and every device's optimizer step; links named by
+# their endpoints as the cluster names its devices (or regions, for a shared WAN pipe).
+python3 "$(dirname "$0")/check_trace.py" "$work/straight/trace.json" "$configs/local-cluster/cluster.toml" \
+  "$work/straight/plan.json" 3 "run trace" || fail "run trace: $(tail -3 "$work/straight.log")"
+
 # Ctrl-C (SIGINT): the run stops after its current step, writes its final checkpoint
 # (eval reads it) and exits 130, leaving no temporary file.
 timeout 60 "$deepcee" run "$work/job.toml" --steps 100000 --out "$work/ctrlc" >"$work/ctrlc.log" 2>&1 &
@@ -121,6 +127,10 @@ grep -q "^interrupted: .* to $k)" "$work/ctrlc.log" || fail "Ctrl-C: no 'interru
 "$deepcee" eval --checkpoint "$work/ctrlc/checkpoint.safetensors" --data "$work/data" --batch 12 --batches 1 | grep -q "step $k)" ||
   fail "Ctrl-C: the checkpoint does not evaluate as step $k"
 ls "$work/ctrlc" | grep -q '\.tmp' && fail "Ctrl-C: a temporary file was left behind"
+grep -q "validation loss nan" "$work/ctrlc.log" && fail "Ctrl-C: the summary shows a validation loss that never was"
+grep -q "no validation yet" "$work/ctrlc.log" || fail "Ctrl-C: the summary should say there was no validation yet"
+[[ $(cat "$work/ctrlc/eval.csv") == "step,val_loss,elapsed_s" ]] || fail "Ctrl-C: eval.csv should hold its header alone: $(cat "$work/ctrlc/eval.csv")"
+head -1 "$work/ctrlc/metrics.csv" | grep -q '^step,loss,lr,grad_norm,step_s,time_s,samples_per_s,tokens_per_s,elapsed_s,clock$' || fail "run metrics.csv header"
 echo "Ctrl-C: stopped after step $k with its checkpoint, exit 130"
 
 # --resume with shared WAN pipes: the cee-small hybrid plan on the default cluster (two
@@ -162,7 +172,7 @@ hybrid --resume "$work/hybrid3/checkpoint.safetensors" --out "$work/hybrid3+3" >
 # uninterrupted run's did: losses, step times and virtual times equal bit for bit.
 python3 - "$work"/hybrid6/metrics.csv "$work"/hybrid3/metrics.csv "$work"/hybrid3+3/metrics.csv <<'PY' || fail "hybrid resume differs"
 import csv, sys
-rows = lambda f: [(int(r["step"]), r["loss"], r["virtual_step_s"], r["virtual_time_s"]) for r in csv.DictReader(open(f))]
+rows = lambda f: [(int(r["step"]), r["loss"], r["step_s"], r["time_s"]) for r in csv.DictReader(open(f))]
 straight, first, resumed = (rows(f) for f in sys.argv[1:])
 assert [r[0] for r in resumed] == [4, 5, 6], resumed
 assert first == straight[:3], (first, straight[:3])

@@ -47,7 +47,7 @@ done
 # A short run writes metrics, evaluations and a checkpoint.
 "$deepcee" train --config "$work/tiny.toml" --out "$work/run" >"$work/run.log" 2>&1 || fail "train: $(cat "$work/run.log")"
 [[ $(wc -l <"$work/run/metrics.csv") == 5 ]] || fail "metrics.csv should hold a header and 4 rows"
-head -1 "$work/run/metrics.csv" | grep -q '^step,loss,lr,grad_norm,tokens_per_s,elapsed_s$' || fail "metrics.csv header"
+head -1 "$work/run/metrics.csv" | grep -q '^step,loss,lr,grad_norm,step_s,time_s,samples_per_s,tokens_per_s,elapsed_s,clock$' || fail "metrics.csv header"
 [[ $(wc -l <"$work/run/eval.csv") == 3 ]] || fail "eval.csv should hold a header and 2 rows"
 [[ -f $work/run/checkpoint.safetensors ]] || fail "no checkpoint"
 ls "$work/run" | grep -q '\.tmp' && fail "a temporary file was left behind"

@@ -144,6 +144,19 @@ print(f"same math ({sys.argv[4]}, {sys.argv[5]} s): worst relative loss differen
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
 done
+# The member nodes show the coordinator's steps with deepcee run's progress line (plain
+# lines in a log): every step, with the loss the coordinator's node printed.
+for n in n1 n2; do
+  python3 - "$work/1f1b-n0.log" "$work/1f1b-$n.log" $steps $n <<'PY' || fail "member $n: no progress line for every step"
+import re, sys
+steps = int(sys.argv[3])
+boss = {int(m[1]): float(m[2]) for m in re.finditer(r"^step (\d+) loss ([0-9.]+)$", open(sys.argv[1]).read(), re.M)}
+member = {int(m[1]): float(m[3]) for m in re.finditer(r"^(\d+)/(\d+) \| loss ([0-9.]+) \| [0-9.]+ emulated samples/s \| virtual [0-9.]+ s", open(sys.argv[2]).read(), re.M)}
+assert sorted(member) == list(range(1, steps + 1)), sorted(member)
+assert all(abs(member[k] - boss[k]) <= 5.1e-5 for k in member), [(k, member[k], boss[k]) for k in member if abs(member[k] - boss[k]) > 5.1e-5]
+print(f"member {sys.argv[4]}: the progress line of deepcee run for each of {steps} steps, with the coordinator's losses")
+PY
+done
 
 # 1b. Virtual time across processes: the plan's two pipelines share the cloud-edge WAN
 # pipe in both directions (ordered by pipe actors on n0), and every step's virtual time
@@ -151,8 +164,8 @@ done
 "$deepcee" run "$work/job-greedy.toml" --out "$work/one" >/dev/null 2>&1 || fail "deepcee run of the job"
 python3 - "$work/one/metrics.csv" "$work/out-greedy-n0/metrics.csv" <<'PY' || fail "virtual time: nodes differ from one process"
 import csv, sys
-one = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[1]))]
-nodes = [float(r["virtual_step_s"]) for r in csv.DictReader(open(sys.argv[2]))]
+one = [float(r["step_s"]) for r in csv.DictReader(open(sys.argv[1]))]
+nodes = [float(r["step_s"]) for r in csv.DictReader(open(sys.argv[2]))]
 assert one and one == nodes, f"one process {one[:3]}..., nodes {nodes[:3]}..."
 print(f"virtual time: {len(one)} steps equal in one process and as nodes ({one[0]:.6f} s each)")
 PY
@@ -184,10 +197,23 @@ one, nodes = (list(csv.DictReader(open(f))) for f in sys.argv[2:4])
 steps = int(sys.argv[4])
 assert len(nodes) == steps == len(one), f"{len(nodes)} steps from the nodes, {len(one)} from one process, expected {steps}"
 for a, b in zip(one, nodes):
-    assert a["loss"] == b["loss"] and a["virtual_step_s"] == b["virtual_step_s"], (a, b)
+    assert a["loss"] == b["loss"] and a["step_s"] == b["step_s"], (a, b)
 worst = max(abs(float(r["loss"]) - single[int(r["step"])]) / single[int(r["step"])] for r in nodes)
 print(f"stages across nodes: {steps} steps equal one process bit for bit; worst relative loss difference to one device {worst:.2e}")
 sys.exit(0 if worst <= 1e-3 else 1)
+PY
+# The coordinator's node's trace: its first 3 steps with the ops, transfers (from every
+# node's links), all-reduce and optimizer of every device, the same events as one process's.
+for t in "$work/out-spread-n0" "$work/one-spread"; do
+  python3 "$(dirname "$0")/check_trace.py" "$t/trace.json" "$configs/local-cluster/cluster.toml" \
+    "$work/plan-spread.json" 3 "trace of $(basename "$t")" || fail "trace of $t"
+done
+python3 - "$work/one-spread/trace.json" "$work/out-spread-n0/trace.json" <<'PY' || fail "stages across nodes: the node's trace differs from one process's"
+import json, sys
+spans = lambda f: sorted((e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for e in json.load(open(f))["traceEvents"] if e["ph"] == "X")
+one, nodes = spans(sys.argv[1]), spans(sys.argv[2])
+assert one == nodes, (len(one), len(nodes), [x for x in one if x not in nodes][:3], [x for x in nodes if x not in one][:3])
+print(f"stages across nodes: the coordinator's node's trace holds the {len(one)} events of one process's")
 PY
 #     The same in wall time, the links shaped: the same losses (the math does not depend
 #     on how time passes).

@@ -399,6 +399,76 @@ BOOST_FIXTURE_TEST_CASE(trace_has_a_track_per_device_and_link, fixture) {
   BOOST_TEST(simulate(c, spec, profile, pl).events.empty());
 }
 
+BOOST_FIXTURE_TEST_CASE(trace_covers_every_simulated_step_and_names_links_by_endpoints, fixture) {
+  const auto c = make_cluster(2, 2, 2, {1e-5, 16e9}, {1e-4, 1e9}, {40e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  // Data parallel over two pipelines (an all-reduce), each cut across the two regions.
+  auto pl = pipeline_plan_of(config, {{0, 1}, {4, 5}}, {0, 3, layers}, 4, 4, schedule_kind::zb_h1);
+  pl.pipelines.push_back(
+      pipeline_plan_of(config, {{2, 3}, {6, 7}}, {0, 3, layers}, 4, 4, schedule_kind::zb_h1)
+          .pipelines[0]);
+  sim_options options;
+  options.trace = true;
+  options.steps = 3;
+  const auto r = simulate(c, spec, profile, pl, {}, options);
+  BOOST_TEST_REQUIRE(r.step_times_s.size() == 3u);
+  std::ostringstream out;
+  write_chrome_trace(r, c, out);
+  const auto j = nlohmann::json::parse(out.str());
+  // Step k spans [ends[k-1], ends[k]) (steps run back to back).
+  std::vector<double> ends{0};
+  for (double t : r.step_times_s)
+    ends.push_back(ends.back() + t);
+  const auto step_of = [&](double ts_us) {
+    for (size_t k = 1; k < ends.size(); ++k)
+      if (ts_us < ends[k] * 1e6 - 1e-3)
+        return static_cast<int>(k) - 1;
+    return -1;
+  };
+  // Per step: the optimizer on each of the 8 devices, an all-reduce, ops and transfers.
+  std::vector<int> optimizers(3), allreduces(3), ops(3), transfers(3);
+  std::set<std::string> device_names, link_names;
+  for (const auto& d : c.devices)
+    device_names.insert(d.name);
+  for (const auto& reg : c.regions)
+    device_names.insert(reg.name);
+  for (const auto& e : j["traceEvents"]) {
+    const auto name = e["name"].get<std::string>();
+    if (e["ph"] == "M" && name == "thread_name") {
+      const auto track = e["args"]["name"].get<std::string>();
+      if (track.rfind("link ", 0) == 0)
+        link_names.insert(track);
+      continue;
+    }
+    if (e["ph"] != "X")
+      continue;
+    const int k = step_of(e["ts"].get<double>());
+    BOOST_TEST_REQUIRE(k >= 0, name << " at " << e["ts"] << " us is after the last step");
+    if (name == "optimizer")
+      ++optimizers[size_t(k)];
+    else if (name.rfind("allreduce L", 0) == 0)
+      ++allreduces[size_t(k)];
+    else if (name.rfind("send ", 0) == 0)
+      ++transfers[size_t(k)];
+    else
+      ++ops[size_t(k)];
+  }
+  for (int k = 0; k < 3; ++k) {
+    BOOST_TEST(optimizers[size_t(k)] == 8, "step " << k);
+    BOOST_TEST(allreduces[size_t(k)] > 0, "step " << k);
+    BOOST_TEST(ops[size_t(k)] == ops[0], "step " << k);
+    BOOST_TEST(transfers[size_t(k)] > 0, "step " << k);
+  }
+  // Every link's row is "link A -> B", A and B devices or regions as the cluster names them.
+  BOOST_TEST_REQUIRE(link_names.size() == r.links.size());
+  for (const auto& n : link_names) {
+    const auto arrow = n.find(" -> ");
+    BOOST_TEST_REQUIRE(arrow != std::string::npos, n);
+    BOOST_TEST(device_names.count(n.substr(5, arrow - 5)) == 1u, n);
+    BOOST_TEST(device_names.count(n.substr(arrow + 4)) == 1u, n);
+  }
+}
+
 BOOST_FIXTURE_TEST_CASE(deterministic, fixture) {
   const auto c = make_cluster(2, 2, 2, {1e-5, 16e9}, {1e-4, 1e9}, {40e-3, 1e8});
   const int layers = config.n_layer + 2;
