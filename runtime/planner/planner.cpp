@@ -49,6 +49,16 @@ void check_model_fits(const cluster& c, const model_spec& model,
                    " of state, more than the largest device's " + format_bytes(largest_device));
 }
 
+memory_shortfall worst_shortfall(const cluster& c, const sim_result& s) {
+  memory_shortfall worst;
+  for (const auto& d : s.devices) {
+    const double usable = c.devices[size_t(d.device)].usable_memory_bytes();
+    if (d.out_of_memory && (worst.device < 0 || d.peak_bytes / usable > worst.need / worst.usable))
+      worst = {d.device, d.peak_bytes, usable};
+  }
+  return worst;
+}
+
 namespace {
 
 /// Candidates the simulator scores when planner_options::simulate_top_k is 0. The
@@ -118,21 +128,57 @@ int global_batch_of(const planner_options& options, const model_spec& model) {
   return options.global_batch > 0 ? options.global_batch : default_global_batch(model.config);
 }
 
-/// The fastest plan so far and its simulation.
+/// The fastest plan so far that fits memory and its simulation; of those that do not fit,
+/// the closest (the smallest worst overflow), for the error when none fits.
 struct best_plan {
+  const cluster& c;
   std::optional<plan> p;
   sim_result sim;
+  memory_shortfall closest;
 
-  /// Whether a plan simulated as `s` would replace it (the first always does).
-  bool beaten_by(const sim_result& s) const { return !p || ranks_faster(s, sim); }
+  /// Whether a plan simulated as `s` would replace it (the first that fits always does).
+  bool beaten_by(const sim_result& s) const {
+    return !s.out_of_memory && (!p || ranks_faster(s, sim));
+  }
 
   void offer(plan candidate, sim_result s) {
+    if (s.out_of_memory) {
+      note_unfit(s);
+      return;
+    }
     if (beaten_by(s)) {
       p = std::move(candidate);
       sim = std::move(s);
     }
   }
+
+  void note_unfit(const sim_result& s) {
+    memory_shortfall m = worst_shortfall(c, s);
+    if (m.device >= 0 && (closest.device < 0 || m.need / m.usable < closest.need / closest.usable))
+      closest = m;
+  }
 };
+
+/// Input error: no plan found fits memory. One line: the model, the closest plan's worst
+/// device and its need, and the largest device's usable memory.
+[[noreturn]] void fail_no_plan_fits(const cluster& c, const model_spec& model,
+                                    const memory_shortfall& closest,
+                                    const std::filesystem::path& source) {
+  const device* largest = &c.devices.front();
+  for (const auto& d : c.devices)
+    if (d.memory_bytes > largest->memory_bytes)
+      largest = &d;
+  std::string what = "model " + model.name + " fits no plan in memory: the smallest per-device ";
+  if (closest.device >= 0)
+    what += "need found is " + format_bytes(closest.need) + " on " +
+            c.devices[size_t(closest.device)].name + " (" + format_bytes(closest.usable) +
+            " usable)";
+  else
+    what += "need is unknown (no plan could be built)";
+  fail_input(source, 0,
+             what + "; the largest device, " + largest->name + ", has " +
+                 format_bytes(largest->usable_memory_bytes()) + " usable");
+}
 
 /// Every device some stage of `p` uses.
 std::set<int> devices_used(const plan& p) {
@@ -187,10 +233,11 @@ best_plan simulate_shortlist(const search_outcome& found, const planner_options&
                              plan_scorer& score) {
   const bool try_greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                     schedule_kind::greedy) != options.schedules.end();
-  best_plan best;
+  best_plan best{score.c, {}, {}, {}};
   for (size_t i = 0; i < found.ranked.size(); ++i) {
     std::vector<plan> variants{found.ranked[i].p};
-    if (try_greedy && i < greedy_shortlist) {
+    if (try_greedy && i < greedy_shortlist &&
+        found.ranked[i].p.pipelines.front().schedule != schedule_kind::greedy) {
       plan g = found.ranked[i].p;
       for (auto& pp : g.pipelines)
         pp.schedule = schedule_kind::greedy;
@@ -229,13 +276,16 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
 /// baselines; this makes it a guarantee), and says so in `origin`.
 void fall_back_to_baselines(const std::vector<strategy_result>& rows, best_plan& best,
                             std::string& origin) {
-  for (const auto& row : rows)
-    if (row.chosen && !row.sim.out_of_memory && best.beaten_by(row.sim)) {
+  for (const auto& row : rows) {
+    if (row.chosen && row.sim.out_of_memory)
+      best.note_unfit(row.sim);
+    if (row.chosen && best.beaten_by(row.sim)) {
       best.p = row.chosen;
       best.p->strategy = "deepcee";
       best.sim = row.sim;
       origin = "baseline " + row.strategy + " (no searched plan was faster)";
     }
+  }
 }
 
 /// Which devices `best` leaves out, and why, by device: too small for any layer, in a left-out
@@ -273,11 +323,13 @@ std::vector<excluded_device> excluded_devices(const cluster& c, const grouping& 
   return out;
 }
 
-/// Index of the fastest row that has a plan (planner_report::best_baseline), -1: none.
+/// Index of the fastest row whose plan fits memory (planner_report::best_baseline), -1:
+/// none.
 int fastest_baseline(const std::vector<strategy_result>& rows) {
   int best = -1;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].chosen && (best < 0 || ranks_faster(rows[i].sim, rows[size_t(best)].sim)))
+    if (rows[i].chosen && !rows[i].sim.out_of_memory &&
+        (best < 0 || ranks_faster(rows[i].sim, rows[size_t(best)].sim)))
       best = static_cast<int>(i);
   return best;
 }
@@ -308,6 +360,8 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   r.origin = "search";
   if (options.compare_baselines)
     fall_back_to_baselines(r.strategies, best, r.origin);
+  if (!best.p && (best.closest.device >= 0 || !found.ranked.empty()))
+    fail_no_plan_fits(c, model, best.closest, options.source);
   if (!best.p)
     fail_input(options.source, 0,
                "global batch " + std::to_string(r.global_batch) +

@@ -74,6 +74,16 @@ struct planner_report {
   std::string origin;      ///< "search", or the baseline the plan was taken from
 };
 
+/// Where a simulated plan overflows memory most: the device whose peak exceeds its usable
+/// memory by the largest factor. device = -1 when every device fits.
+struct memory_shortfall {
+  int device = -1;
+  double need = 0;   ///< its peak: state and the activations its schedule keeps
+  double usable = 0; ///< its memory times device::usable_memory_fraction
+};
+
+memory_shortfall worst_shortfall(const cluster& c, const sim_result& s);
+
 /// GPT-3's 0.5M tokens per step (its 125M model's batch), in sequences of the model's
 /// context, at least 1: 512 sequences for GPT-2 (1024 tokens), 256 for the 7B (2048).
 int default_global_batch(const model_config& model);
@@ -84,8 +94,11 @@ int default_global_batch(const model_config& model);
 void check_model_fits(const cluster& c, const model_spec& model,
                       const std::filesystem::path& source);
 
-/// Runs the search and the baselines. Throws input_error (naming options.source) when the
-/// model cannot fit or no plan can split the global batch.
+/// Runs the search and the baselines. The plan it returns fits every device's memory in the
+/// simulator; a baseline that does not is never the best baseline. Throws input_error
+/// (naming options.source) when the model cannot fit, when no plan can split the global
+/// batch, or when no plan found fits memory: one line with the model, the smallest
+/// per-device need of any plan found and the largest device's usable memory.
 planner_report plan_training(const cluster& c, const profile_table& profiles,
                              const planner_options& options);
 

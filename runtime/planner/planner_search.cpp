@@ -41,6 +41,11 @@ constexpr size_t micro_batch_sizes = 6;
 constexpr size_t micro_batch_sizes_large_cluster = 4;
 constexpr size_t large_cluster_devices = 256;
 
+/// Level 6 when no fixed schedule fits memory: the layers are split for at most this many
+/// micro-batches in flight per stage. One always fits where any split does; more let the
+/// greedy schedule overlap more; beyond 4 the fixed schedules' own bounds are close.
+constexpr int greedy_in_flight_caps[] = {1, 2, 4};
+
 /// The pool of priced candidates is ranked and cut back to 4 * keep whenever it grows past
 /// 8 * keep + 64, so memory stays bounded however many shapes there are and the sort runs
 /// once per many candidates. Any cut at or above `keep` ranks the same best `keep` (the
@@ -315,6 +320,17 @@ std::vector<excluded_device> exclude_too_small(context& x) {
   return out;
 }
 
+/// The options of a deepcee plan of micro-batch size `b` and cross-region encoding `comp`.
+build_options layout_options(const planner_options& options, int b, compression comp) {
+  build_options o;
+  o.strategy = "deepcee";
+  o.model_name = options.model_name;
+  o.micro_batch_size = b;
+  o.cross_region = comp;
+  o.memory_fraction = options.memory_fraction;
+  return o;
+}
+
 /// What the search has found so far: the priced candidates, the best step time among those
 /// that fit (the prune's reference) and the layouts already tried.
 struct search_state {
@@ -332,10 +348,11 @@ void rank(std::vector<search_candidate>& pool) {
 }
 
 /// Prices plan `p` unless its lower bound rules it out, and keeps it; it is also the best
-/// plan of each network group it uses when it fits and is faster than the last.
-void consider(search_state& s, plan p, const std::vector<int>& used_groups) {
+/// plan of each network group it uses when it fits and is faster than the last. Returns
+/// false when it was priced and does not fit memory.
+bool consider(search_state& s, plan p, const std::vector<int>& used_groups) {
   if (lower_bound(s.x.costs, p) > search_prune_factor * s.best_step)
-    return;
+    return true;
   plan_estimate e = estimate_plan(s.x.costs, p, link_model::real, s.x.options.memory_fraction);
   ++s.out.estimated;
   if (e.fits) {
@@ -347,42 +364,63 @@ void consider(search_state& s, plan p, const std::vector<int>& used_groups) {
     }
     s.best_step = std::min(s.best_step, e.step_s);
   }
+  const bool fits = e.fits;
   s.pool.push_back({std::move(p), e, used_groups});
   if (s.pool.size() > pool_limit_per_kept * s.keep + pool_limit_slack) {
     rank(s.pool);
     s.pool.resize(pool_cut_per_kept * s.keep);
   }
+  return fits;
+}
+
+/// Level 6 when memory is short: a micro-batch size and compression for which no fixed
+/// schedule fits memory gets greedy schedules instead, their layers split for at most
+/// 1, 2 or 4 micro-batches in flight per stage (greedy_in_flight_caps), each priced. The greedy
+/// scheduler keeps each stage within its memory, so it runs as many micro-batches at once
+/// as the stage holds: the way a model larger than the devices' memory still trains.
+void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>& layout,
+                             build_options o, const std::vector<int>& used_groups) {
+  o.schedule = schedule_kind::greedy;
+  for (int cap : greedy_in_flight_caps) {
+    o.max_in_flight = cap;
+    if (auto p = build_plan(s.x.costs, layout, s.x.batch, o))
+      consider(s, std::move(*p), used_groups);
+  }
 }
 
 /// Levels 5 and 6 for one layout: plans for each micro-batch size, schedule and (for hops
 /// that cross regions) compression. Greedy is left to the planner, which tries it on the
-/// simulator's shortlist: it needs the real stage costs and is the slowest to build.
+/// simulator's shortlist (it needs the real stage costs and is the slowest to build),
+/// except where no fixed schedule fits memory (price_greedy_for_memory).
 void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, size_t widest,
                   int pipes, const std::vector<int>& used_groups) {
   const cluster& c = s.x.costs.cl();
   const planner_options& options = s.x.options;
   const int batch = s.x.batch;
   const bool cross = crosses_regions(c, layout);
+  const bool greedy = std::find(options.schedules.begin(), options.schedules.end(),
+                                schedule_kind::greedy) != options.schedules.end();
   const size_t sizes = c.devices.size() > large_cluster_devices ? micro_batch_sizes_large_cluster
                                                                 : micro_batch_sizes;
-  for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes), sizes))
+  for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes), sizes)) {
+    std::map<compression, bool> fitted;
     for (schedule_kind kind : options.schedules) {
       if (kind == schedule_kind::greedy)
         continue;
       for (compression comp : options.compressions) {
         if (!cross && comp != compression::none)
           continue;
-        build_options o;
-        o.strategy = "deepcee";
-        o.model_name = options.model_name;
-        o.micro_batch_size = b;
+        build_options o = layout_options(options, b, comp);
         o.schedule = kind;
-        o.cross_region = comp;
-        o.memory_fraction = options.memory_fraction;
         if (auto p = build_plan(s.x.costs, layout, batch, o))
-          consider(s, std::move(*p), used_groups);
+          fitted[comp] = consider(s, std::move(*p), used_groups) || fitted[comp];
       }
     }
+    if (greedy)
+      for (const auto& [comp, fits] : fitted)
+        if (!fits)
+          price_greedy_for_memory(s, layout, layout_options(options, b, comp), used_groups);
+  }
 }
 
 /// Prices `layout` unless an identical one was tried before (from another use set or
