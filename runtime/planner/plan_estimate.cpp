@@ -120,8 +120,9 @@ namespace {
 /// through memory, the traffic the simulator charges too (simulator_allreduce.cpp).
 constexpr double optimizer_traffic_per_state_byte = 1.75;
 
-/// Pipeline `pp`'s timing under its schedule; a greedy schedule that cannot hold one
-/// micro-batch is priced as ZB-H1 and clears `fits`.
+/// Pipeline `pp`'s timing under its schedule. A greedy schedule that cannot hold one
+/// micro-batch is priced as ZB-H1 and clears `fits`; its peak is then the one micro-batch
+/// that greedy would need at least, so the shortfall says how far the plan is from fitting.
 schedule_timing pipeline_timing(const std::vector<stage_cost>& sc, const pipeline_plan& pp,
                                 bool& fits) {
   const int stages = static_cast<int>(sc.size());
@@ -132,7 +133,12 @@ schedule_timing pipeline_timing(const std::vector<stage_cost>& sc, const pipelin
     return time_schedule(sched, sc);
   } catch (const std::invalid_argument&) {
     fits = false;
-    return time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc);
+    schedule_timing t =
+        time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc);
+    for (int s = 0; s < stages; ++s)
+      t.peak_bytes[size_t(s)] =
+          std::max(sc[size_t(s)].activation_bytes, sc[size_t(s)].weight_grad_bytes);
+    return t;
   }
 }
 
@@ -159,8 +165,13 @@ void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
           costs.range_act_until_b(d, st.first_layer, st.last_layer, n) / cost.activation_bytes,
           costs.range_act_until_w(d, st.first_layer, st.last_layer, n) / cost.weight_grad_bytes);
       double need = state + timing.peak_bytes[size_t(s)] * std::min(1.0, scale);
-      if (need > memory_fraction * c.devices[size_t(d)].memory_bytes)
+      const double usable = memory_fraction * c.devices[size_t(d)].memory_bytes;
+      if (need > usable) {
         e.fits = false;
+        // The plan's shortfall is its worst device's.
+        if (e.shortfall.device < 0 || need / usable > e.shortfall.need / e.shortfall.usable)
+          e.shortfall = {d, need, usable};
+      }
       e.optimizer_s = std::max(e.optimizer_s, optimizer_traffic_per_state_byte * state /
                                                   c.devices[size_t(d)].mem_bandwidth_Bps);
     }

@@ -11,6 +11,19 @@ enum class link_model {
   uniform, ///< every pair of nodes joined by the same-region default (Metis's assumption)
 };
 
+/// Where a plan overflows memory most: the device whose need exceeds its usable memory by
+/// the largest factor. device = -1 when every device fits.
+struct memory_shortfall {
+  int device = -1;
+  double need = 0;   ///< its peak: state and the activations its schedule keeps
+  double usable = 0; ///< the memory the plan may use on it
+
+  /// Whether this overflow is smaller than `o`'s (any overflow is smaller than none known).
+  bool closer_than(const memory_shortfall& o) const {
+    return device >= 0 && (o.device < 0 || need / usable < o.need / o.usable);
+  }
+};
+
 /// A closed-form step time, cheap enough to rank thousands of candidates before the
 /// simulator scores the few best. Pipelines are timed with time_schedule over per-stage
 /// costs (slowest device of the stage, transfers over the slowest link between stages);
@@ -22,7 +35,8 @@ struct plan_estimate {
   double allreduce_s = 0; ///< slowest holder set's all-reduce
   double optimizer_s = 0;
   double samples_per_s = 0;
-  bool fits = true; ///< every device within its memory (same rule as the partition)
+  bool fits = true;           ///< every device within its memory (same rule as the partition)
+  memory_shortfall shortfall; ///< where it overflows most, when it does not fit
 };
 
 link_params effective_link(const cluster& c, int a, int b, link_model model);

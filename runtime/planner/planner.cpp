@@ -152,9 +152,9 @@ struct best_plan {
     }
   }
 
-  void note_unfit(const sim_result& s) {
-    memory_shortfall m = worst_shortfall(c, s);
-    if (m.device >= 0 && (closest.device < 0 || m.need / m.usable < closest.need / closest.usable))
+  void note_unfit(const sim_result& s) { note_unfit(worst_shortfall(c, s)); }
+  void note_unfit(const memory_shortfall& m) {
+    if (m.closer_than(closest))
       closest = m;
   }
 };
@@ -360,7 +360,8 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   r.origin = "search";
   if (options.compare_baselines)
     fall_back_to_baselines(r.strategies, best, r.origin);
-  if (!best.p && (best.closest.device >= 0 || !found.ranked.empty()))
+  best.note_unfit(found.closest);
+  if (!best.p && best.closest.device >= 0)
     fail_no_plan_fits(c, model, best.closest, options.source);
   if (!best.p)
     fail_input(options.source, 0,

@@ -4,6 +4,7 @@
 #include "runtime/cluster/grouping.hpp"
 #include "runtime/cluster/profile.hpp"
 #include "runtime/plan/plan.hpp"
+#include "runtime/planner/plan_estimate.hpp"
 #include "runtime/sim/simulator.hpp"
 
 #include <filesystem>
@@ -74,14 +75,7 @@ struct planner_report {
   std::string origin;      ///< "search", or the baseline the plan was taken from
 };
 
-/// Where a simulated plan overflows memory most: the device whose peak exceeds its usable
-/// memory by the largest factor. device = -1 when every device fits.
-struct memory_shortfall {
-  int device = -1;
-  double need = 0;   ///< its peak: state and the activations its schedule keeps
-  double usable = 0; ///< its memory times device::usable_memory_fraction
-};
-
+/// Where a simulated plan overflows memory most (memory_shortfall); device -1 when it fits.
 memory_shortfall worst_shortfall(const cluster& c, const sim_result& s);
 
 /// GPT-3's 0.5M tokens per step (its 125M model's batch), in sequences of the model's

@@ -3,6 +3,7 @@
 #include "runtime/base/units.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -27,7 +28,10 @@ constexpr int pipeline_counts[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96,
 
 /// Level 4: stages of one device each only for slices of at most 8 devices. A deeper
 /// pipeline needs as many micro-batches to fill, and the slices' nodes or compute groups
-/// already give shallower cuts of a large slice.
+/// already give shallower cuts of a large slice. A model that needs more than half as many
+/// devices to hold its state and one sample's activations raises the limit to twice that
+/// many (device_stage_limit): only deeper pipelines can hold it, and twice leaves room for
+/// layers that do not split evenly and for more micro-batches in flight.
 constexpr size_t max_slice_for_device_stages = 8;
 
 /// Kind-interleaved shapes: each pipeline cut into at most 4 contiguous stages, like
@@ -64,6 +68,7 @@ struct context {
   std::vector<int> compute_of; ///< device -> compute group, numbered fastest first per group
   std::vector<int> node_of;    ///< device -> node
   std::vector<bool> usable;
+  size_t device_stage_limit = max_slice_for_device_stages; ///< largest slice cut by device
 };
 
 double sum_speed(const context& x, const std::vector<int>& devices) {
@@ -299,6 +304,22 @@ context index_devices(const cost_cache& costs, const grouping& groups, int batch
   return x;
 }
 
+/// The fewest devices (largest memory first) that can hold the model's state and one
+/// sample's activations between them: no plan over fewer devices fits.
+size_t devices_to_hold_model(const context& x) {
+  const cluster& c = x.costs.cl();
+  const int layers = x.costs.layer_count();
+  double need = x.costs.range_state(0, layers) + x.costs.range_activation(0, 0, layers, 1);
+  std::vector<double> memory;
+  for (const auto& d : c.devices)
+    memory.push_back(x.options.memory_fraction * d.memory_bytes);
+  std::sort(memory.begin(), memory.end(), std::greater<>());
+  size_t n = 0;
+  for (; n < memory.size() && need > 0; ++n)
+    need -= memory[n];
+  return n;
+}
+
 /// Marks unusable, and reports, each device that cannot hold the smallest layer with one
 /// sample: it can serve no stage.
 std::vector<excluded_device> exclude_too_small(context& x) {
@@ -363,6 +384,8 @@ bool consider(search_state& s, plan p, const std::vector<int>& used_groups) {
       }
     }
     s.best_step = std::min(s.best_step, e.step_s);
+  } else if (e.shortfall.closer_than(s.out.closest)) {
+    s.out.closest = e.shortfall;
   }
   const bool fits = e.fits;
   s.pool.push_back({std::move(p), e, used_groups});
@@ -450,7 +473,7 @@ sliced_layout(const context& x, const std::vector<stage_list>& group_slices, int
     auto& stages = layout[size_t(pi)].stages;
     for (const auto& gs : group_slices) {
       const auto& slice = gs[size_t(pi)];
-      if (mode == stage_mode::devices && slice.size() > max_slice_for_device_stages)
+      if (mode == stage_mode::devices && slice.size() > x.device_stage_limit)
         return std::nullopt;
       for (auto& st : stages_of(x, slice, mode))
         stages.push_back(std::move(st));
@@ -517,6 +540,7 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   out.best_rate_with_group.assign(groups.network.size(), 0.0);
   out.best_with_group.assign(groups.network.size(), std::nullopt);
   out.too_small = exclude_too_small(x);
+  x.device_stage_limit = std::max(max_slice_for_device_stages, 2 * devices_to_hold_model(x));
   search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}};
   for (const auto& use : use_sets(x)) {
     const auto groups_chain = chain(x, use);

@@ -35,6 +35,8 @@ struct search_outcome {
   /// Per network group: the best-estimated plan that used it and fits memory, so the
   /// planner can simulate it before saying why the group was left out.
   std::vector<std::optional<search_candidate>> best_with_group;
+  /// Of the plans priced that do not fit memory, the smallest overflow (by the estimate).
+  memory_shortfall closest;
   /// Devices that cannot hold any layer with one sample, with the reason.
   std::vector<excluded_device> too_small;
 };
