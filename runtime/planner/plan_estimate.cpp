@@ -234,6 +234,14 @@ double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link
 
 } // namespace
 
+double compute_bound_s(const cost_cache& costs, const plan& p) {
+  double bound = 0;
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi)
+    for (const auto& sc : pipeline_costs(costs, p, pi, link_model::real))
+      bound = std::max(bound, p.pipelines[size_t(pi)].micro_batches * (sc.f + sc.b + sc.w));
+  return bound;
+}
+
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
                             double memory_fraction) {
   const cluster& c = costs.cl();

@@ -49,6 +49,12 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
 double allreduce_time(const cluster& c, const std::vector<int>& devices, double bytes,
                       link_model model);
 
+/// A lower bound on the plan's step time under any schedule: each stage runs its F, B and
+/// W of every micro-batch one after the other, so the busiest stage's total op time
+/// (micro-batches times its slowest member's F + B + W, the simulator's op times) passes
+/// before the step ends.
+double compute_bound_s(const cost_cache& costs, const plan& p);
+
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
                             double memory_fraction = device::usable_memory_fraction);
 

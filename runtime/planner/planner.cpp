@@ -70,10 +70,6 @@ constexpr int top_k_small = 12;
 constexpr int top_k_medium = 6;
 constexpr int top_k_large = 3;
 
-/// The best 3 of the shortlist are also simulated with the greedy zero-bubble schedule: it
-/// is the slowest schedule to build, so only the plans likeliest to win get it.
-constexpr size_t greedy_shortlist = 3;
-
 /// exclusion_reason takes the slowest link from a left-out group to each device of the plan
 /// when the plan has at most 64 devices; a larger plan is judged by the link to its first
 /// device alone, which keeps the reason cheap on clusters of thousands of devices.
@@ -226,27 +222,31 @@ std::string exclusion_reason(const cluster& c, const network_group& g, const pla
   return why + buf;
 }
 
-/// The shortlist's fastest plan by the simulator. The best few are also tried with the
-/// greedy schedule: it sees the real heterogeneous stage costs, which a fixed schedule
-/// cannot.
-best_plan simulate_shortlist(const search_outcome& found, const planner_options& options,
-                             plan_scorer& score) {
+/// The shortlist's fastest plan by the simulator. Each is also tried with the greedy
+/// schedule, which sees the real heterogeneous stage costs that a fixed schedule cannot,
+/// unless it cannot win: no schedule runs a stage's ops faster than one after the other,
+/// so a plan whose busiest stage alone (compute_bound_s) takes longer than the best step so
+/// far is not simulated again.
+best_plan simulate_shortlist(const cost_cache& costs, const search_outcome& found,
+                             const planner_options& options, plan_scorer& score) {
   const bool try_greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                     schedule_kind::greedy) != options.schedules.end();
   best_plan best{score.c, {}, {}, {}};
-  for (size_t i = 0; i < found.ranked.size(); ++i) {
-    std::vector<plan> variants{found.ranked[i].p};
-    if (try_greedy && i < greedy_shortlist &&
-        found.ranked[i].p.pipelines.front().schedule != schedule_kind::greedy) {
-      plan g = found.ranked[i].p;
-      for (auto& pp : g.pipelines)
-        pp.schedule = schedule_kind::greedy;
-      variants.push_back(std::move(g));
-    }
-    for (auto& v : variants) {
-      sim_result s = score(v);
-      best.offer(std::move(v), std::move(s));
-    }
+  for (const auto& candidate : found.ranked)
+    best.offer(candidate.p, score(candidate.p));
+  if (!try_greedy)
+    return best;
+  for (const auto& candidate : found.ranked) {
+    if (candidate.p.pipelines.front().schedule == schedule_kind::greedy)
+      continue;
+    if (best.p &&
+        candidate.p.global_batch() / compute_bound_s(costs, candidate.p) <= best.sim.samples_per_s)
+      continue;
+    plan g = candidate.p;
+    for (auto& pp : g.pipelines)
+      pp.schedule = schedule_kind::greedy;
+    sim_result s = score(g);
+    best.offer(std::move(g), std::move(s));
   }
   return best;
 }
@@ -355,7 +355,7 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   const int top_k = options.simulate_top_k > 0 ? options.simulate_top_k : auto_top_k(c);
   search_outcome found = search_candidates(costs, r.groups, r.global_batch, options, size_t(top_k));
   r.plans_estimated = found.estimated;
-  best_plan best = simulate_shortlist(found, options, score);
+  best_plan best = simulate_shortlist(costs, found, options, score);
   const std::vector<double> probe_rate = probe_left_out_groups(r.groups, found, score, best);
   r.origin = "search";
   if (options.compare_baselines)

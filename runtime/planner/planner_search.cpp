@@ -38,10 +38,10 @@ constexpr size_t max_slice_for_device_stages = 8;
 /// Metis's device groups.
 constexpr int max_interleaved_stages = 4;
 
-/// Level 5: micro-batch sizes per layout, spread over the divisors of the batch that suit
-/// it (plan_builder.hpp's thin): 6, or 4 on clusters of more than 256 devices, where each
-/// estimate costs more.
-constexpr size_t micro_batch_sizes = 6;
+/// Level 5: every divisor of the batch that suits the layout is a micro-batch size (each
+/// plan is then kept or pruned by its own bound). On clusters of more than 256 devices 4
+/// are spread over them (plan_builder.hpp's thin): there each estimate costs milliseconds
+/// and the layouts number thousands, so all of them would cost minutes of search.
 constexpr size_t micro_batch_sizes_large_cluster = 4;
 constexpr size_t large_cluster_devices = 256;
 
@@ -423,9 +423,10 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
   const bool cross = crosses_regions(c, layout);
   const bool greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                 schedule_kind::greedy) != options.schedules.end();
-  const size_t sizes = c.devices.size() > large_cluster_devices ? micro_batch_sizes_large_cluster
-                                                                : micro_batch_sizes;
-  for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes), sizes)) {
+  std::vector<int> sizes = divisors_between(batch, static_cast<int>(widest), batch / pipes);
+  if (c.devices.size() > large_cluster_devices)
+    sizes = thin(sizes, micro_batch_sizes_large_cluster);
+  for (int b : sizes) {
     std::map<compression, bool> fitted;
     for (schedule_kind kind : options.schedules) {
       if (kind == schedule_kind::greedy)
