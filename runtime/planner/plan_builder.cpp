@@ -69,9 +69,11 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
       st.first_layer = bounds[size_t(s)];
       st.last_layer = bounds[size_t(s) + 1];
       if (s + 1 < stages) {
-        int here = c.devices[size_t(st.devices.front())].region;
-        int next = c.devices[size_t(pl.stages[size_t(s) + 1].front())].region;
-        st.send_compression = here != next ? o.cross_region : compression::none;
+        const device& here = c.devices[size_t(st.devices.front())];
+        const device& next = c.devices[size_t(pl.stages[size_t(s) + 1].front())];
+        st.send_compression = here.region != next.region ? o.cross_region
+                              : here.node != next.node   ? o.inter_node
+                                                         : compression::none;
       }
       pp.stages.push_back(std::move(st));
     }

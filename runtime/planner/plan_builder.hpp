@@ -22,6 +22,8 @@ struct build_options {
   schedule_kind schedule = schedule_kind::one_f_one_b;
   /// Applied to every hop between stages in different regions.
   compression cross_region = compression::none;
+  /// Applied to every hop between stages on different nodes of one region.
+  compression inter_node = compression::none;
   bool balance_layers = true;       ///< false: uniform split (Megatron, GPipe)
   bool proportional_samples = true; ///< false: equal samples per device
   bool proportional_micro = true;   ///< false: equal micro-batches per pipeline

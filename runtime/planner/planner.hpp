@@ -22,7 +22,8 @@ struct planner_options {
   int global_batch = 0;
   std::vector<schedule_kind> schedules{schedule_kind::one_f_one_b, schedule_kind::zb_h1,
                                        schedule_kind::zb_h2, schedule_kind::greedy};
-  /// Encodings tried for transfers that cross regions.
+  /// Encodings tried for transfers between nodes: across regions, and on every hop between
+  /// nodes of a region (the runtime executes a plan's send_compression on any hop).
   std::vector<compression> compressions{compression::none, compression::bf16, compression::int8};
   /// Candidates the simulator scores after the closed-form ranking; 0 chooses by cluster
   /// size (the simulator's cost grows with devices and micro-batches).

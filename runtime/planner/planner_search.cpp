@@ -251,13 +251,40 @@ stage_list stages_of(const context& x, const std::vector<int>& slice, stage_mode
   return {slice};
 }
 
-bool crosses_regions(const cluster& c, const std::vector<pipeline_layout>& layout) {
+/// Which kinds of hop between stages a layout has (by the stages' first devices).
+struct hop_kinds {
+  bool cross_region = false;
+  bool inter_node = false; ///< between nodes of one region
+};
+
+hop_kinds hops_of(const cluster& c, const std::vector<pipeline_layout>& layout) {
+  hop_kinds h;
   for (const auto& pl : layout)
-    for (size_t s = 0; s + 1 < pl.stages.size(); ++s)
-      if (c.devices[size_t(pl.stages[s].front())].region !=
-          c.devices[size_t(pl.stages[s + 1].front())].region)
-        return true;
-  return false;
+    for (size_t s = 0; s + 1 < pl.stages.size(); ++s) {
+      const device& a = c.devices[size_t(pl.stages[s].front())];
+      const device& b = c.devices[size_t(pl.stages[s + 1].front())];
+      h.cross_region = h.cross_region || a.region != b.region;
+      h.inter_node = h.inter_node || (a.region == b.region && a.node != b.node);
+    }
+  return h;
+}
+
+/// The encodings a layout's plans try, as (across regions, between nodes of a region):
+/// none; each encoding across regions alone (the WAN is the slowest hop); each on every
+/// hop between nodes. Hops inside a node stay fp32: their links are fast enough that the
+/// bytes saved do not pay for the precision lost.
+std::vector<std::pair<compression, compression>> encodings(const planner_options& options,
+                                                           const hop_kinds& hops) {
+  std::vector<std::pair<compression, compression>> out{{compression::none, compression::none}};
+  for (compression comp : options.compressions) {
+    if (comp == compression::none)
+      continue;
+    if (hops.cross_region)
+      out.emplace_back(comp, compression::none);
+    if (hops.inter_node)
+      out.emplace_back(hops.cross_region ? comp : compression::none, comp);
+  }
+  return out;
 }
 
 /// Micro-batches times the slowest stage or transfer: no schedule beats it.
@@ -341,13 +368,16 @@ std::vector<excluded_device> exclude_too_small(context& x) {
   return out;
 }
 
-/// The options of a deepcee plan of micro-batch size `b` and cross-region encoding `comp`.
-build_options layout_options(const planner_options& options, int b, compression comp) {
+/// The options of a deepcee plan of micro-batch size `b` and encodings `comp` (across
+/// regions, between nodes of a region).
+build_options layout_options(const planner_options& options, int b,
+                             std::pair<compression, compression> comp) {
   build_options o;
   o.strategy = "deepcee";
   o.model_name = options.model_name;
   o.micro_batch_size = b;
-  o.cross_region = comp;
+  o.cross_region = comp.first;
+  o.inter_node = comp.second;
   o.memory_fraction = options.memory_fraction;
   return o;
 }
@@ -420,30 +450,30 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
   const cluster& c = s.x.costs.cl();
   const planner_options& options = s.x.options;
   const int batch = s.x.batch;
-  const bool cross = crosses_regions(c, layout);
+  const auto comps = encodings(options, hops_of(c, layout));
   const bool greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                 schedule_kind::greedy) != options.schedules.end();
   std::vector<int> sizes = divisors_between(batch, static_cast<int>(widest), batch / pipes);
   if (c.devices.size() > large_cluster_devices)
     sizes = thin(sizes, micro_batch_sizes_large_cluster);
   for (int b : sizes) {
-    std::map<compression, bool> fitted;
+    std::vector<char> fitted(comps.size(), 0), built(comps.size(), 0);
     for (schedule_kind kind : options.schedules) {
       if (kind == schedule_kind::greedy)
         continue;
-      for (compression comp : options.compressions) {
-        if (!cross && comp != compression::none)
-          continue;
-        build_options o = layout_options(options, b, comp);
+      for (size_t k = 0; k < comps.size(); ++k) {
+        build_options o = layout_options(options, b, comps[k]);
         o.schedule = kind;
-        if (auto p = build_plan(s.x.costs, layout, batch, o))
-          fitted[comp] = consider(s, std::move(*p), used_groups) || fitted[comp];
+        if (auto p = build_plan(s.x.costs, layout, batch, o)) {
+          built[k] = 1;
+          fitted[k] = consider(s, std::move(*p), used_groups) || fitted[k];
+        }
       }
     }
     if (greedy)
-      for (const auto& [comp, fits] : fitted)
-        if (!fits)
-          price_greedy_for_memory(s, layout, layout_options(options, b, comp), used_groups);
+      for (size_t k = 0; k < comps.size(); ++k)
+        if (built[k] && !fitted[k])
+          price_greedy_for_memory(s, layout, layout_options(options, b, comps[k]), used_groups);
   }
 }
 
