@@ -96,6 +96,10 @@ int run_plan(const plan_options& o) {
   } else {
     std::printf("\nbest baseline: none fits memory\n");
   }
+  const double ideal = runtime::ideal_samples_per_s(c, profiles);
+  std::printf("\nideal: %.2f samples/s (every device alone, no communication); deepcee is "
+              "%.2f of it\n",
+              ideal, ideal > 0 ? r.best_sim.samples_per_s / ideal : 0.0);
   std::printf("\nsearch: %.3f s (baselines %.3f s), %d plans estimated, %d simulated; chosen "
               "from %s\n",
               r.search_s, r.baselines_s, r.plans_estimated, r.plans_simulated, r.origin.c_str());

@@ -13,6 +13,10 @@
 
 namespace deepcee::runtime {
 
+/// ideal_samples_per_s tries micro-batches of 1 to 64 samples: past that a device's
+/// roofline is flat.
+constexpr int ideal_max_micro_batch = 64;
+
 /// GPT-3's tokens per step (planner.hpp's default_global_batch).
 constexpr int default_tokens_per_step = 1 << 19;
 
@@ -47,6 +51,18 @@ void check_model_fits(const cluster& c, const model_spec& model,
     fail_input(source, 0,
                "model " + model.name + " has a layer that needs " + format_bytes(largest_layer) +
                    " of state, more than the largest device's " + format_bytes(largest_device));
+}
+
+double ideal_samples_per_s(const cluster& c, const profile_table& profiles) {
+  cost_cache costs(c, profiles);
+  double sum = 0;
+  for (const auto& d : c.devices) {
+    double best = 0;
+    for (int n = 1; n <= ideal_max_micro_batch; n *= 2)
+      best = std::max(best, costs.speed(d.id, n));
+    sum += best;
+  }
+  return sum;
 }
 
 memory_shortfall worst_shortfall(const cluster& c, const sim_result& s) {

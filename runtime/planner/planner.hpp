@@ -79,6 +79,12 @@ struct planner_report {
 /// Where a simulated plan overflows memory most (memory_shortfall); device -1 when it fits.
 memory_shortfall worst_shortfall(const cluster& c, const sim_result& s);
 
+/// The sum over the cluster's devices of each one's samples/s training the whole model
+/// alone, without communication, memory or optimizer, at its fastest micro-batch of 1 to
+/// 64 samples: no plan can beat it, so a plan's share of it says what the search and the
+/// network leave on the table.
+double ideal_samples_per_s(const cluster& c, const profile_table& profiles);
+
 /// GPT-3's 0.5M tokens per step (its 125M model's batch), in sequences of the model's
 /// context, at least 1: 512 sequences for GPT-2 (1024 tokens), 256 for the 7B (2048).
 int default_global_batch(const model_config& model);

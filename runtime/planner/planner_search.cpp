@@ -40,8 +40,9 @@ constexpr int max_interleaved_stages = 4;
 
 /// Level 5: every divisor of the batch that suits the layout is a micro-batch size (each
 /// plan is then kept or pruned by its own bound). On clusters of more than 256 devices 4
-/// are spread over them (plan_builder.hpp's thin): there each estimate costs milliseconds
-/// and the layouts number thousands, so all of them would cost minutes of search.
+/// are spread over them (plan_builder.hpp's thin), and only cross-region hops are
+/// compressed: there each estimate costs milliseconds and the layouts number thousands,
+/// so all of them would cost minutes of search.
 constexpr size_t micro_batch_sizes_large_cluster = 4;
 constexpr size_t large_cluster_devices = 256;
 
@@ -436,8 +437,11 @@ void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>
   o.schedule = schedule_kind::greedy;
   for (int cap : greedy_in_flight_caps) {
     o.max_in_flight = cap;
-    if (auto p = build_plan(s.x.costs, layout, s.x.batch, o))
-      consider(s, std::move(*p), used_groups);
+    auto p = build_plan(s.x.costs, layout, s.x.batch, o);
+    // The split for one micro-batch in flight is the easiest to fit: when it does not, a
+    // split for more cannot either.
+    if (!p || (!consider(s, std::move(*p), used_groups) && cap == greedy_in_flight_caps[0]))
+      return;
   }
 }
 
@@ -450,7 +454,9 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
   const cluster& c = s.x.costs.cl();
   const planner_options& options = s.x.options;
   const int batch = s.x.batch;
-  const auto comps = encodings(options, hops_of(c, layout));
+  hop_kinds hops = hops_of(c, layout);
+  hops.inter_node = hops.inter_node && c.devices.size() <= large_cluster_devices;
+  const auto comps = encodings(options, hops);
   const bool greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                 schedule_kind::greedy) != options.schedules.end();
   std::vector<int> sizes = divisors_between(batch, static_cast<int>(widest), batch / pipes);
