@@ -23,6 +23,16 @@ struct plan_options {
   int top_k = 0;
 };
 
+/// "  OUT OF MEMORY: cloud0/0 needs 145.3 GB of 21.6 GB" for a row that does not fit
+/// (the device that overflows most, its peak and its usable memory); empty otherwise.
+std::string out_of_memory_note(const runtime::cluster& c, const runtime::sim_result& s) {
+  const runtime::memory_shortfall m = runtime::worst_shortfall(c, s);
+  if (m.device < 0)
+    return s.out_of_memory ? "  OUT OF MEMORY" : "";
+  return "  OUT OF MEMORY: " + c.devices[size_t(m.device)].name + " needs " +
+         runtime::format_bytes(m.need) + " of " + runtime::format_bytes(m.usable);
+}
+
 int run_plan(const plan_options& o) {
   runtime::cluster c = runtime::load_cluster(o.cluster);
   auto config = runtime::model_preset(o.model);
@@ -88,16 +98,21 @@ int run_plan(const plan_options& o) {
     std::printf("%-*s %12.2f %11s %7.1f%% %12s %9.3fx%s%s\n", width, row.strategy.c_str(),
                 s.samples_per_s, runtime::format_duration(s.step_time_s).c_str(),
                 100 * s.bubble_ratio, runtime::format_bytes(s.peak_bytes).c_str(), ratio,
-                s.out_of_memory ? "  OUT OF MEMORY" : "",
+                out_of_memory_note(c, s).c_str(),
                 static_cast<int>(i) == r.best_baseline ? "  <- best baseline" : "");
   }
   if (r.best_baseline >= 0) {
     const auto& b = r.strategies[size_t(r.best_baseline)];
-    std::printf("\nbest baseline: %s, %.2f samples/s%s; deepcee is %.2fx of it\n",
-                b.strategy.c_str(), b.sim.samples_per_s,
-                b.sim.out_of_memory ? " (OUT OF MEMORY)" : "",
+    std::printf("\nbest baseline: %s, %.2f samples/s; deepcee is %.2fx of it\n", b.strategy.c_str(),
+                b.sim.samples_per_s,
                 b.sim.samples_per_s > 0 ? r.best_sim.samples_per_s / b.sim.samples_per_s : 0.0);
+  } else {
+    std::printf("\nbest baseline: none fits memory\n");
   }
+  const double ideal = runtime::ideal_samples_per_s(c, profiles);
+  std::printf("\nideal: %.2f samples/s (every device alone, no communication); deepcee is "
+              "%.2f of it\n",
+              ideal, ideal > 0 ? r.best_sim.samples_per_s / ideal : 0.0);
   std::printf("\nsearch: %.3f s (baselines %.3f s), %d plans estimated, %d simulated; chosen "
               "from %s\n",
               r.search_s, r.baselines_s, r.plans_estimated, r.plans_simulated, r.origin.c_str());

@@ -61,6 +61,28 @@ std::span<const float> values_of(const received_tensor& t) {
   return {reinterpret_cast<const float*>(p.data()), p.size() / sizeof(float)};
 }
 
+namespace {
+
+/// The encoding of the tensors between stages `s` and `s + 1` of pipeline `pipeline`, both
+/// ways: stage s's send_compression, as the simulator and the link model count their bytes.
+messages::tensor_dtype boundary_dtype(const runtime::plan& plan, int pipeline, int s) {
+  switch (plan.pipelines[static_cast<size_t>(pipeline)]
+              .stages[static_cast<size_t>(s)]
+              .send_compression) {
+  case runtime::compression::none:
+    return messages::tensor_dtype::f32;
+  case runtime::compression::fp16:
+    return messages::tensor_dtype::f16;
+  case runtime::compression::bf16:
+    return messages::tensor_dtype::bf16;
+  case runtime::compression::int8:
+    return messages::tensor_dtype::int8;
+  }
+  return messages::tensor_dtype::f32;
+}
+
+} // namespace
+
 outgoing_tensor open_tensor(const stage_state& st, tensor_role role, int micro) {
   const bool forward = role == tensor_role::activation;
   const auto& m = st.job->plan.model;
@@ -73,8 +95,10 @@ outgoing_tensor open_tensor(const stage_state& st, tensor_role role, int micro) 
   h.pipeline = st.pipeline;
   h.stage = st.stage;
   h.shape = {st.job->plan.micro_batch_size, m.context, m.d_model};
+  // The devices write fp32 into the draft; a compressed boundary encodes it when it leaves.
   if (!st.job->dry())
     t.draft = std::make_shared<messages::tensor_draft>(h);
+  h.dtype = boundary_dtype(st.job->plan, st.pipeline, forward ? st.stage : st.stage - 1);
   return t;
 }
 
@@ -100,7 +124,12 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
   else if (shaped)
     h.arrival_time = st.links.send(self, st.job->shaped, parts, end_s, meta);
   tensor_msg msg;
-  if (t.draft) {
+  if (t.draft && h.dtype != messages::tensor_dtype::f32) {
+    // Compressed in one pass from the devices' fp32 payload into the message.
+    msg.bytes = messages::encode_tensor(h, t.draft->payload());
+    t.draft.reset();
+    ++counts.serializations;
+  } else if (t.draft) {
     // The one serialization of the send path was the devices' own writes into the payload.
     msg.bytes = t.draft->finish(h.send_time, h.arrival_time);
     t.draft.reset();

@@ -190,22 +190,46 @@ std::vector<member_list> distinct_members(const cluster& c, const split_request&
 /// What the dynamic program asks of stage `s` over layers [a, z): its time (its slowest
 /// member's) and whether every member holds the layers' state and in-flight activations.
 struct stage_ranges {
+  /// A member's prefix sums (taken once: the program asks for O(layers^2) ranges of each)
+  /// and the memory it may fill.
+  struct member_sums {
+    const cost_cache::prefix* sums;
+    double usable;
+  };
+
   const cost_cache& costs;
   const split_request& r;
   std::vector<member_list> members;
+  std::vector<std::vector<member_sums>> sums; ///< per stage, per member
 
+  stage_ranges(const cost_cache& c, const split_request& request, std::vector<member_list> m)
+      : costs(c), r(request), members(std::move(m)), sums(members.size()) {
+    for (size_t s = 0; s < members.size(); ++s)
+      for (auto [d, smp] : members[s])
+        sums[s].push_back(
+            {&costs.sums(d, smp), r.memory_fraction * costs.cl().devices[size_t(d)].memory_bytes});
+  }
+
+  /// cost_cache::range_time over the member's sums, the slowest member's.
   double time(int s, int a, int z) const {
+    const size_t i = size_t(a), j = size_t(z);
     double t = 0;
-    for (auto [d, smp] : members[size_t(s)])
-      t = std::max(t, costs.range_time(d, a, z, smp));
+    for (const auto& m : sums[size_t(s)]) {
+      const auto& p = *m.sums;
+      t = std::max(t, (p.f[j] - p.f[i]) + (p.b[j] - p.b[i]) + (p.w[j] - p.w[i]));
+    }
     return t;
   }
 
+  /// Every member holds the layers' state and its in-flight activations
+  /// (cost_cache::range_activation over the member's sums).
   bool fits(int s, int a, int z) const {
+    const size_t i = size_t(a), j = size_t(z);
     double state = costs.range_state(a, z);
-    for (auto [d, smp] : members[size_t(s)]) {
-      double need = state + r.in_flight[size_t(s)] * costs.range_activation(d, a, z, smp);
-      if (need > r.memory_fraction * costs.cl().devices[size_t(d)].memory_bytes)
+    for (const auto& m : sums[size_t(s)]) {
+      const auto& p = *m.sums;
+      double act = (p.act_b[j] - p.act_b[i]) + (p.act_w[j] - p.act_w[i]);
+      if (state + r.in_flight[size_t(s)] * act > m.usable)
         return false;
     }
     return true;

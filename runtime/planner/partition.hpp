@@ -39,13 +39,19 @@ public:
   /// Devices of one class have the same figures and cost the same.
   int figure_class(int device) const { return figure_class_[size_t(device)]; }
 
+  /// Prefix sums over layers (entry l: layers [0, l)) of F, B, W seconds and activation
+  /// bytes kept until B and until W, for `device` at `samples` per micro-batch. The range
+  /// functions above read these; a caller that asks for many ranges of one device (the
+  /// partition's dynamic program) takes them once and skips the lookup.
+  struct prefix {
+    std::vector<double> f, b, w, act_b, act_w;
+  };
+  const prefix& sums(int device, int samples) const { return get(device, samples); }
+
   const cluster& cl() const { return *cluster_; }
   const profile_table& profiles() const { return *profiles_; }
 
 private:
-  struct prefix {
-    std::vector<double> f, b, w, act_b, act_w;
-  };
   const prefix& get(int device, int samples) const;
 
   const cluster* cluster_;

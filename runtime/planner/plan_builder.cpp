@@ -55,7 +55,8 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
         return std::nullopt;
       req.devices.push_back(devs);
       req.samples.push_back(stage_samples(costs, devs, b, o.proportional_samples));
-      req.in_flight.push_back(in_flight(o.schedule, s, stages, total_micro / pipelines));
+      int flight = in_flight(o.schedule, s, stages, total_micro / pipelines);
+      req.in_flight.push_back(o.max_in_flight > 0 ? std::min(flight, o.max_in_flight) : flight);
     }
     std::vector<int> bounds =
         o.balance_layers ? balance_layers(costs, req).bounds : uniform_bounds(layers, stages);
@@ -68,9 +69,11 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
       st.first_layer = bounds[size_t(s)];
       st.last_layer = bounds[size_t(s) + 1];
       if (s + 1 < stages) {
-        int here = c.devices[size_t(st.devices.front())].region;
-        int next = c.devices[size_t(pl.stages[size_t(s) + 1].front())].region;
-        st.send_compression = here != next ? o.cross_region : compression::none;
+        const device& here = c.devices[size_t(st.devices.front())];
+        const device& next = c.devices[size_t(pl.stages[size_t(s) + 1].front())];
+        st.send_compression = here.region != next.region ? o.cross_region
+                              : here.node != next.node   ? o.inter_node
+                                                         : compression::none;
       }
       pp.stages.push_back(std::move(st));
     }

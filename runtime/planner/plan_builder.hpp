@@ -22,11 +22,18 @@ struct build_options {
   schedule_kind schedule = schedule_kind::one_f_one_b;
   /// Applied to every hop between stages in different regions.
   compression cross_region = compression::none;
+  /// Applied to every hop between stages on different nodes of one region.
+  compression inter_node = compression::none;
   bool balance_layers = true;       ///< false: uniform split (Megatron, GPipe)
   bool proportional_samples = true; ///< false: equal samples per device
   bool proportional_micro = true;   ///< false: equal micro-batches per pipeline
   bool respect_memory = true;       ///< the layer split avoids out-of-memory stages
   double memory_fraction = device::usable_memory_fraction;
+  /// At most this many micro-batches in flight per stage when the layers are split under
+  /// memory (0: the schedule's own bound). For greedy schedules, which keep within each
+  /// stage's memory: the split may then give a stage more layers than the schedule's
+  /// usual depth would allow, and the schedule runs fewer micro-batches at once there.
+  int max_in_flight = 0;
   /// Which links weigh the pipelines' micro-batch counts (their bottleneck includes the
   /// slowest transfer between their stages).
   link_model links = link_model::real;

@@ -120,43 +120,58 @@ namespace {
 /// through memory, the traffic the simulator charges too (simulator_allreduce.cpp).
 constexpr double optimizer_traffic_per_state_byte = 1.75;
 
-/// Pipeline `pi`'s makespan under its schedule; a greedy schedule that cannot hold one
-/// micro-batch is priced as ZB-H1 and clears `fits`.
-double pipeline_makespan(const std::vector<stage_cost>& sc, const pipeline_plan& pp, bool& fits) {
+/// Pipeline `pp`'s timing under its schedule. A greedy schedule that cannot hold one
+/// micro-batch is priced as ZB-H1 and clears `fits`; its peak is then the one micro-batch
+/// that greedy would need at least, so the shortfall says how far the plan is from fitting.
+schedule_timing pipeline_timing(const std::vector<stage_cost>& sc, const pipeline_plan& pp,
+                                bool& fits) {
   const int stages = static_cast<int>(sc.size());
   try {
     pipeline_schedule sched = pp.schedule == schedule_kind::greedy
                                   ? make_greedy_schedule(sc, pp.micro_batches)
                                   : make_schedule(pp.schedule, stages, pp.micro_batches);
-    return time_schedule(sched, sc).makespan;
+    return time_schedule(sched, sc);
   } catch (const std::invalid_argument&) {
     fits = false;
-    return time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc)
-        .makespan;
+    schedule_timing t =
+        time_schedule(make_schedule(schedule_kind::zb_h1, stages, pp.micro_batches), sc);
+    for (int s = 0; s < stages; ++s)
+      t.peak_bytes[size_t(s)] =
+          std::max(sc[size_t(s)].activation_bytes, sc[size_t(s)].weight_grad_bytes);
+    return t;
   }
 }
 
 /// Whether each distinct member (figure class, samples, memory) of pipeline `pp`'s stages
-/// holds its state and in-flight activations (clears e.fits if not), and the slowest
-/// optimizer step among them (raises e.optimizer_s).
-void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp, double memory_fraction,
-                        plan_estimate& e) {
+/// holds its state and the activations its schedule keeps at its peak (clears e.fits if
+/// not), and the slowest optimizer step among them (raises e.optimizer_s). The timing's
+/// peak is the stage's, priced at its largest member's activation sizes; a member with
+/// fewer samples keeps the same micro-batches in flight, so its peak scales with its sizes.
+void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
+                        const std::vector<stage_cost>& sc, const schedule_timing& timing,
+                        double memory_fraction, plan_estimate& e) {
   const cluster& c = costs.cl();
   const int stages = static_cast<int>(pp.stages.size());
   for (int s = 0; s < stages; ++s) {
     const stage_plan& st = pp.stages[size_t(s)];
-    int flight = in_flight(pp.schedule, s, stages, pp.micro_batches);
+    const stage_cost& cost = sc[size_t(s)];
     double state = costs.range_state(st.first_layer, st.last_layer);
     std::set<std::tuple<int, int, double>> seen;
     for (size_t i = 0; i < st.devices.size(); ++i) {
-      int d = st.devices[i];
-      if (!seen.emplace(costs.figure_class(d), st.samples[i], c.devices[size_t(d)].memory_bytes)
-               .second)
+      int d = st.devices[i], n = st.samples[i];
+      if (!seen.emplace(costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes).second)
         continue;
-      double need =
-          state + flight * costs.range_activation(d, st.first_layer, st.last_layer, st.samples[i]);
-      if (need > memory_fraction * c.devices[size_t(d)].memory_bytes)
+      const double scale = std::max(
+          costs.range_act_until_b(d, st.first_layer, st.last_layer, n) / cost.activation_bytes,
+          costs.range_act_until_w(d, st.first_layer, st.last_layer, n) / cost.weight_grad_bytes);
+      double need = state + timing.peak_bytes[size_t(s)] * std::min(1.0, scale);
+      const double usable = memory_fraction * c.devices[size_t(d)].memory_bytes;
+      if (need > usable) {
         e.fits = false;
+        // The plan's shortfall is its worst device's.
+        if (e.shortfall.device < 0 || need / usable > e.shortfall.need / e.shortfall.usable)
+          e.shortfall = {d, need, usable};
+      }
       e.optimizer_s = std::max(e.optimizer_s, optimizer_traffic_per_state_byte * state /
                                                   c.devices[size_t(d)].mem_bandwidth_Bps);
     }
@@ -219,6 +234,14 @@ double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link
 
 } // namespace
 
+double compute_bound_s(const cost_cache& costs, const plan& p) {
+  double bound = 0;
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi)
+    for (const auto& sc : pipeline_costs(costs, p, pi, link_model::real))
+      bound = std::max(bound, p.pipelines[size_t(pi)].micro_batches * (sc.f + sc.b + sc.w));
+  return bound;
+}
+
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
                             double memory_fraction) {
   const cluster& c = costs.cl();
@@ -228,8 +251,9 @@ plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model m
   for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
     const pipeline_plan& pp = p.pipelines[size_t(pi)];
     const auto sc = pipeline_costs(costs, p, pi, model);
-    e.pipeline_s = std::max(e.pipeline_s, pipeline_makespan(sc, pp, e.fits));
-    price_stage_memory(costs, pp, memory_fraction, e);
+    const schedule_timing timing = pipeline_timing(sc, pp, e.fits);
+    e.pipeline_s = std::max(e.pipeline_s, timing.makespan);
+    price_stage_memory(costs, pp, sc, timing, memory_fraction, e);
     for (const auto& st : pp.stages) {
       cuts.insert(st.first_layer);
       cuts.insert(st.last_layer);

@@ -11,6 +11,19 @@ enum class link_model {
   uniform, ///< every pair of nodes joined by the same-region default (Metis's assumption)
 };
 
+/// Where a plan overflows memory most: the device whose need exceeds its usable memory by
+/// the largest factor. device = -1 when every device fits.
+struct memory_shortfall {
+  int device = -1;
+  double need = 0;   ///< its peak: state and the activations its schedule keeps
+  double usable = 0; ///< the memory the plan may use on it
+
+  /// Whether this overflow is smaller than `o`'s (any overflow is smaller than none known).
+  bool closer_than(const memory_shortfall& o) const {
+    return device >= 0 && (o.device < 0 || need / usable < o.need / o.usable);
+  }
+};
+
 /// A closed-form step time, cheap enough to rank thousands of candidates before the
 /// simulator scores the few best. Pipelines are timed with time_schedule over per-stage
 /// costs (slowest device of the stage, transfers over the slowest link between stages);
@@ -22,7 +35,8 @@ struct plan_estimate {
   double allreduce_s = 0; ///< slowest holder set's all-reduce
   double optimizer_s = 0;
   double samples_per_s = 0;
-  bool fits = true; ///< every device within its memory (same rule as the partition)
+  bool fits = true;           ///< every device within its memory (same rule as the partition)
+  memory_shortfall shortfall; ///< where it overflows most, when it does not fit
 };
 
 link_params effective_link(const cluster& c, int a, int b, link_model model);
@@ -34,6 +48,12 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
 /// Ring all-reduce of `bytes` over `devices` (sorted by id), flat or hierarchical by node.
 double allreduce_time(const cluster& c, const std::vector<int>& devices, double bytes,
                       link_model model);
+
+/// A lower bound on the plan's step time under any schedule: each stage runs its F, B and
+/// W of every micro-batch one after the other, so the busiest stage's total op time
+/// (micro-batches times its slowest member's F + B + W, the simulator's op times) passes
+/// before the step ends.
+double compute_bound_s(const cost_cache& costs, const plan& p);
 
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
                             double memory_fraction = device::usable_memory_fraction);

@@ -13,6 +13,10 @@
 
 namespace deepcee::runtime {
 
+/// ideal_samples_per_s tries micro-batches of 1 to 64 samples: past that a device's
+/// roofline is flat.
+constexpr int ideal_max_micro_batch = 64;
+
 /// GPT-3's tokens per step (planner.hpp's default_global_batch).
 constexpr int default_tokens_per_step = 1 << 19;
 
@@ -49,6 +53,28 @@ void check_model_fits(const cluster& c, const model_spec& model,
                    " of state, more than the largest device's " + format_bytes(largest_device));
 }
 
+double ideal_samples_per_s(const cluster& c, const profile_table& profiles) {
+  cost_cache costs(c, profiles);
+  double sum = 0;
+  for (const auto& d : c.devices) {
+    double best = 0;
+    for (int n = 1; n <= ideal_max_micro_batch; n *= 2)
+      best = std::max(best, costs.speed(d.id, n));
+    sum += best;
+  }
+  return sum;
+}
+
+memory_shortfall worst_shortfall(const cluster& c, const sim_result& s) {
+  memory_shortfall worst;
+  for (const auto& d : s.devices) {
+    const double usable = c.devices[size_t(d.device)].usable_memory_bytes();
+    if (d.out_of_memory && (worst.device < 0 || d.peak_bytes / usable > worst.need / worst.usable))
+      worst = {d.device, d.peak_bytes, usable};
+  }
+  return worst;
+}
+
 namespace {
 
 /// Candidates the simulator scores when planner_options::simulate_top_k is 0. The
@@ -59,10 +85,6 @@ constexpr size_t top_k_medium_cluster = 256;
 constexpr int top_k_small = 12;
 constexpr int top_k_medium = 6;
 constexpr int top_k_large = 3;
-
-/// The best 3 of the shortlist are also simulated with the greedy zero-bubble schedule: it
-/// is the slowest schedule to build, so only the plans likeliest to win get it.
-constexpr size_t greedy_shortlist = 3;
 
 /// exclusion_reason takes the slowest link from a left-out group to each device of the plan
 /// when the plan has at most 64 devices; a larger plan is judged by the link to its first
@@ -118,21 +140,57 @@ int global_batch_of(const planner_options& options, const model_spec& model) {
   return options.global_batch > 0 ? options.global_batch : default_global_batch(model.config);
 }
 
-/// The fastest plan so far and its simulation.
+/// The fastest plan so far that fits memory and its simulation; of those that do not fit,
+/// the closest (the smallest worst overflow), for the error when none fits.
 struct best_plan {
+  const cluster& c;
   std::optional<plan> p;
   sim_result sim;
+  memory_shortfall closest;
 
-  /// Whether a plan simulated as `s` would replace it (the first always does).
-  bool beaten_by(const sim_result& s) const { return !p || ranks_faster(s, sim); }
+  /// Whether a plan simulated as `s` would replace it (the first that fits always does).
+  bool beaten_by(const sim_result& s) const {
+    return !s.out_of_memory && (!p || ranks_faster(s, sim));
+  }
 
   void offer(plan candidate, sim_result s) {
+    if (s.out_of_memory) {
+      note_unfit(s);
+      return;
+    }
     if (beaten_by(s)) {
       p = std::move(candidate);
       sim = std::move(s);
     }
   }
+
+  void note_unfit(const sim_result& s) { note_unfit(worst_shortfall(c, s)); }
+  void note_unfit(const memory_shortfall& m) {
+    if (m.closer_than(closest))
+      closest = m;
+  }
 };
+
+/// Input error: no plan found fits memory. One line: the model, the closest plan's worst
+/// device and its need, and the largest device's usable memory.
+[[noreturn]] void fail_no_plan_fits(const cluster& c, const model_spec& model,
+                                    const memory_shortfall& closest,
+                                    const std::filesystem::path& source) {
+  const device* largest = &c.devices.front();
+  for (const auto& d : c.devices)
+    if (d.memory_bytes > largest->memory_bytes)
+      largest = &d;
+  std::string what = "model " + model.name + " fits no plan in memory: the smallest per-device ";
+  if (closest.device >= 0)
+    what += "need found is " + format_bytes(closest.need) + " on " +
+            c.devices[size_t(closest.device)].name + " (" + format_bytes(closest.usable) +
+            " usable)";
+  else
+    what += "need is unknown (no plan could be built)";
+  fail_input(source, 0,
+             what + "; the largest device, " + largest->name + ", has " +
+                 format_bytes(largest->usable_memory_bytes()) + " usable");
+}
 
 /// Every device some stage of `p` uses.
 std::set<int> devices_used(const plan& p) {
@@ -180,34 +238,40 @@ std::string exclusion_reason(const cluster& c, const network_group& g, const pla
   return why + buf;
 }
 
-/// The shortlist's fastest plan by the simulator. The best few are also tried with the
-/// greedy schedule: it sees the real heterogeneous stage costs, which a fixed schedule
-/// cannot.
-best_plan simulate_shortlist(const search_outcome& found, const planner_options& options,
-                             plan_scorer& score) {
+/// The shortlist's fastest plan by the simulator. Each is also tried with the greedy
+/// schedule, which sees the real heterogeneous stage costs that a fixed schedule cannot,
+/// unless it cannot win: no schedule runs a stage's ops faster than one after the other,
+/// so a plan whose busiest stage alone (compute_bound_s) takes longer than the best step so
+/// far is not simulated again.
+best_plan simulate_shortlist(const cost_cache& costs, const search_outcome& found,
+                             const planner_options& options, plan_scorer& score) {
   const bool try_greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                     schedule_kind::greedy) != options.schedules.end();
-  const int total =
-      static_cast<int>(found.ranked.size() +
-                       (try_greedy ? std::min(found.ranked.size(), size_t(greedy_shortlist)) : 0));
-  best_plan best;
+  // Progress counts each candidate and each greedy try, simulated or pruned.
+  const int total = static_cast<int>(found.ranked.size() * (try_greedy ? 2 : 1));
+  best_plan best{score.c, {}, {}, {}};
   int done = 0;
   score.on_simulated = [&](int simulated) {
     if (options.progress)
       options.progress({"simulate", ++done, total, found.estimated, simulated});
   };
-  for (size_t i = 0; i < found.ranked.size(); ++i) {
-    std::vector<plan> variants{found.ranked[i].p};
-    if (try_greedy && i < greedy_shortlist) {
-      plan g = found.ranked[i].p;
-      for (auto& pp : g.pipelines)
-        pp.schedule = schedule_kind::greedy;
-      variants.push_back(std::move(g));
+  const auto pruned = [&] { score.on_simulated(score.simulated); };
+  for (const auto& candidate : found.ranked)
+    best.offer(candidate.p, score(candidate.p));
+  if (!try_greedy)
+    return best;
+  for (const auto& candidate : found.ranked) {
+    if (candidate.p.pipelines.front().schedule == schedule_kind::greedy ||
+        (best.p && candidate.p.global_batch() / compute_bound_s(costs, candidate.p) <=
+                       best.sim.samples_per_s)) {
+      pruned();
+      continue;
     }
-    for (auto& v : variants) {
-      sim_result s = score(v);
-      best.offer(std::move(v), std::move(s));
-    }
+    plan g = candidate.p;
+    for (auto& pp : g.pipelines)
+      pp.schedule = schedule_kind::greedy;
+    sim_result s = score(g);
+    best.offer(std::move(g), std::move(s));
   }
   return best;
 }
@@ -237,13 +301,16 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
 /// baselines; this makes it a guarantee), and says so in `origin`.
 void fall_back_to_baselines(const std::vector<strategy_result>& rows, best_plan& best,
                             std::string& origin) {
-  for (const auto& row : rows)
-    if (row.chosen && !row.sim.out_of_memory && best.beaten_by(row.sim)) {
+  for (const auto& row : rows) {
+    if (row.chosen && row.sim.out_of_memory)
+      best.note_unfit(row.sim);
+    if (row.chosen && best.beaten_by(row.sim)) {
       best.p = row.chosen;
       best.p->strategy = "deepcee";
       best.sim = row.sim;
       origin = "baseline " + row.strategy + " (no searched plan was faster)";
     }
+  }
 }
 
 /// Which devices `best` leaves out, and why, by device: too small for any layer, in a left-out
@@ -281,11 +348,13 @@ std::vector<excluded_device> excluded_devices(const cluster& c, const grouping& 
   return out;
 }
 
-/// Index of the fastest row that has a plan (planner_report::best_baseline), -1: none.
+/// Index of the fastest row whose plan fits memory (planner_report::best_baseline), -1:
+/// none.
 int fastest_baseline(const std::vector<strategy_result>& rows) {
   int best = -1;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].chosen && (best < 0 || ranks_faster(rows[i].sim, rows[size_t(best)].sim)))
+    if (rows[i].chosen && !rows[i].sim.out_of_memory &&
+        (best < 0 || ranks_faster(rows[i].sim, rows[size_t(best)].sim)))
       best = static_cast<int>(i);
   return best;
 }
@@ -323,12 +392,15 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   search_outcome found =
       search_candidates(costs, r.groups, r.global_batch, search_options, size_t(top_k));
   r.plans_estimated = found.estimated;
-  best_plan best = simulate_shortlist(found, options, score);
+  best_plan best = simulate_shortlist(costs, found, options, score);
   score.on_simulated = nullptr;
   const std::vector<double> probe_rate = probe_left_out_groups(r.groups, found, score, best);
   r.origin = "search";
   if (options.compare_baselines)
     fall_back_to_baselines(r.strategies, best, r.origin);
+  best.note_unfit(found.closest);
+  if (!best.p && best.closest.device >= 0)
+    fail_no_plan_fits(c, model, best.closest, options.source);
   if (!best.p)
     fail_input(options.source, 0,
                "global batch " + std::to_string(r.global_batch) +

@@ -4,6 +4,7 @@
 #include "runtime/cluster/grouping.hpp"
 #include "runtime/cluster/profile.hpp"
 #include "runtime/plan/plan.hpp"
+#include "runtime/planner/plan_estimate.hpp"
 #include "runtime/sim/simulator.hpp"
 
 #include <filesystem>
@@ -33,7 +34,8 @@ struct planner_options {
   int global_batch = 0;
   std::vector<schedule_kind> schedules{schedule_kind::one_f_one_b, schedule_kind::zb_h1,
                                        schedule_kind::zb_h2, schedule_kind::greedy};
-  /// Encodings tried for transfers that cross regions.
+  /// Encodings tried for transfers between nodes: across regions, and on every hop between
+  /// nodes of a region (the runtime executes a plan's send_compression on any hop).
   std::vector<compression> compressions{compression::none, compression::bf16, compression::int8};
   /// Candidates the simulator scores after the closed-form ranking; 0 chooses by cluster
   /// size (the simulator's cost grows with devices and micro-batches).
@@ -88,6 +90,15 @@ struct planner_report {
   std::string origin;      ///< "search", or the baseline the plan was taken from
 };
 
+/// Where a simulated plan overflows memory most (memory_shortfall); device -1 when it fits.
+memory_shortfall worst_shortfall(const cluster& c, const sim_result& s);
+
+/// The sum over the cluster's devices of each one's samples/s training the whole model
+/// alone, without communication, memory or optimizer, at its fastest micro-batch of 1 to
+/// 64 samples: no plan can beat it, so a plan's share of it says what the search and the
+/// network leave on the table.
+double ideal_samples_per_s(const cluster& c, const profile_table& profiles);
+
 /// GPT-3's 0.5M tokens per step (its 125M model's batch), in sequences of the model's
 /// context, at least 1: 512 sequences for GPT-2 (1024 tokens), 256 for the 7B (2048).
 int default_global_batch(const model_config& model);
@@ -98,8 +109,11 @@ int default_global_batch(const model_config& model);
 void check_model_fits(const cluster& c, const model_spec& model,
                       const std::filesystem::path& source);
 
-/// Runs the search and the baselines. Throws input_error (naming options.source) when the
-/// model cannot fit or no plan can split the global batch.
+/// Runs the search and the baselines. The plan it returns fits every device's memory in the
+/// simulator; a baseline that does not is never the best baseline. Throws input_error
+/// (naming options.source) when the model cannot fit, when no plan can split the global
+/// batch, or when no plan found fits memory: one line with the model, the smallest
+/// per-device need of any plan found and the largest device's usable memory.
 planner_report plan_training(const cluster& c, const profile_table& profiles,
                              const planner_options& options);
 

@@ -3,6 +3,7 @@
 #include "runtime/base/units.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -27,19 +28,28 @@ constexpr int pipeline_counts[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96,
 
 /// Level 4: stages of one device each only for slices of at most 8 devices. A deeper
 /// pipeline needs as many micro-batches to fill, and the slices' nodes or compute groups
-/// already give shallower cuts of a large slice.
+/// already give shallower cuts of a large slice. A model that needs more than half as many
+/// devices to hold its state and one sample's activations raises the limit to twice that
+/// many (device_stage_limit): only deeper pipelines can hold it, and twice leaves room for
+/// layers that do not split evenly and for more micro-batches in flight.
 constexpr size_t max_slice_for_device_stages = 8;
 
 /// Kind-interleaved shapes: each pipeline cut into at most 4 contiguous stages, like
 /// Metis's device groups.
 constexpr int max_interleaved_stages = 4;
 
-/// Level 5: micro-batch sizes per layout, spread over the divisors of the batch that suit
-/// it (plan_builder.hpp's thin): 6, or 4 on clusters of more than 256 devices, where each
-/// estimate costs more.
-constexpr size_t micro_batch_sizes = 6;
+/// Level 5: every divisor of the batch that suits the layout is a micro-batch size (each
+/// plan is then kept or pruned by its own bound). On clusters of more than 256 devices 4
+/// are spread over them (plan_builder.hpp's thin), and only cross-region hops are
+/// compressed: there each estimate costs milliseconds and the layouts number thousands,
+/// so all of them would cost minutes of search.
 constexpr size_t micro_batch_sizes_large_cluster = 4;
 constexpr size_t large_cluster_devices = 256;
+
+/// Level 6 when no fixed schedule fits memory: the layers are split for at most this many
+/// micro-batches in flight per stage. One always fits where any split does; more let the
+/// greedy schedule overlap more; beyond 4 the fixed schedules' own bounds are close.
+constexpr int greedy_in_flight_caps[] = {1, 2, 4};
 
 /// The pool of priced candidates is ranked and cut back to 4 * keep whenever it grows past
 /// 8 * keep + 64, so memory stays bounded however many shapes there are and the sort runs
@@ -59,6 +69,7 @@ struct context {
   std::vector<int> compute_of; ///< device -> compute group, numbered fastest first per group
   std::vector<int> node_of;    ///< device -> node
   std::vector<bool> usable;
+  size_t device_stage_limit = max_slice_for_device_stages; ///< largest slice cut by device
 };
 
 double sum_speed(const context& x, const std::vector<int>& devices) {
@@ -241,13 +252,40 @@ stage_list stages_of(const context& x, const std::vector<int>& slice, stage_mode
   return {slice};
 }
 
-bool crosses_regions(const cluster& c, const std::vector<pipeline_layout>& layout) {
+/// Which kinds of hop between stages a layout has (by the stages' first devices).
+struct hop_kinds {
+  bool cross_region = false;
+  bool inter_node = false; ///< between nodes of one region
+};
+
+hop_kinds hops_of(const cluster& c, const std::vector<pipeline_layout>& layout) {
+  hop_kinds h;
   for (const auto& pl : layout)
-    for (size_t s = 0; s + 1 < pl.stages.size(); ++s)
-      if (c.devices[size_t(pl.stages[s].front())].region !=
-          c.devices[size_t(pl.stages[s + 1].front())].region)
-        return true;
-  return false;
+    for (size_t s = 0; s + 1 < pl.stages.size(); ++s) {
+      const device& a = c.devices[size_t(pl.stages[s].front())];
+      const device& b = c.devices[size_t(pl.stages[s + 1].front())];
+      h.cross_region = h.cross_region || a.region != b.region;
+      h.inter_node = h.inter_node || (a.region == b.region && a.node != b.node);
+    }
+  return h;
+}
+
+/// The encodings a layout's plans try, as (across regions, between nodes of a region):
+/// none; each encoding across regions alone (the WAN is the slowest hop); each on every
+/// hop between nodes. Hops inside a node stay fp32: their links are fast enough that the
+/// bytes saved do not pay for the precision lost.
+std::vector<std::pair<compression, compression>> encodings(const planner_options& options,
+                                                           const hop_kinds& hops) {
+  std::vector<std::pair<compression, compression>> out{{compression::none, compression::none}};
+  for (compression comp : options.compressions) {
+    if (comp == compression::none)
+      continue;
+    if (hops.cross_region)
+      out.emplace_back(comp, compression::none);
+    if (hops.inter_node)
+      out.emplace_back(hops.cross_region ? comp : compression::none, comp);
+  }
+  return out;
 }
 
 /// Micro-batches times the slowest stage or transfer: no schedule beats it.
@@ -294,6 +332,22 @@ context index_devices(const cost_cache& costs, const grouping& groups, int batch
   return x;
 }
 
+/// The fewest devices (largest memory first) that can hold the model's state and one
+/// sample's activations between them: no plan over fewer devices fits.
+size_t devices_to_hold_model(const context& x) {
+  const cluster& c = x.costs.cl();
+  const int layers = x.costs.layer_count();
+  double need = x.costs.range_state(0, layers) + x.costs.range_activation(0, 0, layers, 1);
+  std::vector<double> memory;
+  for (const auto& d : c.devices)
+    memory.push_back(x.options.memory_fraction * d.memory_bytes);
+  std::sort(memory.begin(), memory.end(), std::greater<>());
+  size_t n = 0;
+  for (; n < memory.size() && need > 0; ++n)
+    need -= memory[n];
+  return n;
+}
+
 /// Marks unusable, and reports, each device that cannot hold the smallest layer with one
 /// sample: it can serve no stage.
 std::vector<excluded_device> exclude_too_small(context& x) {
@@ -315,6 +369,20 @@ std::vector<excluded_device> exclude_too_small(context& x) {
   return out;
 }
 
+/// The options of a deepcee plan of micro-batch size `b` and encodings `comp` (across
+/// regions, between nodes of a region).
+build_options layout_options(const planner_options& options, int b,
+                             std::pair<compression, compression> comp) {
+  build_options o;
+  o.strategy = "deepcee";
+  o.model_name = options.model_name;
+  o.micro_batch_size = b;
+  o.cross_region = comp.first;
+  o.inter_node = comp.second;
+  o.memory_fraction = options.memory_fraction;
+  return o;
+}
+
 /// What the search has found so far: the priced candidates, the best step time among those
 /// that fit (the prune's reference) and the layouts already tried.
 struct search_state {
@@ -332,10 +400,11 @@ void rank(std::vector<search_candidate>& pool) {
 }
 
 /// Prices plan `p` unless its lower bound rules it out, and keeps it; it is also the best
-/// plan of each network group it uses when it fits and is faster than the last.
-void consider(search_state& s, plan p, const std::vector<int>& used_groups) {
+/// plan of each network group it uses when it fits and is faster than the last. Returns
+/// false when it was priced and does not fit memory.
+bool consider(search_state& s, plan p, const std::vector<int>& used_groups) {
   if (lower_bound(s.x.costs, p) > search_prune_factor * s.best_step)
-    return;
+    return true;
   plan_estimate e = estimate_plan(s.x.costs, p, link_model::real, s.x.options.memory_fraction);
   ++s.out.estimated;
   if (e.fits) {
@@ -346,43 +415,72 @@ void consider(search_state& s, plan p, const std::vector<int>& used_groups) {
       }
     }
     s.best_step = std::min(s.best_step, e.step_s);
+  } else if (e.shortfall.closer_than(s.out.closest)) {
+    s.out.closest = e.shortfall;
   }
+  const bool fits = e.fits;
   s.pool.push_back({std::move(p), e, used_groups});
   if (s.pool.size() > pool_limit_per_kept * s.keep + pool_limit_slack) {
     rank(s.pool);
     s.pool.resize(pool_cut_per_kept * s.keep);
   }
+  return fits;
+}
+
+/// Level 6 when memory is short: a micro-batch size and compression for which no fixed
+/// schedule fits memory gets greedy schedules instead, their layers split for at most
+/// 1, 2 or 4 micro-batches in flight per stage (greedy_in_flight_caps), each priced. The greedy
+/// scheduler keeps each stage within its memory, so it runs as many micro-batches at once
+/// as the stage holds: the way a model larger than the devices' memory still trains.
+void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>& layout,
+                             build_options o, const std::vector<int>& used_groups) {
+  o.schedule = schedule_kind::greedy;
+  for (int cap : greedy_in_flight_caps) {
+    o.max_in_flight = cap;
+    auto p = build_plan(s.x.costs, layout, s.x.batch, o);
+    // The split for one micro-batch in flight is the easiest to fit: when it does not, a
+    // split for more cannot either.
+    if (!p || (!consider(s, std::move(*p), used_groups) && cap == greedy_in_flight_caps[0]))
+      return;
+  }
 }
 
 /// Levels 5 and 6 for one layout: plans for each micro-batch size, schedule and (for hops
 /// that cross regions) compression. Greedy is left to the planner, which tries it on the
-/// simulator's shortlist: it needs the real stage costs and is the slowest to build.
+/// simulator's shortlist (it needs the real stage costs and is the slowest to build),
+/// except where no fixed schedule fits memory (price_greedy_for_memory).
 void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, size_t widest,
                   int pipes, const std::vector<int>& used_groups) {
   const cluster& c = s.x.costs.cl();
   const planner_options& options = s.x.options;
   const int batch = s.x.batch;
-  const bool cross = crosses_regions(c, layout);
-  const size_t sizes = c.devices.size() > large_cluster_devices ? micro_batch_sizes_large_cluster
-                                                                : micro_batch_sizes;
-  for (int b : thin(divisors_between(batch, static_cast<int>(widest), batch / pipes), sizes))
+  hop_kinds hops = hops_of(c, layout);
+  hops.inter_node = hops.inter_node && c.devices.size() <= large_cluster_devices;
+  const auto comps = encodings(options, hops);
+  const bool greedy = std::find(options.schedules.begin(), options.schedules.end(),
+                                schedule_kind::greedy) != options.schedules.end();
+  std::vector<int> sizes = divisors_between(batch, static_cast<int>(widest), batch / pipes);
+  if (c.devices.size() > large_cluster_devices)
+    sizes = thin(sizes, micro_batch_sizes_large_cluster);
+  for (int b : sizes) {
+    std::vector<char> fitted(comps.size(), 0), built(comps.size(), 0);
     for (schedule_kind kind : options.schedules) {
       if (kind == schedule_kind::greedy)
         continue;
-      for (compression comp : options.compressions) {
-        if (!cross && comp != compression::none)
-          continue;
-        build_options o;
-        o.strategy = "deepcee";
-        o.model_name = options.model_name;
-        o.micro_batch_size = b;
+      for (size_t k = 0; k < comps.size(); ++k) {
+        build_options o = layout_options(options, b, comps[k]);
         o.schedule = kind;
-        o.cross_region = comp;
-        o.memory_fraction = options.memory_fraction;
-        if (auto p = build_plan(s.x.costs, layout, batch, o))
-          consider(s, std::move(*p), used_groups);
+        if (auto p = build_plan(s.x.costs, layout, batch, o)) {
+          built[k] = 1;
+          fitted[k] = consider(s, std::move(*p), used_groups) || fitted[k];
+        }
       }
     }
+    if (greedy)
+      for (size_t k = 0; k < comps.size(); ++k)
+        if (built[k] && !fitted[k])
+          price_greedy_for_memory(s, layout, layout_options(options, b, comps[k]), used_groups);
+  }
 }
 
 /// Prices `layout` unless an identical one was tried before (from another use set or
@@ -412,7 +510,7 @@ sliced_layout(const context& x, const std::vector<stage_list>& group_slices, int
     auto& stages = layout[size_t(pi)].stages;
     for (const auto& gs : group_slices) {
       const auto& slice = gs[size_t(pi)];
-      if (mode == stage_mode::devices && slice.size() > max_slice_for_device_stages)
+      if (mode == stage_mode::devices && slice.size() > x.device_stage_limit)
         return std::nullopt;
       for (auto& st : stages_of(x, slice, mode))
         stages.push_back(std::move(st));
@@ -479,6 +577,7 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   out.best_rate_with_group.assign(groups.network.size(), 0.0);
   out.best_with_group.assign(groups.network.size(), std::nullopt);
   out.too_small = exclude_too_small(x);
+  x.device_stage_limit = std::max(max_slice_for_device_stages, 2 * devices_to_hold_model(x));
   search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}};
   const auto uses = use_sets(x);
   for (size_t i = 0; i < uses.size(); ++i) {

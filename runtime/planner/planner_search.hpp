@@ -35,6 +35,8 @@ struct search_outcome {
   /// Per network group: the best-estimated plan that used it and fits memory, so the
   /// planner can simulate it before saying why the group was left out.
   std::vector<std::optional<search_candidate>> best_with_group;
+  /// Of the plans priced that do not fit memory, the smallest overflow (by the estimate).
+  memory_shortfall closest;
   /// Devices that cannot hold any layer with one sample, with the reason.
   std::vector<excluded_device> too_small;
 };
@@ -45,9 +47,10 @@ struct search_outcome {
 /// nearest by link cost, so cross-region hops are few); (3) P pipelines, each network
 /// group's devices cut into P slices of equal speed (whole nodes where possible);
 /// (4) stages inside a slice (the whole slice, its nodes, its compute groups or its
-/// devices), never spanning two network groups; (5) micro-batch size; (6) schedule and
-/// compression of cross-region hops. Layers are balanced per pipeline by the dynamic
-/// program of partition.hpp under memory; samples and micro-batches are proportional to
+/// devices), never spanning two network groups; (5) micro-batch size (every divisor of the
+/// batch up to 256 devices); (6) schedule (greedy where no fixed one fits memory) and
+/// compression of cross-region hops and of hops between nodes. Layers are balanced per pipeline by
+/// the dynamic program of partition.hpp under memory; samples and micro-batches are proportional to
 /// speed. A shape whose lower bound (micro-batches times its slowest stage) already
 /// exceeds search_prune_factor times the best estimate so far is not priced.
 search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int global_batch,

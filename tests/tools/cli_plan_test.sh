@@ -95,6 +95,17 @@ expect_error "batch of zero" "batch" -- plan --cluster "$cluster" --model small 
 expect_error "unknown model" "nosuch" -- plan --cluster "$cluster" --model nosuch
 expect_error "missing plan" "nothing\.json" -- simulate --cluster "$cluster" --plan "$work/nothing.json"
 expect_error "truncated plan" "truncated\.json" -- simulate --cluster "$cluster" --plan "$work/truncated.json"
+# Eight 16 GB cards hold the 7b model's state between them but no plan fits its activations.
+cat >"$work/t4x8.toml" <<'TOML'
+[[region]]
+name = "r"
+tier = "cloud"
+[[node]]
+name = "n"
+region = "r"
+devices = [{ kind = "T4", count = 8 }]
+TOML
+expect_error "no plan fits memory" "t4x8\.toml: model 7b fits no plan in memory: the smallest per-device need found is .* GB on n/[0-9]+ .*; the largest device, n/0, has .* GB usable" -- plan --cluster "$work/t4x8.toml" --model 7b --batch 16
 
 if ((failures > 0)); then
   echo "$failures failure(s)"
