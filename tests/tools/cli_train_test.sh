@@ -94,7 +94,7 @@ fi
 # Sizes this machine cannot hold, what cannot be a corpus, bounds (issue 13): refused up
 # front at the key's line, nothing written.
 sed 's/n_layer = 1/n_layer = 1000000/' "$work/tiny.toml" >"$work/huge.toml"
-expect_error "model larger than memory" "huge\.toml:7: .*needs at least .* but this machine has" -- train --config "$work/huge.toml" --out "$work/bad12"
+expect_error "model larger than memory" "huge\.toml:6: .*needs at least .* but this machine has" -- train --config "$work/huge.toml" --out "$work/bad12"
 printf 'threads = 100000\n' >"$work/threads.toml"
 expect_error "threads beyond the cores" "threads\.toml:1: .*cores" -- train --config "$work/threads.toml" --out "$work/bad13"
 printf 'batch = 2147483647\n' >"$work/bigbatch.toml"
