@@ -1,6 +1,8 @@
 // deepcee eval: validation loss of a checkpoint.
 #include "kernels/train/checkpoint.hpp"
 #include "kernels/train/trainer.hpp"
+#include "runtime/base/errors.hpp"
+#include "runtime/base/host_resources.hpp"
 #include "runtime/base/train_config.hpp"
 #include "tools/commands.hpp"
 #include "tools/run_directory.hpp"
@@ -19,7 +21,20 @@ struct eval_options {
 };
 
 int run_eval(const eval_options& o) {
+  if (o.batch < 1 || o.batch > runtime::max_batch || o.batches < 1 ||
+      o.batches > runtime::max_eval_batches)
+    runtime::fail_input("command line", 0,
+                        "--batch must be in 1.." + std::to_string(runtime::max_batch) +
+                            " and --batches in 1.." + std::to_string(runtime::max_eval_batches));
   kernels::checkpoint_info info = kernels::read_checkpoint_info(o.checkpoint);
+  const auto host = runtime::probe_host();
+  if (auto problem = runtime::threads_problem(o.threads, host); !problem.empty())
+    runtime::fail_input("--threads", 0, problem);
+  if (auto problem =
+          runtime::memory_problem(runtime::evaluation_bytes(info.model, o.batch), host,
+                                  "evaluating its model on batches of " + std::to_string(o.batch));
+      !problem.empty())
+    runtime::fail_input(o.checkpoint, 0, problem);
   auto corpus = runtime::text_corpus::load(o.data, o.val_fraction);
   corpus.require_context(info.model.context);
   auto be = open_backend(o.device, o.threads, false);

@@ -53,10 +53,11 @@ int run_plan(const plan_options& o) {
   po.source = o.cluster;
   po.simulate_top_k = o.top_k;
   if (o.batch) {
-    if (*o.batch < 1)
+    if (*o.batch < 1 || *o.batch > runtime::max_batch)
       runtime::fail_input(o.cluster, 0,
                           "--batch " + std::to_string(*o.batch) +
-                              ": the global batch must be at least 1");
+                              ": the global batch must be in 1.." +
+                              std::to_string(runtime::max_batch));
     po.global_batch = *o.batch;
   }
   // The search can take minutes on large clusters: say where it is (stderr, after 1 s).

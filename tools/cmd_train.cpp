@@ -1,7 +1,9 @@
 // deepcee train: single-device training with a progress bar, metrics files and
 // checkpoints in a run directory.
+#include "kernels/device/make_backend.hpp"
 #include "kernels/train/trainer.hpp"
 #include "runtime/base/errors.hpp"
+#include "runtime/base/host_resources.hpp"
 #include "runtime/io/metrics_writer.hpp"
 #include "runtime/io/train_config_toml.hpp"
 #include "tools/commands.hpp"
@@ -31,16 +33,18 @@ runtime::train_config effective_config(const train_options& o) {
       o.config
           ? runtime::load_train_config(*o.config)
           : runtime::parse_train_config(embedded_single_toml, "configs/single.toml (built in)");
-  if (o.steps)
-    c.steps = *o.steps;
-  if (o.batch)
-    c.batch = *o.batch;
-  if (o.threads)
-    c.threads = *o.threads;
-  if (o.seed)
-    c.seed = *o.seed;
-  if (o.device)
-    c.device = *o.device;
+  // A value a flag sets is no longer the file's: errors about it name no line.
+  auto set = [&c](auto& field, const auto& flag, const char* key) {
+    if (flag) {
+      field = *flag;
+      c.origin.lines.erase(key);
+    }
+  };
+  set(c.steps, o.steps, "steps");
+  set(c.batch, o.batch, "batch");
+  set(c.threads, o.threads, "threads");
+  set(c.seed, o.seed, "seed");
+  set(c.device, o.device, "device");
   if (o.data)
     c.data.path = std::filesystem::absolute(*o.data);
   if (o.metrics)
@@ -123,6 +127,10 @@ void print_setup(const runtime::train_config& c, kernels::trainer& t,
 
 int run_train(const train_options& o) {
   runtime::train_config c = effective_config(o);
+  runtime::require_fits_host(c, runtime::probe_host(), runtime::batch_use::whole);
+  if (c.device == "cuda" && !o.device && kernels::visible_cuda_devices() == 0)
+    runtime::fail_input(c.origin.file, c.origin.line("device"),
+                        "device = \"cuda\", but " + kernels::no_cuda_devices_reason());
   auto corpus = runtime::text_corpus::load(c.data.path, c.data.val_fraction);
   corpus.require_context(c.model.context);
   auto be = open_backend(c.device, c.threads, c.bf16);

@@ -1,6 +1,7 @@
 #include "tools/job_setup.hpp"
 
 #include "runtime/base/errors.hpp"
+#include "runtime/base/host_resources.hpp"
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/io/train_config_toml.hpp"
@@ -23,6 +24,7 @@ resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool a
   if (o.plan)
     job.plan_path = std::filesystem::absolute(*o.plan);
   runtime::validate(job.train, "command line");
+  runtime::require_fits_host(job.train, runtime::probe_host(), runtime::batch_use::spread);
   auto corpus = std::make_shared<const runtime::text_corpus>(
       runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
   runtime::profile_table profile(runtime::make_model_spec(job.train.model, job.model_name));

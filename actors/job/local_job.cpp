@@ -37,7 +37,8 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
   // Real GPUs: a job that cannot have them stops here, named, not in a device actor.
   if (mode.time != runtime::time_mode::dry && train.device == "cuda" &&
       kernels::visible_cuda_devices() == 0)
-    runtime::fail_input("job", 0,
+    runtime::fail_input(train.origin.file.empty() ? "job" : train.origin.file,
+                        train.origin.line("device"),
                         "[train] device = \"cuda\", but " + kernels::no_cuda_devices_reason());
   job->epoch = std::chrono::steady_clock::now();
   return job;

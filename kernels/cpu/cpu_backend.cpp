@@ -29,23 +29,42 @@ public:
       return p;
     }
     void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) {
+      // Blocks of other sizes may be what stands in the way: return them and try again.
+      release_all();
+      p = std::aligned_alloc(64, bytes);
+    }
     if (p == nullptr)
       throw std::bad_alloc();
     return p;
   }
 
-  void give_back(void* p, size_t bytes) {
+  /// Called by tensor deleters, also while a bad_alloc unwinds: it must neither throw nor
+  /// need memory it cannot get, so a block that cannot be listed is freed instead.
+  void give_back(void* p, size_t bytes) noexcept {
     std::lock_guard lock(mutex_);
-    free_[bytes].push_back(p);
+    try {
+      free_[bytes].push_back(p);
+    } catch (...) {
+      std::free(p);
+    }
   }
 
 private:
+  /// With mutex_ held.
+  void release_all() noexcept {
+    for (auto& [_, blocks] : free_) {
+      for (void* p : blocks)
+        std::free(p);
+      blocks.clear();
+    }
+  }
+
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
 };
 
-cpu_backend::cpu_backend(int threads)
-  : threads_(threads), pool_(std::make_shared<block_pool>()) {
+cpu_backend::cpu_backend(int threads) : threads_(threads), pool_(std::make_shared<block_pool>()) {
   if (threads > 0)
     openblas_set_num_threads(threads);
 }
@@ -64,7 +83,7 @@ tensor cpu_backend::alloc(std::vector<int64_t> shape, dtype type) {
   size_t bytes = std::max<size_t>(probe.bytes(), 64);
   bytes = (bytes + 63) / 64 * 64;
   void* p = pool_->take(bytes);
-  auto deleter = [pool = pool_, bytes](void* q) { pool->give_back(q, bytes); };
+  auto deleter = [pool = pool_, bytes](void* q) noexcept { pool->give_back(q, bytes); };
   return tensor(std::shared_ptr<void>(p, deleter), std::move(shape), type);
 }
 
@@ -84,7 +103,9 @@ void cpu_backend::copy(float* dst, const float* src, int64_t n) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
-void cpu_backend::fill(float* x, float value, int64_t n) { std::fill(x, x + n, value); }
+void cpu_backend::fill(float* x, float value, int64_t n) {
+  std::fill(x, x + n, value);
+}
 
 void cpu_backend::gemm(const gemm_desc& d, const float* a, const float* b, float* c) {
   for (int i = 0; i < d.batch; ++i)

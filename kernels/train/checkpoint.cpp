@@ -5,12 +5,15 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <span>
 
 namespace deepcee::kernels {
 namespace {
 
 const std::string exp_avg = "optimizer.exp_avg.";
 const std::string exp_avg_sq = "optimizer.exp_avg_sq.";
+const std::string checkpoint_format = "deepcee-checkpoint-1";
 
 runtime::named_tensor to_named(backend& be, const std::string& name, const tensor& t) {
   return runtime::named_tensor::f32(name, t.shape(), be.to_host<float>(t));
@@ -24,7 +27,7 @@ std::string exact_text(double x) {
 }
 
 std::map<std::string, std::string> metadata(const checkpoint_info& info) {
-  return {{"format", "deepcee-checkpoint-1"},
+  return {{"format", checkpoint_format},
           {"clock_s", exact_text(info.clock_s)},
           {"step", std::to_string(info.step)},
           {"seed", std::to_string(info.seed)},
@@ -35,26 +38,58 @@ std::map<std::string, std::string> metadata(const checkpoint_info& info) {
           {"vocab", std::to_string(info.model.vocab)}};
 }
 
+/// A metadata value that must be a whole number in [min, max], written in full: "-5" for
+/// a step, "12abc" or "1e3" are refused rather than read in part.
+int64_t whole_number(const std::filesystem::path& path,
+                     const std::map<std::string, std::string>& meta, const std::string& key,
+                     int64_t min, int64_t max) {
+  auto it = meta.find(key);
+  if (it == meta.end())
+    runtime::fail_input(path, 0, "not a deepcee checkpoint: metadata has no '" + key + "'");
+  const std::string& text = it->second;
+  int64_t value = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (r.ec != std::errc{} || r.ptr != text.data() + text.size())
+    runtime::fail_input(path, 0, "metadata '" + key + "' is not a whole number: \"" + text + "\"");
+  if (value < min || value > max)
+    runtime::fail_input(path, 0,
+                        "metadata '" + key + "' must be in " + std::to_string(min) + ".." +
+                            std::to_string(max) + ", got " + text);
+  return value;
+}
+
 checkpoint_info parse_info(const std::filesystem::path& path,
                            const std::map<std::string, std::string>& meta) {
-  auto number = [&](const std::string& key) -> int64_t {
-    auto it = meta.find(key);
-    if (it == meta.end())
-      runtime::fail_input(path, 0, "not a deepcee checkpoint: metadata has no '" + key + "'");
-    try {
-      return std::stoll(it->second);
-    } catch (const std::exception&) {
-      runtime::fail_input(path, 0, "metadata '" + key + "' is not a number: " + it->second);
-    }
-  };
+  auto format = meta.find("format");
+  if (format == meta.end())
+    runtime::fail_input(path, 0, "not a deepcee checkpoint: metadata has no 'format'");
+  if (format->second != checkpoint_format)
+    runtime::fail_input(path, 0,
+                        "metadata 'format' is \"" + format->second + "\", expected \"" +
+                            checkpoint_format + "\"");
+  constexpr int64_t int_max = std::numeric_limits<int>::max();
   checkpoint_info info;
-  info.step = static_cast<int>(number("step"));
-  info.seed = static_cast<uint64_t>(number("seed"));
-  info.model.n_layer = static_cast<int>(number("n_layer"));
-  info.model.d_model = static_cast<int>(number("d_model"));
-  info.model.n_head = static_cast<int>(number("n_head"));
-  info.model.context = static_cast<int>(number("context"));
-  info.model.vocab = static_cast<int>(number("vocab"));
+  info.step = static_cast<int>(whole_number(path, meta, "step", 0, int_max));
+  // Seeds are written unsigned: parse the text as such, not through a signed number.
+  {
+    auto it = meta.find("seed");
+    if (it == meta.end())
+      runtime::fail_input(path, 0, "not a deepcee checkpoint: metadata has no 'seed'");
+    const std::string& text = it->second;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), info.seed);
+    if (r.ec != std::errc{} || r.ptr != text.data() + text.size())
+      runtime::fail_input(path, 0, "metadata 'seed' is not a whole number >= 0: \"" + text + "\"");
+  }
+  info.model.n_layer = static_cast<int>(whole_number(path, meta, "n_layer", 1, int_max));
+  info.model.d_model = static_cast<int>(whole_number(path, meta, "d_model", 1, int_max));
+  info.model.n_head = static_cast<int>(whole_number(path, meta, "n_head", 1, int_max));
+  info.model.context = static_cast<int>(whole_number(path, meta, "context", 1, int_max));
+  info.model.vocab = static_cast<int>(whole_number(path, meta, "vocab", 256, 256));
+  if (info.model.d_model % info.model.n_head != 0)
+    runtime::fail_input(path, 0,
+                        "metadata 'd_model' (" + std::to_string(info.model.d_model) +
+                            ") is not divisible by 'n_head' (" + std::to_string(info.model.n_head) +
+                            ")");
   if (auto it = meta.find("clock_s"); it != meta.end()) { // older files have none: 0
     const auto& text = it->second;
     const auto r = std::from_chars(text.data(), text.data() + text.size(), info.clock_s);
@@ -63,6 +98,28 @@ checkpoint_info parse_info(const std::filesystem::path& path,
       runtime::fail_input(path, 0, "metadata 'clock_s' is not a time in seconds: " + text);
   }
   return info;
+}
+
+/// Weights and first moments must be finite and second moments finite and >= 0: one NaN
+/// would spread through every later step and into every checkpoint after it.
+void require_finite(const std::filesystem::path& path, const std::string& name,
+                    std::span<const float> values, bool second_moment) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    if (!std::isfinite(v) || (second_moment && v < 0.0f))
+      runtime::fail_input(path, 0,
+                          "tensor '" + name + "' holds " + std::to_string(v) + " at index " +
+                              std::to_string(i) +
+                              (second_moment ? " (a second moment must be finite and >= 0)"
+                                             : " (values must be finite)"));
+  }
+}
+
+void require_finite(const std::filesystem::path& path, const runtime::named_tensor& t) {
+  if (t.dtype != "F32")
+    return;
+  const std::vector<float> values = t.to_f32();
+  require_finite(path, t.name, values, t.name.rfind(exp_avg_sq, 0) == 0);
 }
 
 std::string shape_mismatch(const std::string& name, const std::string& dtype,
@@ -101,6 +158,7 @@ checkpoint_contents read_checkpoint(const std::filesystem::path& path) {
     if (t.dtype != "F32")
       runtime::fail_input(path, 0, "tensor '" + t.name + "' is " + t.dtype + ", expected F32");
     parameter_state p{t.name, t.shape, t.to_f32(), {}, {}};
+    require_finite(path, t.name, p.value, false);
     const auto* m = file.find(exp_avg + t.name);
     const auto* v = file.find(exp_avg_sq + t.name);
     if ((m == nullptr) != (v == nullptr))
@@ -112,6 +170,8 @@ checkpoint_contents read_checkpoint(const std::filesystem::path& path) {
                               shape_mismatch(moment->name, moment->dtype, moment->shape, t.shape));
       p.exp_avg = m->to_f32();
       p.exp_avg_sq = v->to_f32();
+      require_finite(path, m->name, p.exp_avg, false);
+      require_finite(path, v->name, p.exp_avg_sq, true);
     }
     out.params.push_back(std::move(p));
   }
@@ -209,6 +269,7 @@ checkpoint_info load_checkpoint(const std::filesystem::path& path, backend& be, 
                           "tensor '" + name + "' is " + src->dtype + " " +
                               shape_string(src->shape) + ", the model needs F32 " +
                               shape_string(dst.shape()));
+    require_finite(path, *src);
     copies.emplace_back(src, &dst);
   };
   for (parameter* p : model.parameters())

@@ -2,7 +2,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 
 namespace deepcee::runtime {
 
@@ -31,6 +34,29 @@ struct data_config {
   double val_fraction = 0.05; ///< the last fraction of the corpus is validation
 };
 
+/// The most sequences in one step. The planner and the simulator work per micro-batch,
+/// and a batch with no small divisor has as many micro-batches as sequences: beyond this a
+/// plan takes minutes to search and a step longer to simulate.
+constexpr int max_batch = 1 << 20;
+
+/// The most validation batches per evaluation: each is a forward pass over a whole batch,
+/// and more than this evaluates for longer than any run trains.
+constexpr int max_eval_batches = 100000;
+
+/// Where a config's values came from: its file and the line of each key it sets
+/// ("batch", "model.n_layer"), so that a check made after loading (the host's memory, its
+/// cores, its GPUs) can still point at the line.
+struct config_origin {
+  std::filesystem::path file;
+  std::map<std::string, int64_t, std::less<>> lines;
+
+  /// The line of `key`, 0 when the file does not set it.
+  int64_t line(std::string_view key) const {
+    auto it = lines.find(key);
+    return it == lines.end() ? 0 : it->second;
+  }
+};
+
 /// Everything `deepcee train` needs, parsed once from TOML and passed down.
 struct train_config {
   model_config model;
@@ -47,6 +73,7 @@ struct train_config {
   int checkpoint_every = 0;           ///< 0 = only at the end
   std::filesystem::path out = "runs"; ///< run directory root (a run names its own subfolder)
   std::string metrics_format = "csv"; ///< csv | jsonl
+  config_origin origin;               ///< empty for a config built in code
 };
 
 } // namespace deepcee::runtime

@@ -1,12 +1,11 @@
 #include "runtime/data/text_corpus.hpp"
 
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/base/splitmix.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <system_error>
 
@@ -27,13 +26,7 @@ uint64_t stream_seed(uint64_t seed, uint64_t domain, uint64_t index) {
 }
 
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail_input(path, 0, "cannot open for reading");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad())
-    fail_input(path, 0, "read failed");
-  return bytes;
+  return read_bounded_file(path, max_corpus_bytes, "corpus file");
 }
 
 bool is_binary(const std::string& bytes) {
@@ -95,8 +88,15 @@ text_corpus text_corpus::load(const fs::path& path, double val_fraction) {
   };
 
   if (fs::is_directory(status)) {
+    uint64_t total = 0;
     for (const fs::path& file : text_files_under(path)) {
       std::string bytes = read_file(file);
+      total += bytes.size();
+      if (total > max_corpus_bytes)
+        fail_input(path, 0,
+                   "corpus directory holds more than the " +
+                       byte_size_text(static_cast<double>(max_corpus_bytes)) +
+                       " deepcee keeps in memory");
       if (bytes.empty() || is_binary(bytes))
         continue;
       add(file, bytes);

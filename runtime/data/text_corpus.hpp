@@ -7,6 +7,10 @@
 
 namespace deepcee::runtime {
 
+/// The corpus is held in memory, train and validation text together: a file or directory
+/// larger than this is refused rather than read.
+constexpr uint64_t max_corpus_bytes = uint64_t{2} << 30;
+
 enum class corpus_split { train, validation };
 
 /// Inputs and next-byte targets of one batch, both row-major [batch * context].
@@ -44,7 +48,8 @@ class text_corpus {
 public:
   /// `path` is a file or a directory; a relative path is relative to the current
   /// directory. Throws input_error naming the path when it does not exist, holds no
-  /// usable text, or a file given directly is binary.
+  /// usable text, is larger than max_corpus_bytes, or a file given directly is binary or
+  /// not a regular file (a FIFO would block, a device such as /dev/zero never ends).
   static text_corpus load(const std::filesystem::path& path, double val_fraction);
 
   /// A corpus from two texts already in memory (tests, generated data). `source` names it

@@ -1,4 +1,5 @@
 #include "runtime/io/cluster_toml.hpp"
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/io/units_toml.hpp"
 
@@ -171,6 +172,12 @@ private:
       out_.nodes.push_back(nd);
       for (const auto& item : *devices)
         read_devices(*item.as_table(), node_index, replicas > 1);
+      if (out_.devices.size() > max_cluster_devices)
+        fail_at(file_, t.get("replicas") ? *t.get("replicas") : devices_node,
+                "node '" + base + "' brings the cluster to more than " +
+                    std::to_string(max_cluster_devices) +
+                    " devices, the most deepcee plans for (its search grows faster than the "
+                    "device count: cee-1024.toml's 1024 take a minute)");
     }
   }
 
@@ -300,12 +307,10 @@ cluster parse_cluster(std::string_view toml_text, const fs::path& source) {
 }
 
 cluster load_cluster(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::error_code ec;
+  if (!fs::exists(path, ec))
     fail_input(path, 0, "cannot read the cluster file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_cluster(text.str(), path);
+  return parse_cluster(read_bounded_file(path, max_config_bytes, "cluster file"), path);
 }
 
 } // namespace deepcee::runtime

@@ -1,14 +1,15 @@
 #include "runtime/io/job_config_toml.hpp"
 
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/base/model_spec.hpp"
 #include "runtime/io/cluster_toml.hpp"
+#include "runtime/io/train_config_table.hpp"
 #include "runtime/io/train_config_toml.hpp"
 
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <sstream>
 #include <string_view>
 
 namespace deepcee::runtime {
@@ -98,7 +99,7 @@ job_config load_job_config(const fs::path& path) {
   job.source = path;
   toml::table root;
   try {
-    root = toml::parse_file(path.string());
+    root = toml::parse(read_bounded_file(path, max_config_bytes, "job file"), path.string());
   } catch (const toml::parse_error& e) {
     fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
   }
@@ -144,17 +145,17 @@ job_config load_job_config(const fs::path& path) {
   if (!plan.empty() && plan != "auto")
     job.plan_path = fs::path(plan).is_absolute() ? fs::path(plan) : dir / plan;
 
-  std::string train_text;
   bool has_model_table = false;
+  // The [train] table is read where it stands, so that its keys keep their lines.
+  toml::table no_train;
+  const toml::table* train = &no_train;
   if (const auto* t = root.get("train")) {
     if (!t->is_table())
       fail_input(path, line_of(*t), "'train' must be a table");
-    has_model_table = t->as_table()->contains("model");
-    std::ostringstream s;
-    s << *t->as_table();
-    train_text = s.str();
+    train = t->as_table();
+    has_model_table = train->contains("model");
   }
-  job.train = parse_train_config(train_text, path);
+  job.train = read_train_table(*train, path);
   if (auto m = text_of(root, "model", path); !m.empty()) {
     if (has_model_table)
       fail_input(path, line_of(*root.get("model")),
@@ -163,6 +164,7 @@ job_config load_job_config(const fs::path& path) {
     if (!preset)
       fail_input(path, line_of(*root.get("model")), "unknown model preset '" + m + "'");
     job.train.model = *preset;
+    job.train.origin.lines["model"] = line_of(*root.get("model"));
     job.model_name = m;
   }
   validate(job.train, path);

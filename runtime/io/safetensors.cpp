@@ -1,5 +1,6 @@
 #include "runtime/io/safetensors.hpp"
 
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <unistd.h>
@@ -268,13 +270,9 @@ void write_safetensors(const fs::path& path, const std::vector<named_tensor>& te
 }
 
 safetensors_file read_safetensors(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail_input(path, 0, "cannot open for reading");
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
-  if (in.bad())
-    fail_input(path, 0, "read failed");
+  // Regular files only: a FIFO would block the reader, a device never end.
+  const std::string bytes =
+      read_bounded_file(path, std::numeric_limits<uint64_t>::max(), "safetensors file");
   if (bytes.size() < 8)
     fail_input(path, 0,
                "file has " + std::to_string(bytes.size()) +
@@ -286,14 +284,14 @@ safetensors_file read_safetensors(const fs::path& path) {
     fail_input(path, 0,
                "header length " + std::to_string(header_size) + " exceeds the " +
                    std::to_string(rest) + " bytes after it");
-  const char* json_begin = reinterpret_cast<const char*>(bytes.data()) + 8;
+  const char* json_begin = bytes.data() + 8;
   if (header_size == 0 || json_begin[0] != '{')
     fail_input(path, 0, "header does not start with '{'");
   const nlohmann::json header = parse_header(path, json_begin, json_begin + header_size);
   if (!header.is_object())
     fail_input(path, 0, "header is not a JSON object");
 
-  const uint8_t* data = bytes.data() + 8 + header_size;
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data()) + 8 + header_size;
   const uint64_t data_size = rest - header_size;
   safetensors_file file;
   std::vector<std::pair<uint64_t, named_tensor>> placed;

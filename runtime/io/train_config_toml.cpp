@@ -1,6 +1,8 @@
 #include "runtime/io/train_config_toml.hpp"
 
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
+#include "runtime/io/train_config_table.hpp"
 
 #include <toml++/toml.h>
 
@@ -43,6 +45,12 @@ std::string at_least(std::string_view key, int64_t value, int64_t min) {
                             std::to_string(value);
 }
 
+std::string at_most(std::string_view key, int64_t value, int64_t max) {
+  return value <= max ? std::string()
+                      : key_name(key) + " must be <= " + std::to_string(max) + ", got " +
+                            std::to_string(value);
+}
+
 std::string unit_interval(std::string_view key, double value, bool open_low, bool open_high) {
   const bool low_ok = open_low ? value > 0.0 : value >= 0.0;
   const bool high_ok = open_high ? value < 1.0 : value <= 1.0;
@@ -56,6 +64,7 @@ const std::vector<rule>& rules() {
   using c = const train_config&;
   static const std::vector<rule> all = {
       {{"batch"}, [](c x) { return at_least("batch", x.batch, 1); }},
+      {{"batch"}, [](c x) { return at_most("batch", x.batch, max_batch); }},
       {{"steps"}, [](c x) { return at_least("steps", x.steps, 0); }},
       {{"device"},
        [](c x) {
@@ -66,6 +75,8 @@ const std::vector<rule>& rules() {
       {{"threads"}, [](c x) { return at_least("threads", x.threads, 0); }},
       {{"eval_every"}, [](c x) { return at_least("eval_every", x.eval_every, 0); }},
       {{"eval_batches"}, [](c x) { return at_least("eval_batches", x.eval_batches, 1); }},
+      {{"eval_batches"},
+       [](c x) { return at_most("eval_batches", x.eval_batches, max_eval_batches); }},
       {{"checkpoint_every"},
        [](c x) { return at_least("checkpoint_every", x.checkpoint_every, 0); }},
       {{"out"}, [](c x) { return x.out.empty() ? "'out' must not be empty" : std::string(); }},
@@ -292,7 +303,30 @@ fs::path resolved(const fs::path& p) {
   return p.empty() ? p : fs::absolute(p).lexically_normal();
 }
 
+/// The line of every key, dotted below the top ("model.n_layer").
+void record_lines(const toml::table& table, const std::string& prefix, config_origin& origin) {
+  for (const auto& [key, node] : table) {
+    const std::string name =
+        prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+    const auto line = key.source().begin.line ? key.source().begin.line : node.source().begin.line;
+    origin.lines[name] = static_cast<int64_t>(line);
+    if (const auto* sub = node.as_table())
+      record_lines(*sub, name, origin);
+  }
+}
+
 } // namespace
+
+train_config read_train_table(const toml::table& root, const fs::path& source) {
+  train_config config;
+  reader(source).read(root, config);
+  check_rules(config, &root, source);
+  config.data.path = resolved(config.data.path);
+  config.out = resolved(config.out);
+  config.origin.file = source;
+  record_lines(root, "", config.origin);
+  return config;
+}
 
 train_config parse_train_config(std::string_view text, const fs::path& source) {
   toml::table root;
@@ -309,25 +343,11 @@ train_config parse_train_config(std::string_view text, const fs::path& source) {
                "TOML syntax error: " + std::string(result.error().description()));
   root = std::move(result).table();
 #endif
-  train_config config;
-  reader(source).read(root, config);
-  check_rules(config, &root, source);
-  config.data.path = resolved(config.data.path);
-  config.out = resolved(config.out);
-  return config;
+  return read_train_table(root, source);
 }
 
 train_config load_train_config(const fs::path& file) {
-  std::error_code ec;
-  if (!fs::exists(file, ec))
-    fail_input(file, 0, "config file does not exist");
-  if (fs::is_directory(file, ec))
-    fail_input(file, 0, "config path is a directory, not a file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    fail_input(file, 0, "cannot open for reading");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_train_config(text, file);
+  return parse_train_config(read_bounded_file(file, max_config_bytes, "config file"), file);
 }
 
 void validate(const train_config& config, const fs::path& source) {

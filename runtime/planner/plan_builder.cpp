@@ -1,15 +1,26 @@
 #include "runtime/planner/plan_builder.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace deepcee::runtime {
 
 std::vector<int> divisors_between(int n, int lo, int hi) {
-  std::vector<int> out;
-  for (int d = std::max(1, lo); d <= std::min(n, hi); ++d)
-    if (n % d == 0)
-      out.push_back(d);
-  return out;
+  // Divisors come in pairs (d, n / d) with d <= sqrt(n): O(sqrt n) work, and no counter
+  // that overflows at n = INT_MAX (which made the old loop take n % 0).
+  std::vector<int> low, high;
+  const int64_t first = std::max(1, lo), last = std::min(n, hi);
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0)
+      continue;
+    const int64_t pair = n / d;
+    if (d >= first && d <= last)
+      low.push_back(static_cast<int>(d));
+    if (pair != d && pair >= first && pair <= last)
+      high.push_back(static_cast<int>(pair));
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 std::vector<int> stage_samples(const cost_cache& costs, const std::vector<int>& devices,

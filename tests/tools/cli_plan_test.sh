@@ -92,6 +92,11 @@ expect_error "link to an unknown device" "link\.toml:[0-9]+:.*nowhere" -- plan -
 expect_error "zero bandwidth" "zero\.toml:[0-9]+:.*bandwidth" -- plan --cluster "$work/zero.toml" --model small
 expect_error "model too large" "tiny\.toml:.*needs .* GB.* has? .* GB|tiny\.toml:.*needs" -- plan --cluster "$work/tiny.toml" --model gpt2-1.5b
 expect_error "batch of zero" "batch" -- plan --cluster "$cluster" --model small --batch 0
+expect_error "batch of INT_MAX" "batch 2147483647: the global batch must be in 1\.\." -- plan --cluster "$cluster" --model small --batch 2147483647
+sed 's/^devices = \(.*\)/replicas = 100000\ndevices = \1/' "$work/tiny.toml" >"$work/replicas.toml"
+expect_error "100000 replicas" "replicas\.toml:8: node 'n0' brings the cluster to more than" -- plan --cluster "$work/replicas.toml" --model small
+mkfifo "$work/fifo.toml"
+expect_error "FIFO as cluster" "fifo\.toml: cluster file is a FIFO" -- plan --cluster "$work/fifo.toml" --model small
 expect_error "unknown model" "nosuch" -- plan --cluster "$cluster" --model nosuch
 expect_error "missing plan" "nothing\.json" -- simulate --cluster "$cluster" --plan "$work/nothing.json"
 expect_error "truncated plan" "truncated\.json" -- simulate --cluster "$cluster" --plan "$work/truncated.json"

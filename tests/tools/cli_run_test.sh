@@ -94,6 +94,14 @@ rc=$?
 [[ $rc == 2 ]] || fail "another model: exit $rc ($err)"
 [[ $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ wide/checkpoint\.safetensors.*d_model ]] || fail "another model: '$err'"
 [[ -e $work/bad ]] && fail "another model: left a run directory"
+# [train] keys are reported at their own line of the job file; sizes beyond this machine
+# are refused there before anything is written (issue 13).
+sed 's/^n_layer = .*/n_layer = 1000000/' "$work/job.toml" >"$work/huge.toml"
+line=$(grep -n '^n_layer' "$work/huge.toml" | cut -d: -f1)
+err=$("$deepcee" run "$work/huge.toml" --out "$work/huge" 2>&1 >/dev/null)
+rc=$?
+[[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ huge\.toml:$line:\ training\ a\ model\ of\ 1000000\ layers.*needs\ at\ least ]] || fail "huge model: exit $rc ($err)"
+[[ -e $work/huge ]] && fail "huge model: left a run directory"
 
 # Dry mode has no weights: the job runs with checkpoint_every set but writes no checkpoint
 # and says so; --resume is refused in one line naming the job, exit 2, no run directory.

@@ -91,7 +91,45 @@ if "$deepcee" train --device cuda --steps 0 --config "$work/tiny.toml" --out "$w
 else
   expect_error "cuda without a GPU" "cuda" -- train --device cuda --config "$work/tiny.toml" --out "$work/bad11"
 fi
-for i in $(seq 1 11); do [[ -e $work/bad$i ]] && fail "bad input $i left a run directory"; done
+# Sizes this machine cannot hold, what cannot be a corpus, bounds (issue 13): refused up
+# front at the key's line, nothing written.
+sed 's/n_layer = 1/n_layer = 1000000/' "$work/tiny.toml" >"$work/huge.toml"
+expect_error "model larger than memory" "huge\.toml:6: .*needs at least .* but this machine has" -- train --config "$work/huge.toml" --out "$work/bad12"
+printf 'threads = 100000\n' >"$work/threads.toml"
+expect_error "threads beyond the cores" "threads\.toml:1: .*cores" -- train --config "$work/threads.toml" --out "$work/bad13"
+printf 'batch = 2147483647\n' >"$work/bigbatch.toml"
+expect_error "batch beyond the bound" "bigbatch\.toml:1: 'batch' must be <=" -- train --config "$work/bigbatch.toml" --out "$work/bad14"
+printf 'steps = 1\neval_batches = 2000000000\n' >"$work/evals.toml"
+expect_error "eval_batches beyond the bound" "evals\.toml:2: 'eval_batches'" -- train --config "$work/evals.toml" --out "$work/bad15"
+mkfifo "$work/fifo"
+expect_error "FIFO as corpus" "fifo: corpus file is a FIFO" -- train --config "$work/tiny.toml" --data "$work/fifo" --out "$work/bad16"
+expect_error "FIFO as config" "fifo: config file is a FIFO" -- train --config "$work/fifo" --out "$work/bad17"
+expect_error "/dev/zero as corpus" "/dev/zero: corpus file is a character device" -- train --config "$work/tiny.toml" --data /dev/zero --out "$work/bad18"
+# Checkpoints whose metadata or weights are not a deepcee checkpoint's.
+edit_checkpoint() { # SRC DST PYTHON-EXPR on meta (dict) and data (bytearray)
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n]); meta = header["__metadata__"]; data = bytearray(raw[8 + n:])
+exec(sys.argv[3])
+text = json.dumps(header).encode(); text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + bytes(data))
+PY
+}
+ckpt=$work/run/checkpoint.safetensors
+edit_checkpoint "$ckpt" "$work/negstep.safetensors" 'meta["step"] = "-5"'
+edit_checkpoint "$ckpt" "$work/noformat.safetensors" 'del meta["format"]'
+edit_checkpoint "$ckpt" "$work/nan.safetensors" 'data[0:4] = struct.pack("<f", float("nan"))'
+expect_error "negative step" "negstep\.safetensors: metadata 'step' must be in 0\.\." -- train --config "$work/tiny.toml" --steps 6 --resume "$work/negstep.safetensors" --out "$work/bad19"
+expect_error "no format key" "noformat\.safetensors: not a deepcee checkpoint" -- eval --checkpoint "$work/noformat.safetensors" --data "$work/data"
+expect_error "NaN weights" "nan\.safetensors: tensor .* nan" -- train --config "$work/tiny.toml" --steps 6 --resume "$work/nan.safetensors" --out "$work/bad20"
+expect_error "NaN weights (eval)" "nan\.safetensors: tensor .* nan" -- eval --checkpoint "$work/nan.safetensors" --data "$work/data"
+if ! "$deepcee" train --device cuda --steps 0 --config "$work/tiny.toml" --out "$work/gpu" >/dev/null 2>&1; then
+  printf 'steps = 1\n\ndevice = "cuda"\n' >"$work/cuda.toml"
+  expect_error "cuda in the file without a GPU" "cuda\.toml:3: device = \"cuda\"" -- train --config "$work/cuda.toml" --out "$work/bad21"
+fi
+for i in $(seq 1 21); do [[ -e $work/bad$i ]] && fail "bad input $i left a run directory"; done
 
 if ((failures > 0)); then
   echo "$failures failure(s)"
