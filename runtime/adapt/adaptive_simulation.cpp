@@ -36,26 +36,16 @@ std::vector<link_observation> observed_transfers(const cluster& c, const model_s
     for (size_t s = 0; s + 1 < pipe.stages.size(); ++s) {
       const auto& a = pipe.stages[s];
       const auto& b = pipe.stages[s + 1];
-      int a_first = 0;
-      for (size_t u = 0; u < a.devices.size(); ++u) {
-        const int a_last = a_first + a.samples[u];
-        int b_first = 0;
-        for (size_t v = 0; v < b.devices.size(); ++v) {
-          const int b_last = b_first + b.samples[v];
-          const int overlap = std::min(a_last, b_last) - std::max(a_first, b_first);
-          if (overlap > 0) {
-            const double bytes =
-                static_cast<double>(model.transfer_bytes(overlap, a.send_compression));
-            for (int i = 0; i < m; ++i) {
-              const double fwd = start_s + step_s * (i + 0.25) / m;
-              const double bwd = start_s + step_s * (i + 0.75) / m;
-              out.push_back(observe_at(c, timeline, a.devices[u], b.devices[v], bytes, fwd));
-              out.push_back(observe_at(c, timeline, b.devices[v], a.devices[u], bytes, bwd));
-            }
-          }
-          b_first = b_last;
+      for (const auto& rows : rows_between(a.samples, b.samples)) {
+        const int from = a.devices[rows.from], to = b.devices[rows.to];
+        const double bytes =
+            static_cast<double>(model.transfer_bytes(rows.samples, a.send_compression));
+        for (int i = 0; i < m; ++i) {
+          const double fwd = start_s + step_s * (i + 0.25) / m;
+          const double bwd = start_s + step_s * (i + 0.75) / m;
+          out.push_back(observe_at(c, timeline, from, to, bytes, fwd));
+          out.push_back(observe_at(c, timeline, to, from, bytes, bwd));
         }
-        a_first = a_last;
       }
     }
   }

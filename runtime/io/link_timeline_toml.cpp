@@ -1,9 +1,8 @@
 #include "runtime/io/link_timeline_toml.hpp"
+
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/io/units_toml.hpp"
-
-#include <fstream>
-#include <sstream>
 
 namespace deepcee::runtime {
 
@@ -70,12 +69,7 @@ link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
 }
 
 link_timeline load_link_timeline(const std::filesystem::path& path, const cluster& c) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail_input(path, 0, "cannot read the link timeline");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_link_timeline(text.str(), c, path);
+  return parse_link_timeline(read_bounded_file(path, max_config_bytes, "link timeline"), c, path);
 }
 
 } // namespace deepcee::runtime

@@ -1,11 +1,11 @@
 #include "runtime/io/plan_json.hpp"
 
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -210,12 +210,7 @@ void save_plan(const plan& p, const std::filesystem::path& path) {
 }
 
 plan load_plan(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail_input(path, 0, "cannot read the plan");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return plan_from_json(text.str(), path);
+  return plan_from_json(read_bounded_file(path, max_config_bytes, "plan file"), path);
 }
 
 } // namespace deepcee::runtime

@@ -1,10 +1,10 @@
 #include "runtime/io/profile_toml.hpp"
+
+#include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/io/units_toml.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 namespace deepcee::runtime {
 
@@ -111,12 +111,7 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
 }
 
 measured_profile load_measured_profile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail_input(path, 0, "cannot read the profile file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_measured_profile(text.str(), path);
+  return parse_measured_profile(read_bounded_file(path, max_config_bytes, "profile file"), path);
 }
 
 } // namespace deepcee::runtime

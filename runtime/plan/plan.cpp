@@ -1,5 +1,7 @@
 #include "runtime/plan/plan.hpp"
 
+#include <algorithm>
+
 #include "runtime/base/errors.hpp"
 
 #include <map>
@@ -97,6 +99,24 @@ void check_plan(const plan& pl, int device_count, const std::filesystem::path& s
 
 void validate_plan(const plan& p, int device_count, const std::filesystem::path& source) {
   check_plan(p, device_count, source);
+}
+
+std::vector<rows_pair> rows_between(const std::vector<int>& from_samples,
+                                    const std::vector<int>& to_samples) {
+  std::vector<rows_pair> out;
+  int a0 = 0;
+  for (size_t i = 0; i < from_samples.size(); ++i) {
+    const int a1 = a0 + from_samples[i];
+    int b0 = 0;
+    for (size_t j = 0; j < to_samples.size(); ++j) {
+      const int b1 = b0 + to_samples[j];
+      if (const int overlap = std::min(a1, b1) - std::max(a0, b0); overlap > 0)
+        out.push_back({i, j, overlap});
+      b0 = b1;
+    }
+    a0 = a1;
+  }
+  return out;
 }
 
 } // namespace deepcee::runtime

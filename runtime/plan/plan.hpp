@@ -51,6 +51,18 @@ struct plan {
   int global_batch() const;
 };
 
+/// Rows between the devices of neighbouring stages: each stage's devices hold consecutive
+/// sample ranges in device order, so device `from` of one stage sends device `to` of the
+/// other the overlap of their ranges (`samples` samples). Indices are places in the stages'
+/// device lists; pairs without overlap are left out.
+struct rows_pair {
+  size_t from = 0;
+  size_t to = 0;
+  int samples = 0;
+};
+std::vector<rows_pair> rows_between(const std::vector<int>& from_samples,
+                                    const std::vector<int>& to_samples);
+
 /// Structural checks against a model and a cluster size: every pipeline covers layers
 /// [0, n_layer + 2) with contiguous stages, shares sum to the micro-batch size, device ids
 /// exist and no device serves two stages. Throws input_error naming `source`.

@@ -81,29 +81,18 @@ int world::link_of(int x, int y) {
 
 namespace {
 
-/// Parts of a transfer between two stages: sample ranges in device order, overlapped.
+/// Parts of a transfer between two stages: the rows each device pair carries.
 void add_parts(world& w, const stage_rt& from, const stage_rt& to, compression comp,
                std::vector<part>& out) {
-  int a0 = 0;
-  for (size_t i = 0; i < from.devices.size(); ++i) {
-    const int a1 = a0 + from.samples[i];
-    int b0 = 0;
-    for (size_t j = 0; j < to.devices.size(); ++j) {
-      const int b1 = b0 + to.samples[j];
-      const int overlap = std::min(a1, b1) - std::max(a0, b0);
-      if (overlap > 0) {
-        part pt;
-        pt.from = from.devices[i];
-        pt.to = to.devices[j];
-        pt.bytes = static_cast<double>(w.model->transfer_bytes(overlap, comp));
-        pt.route = w.link_of(pt.from, pt.to);
-        pt.pair = w.pair_of(pt.from, pt.to);
-        pt.res = w.resources_of(pt.from, pt.to);
-        out.push_back(pt);
-      }
-      b0 = b1;
-    }
-    a0 = a1;
+  for (const auto& rows : rows_between(from.samples, to.samples)) {
+    part pt;
+    pt.from = from.devices[rows.from];
+    pt.to = to.devices[rows.to];
+    pt.bytes = static_cast<double>(w.model->transfer_bytes(rows.samples, comp));
+    pt.route = w.link_of(pt.from, pt.to);
+    pt.pair = w.pair_of(pt.from, pt.to);
+    pt.res = w.resources_of(pt.from, pt.to);
+    out.push_back(pt);
   }
 }
 

@@ -177,4 +177,17 @@ BOOST_AUTO_TEST_CASE(json_errors_name_the_path) {
   BOOST_TEST(has(replaced("\"micro_batches\": 3", "\"micro_batches\": 0"), "micro_batches"));
 }
 
+BOOST_AUTO_TEST_CASE(rows_between_stages_are_the_overlaps_of_sample_ranges) {
+  // Samples [0, 3) and [3, 8) against [0, 5) and [5, 8): 3, then 2 and 3.
+  const auto rows = rows_between({3, 5}, {5, 3});
+  BOOST_REQUIRE_EQUAL(rows.size(), 3u);
+  BOOST_CHECK(rows[0].from == 0 && rows[0].to == 0 && rows[0].samples == 3);
+  BOOST_CHECK(rows[1].from == 1 && rows[1].to == 0 && rows[1].samples == 2);
+  BOOST_CHECK(rows[2].from == 1 && rows[2].to == 1 && rows[2].samples == 3);
+  int total = 0;
+  for (const auto& r : rows_between({1, 1, 2}, {4}))
+    total += r.samples;
+  BOOST_CHECK_EQUAL(total, 4);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
