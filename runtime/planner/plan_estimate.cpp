@@ -1,5 +1,7 @@
 #include "runtime/planner/plan_estimate.hpp"
 
+#include "runtime/cluster/codec_cost.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -49,6 +51,8 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
   std::vector<stage_cost> out(static_cast<size_t>(stages));
   for (int s = 0; s < stages; ++s) {
     const stage_plan& st = pp.stages[size_t(s)];
+    const compression in = s > 0 ? pp.stages[size_t(s) - 1].send_compression : compression::none;
+    const compression out_comp = s + 1 < stages ? st.send_compression : compression::none;
     stage_cost& sc = out[size_t(s)];
     sc.f = sc.b = sc.w = 0;
     sc.activation_bytes = sc.weight_grad_bytes = 0;
@@ -59,8 +63,11 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
       int d = st.devices[i], n = st.samples[i];
       if (!seen.emplace(costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes).second)
         continue;
-      sc.f = std::max(sc.f, costs.range_f(d, st.first_layer, st.last_layer, n));
-      sc.b = std::max(sc.b, costs.range_b(d, st.first_layer, st.last_layer, n));
+      // Compressed boundaries: the device's encode and decode passes (codec_cost.hpp).
+      const auto codec =
+          stage_codec_s(c.devices[size_t(d)], spec, in, out_comp, n, costs.profiles().options());
+      sc.f = std::max(sc.f, costs.range_f(d, st.first_layer, st.last_layer, n) + codec.f);
+      sc.b = std::max(sc.b, costs.range_b(d, st.first_layer, st.last_layer, n) + codec.b);
       sc.w = std::max(sc.w, costs.range_w(d, st.first_layer, st.last_layer, n));
       sc.activation_bytes = std::max(sc.activation_bytes,
                                      costs.range_act_until_b(d, st.first_layer, st.last_layer, n));

@@ -1,5 +1,7 @@
 #include "runtime/sim/simulator_world.hpp"
 
+#include "runtime/cluster/codec_cost.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -147,6 +149,8 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
     const int base = static_cast<int>(w.stages.size());
     for (size_t si = 0; si < pp.stages.size(); ++si) {
       const auto& sp = pp.stages[si];
+      const bool last = si + 1 == pp.stages.size();
+      const compression in = si > 0 ? pp.stages[si - 1].send_compression : compression::none;
       stage_rt st;
       st.pipeline = static_cast<int>(pi);
       st.stage = static_cast<int>(si);
@@ -177,13 +181,17 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
           }
           it = cache.emplace(key, sum).first;
         }
-        st.dev_f.push_back(it->second.f);
-        st.dev_b.push_back(it->second.b);
+        // Compressed boundaries: this device's encode and decode passes (codec_cost.hpp).
+        const auto codec =
+            stage_codec_s(dev, model, in, last ? compression::none : sp.send_compression,
+                          sp.samples[k], profile.options());
+        st.dev_f.push_back(it->second.f + codec.f);
+        st.dev_b.push_back(it->second.b + codec.b);
         st.dev_w.push_back(it->second.w);
         st.act_b.push_back(it->second.act_b);
         st.act_w.push_back(it->second.act_w);
-        st.f = std::max(st.f, it->second.f);
-        st.b = std::max(st.b, it->second.b);
+        st.f = std::max(st.f, st.dev_f.back());
+        st.b = std::max(st.b, st.dev_b.back());
         st.w = std::max(st.w, it->second.w);
       }
       w.stages.push_back(std::move(st));

@@ -205,6 +205,38 @@ BOOST_AUTO_TEST_CASE(no_simulated_step_is_shorter_than_its_compute_bound) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(estimates_count_the_compression_compute_as_the_simulator_does) {
+  // Every stage of a multi-stage baseline plan sends int8: the estimate's F and B of each
+  // stage grow by the encode and decode passes, exactly as the simulator's do.
+  cluster c = load_cluster(deepcee::test::cluster_file("deepcee-testbed"));
+  planner_report r = run(c, "gpt2-124m", 64);
+  profile_table profiles(make_model_spec(r.best.model, "gpt2-124m"));
+  cost_cache costs(c, profiles);
+  int checked = 0;
+  for (const auto& row : r.strategies) {
+    if (!row.chosen || row.chosen->pipelines.front().stages.size() < 2)
+      continue;
+    plan p = *row.chosen, none = *row.chosen;
+    for (auto* q : {&p, &none})
+      for (auto& pp : q->pipelines)
+        for (auto& st : pp.stages)
+          st.send_compression = q == &p ? compression::int8 : compression::none;
+    const auto plain = pipeline_costs(costs, none, 0, link_model::real);
+    const auto est = pipeline_costs(costs, p, 0, link_model::real);
+    const auto sim = pipeline_stage_costs(c, profiles, p, 0);
+    BOOST_REQUIRE(est.size() == sim.size());
+    for (size_t s = 0; s < est.size(); ++s) {
+      BOOST_TEST(est[s].f == sim[s].f, boost::test_tools::tolerance(1e-9));
+      BOOST_TEST(est[s].b == sim[s].b, boost::test_tools::tolerance(1e-9));
+      BOOST_TEST(est[s].f > plain[s].f, row.strategy << " stage " << s);
+      BOOST_TEST(est[s].b > plain[s].b, row.strategy << " stage " << s);
+      BOOST_TEST(est[s].w == plain[s].w);
+      ++checked;
+    }
+  }
+  BOOST_TEST(checked >= 2);
+}
+
 BOOST_AUTO_TEST_CASE(default_batch_is_half_a_million_tokens) {
   BOOST_TEST(default_global_batch(*model_preset("gpt2-124m")) == 512);
   BOOST_TEST(default_global_batch(*model_preset("7b")) == 256);

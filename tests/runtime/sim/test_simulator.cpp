@@ -1,4 +1,5 @@
 #include "runtime/base/errors.hpp"
+#include "runtime/cluster/codec_cost.hpp"
 #include "runtime/io/chrome_trace.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
 #include "runtime/sim/simulator.hpp"
@@ -323,6 +324,42 @@ BOOST_FIXTURE_TEST_CASE(compression_cuts_link_bytes, fixture) {
   const double int8 = bytes_with(compression::int8);
   BOOST_TEST(int8 == 2.0 * 3 * double(spec.transfer_bytes(2, compression::int8)));
   BOOST_TEST(int8 < none / 3.9);
+}
+
+BOOST_FIXTURE_TEST_CASE(compression_costs_encode_and_decode_compute, fixture) {
+  // Three stages, one device each in regions of their own: stage 1 decodes what stage 0
+  // encodes and encodes what stage 2 decodes, in F; the gradients the other way, in B.
+  const auto c = make_cluster(3, 1, 1, {0, inf}, {0, inf}, {1e-3, 1e8});
+  const int layers = config.n_layer + 2;
+  const auto stages_with = [&](compression comp) {
+    return simulate(c, spec, profile,
+                    pipeline_plan_of(config, {{0}, {1}, {2}}, {0, 3, 6, layers}, 2, 3,
+                                     schedule_kind::one_f_one_b, comp))
+        .stages[0];
+  };
+  const auto none = stages_with(compression::none);
+  const auto& dev = c.devices[0];
+  const double launch = profile.options().factors(dev.cls).launch_s;
+  const double plain = double(spec.transfer_bytes(2, compression::none));
+  for (auto comp : {compression::bf16, compression::int8}) {
+    const auto with = stages_with(comp);
+    const double packed = double(spec.transfer_bytes(2, comp));
+    // int8 encodes in two passes (each row's maximum, then the scaled values).
+    const double enc = comp == compression::int8
+                           ? (2 * plain + packed) / dev.mem_bandwidth_Bps + 2 * launch
+                           : (plain + packed) / dev.mem_bandwidth_Bps + launch;
+    const double dec = (plain + packed) / dev.mem_bandwidth_Bps + launch;
+    BOOST_TEST(enc == encode_s(dev, spec, comp, 2, profile.options()), tt::tolerance(1e-12));
+    BOOST_TEST(dec == decode_s(dev, spec, comp, 2, profile.options()), tt::tolerance(1e-12));
+    BOOST_TEST(with[0].f_s - none[0].f_s == enc, tt::tolerance(1e-6));
+    BOOST_TEST(with[0].b_s - none[0].b_s == dec, tt::tolerance(1e-6));
+    BOOST_TEST(with[1].f_s - none[1].f_s == enc + dec, tt::tolerance(1e-6));
+    BOOST_TEST(with[1].b_s - none[1].b_s == enc + dec, tt::tolerance(1e-6));
+    BOOST_TEST(with[2].f_s - none[2].f_s == dec, tt::tolerance(1e-6));
+    BOOST_TEST(with[2].b_s - none[2].b_s == enc, tt::tolerance(1e-6));
+    BOOST_TEST(with[0].w_s == none[0].w_s);
+  }
+  BOOST_TEST(encode_s(dev, spec, compression::none, 2, profile.options()) == 0.0);
 }
 
 BOOST_FIXTURE_TEST_CASE(gpipe_holds_more_activations_than_1f1b, fixture) {
