@@ -46,7 +46,6 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
   if (total_micro < pipelines)
     return std::nullopt;
   const int layers = costs.layer_count();
-  const cluster& c = costs.cl();
 
   plan p;
   p.strategy = o.strategy;
@@ -79,17 +78,29 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
       st.samples = req.samples[size_t(s)];
       st.first_layer = bounds[size_t(s)];
       st.last_layer = bounds[size_t(s) + 1];
-      if (s + 1 < stages) {
-        const device& here = c.devices[size_t(st.devices.front())];
-        const device& next = c.devices[size_t(pl.stages[size_t(s) + 1].front())];
-        st.send_compression = here.region != next.region ? o.cross_region
-                              : here.node != next.node   ? o.inter_node
-                                                         : compression::none;
-      }
       pp.stages.push_back(std::move(st));
     }
     p.pipelines.push_back(std::move(pp));
   }
+  return with_encodings(costs, std::move(p), global_batch, o);
+}
+
+plan with_encodings(const cost_cache& costs, plan p, int global_batch, const build_options& o) {
+  const cluster& c = costs.cl();
+  const int pipelines = static_cast<int>(p.pipelines.size());
+  const int total_micro = global_batch / p.micro_batch_size;
+  for (auto& pp : p.pipelines)
+    for (size_t s = 0; s < pp.stages.size(); ++s) {
+      auto& st = pp.stages[s];
+      st.send_compression = compression::none;
+      if (s + 1 < pp.stages.size()) {
+        const device& here = c.devices[size_t(st.devices.front())];
+        const device& next = c.devices[size_t(pp.stages[s + 1].devices.front())];
+        st.send_compression = here.region != next.region ? o.cross_region
+                              : here.node != next.node   ? o.inter_node
+                                                         : compression::none;
+      }
+    }
 
   // Asymmetric micro-batch counts: a pipeline gets work in proportion to the rate its
   // bottleneck (slowest stage or slowest transfer) lets it run at.

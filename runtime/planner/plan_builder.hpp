@@ -48,6 +48,12 @@ struct build_options {
 std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeline_layout>& layout,
                                int global_batch, const build_options& options);
 
+/// A plan of build_plan with the encodings of `o` (cross_region, inter_node) instead of its
+/// own: the layer split and samples do not depend on them, so only the hops' compression
+/// and the micro-batch counts (weighed by each pipeline's bottleneck) are redone. Equal to
+/// build_plan with `o` when `p` came from build_plan with `o`'s other options.
+plan with_encodings(const cost_cache& costs, plan p, int global_batch, const build_options& o);
+
 /// Samples of each micro-batch for the devices of one stage.
 std::vector<int> stage_samples(const cost_cache& costs, const std::vector<int>& devices,
                                int micro_batch, bool proportional);

@@ -127,6 +127,12 @@ namespace {
 /// through memory, the traffic the simulator charges too (simulator_allreduce.cpp).
 constexpr double optimizer_traffic_per_state_byte = 1.75;
 
+bool same_stage_cost(const stage_cost& a, const stage_cost& b) {
+  return a.f == b.f && a.b == b.b && a.w == b.w && a.comm_to_next == b.comm_to_next &&
+         a.activation_bytes == b.activation_bytes && a.weight_grad_bytes == b.weight_grad_bytes &&
+         a.memory_limit == b.memory_limit;
+}
+
 /// Pipeline `pp`'s timing under its schedule. A greedy schedule that cannot hold one
 /// micro-batch is priced as ZB-H1 and clears `fits`; its peak is then the one micro-batch
 /// that greedy would need at least, so the shortfall says how far the plan is from fitting.
@@ -255,10 +261,31 @@ plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model m
   const model_spec& spec = costs.profiles().model();
   plan_estimate e;
   std::set<int> cuts; // every stage boundary of every pipeline
+  // Replicated pipelines (same schedule, micro-batches and stage costs) time the same: each
+  // distinct one is timed once (the greedy scheduler is the costly part of an estimate).
+  struct timed {
+    schedule_kind kind;
+    int micro_batches;
+    std::vector<stage_cost> costs;
+    schedule_timing timing;
+    bool fits;
+  };
+  std::vector<timed> done;
   for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
     const pipeline_plan& pp = p.pipelines[size_t(pi)];
     const auto sc = pipeline_costs(costs, p, pi, model);
-    const schedule_timing timing = pipeline_timing(sc, pp, e.fits);
+    auto same = std::find_if(done.begin(), done.end(), [&](const timed& t) {
+      return t.kind == pp.schedule && t.micro_batches == pp.micro_batches &&
+             std::equal(t.costs.begin(), t.costs.end(), sc.begin(), sc.end(), same_stage_cost);
+    });
+    if (same == done.end()) {
+      bool fits = true;
+      schedule_timing t = pipeline_timing(sc, pp, fits);
+      done.push_back({pp.schedule, pp.micro_batches, sc, std::move(t), fits});
+      same = done.end() - 1;
+    }
+    e.fits = e.fits && same->fits;
+    const schedule_timing& timing = same->timing;
     e.pipeline_s = std::max(e.pipeline_s, timing.makespan);
     price_stage_memory(costs, pp, sc, timing, memory_fraction, e);
     for (const auto& st : pp.stages) {

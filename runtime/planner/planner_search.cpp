@@ -38,13 +38,11 @@ constexpr size_t max_slice_for_device_stages = 8;
 /// Metis's device groups.
 constexpr int max_interleaved_stages = 4;
 
-/// Level 5: every divisor of the batch that suits the layout is a micro-batch size (each
-/// plan is then kept or pruned by its own bound). On clusters of more than 256 devices 4
-/// are spread over them (plan_builder.hpp's thin), and only cross-region hops are
-/// compressed: there each estimate costs milliseconds and the layouts number thousands,
-/// so all of them would cost minutes of search.
-constexpr size_t micro_batch_sizes_large_cluster = 4;
-constexpr size_t large_cluster_devices = 256;
+/// Level 5: every divisor of the batch that suits the layout is a micro-batch size. A size
+/// whose plans would all be pruned by their own bound is skipped before any is built
+/// (layout_bound, a bound that holds for every split, schedule and compression). On
+/// Every encoding is tried on every hop between nodes, also on the largest clusters; the
+/// layer split, which does not depend on it, is computed once for all of them.
 
 /// Level 6 when no fixed schedule fits memory: the layers are split for at most this many
 /// micro-batches in flight per stage. One always fits where any split does; more let the
@@ -229,6 +227,29 @@ stage_list slices(const context& x, const std::vector<int>& group, int pipelines
   return out;
 }
 
+/// Level 3, across nodes: P slices that each take an equal share of every node's devices
+/// (each node's devices, fastest first, dealt round robin), so that a pipeline cut by
+/// nodes has one stage on every node and a stage's replicas in the other pipelines sit on
+/// the same node: the gradient all-reduce then stays inside the nodes and only the
+/// pipelines' transfers cross between them. Empty unless the group has several nodes and
+/// each has at least P devices.
+stage_list slices_across_nodes(const context& x, const std::vector<int>& group, int pipelines) {
+  stage_list nodes = parts_by(x, group, x.node_of);
+  if (nodes.size() < 2)
+    return {};
+  stage_list out(static_cast<size_t>(pipelines));
+  for (auto& node : nodes) {
+    if (static_cast<int>(node.size()) < pipelines)
+      return {};
+    by_speed(x, node);
+    for (size_t k = 0; k < node.size(); ++k)
+      out[k % size_t(pipelines)].push_back(node[k]);
+  }
+  for (auto& s : out)
+    std::sort(s.begin(), s.end());
+  return out;
+}
+
 enum class stage_mode { whole, nodes, compute, devices };
 
 /// Level 4: the stages of one slice.
@@ -298,6 +319,50 @@ double lower_bound(const cost_cache& costs, const plan& p) {
     lb = std::max(lb, worst * p.pipelines[size_t(pi)].micro_batches);
   }
   return lb;
+}
+
+/// A lower bound on lower_bound() of every plan of `layout` at micro-batch size `b`, whatever
+/// its layer split, schedule, compression and micro-batch counts; 0 when the layout cannot
+/// take `b`. A stage takes at least its first slowest device's F + B + W of its layers per
+/// micro-batch (stage_samples gives that device's rows, as build_plan does), so some stage
+/// of pipeline p takes at least L_p = (sum over layers of the cheapest stage's time for it)
+/// / stages, and micro-batches m_p summing to batch / b give max_p m_p L_p >= (batch / b) /
+/// sum_p 1 / L_p. Compression only adds to F and B, transfers only to the max.
+double layout_bound(const context& x, const std::vector<pipeline_layout>& layout, int b) {
+  const int layers = x.costs.layer_count();
+  double rate = 0; // sum over pipelines of 1 / L_p
+  for (const auto& pl : layout) {
+    std::vector<double> cheapest(static_cast<size_t>(layers),
+                                 std::numeric_limits<double>::infinity());
+    for (const auto& devs : pl.stages) {
+      if (devs.empty() || static_cast<int>(devs.size()) > b)
+        return 0;
+      const std::vector<int> samples = stage_samples(x.costs, devs, b, true);
+      size_t slowest = 0;
+      double slowest_s = -1;
+      for (size_t k = 0; k < devs.size(); ++k) {
+        const double t = x.costs.range_time(devs[k], 0, layers, samples[k]);
+        if (t > slowest_s) {
+          slowest_s = t;
+          slowest = k;
+        }
+      }
+      const auto& pre = x.costs.sums(devs[slowest], samples[slowest]);
+      for (size_t l = 0; l < size_t(layers); ++l)
+        cheapest[l] = std::min(cheapest[l], (pre.f[l + 1] - pre.f[l]) + (pre.b[l + 1] - pre.b[l]) +
+                                                (pre.w[l + 1] - pre.w[l]));
+    }
+    double sum = 0;
+    for (double t : cheapest)
+      sum += t;
+    const double per_stage = sum / double(pl.stages.size());
+    if (!(per_stage > 0))
+      return 0;
+    rate += 1.0 / per_stage;
+  }
+  // Slack for the rounding of sums taken in another order than the plan's estimate.
+  constexpr double rounding = 1e-9;
+  return rate > 0 ? (1 - rounding) * double(x.batch / b) / rate : 0;
 }
 
 bool better(const plan_estimate& a, const plan_estimate& b) {
@@ -433,15 +498,29 @@ bool consider(search_state& s, plan p, const std::vector<int>& used_groups) {
 /// scheduler keeps each stage within its memory, so it runs as many micro-batches at once
 /// as the stage holds: the way a model larger than the devices' memory still trains.
 void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>& layout,
-                             build_options o, const std::vector<int>& used_groups) {
+                             build_options o,
+                             const std::vector<std::pair<compression, compression>>& comps,
+                             const std::vector<int>& used_groups) {
   o.schedule = schedule_kind::greedy;
+  std::vector<char> live(comps.size(), 1);
   for (int cap : greedy_in_flight_caps) {
     o.max_in_flight = cap;
-    auto p = build_plan(s.x.costs, layout, s.x.batch, o);
-    // The split for one micro-batch in flight is the easiest to fit: when it does not, a
-    // split for more cannot either.
-    if (!p || (!consider(s, std::move(*p), used_groups) && cap == greedy_in_flight_caps[0]))
+    // One layer split per cap serves every encoding (with_encodings).
+    const auto base = build_plan(s.x.costs, layout, s.x.batch, o);
+    if (!base)
       return;
+    for (size_t k = 0; k < comps.size(); ++k) {
+      if (!live[k])
+        continue;
+      build_options ok = o;
+      ok.cross_region = comps[k].first;
+      ok.inter_node = comps[k].second;
+      // The split for one micro-batch in flight is the easiest to fit: when it does not, a
+      // split for more cannot either.
+      if (!consider(s, with_encodings(s.x.costs, *base, s.x.batch, ok), used_groups) &&
+          cap == greedy_in_flight_caps[0])
+        live[k] = 0;
+    }
   }
 }
 
@@ -455,31 +534,38 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
   const planner_options& options = s.x.options;
   const int batch = s.x.batch;
   hop_kinds hops = hops_of(c, layout);
-  hops.inter_node = hops.inter_node && c.devices.size() <= large_cluster_devices;
   const auto comps = encodings(options, hops);
   const bool greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                 schedule_kind::greedy) != options.schedules.end();
-  std::vector<int> sizes = divisors_between(batch, static_cast<int>(widest), batch / pipes);
-  if (c.devices.size() > large_cluster_devices)
-    sizes = thin(sizes, micro_batch_sizes_large_cluster);
-  for (int b : sizes) {
-    std::vector<char> fitted(comps.size(), 0), built(comps.size(), 0);
+  for (int b : divisors_between(batch, static_cast<int>(widest), batch / pipes)) {
+    // Every plan of this size would be pruned by its own bound (consider): skip building.
+    if (layout_bound(s.x, layout, b) > search_prune_factor * s.best_step)
+      continue;
+    std::vector<char> fitted(comps.size(), 0);
+    bool built = false;
     for (schedule_kind kind : options.schedules) {
       if (kind == schedule_kind::greedy)
         continue;
+      build_options o = layout_options(options, b, comps[0]);
+      o.schedule = kind;
+      // The layer split does not depend on the encodings: build once, re-encode the rest.
+      const auto base = build_plan(s.x.costs, layout, batch, o);
+      if (!base)
+        continue;
+      built = true;
       for (size_t k = 0; k < comps.size(); ++k) {
-        build_options o = layout_options(options, b, comps[k]);
-        o.schedule = kind;
-        if (auto p = build_plan(s.x.costs, layout, batch, o)) {
-          built[k] = 1;
-          fitted[k] = consider(s, std::move(*p), used_groups) || fitted[k];
-        }
+        plan p =
+            k == 0 ? *base
+                   : with_encodings(s.x.costs, *base, batch, layout_options(options, b, comps[k]));
+        fitted[k] = consider(s, std::move(p), used_groups) || fitted[k];
       }
     }
-    if (greedy)
-      for (size_t k = 0; k < comps.size(); ++k)
-        if (built[k] && !fitted[k])
-          price_greedy_for_memory(s, layout, layout_options(options, b, comps[k]), used_groups);
+    std::vector<std::pair<compression, compression>> unfit;
+    for (size_t k = 0; k < comps.size(); ++k)
+      if (!fitted[k])
+        unfit.push_back(comps[k]);
+    if (greedy && built && !unfit.empty())
+      price_greedy_for_memory(s, layout, layout_options(options, b, comps[0]), unfit, used_groups);
   }
 }
 
@@ -537,6 +623,16 @@ void search_sliced(search_state& s, const std::vector<std::vector<int>>& groups_
     for (stage_mode mode :
          {stage_mode::whole, stage_mode::nodes, stage_mode::compute, stage_mode::devices})
       if (auto layout = sliced_layout(s.x, group_slices, pipes, mode))
+        try_layout(s, *layout, used_groups);
+    // Pipelines across the nodes, one stage per node (slices_across_nodes); a group of one
+    // node keeps its usual slices.
+    std::vector<stage_list> across;
+    for (size_t k = 0; k < groups_chain.size(); ++k) {
+      auto a = slices_across_nodes(s.x, groups_chain[k], pipes);
+      across.push_back(a.empty() ? group_slices[k] : std::move(a));
+    }
+    if (across != group_slices)
+      if (auto layout = sliced_layout(s.x, across, pipes, stage_mode::nodes))
         try_layout(s, *layout, used_groups);
   }
 }
