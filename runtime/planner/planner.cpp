@@ -297,6 +297,73 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
   return probe_rate;
 }
 
+/// Simulations refine_best may spend.
+constexpr int refine_simulations = 48;
+
+/// The layer bounds of a pipeline's stages (stages + 1 entries).
+std::vector<int> bounds_of(const pipeline_plan& pp) {
+  std::vector<int> b{pp.stages.front().first_layer};
+  for (const auto& st : pp.stages)
+    b.push_back(st.last_layer);
+  return b;
+}
+
+/// Local search on the simulator around the best plan: each stage bound moved by one layer
+/// either way (in every pipeline with the same bounds, so replicas stay alike), under its
+/// own schedule and under each other one, and each other schedule alone, kept when the simulation
+/// is faster and fits; repeated from the improved plan until nothing improves or refine_simulations
+/// are spent. The estimate that ranked the shortlist balances layers by compute alone; the
+/// simulator sees the transfers, the schedule's bubbles and memory, so a neighbouring split or
+/// schedule can be faster.
+void refine_best(best_plan& best, const planner_options& options, plan_scorer& score) {
+  int budget = refine_simulations;
+  bool improved = true;
+  while (best.p && improved && budget > 0) {
+    improved = false;
+    // The plan with its own schedule first, then with each other one; each alone and with
+    // each bound moved.
+    std::vector<schedule_kind> kinds{best.p->pipelines.front().schedule};
+    for (schedule_kind kind : options.schedules)
+      if (kind != kinds.front())
+        kinds.push_back(kind);
+    std::set<std::vector<int>> splits;
+    for (const auto& pp : best.p->pipelines)
+      splits.insert(bounds_of(pp));
+    std::vector<plan> moves;
+    for (size_t ki = 0; ki < kinds.size(); ++ki) {
+      plan base = *best.p;
+      for (auto& pp : base.pipelines)
+        pp.schedule = kinds[ki];
+      if (ki > 0)
+        moves.push_back(base);
+      for (const auto& split : splits)
+        for (size_t k = 1; k + 1 < split.size(); ++k)
+          for (int delta : {-1, 1}) {
+            const int moved = split[k] + delta;
+            if (moved <= split[k - 1] || moved >= split[k + 1])
+              continue;
+            plan q = base;
+            for (auto& pp : q.pipelines)
+              if (bounds_of(pp) == split) {
+                pp.stages[k - 1].last_layer = moved;
+                pp.stages[k].first_layer = moved;
+              }
+            moves.push_back(std::move(q));
+          }
+    }
+    for (auto& q : moves) {
+      if (budget-- <= 0)
+        break;
+      sim_result r = score(q);
+      if (best.beaten_by(r)) {
+        best.offer(std::move(q), std::move(r));
+        improved = true;
+        break;
+      }
+    }
+  }
+}
+
 /// Takes a baseline's plan when no searched one is faster (the search space contains the
 /// baselines; this makes it a guarantee), and says so in `origin`.
 void fall_back_to_baselines(const std::vector<strategy_result>& rows, best_plan& best,
@@ -395,6 +462,7 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   best_plan best = simulate_shortlist(costs, found, options, score);
   score.on_simulated = nullptr;
   const std::vector<double> probe_rate = probe_left_out_groups(r.groups, found, score, best);
+  refine_best(best, options, score);
   r.origin = "search";
   if (options.compare_baselines)
     fall_back_to_baselines(r.strategies, best, r.origin);
