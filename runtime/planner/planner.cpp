@@ -315,7 +315,20 @@ std::vector<int> bounds_of(const pipeline_plan& pp) {
 /// are spent. The estimate that ranked the shortlist balances layers by compute alone; the
 /// simulator sees the transfers, the schedule's bubbles and memory, so a neighbouring split or
 /// schedule can be faster.
-void refine_best(best_plan& best, const planner_options& options, plan_scorer& score) {
+void refine_best(best_plan& best, const planner_options& options, const search_outcome& found,
+                 plan_scorer& score) {
+  // Progress goes on in the "simulate" phase after the shortlist's entries, its total
+  // growing with each simulation (how many the search will take is not known ahead).
+  int done = static_cast<int>(found.ranked.size()) *
+             (std::find(options.schedules.begin(), options.schedules.end(),
+                        schedule_kind::greedy) != options.schedules.end()
+                  ? 2
+                  : 1);
+  if (options.progress)
+    score.on_simulated = [&](int simulated) {
+      ++done;
+      options.progress({"simulate", done, done, found.estimated, simulated});
+    };
   int budget = refine_simulations;
   bool improved = true;
   while (best.p && improved && budget > 0) {
@@ -362,6 +375,7 @@ void refine_best(best_plan& best, const planner_options& options, plan_scorer& s
       }
     }
   }
+  score.on_simulated = nullptr;
 }
 
 /// Takes a baseline's plan when no searched one is faster (the search space contains the
@@ -462,7 +476,7 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   best_plan best = simulate_shortlist(costs, found, options, score);
   score.on_simulated = nullptr;
   const std::vector<double> probe_rate = probe_left_out_groups(r.groups, found, score, best);
-  refine_best(best, options, score);
+  refine_best(best, options, found, score);
   r.origin = "search";
   if (options.compare_baselines)
     fall_back_to_baselines(r.strategies, best, r.origin);
