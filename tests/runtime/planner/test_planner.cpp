@@ -4,6 +4,7 @@
 #include "runtime/io/cluster_toml.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/plan/plan.hpp"
+#include "runtime/planner/plan_builder.hpp"
 #include "runtime/planner/plan_estimate.hpp"
 #include "runtime/planner/planner.hpp"
 #include "runtime/sim/simulator.hpp"
@@ -235,6 +236,45 @@ BOOST_AUTO_TEST_CASE(estimates_count_the_compression_compute_as_the_simulator_do
     }
   }
   BOOST_TEST(checked >= 2);
+}
+
+BOOST_AUTO_TEST_CASE(re_encoding_a_plan_equals_building_it_with_the_encodings) {
+  // The search builds one layer split per schedule and re-encodes it (with_encodings): that
+  // must be the plan build_plan gives for those encodings, hops and micro-batch counts too.
+  cluster c = load_cluster(deepcee::test::cluster_file("deepcee-testbed"));
+  profile_table profiles(make_model_spec(*model_preset("gpt2-124m"), "gpt2-124m"));
+  cost_cache costs(c, profiles);
+  // Two pipelines over both cloud nodes (a hop between nodes) and on to an edge node (a hop
+  // across regions), one micro-batch of 4.
+  std::vector<pipeline_layout> layout{{{{0, 1}, {4, 5}, {8}}}, {{{2, 3}, {6, 7}, {9}}}};
+  build_options o;
+  o.micro_batch_size = 4;
+  const auto base = build_plan(costs, layout, 64, o);
+  BOOST_REQUIRE(base.has_value());
+  int compressed = 0;
+  for (auto cross : {compression::none, compression::bf16, compression::int8})
+    for (auto inter : {compression::none, compression::int8}) {
+      build_options e = o;
+      e.cross_region = cross;
+      e.inter_node = inter;
+      const auto built = build_plan(costs, layout, 64, e);
+      BOOST_REQUIRE(built.has_value());
+      const plan again = with_encodings(costs, *base, 64, e);
+      for (size_t pi = 0; pi < built->pipelines.size(); ++pi) {
+        const auto& a = built->pipelines[pi];
+        const auto& b = again.pipelines[pi];
+        BOOST_TEST(a.micro_batches == b.micro_batches);
+        for (size_t s = 0; s < a.stages.size(); ++s) {
+          BOOST_TEST(a.stages[s].first_layer == b.stages[s].first_layer);
+          BOOST_TEST(a.stages[s].samples == b.stages[s].samples);
+          BOOST_TEST((a.stages[s].send_compression == b.stages[s].send_compression));
+          compressed += b.stages[s].send_compression != compression::none;
+        }
+      }
+      BOOST_TEST((again.pipelines[0].stages[0].send_compression == inter));
+      BOOST_TEST((again.pipelines[0].stages[1].send_compression == cross));
+    }
+  BOOST_TEST(compressed > 0);
 }
 
 BOOST_AUTO_TEST_CASE(default_batch_is_half_a_million_tokens) {
