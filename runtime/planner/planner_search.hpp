@@ -45,14 +45,16 @@ struct search_outcome {
 /// group alone, and the same sets without their slowest compute groups or (for a single
 /// group) its slowest nodes; (2) chain order of the groups (fastest first, then the
 /// nearest by link cost, so cross-region hops are few); (3) P pipelines, each network
-/// group's devices cut into P slices of equal speed (whole nodes where possible);
+/// group's devices cut into P slices of equal speed (whole nodes where possible), or into
+/// P slices that each take a share of every node (one stage per node);
 /// (4) stages inside a slice (the whole slice, its nodes, its compute groups or its
 /// devices), never spanning two network groups; (5) micro-batch size (every divisor of the
-/// batch up to 256 devices); (6) schedule (greedy where no fixed one fits memory) and
-/// compression of cross-region hops and of hops between nodes. Layers are balanced per pipeline by
-/// the dynamic program of partition.hpp under memory; samples and micro-batches are proportional to
-/// speed. A shape whose lower bound (micro-batches times its slowest stage) already
-/// exceeds search_prune_factor times the best estimate so far is not priced.
+/// batch, skipped only when a bound for every plan of that size already loses); (6) schedule
+/// (greedy where no fixed one fits memory) and compression of cross-region hops and of hops between
+/// nodes. Layers are balanced per pipeline by the dynamic program of partition.hpp under memory;
+/// samples and micro-batches are proportional to speed. A shape whose lower bound (micro-batches
+/// times its slowest stage) already exceeds search_prune_factor times the best estimate so far is
+/// not priced.
 search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int global_batch,
                                  const planner_options& options, size_t keep);
 
