@@ -7,6 +7,7 @@
 #include "runtime/plan/plan.hpp"
 #include "runtime/schedule/schedule.hpp"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,13 @@
 /// - Steps. Several steps run back to back with a barrier between them (the next step
 ///   starts when the last device's optimizer ends), so a timeline change can hit any step.
 namespace deepcee::runtime {
+
+/// The script killed a node the plan uses, or stopped it for good: the job cannot go on
+/// (there is no recovery yet). what() is the one line the CLI prints.
+class job_stopped : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
 
 struct sim_options {
   int steps = 1;
