@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
@@ -59,7 +60,63 @@ double signed_unit(uint64_t seed, double t) {
   return static_cast<double>(bits >> 11) * 0x1.0p-53 * 2.0 - 1.0;
 }
 
+std::string name_of(const cluster& c, const link_endpoint& e) {
+  switch (e.what) {
+  case link_endpoint::scope::region:
+    return c.regions[static_cast<size_t>(e.index)].name;
+  case link_endpoint::scope::node:
+    return c.nodes[static_cast<size_t>(e.index)].name;
+  case link_endpoint::scope::device:
+    return c.devices[static_cast<size_t>(e.index)].name;
+  }
+  return "?";
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string describe_link(const cluster& c, const link_change& ch) {
+  std::string s = ch.any_peer ? "links of " + name_of(c, ch.a)
+                              : "link " + name_of(c, ch.a) + "<->" + name_of(c, ch.b);
+  if (ch.bandwidth_Bps)
+    s += " bandwidth " + number(*ch.bandwidth_Bps * 8 / 1e6) + " Mbps";
+  if (ch.bandwidth_scale)
+    s += " bandwidth x" + number(*ch.bandwidth_scale);
+  if (ch.latency_s)
+    s += " latency " + number(*ch.latency_s * 1e3) + " ms";
+  if (ch.latency_scale)
+    s += " latency x" + number(*ch.latency_scale);
+  if (ch.jitter)
+    s += " jitter +-" + number(*ch.jitter * 100) + "% (seed " + std::to_string(ch.seed) + ")";
+  return s;
+}
+
 } // namespace
+
+std::vector<described_event> link_timeline::describe(const cluster& c) const {
+  std::vector<described_event> out;
+  for (const auto& ch : changes_)
+    out.push_back({ch.at_s, ch.at_step, describe_link(c, ch), false, ch.line});
+  for (const auto& d : devices_)
+    out.push_back({d.at_s, d.at_step,
+                   "device " + c.devices[static_cast<size_t>(d.device)].name + " slowdown x" +
+                       number(d.slowdown),
+                   false, d.line});
+  for (const auto& n : nodes_)
+    out.push_back({n.at_s, n.at_step,
+                   "node " + c.nodes[static_cast<size_t>(n.node)].name + " " +
+                       std::string(to_string(n.action)),
+                   n.action == node_action::kill, n.line});
+  std::stable_sort(out.begin(), out.end(), [](const described_event& a, const described_event& b) {
+    if (a.at_step.has_value() != b.at_step.has_value())
+      return !a.at_step;
+    return a.at_step ? *a.at_step < *b.at_step : a.at_s < b.at_s;
+  });
+  return out;
+}
 
 std::string_view to_string(node_action a) {
   switch (a) {
@@ -226,6 +283,13 @@ double drain_duration(const std::vector<link_timeline::piece>& pieces, double st
 double transfer_duration(const std::vector<link_timeline::piece>& pieces, double start_s,
                          double bytes) {
   return params_at(pieces, start_s).latency_s + drain_duration(pieces, start_s, bytes);
+}
+
+std::string stopped_message(const std::vector<device_piece>& pieces, const std::string& node) {
+  char at[32];
+  std::snprintf(at, sizeof at, "%.3f", pieces.back().from_s);
+  return "node " + node + (pieces.back().killed ? " was killed" : " stopped for good") + " at " +
+         at + " s: the job stops";
 }
 
 double work_duration(const std::vector<device_piece>& pieces, double start_s, double work_s) {

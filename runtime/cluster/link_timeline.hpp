@@ -11,14 +11,6 @@
 
 namespace deepcee::runtime {
 
-/// When a scripted event happens: at a virtual time, or at the start of a step (counted
-/// from 0), which a run resolves to a time once it knows when that step starts.
-struct event_time {
-  double at_s = 0;
-  std::optional<int> step; ///< set: `at_s` is meaningless until resolved
-  friend bool operator==(const event_time&, const event_time&) = default;
-};
-
 /// From its time on, every device pair (x, y) with x inside `a` and y inside `b` (or, with
 /// `any_peer`, every pair with one end inside `a`), in both directions, changes: a set
 /// bandwidth or latency replaces what applied before, a scale multiplies it, and a jitter
@@ -28,6 +20,8 @@ struct event_time {
 /// timeline is a script of what happens to the network, not a second set of defaults.
 struct link_change {
   double at_s = 0;
+  /// Set: the event happens when step `*at_step` (from 0) starts, which a run resolves to a
+  /// time once it knows (resolve_steps); `at_s` means nothing until then.
   std::optional<int> at_step;
   link_endpoint a;
   link_endpoint b;
@@ -71,6 +65,15 @@ struct device_piece {
   bool killed = false;
 };
 
+/// One event of a script as the logs, metrics and trace show it.
+struct described_event {
+  double at_s = 0;
+  std::optional<int> at_step; ///< not resolved yet
+  std::string text;           ///< e.g. "link cloud<->edge bandwidth x0.1"
+  bool kill = false;
+  int64_t line = 0;
+};
+
 /// A script of what happens to the cluster during a run: link changes, device slowdowns,
 /// node stops, resumes and kills. Empty means the cluster holds for the whole run.
 class link_timeline {
@@ -93,6 +96,10 @@ public:
   /// step's start and every later step's event left out: what is known once those steps
   /// have started. Time events are kept as they are.
   link_timeline resolve_steps(const std::vector<double>& step_starts) const;
+
+  /// Every event, in time order (unresolved step events last), named as the cluster names
+  /// its regions, nodes and devices.
+  std::vector<described_event> describe(const cluster& c) const;
 
   /// One piece of a directed device pair's history: `params` from `from_s` on, with the
   /// jitter in force and the seed of this pair's draws.
@@ -131,5 +138,8 @@ link_params params_at(const std::vector<link_timeline::piece>& pieces, double t_
 /// `pieces`, started at `start_s` (integrated over slowdowns and stops). Infinite when the
 /// device stops and never resumes, or is killed, before the work is done.
 double work_duration(const std::vector<device_piece>& pieces, double start_s, double work_s);
+/// "node NAME was killed at T s: the job stops" (or "stopped for good"): why work on a
+/// device of node `node` whose history is `pieces` never ends.
+std::string stopped_message(const std::vector<device_piece>& pieces, const std::string& node);
 
 } // namespace deepcee::runtime

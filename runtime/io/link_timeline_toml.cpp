@@ -30,9 +30,9 @@ struct event_reader {
       return;
     }
     const int64_t k = get_integer(source, *st, "'step'");
-    if (k < 0 || k > 1'000'000'000)
-      fail_at(source, *st, "'step' must be a step number from 0");
-    step = static_cast<int>(k);
+    if (k < 1 || k > 1'000'000'000)
+      fail_at(source, *st, "'step' must be a step number from 1");
+    step = static_cast<int>(k - 1); // the first step is 1 in files, as metrics.csv has it
   }
 
   link_endpoint endpoint(const toml::node& n, const char* what) const {

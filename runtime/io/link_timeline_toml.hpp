@@ -9,7 +9,7 @@ namespace deepcee::runtime {
 
 /// A timeline (fluctuation and fault script) file (TOML). Every event happens either
 /// `at` a virtual time (seconds from the start of the run, or "30s", "500ms") or at the
-/// start of `step` N (counted from 0), never both:
+/// start of `step` N (the first is 1, as in metrics.csv), never both:
 ///
 ///     [[change]]                  # links
 ///     at = 30

@@ -77,10 +77,8 @@ double world::work_time(int device, double start_s, double work_s) const {
   const double dt = work_duration(rates, start_s, work_s);
   if (std::isfinite(dt))
     return dt;
-  const auto& last = rates.back();
   const auto& node = c->nodes[static_cast<size_t>(c->devices[static_cast<size_t>(device)].node)];
-  throw job_stopped("node " + node.name + (last.killed ? " was killed" : " stopped for good") +
-                    " at " + std::to_string(last.from_s) + " s: the job stops");
+  throw job_stopped(stopped_message(rates, node.name));
 }
 
 std::vector<int> world::resources_of(int x, int y) {

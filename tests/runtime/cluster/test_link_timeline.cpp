@@ -123,16 +123,16 @@ action = "resume"
 BOOST_AUTO_TEST_CASE(step_events_land_when_their_step_starts) {
   const auto c = deepcee::test::actors_test_cluster();
   const auto t = script(R"([[change]]
-step = 2
+step = 3
 between = ["c0", "e0"]
 bandwidth = "1Mbps"
 [[device]]
-step = 1
+step = 2
 device = "c0/0"
 slowdown = 2
 )");
   BOOST_TEST(t.has_step_events());
-  // Before step 2 has started the link change is not known.
+  // Before step 3 (index 2) has started the link change is not known.
   BOOST_TEST(t.resolve_steps({0.0, 0.7}).history(c, 0, 4).size() == 1u);
   const auto known = t.resolve_steps({0.0, 0.7, 1.9});
   BOOST_TEST(!known.has_step_events());
@@ -153,8 +153,8 @@ BOOST_AUTO_TEST_CASE(bad_scripts_name_file_and_line) {
                  .find("s.toml:3: unknown region, node or device 'moon'") == 0);
   BOOST_TEST(error_of("[[change]]\nat = -1\nof = \"e0\"\nbandwidth = 1\n")
                  .find("s.toml:2: 'at' must not be negative") == 0);
-  BOOST_TEST(error_of("[[change]]\nstep = -3\nof = \"e0\"\nbandwidth = 1\n")
-                 .find("s.toml:2: 'step' must be a step number from 0") == 0);
+  BOOST_TEST(error_of("[[change]]\nstep = 0\nof = \"e0\"\nbandwidth = 1\n")
+                 .find("s.toml:2: 'step' must be a step number from 1") == 0);
   BOOST_TEST(error_of("[[change]]\nat = 1\nof = \"e0\"\nbandwidth_scale = 0\n")
                  .find("s.toml:4: 'bandwidth_scale' must be positive") == 0);
   BOOST_TEST(error_of("[[change]]\nat = 1\nstep = 2\nof = \"e0\"\nbandwidth = 1\n")

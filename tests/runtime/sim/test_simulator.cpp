@@ -508,11 +508,11 @@ BOOST_FIXTURE_TEST_CASE(a_slowed_device_stretches_its_ops_from_its_step_on, fixt
   three.steps = 3;
   const auto base = simulate(c, spec, profile, pl, {}, three);
   const auto slow = simulate(c, spec, profile, pl,
-                             parse_link_timeline("[[device]]\nstep = 1\ndevice = \"r0n1/0\"\n"
+                             parse_link_timeline("[[device]]\nstep = 2\ndevice = \"r0n1/0\"\n"
                                                  "slowdown = 3\n",
                                                  c, "s.toml"),
                              three);
-  // Step 0 is untouched; from step 1 on the second stage's F, B and W take 3x as long.
+  // The first step is untouched; from the second on the second stage's F, B and W take 3x as long.
   BOOST_TEST(slow.step_times_s[0] == base.step_times_s[0]);
   BOOST_TEST(slow.step_times_s[1] > 1.5 * base.step_times_s[1]);
   BOOST_TEST(slow.step_times_s[2] == slow.step_times_s[1], tt::tolerance(1e-9));
@@ -536,7 +536,7 @@ BOOST_FIXTURE_TEST_CASE(a_stop_waits_for_the_resume_and_a_kill_stops_the_job, fi
                           c, "s.toml"));
   BOOST_TEST(stopped.step_time_s == base.step_time_s + pause, tt::tolerance(1e-6));
   const auto killed =
-      parse_link_timeline("[[node]]\nstep = 1\nnode = \"r0n1\"\naction = \"kill\"\n", c, "s.toml");
+      parse_link_timeline("[[node]]\nstep = 2\nnode = \"r0n1\"\naction = \"kill\"\n", c, "s.toml");
   BOOST_TEST(simulate(c, spec, profile, pl, killed).step_time_s == base.step_time_s);
   sim_options two;
   two.steps = 2;
