@@ -68,8 +68,8 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
   s.me = me;
   s.plan = std::move(r.plan);
   const actors::run_mode mode{s.job.time, s.job.shape_links};
-  s.context =
-      actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus, mode);
+  s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus,
+                                       mode, s.job.script);
   s.deployment = actors::make_deployment(s.job.name, s.plan, s.job.train, mode);
   s.context->place_on_nodes(s.job.cluster);
   s.resume = read_resume_checkpoint(o.resume, o.job, s.job.time, s.plan.model);

@@ -16,6 +16,7 @@
 #include "tools/plan_print.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
+#include "tools/script_log.hpp"
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
@@ -73,12 +74,18 @@ void print_time_mode(const runtime::job_config& job) {
 /// in virtual and dry time.
 class run_view : public bar_view {
 public:
-  run_view(int first, int total, runtime::time_mode time, int global_batch, int context)
+  run_view(int first, int total, runtime::time_mode time, int global_batch, int context,
+           script_log& script)
       : bar_view(first, total), time_(time),
         global_batch_(global_batch), clock_{std::string(runtime::to_string(time)),
-                                            double(global_batch), double(context)} {}
+                                            double(global_batch), double(context)},
+        script_(script) {}
 
+  /// The script's events of this step are reported with its row; a killed node stops the
+  /// job before the row of the step it broke is written.
   runtime::metric_row row(const step_record& r, double elapsed_s) override {
+    if (auto kill = script_.step_done(r.step, r.end_s))
+      throw runtime::job_stopped(kill_message(*kill));
     return metrics_row(r, elapsed_s, clock_);
   }
 
@@ -93,6 +100,7 @@ private:
   runtime::time_mode time_;
   int global_batch_;
   metrics_clock clock_;
+  script_log& script_;
 };
 
 /// The closing lines: what ran, this run's samples per second and the simulator's, per
@@ -139,6 +147,21 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
                   s.error.c_str());
 }
 
+/// The job's script as the run meets it: its step events placed where the simulator
+/// predicts those steps start, which virtual and dry time follow. Wall time's steps take
+/// what they take, so a script there must give times.
+runtime::link_timeline script_of(const resolved_job& r) {
+  const auto& job = r.job;
+  if (job.time == runtime::time_mode::wall && job.script.has_step_events())
+    for (const auto& e : job.script.describe(job.cluster))
+      if (e.at_step)
+        runtime::fail_input(*job.script_path, e.line,
+                            "'step' events need time = \"virtual\" or \"dry\" (wall time's "
+                            "steps take what they take: give 'at')");
+  return runtime::resolve_by_simulation(job.cluster, r.profile.model(), r.profile, r.plan,
+                                        job.script, job.train.steps);
+}
+
 int run_job(const run_options& o) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
   const auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
@@ -151,8 +174,9 @@ int run_job(const run_options& o) {
   caf::actor_system sys{cfg};
   print_time_mode(job);
   const auto step_timeout = std::chrono::seconds(o.step_timeout_s);
+  const auto script = script_of(r);
   actors::local_job run(sys, job.cluster, r.profile, r.plan, job.train, r.corpus, step_timeout,
-                        {job.time, job.shape_links});
+                        {job.time, job.shape_links}, script);
   job_steps steps(sys, run.wired(), 2 * step_timeout, o.trace_steps);
   if (resume) {
     steps.restore(*resume, *o.resume);
@@ -162,16 +186,18 @@ int run_job(const run_options& o) {
   const auto dir = make_run_directory(o.out, job.train.out, "run");
   runtime::save_plan(r.plan, dir / "plan.json");
   run_files files(dir, job.train, o.metrics, job.time != runtime::time_mode::dry);
+  script_log injected(dir, script, job.cluster);
 
   interrupt_flag interrupted;
   run_view view(steps.steps_done(), job.train.steps, job.time, r.plan.global_batch(),
-                r.plan.model.context);
+                r.plan.model.context, injected);
   const auto start = std::chrono::steady_clock::now();
   const auto done = run_steps(steps, files, view, interrupted);
-  steps.write_trace(dir / "trace.json", job.cluster);
+  steps.write_trace(dir / "trace.json", job.cluster, injected.instants());
   print_summary(r, done, interrupted.raised(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
+  std::printf("wrote %s: %s, plan.json, trace.json%s\n", dir.string().c_str(),
+              files.names().c_str(), injected.empty() ? "" : ", events.csv");
   return interrupted.raised() ? 130 : 0;
 }
 

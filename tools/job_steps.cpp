@@ -98,8 +98,8 @@ void job_steps::restore(const kernels::checkpoint_contents& c,
   done_ = c.info.step;
 }
 
-void job_steps::write_trace(const std::filesystem::path& file,
-                            const runtime::cluster& cluster) const {
+void job_steps::write_trace(const std::filesystem::path& file, const runtime::cluster& cluster,
+                            const std::vector<runtime::trace_instant>& injected) const {
   std::vector<actors::link_sample> samples;
   caf::scoped_actor self{sys_};
   self->request(job_.adapter, wait_, actors::samples_atom_v)
@@ -108,7 +108,11 @@ void job_steps::write_trace(const std::filesystem::path& file,
   const double trace_end = traced_.empty() ? 0 : traced_.back().end_s;
   std::erase_if(samples, [&](const auto& s) { return s.start > trace_end; });
   std::ofstream out(file);
-  actors::write_run_trace(out, job_.job->plan, cluster, traced_, samples);
+  std::vector<runtime::trace_instant> shown;
+  for (const auto& i : injected)
+    if (i.at_s <= trace_end)
+      shown.push_back(i);
+  actors::write_run_trace(out, job_.job->plan, cluster, traced_, samples, shown);
 }
 
 } // namespace deepcee::tools

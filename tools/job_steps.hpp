@@ -3,6 +3,7 @@
 #include "actors/job/job_wiring.hpp"
 #include "kernels/train/checkpoint.hpp"
 #include "runtime/base/train_config.hpp"
+#include "runtime/io/trace_writer.hpp"
 #include "runtime/plan/job_config.hpp"
 #include "tools/step_loop.hpp"
 
@@ -53,7 +54,8 @@ public:
   const std::vector<actors::step_result>& traced() const { return traced_; }
   /// trace.json (actors/job/run_trace.hpp): the traced steps and the adapter's link samples
   /// until the last of them ended, whichever node each came from.
-  void write_trace(const std::filesystem::path& file, const runtime::cluster& cluster) const;
+  void write_trace(const std::filesystem::path& file, const runtime::cluster& cluster,
+                   const std::vector<runtime::trace_instant>& injected = {}) const;
 
 private:
   caf::actor_system& sys_;

@@ -188,7 +188,7 @@ std::shared_ptr<actors::job_context> accept_job(member& m) {
   const auto answered = std::chrono::steady_clock::now();
   std::shared_ptr<actors::job_context> context;
   try {
-    context = actors::accept_deployment(deployment, m.job.cluster, m.me.name);
+    context = actors::accept_deployment(deployment, m.job.cluster, m.me.name, m.job.script);
   } catch (const std::exception& e) {
     m.tell_and_fail("refused the deployment from the coordinator's node " + m.boss.name + ": " +
                     e.what());

@@ -13,10 +13,12 @@
 
 namespace deepcee::actors {
 
-std::shared_ptr<job_context>
-make_job_context(const runtime::cluster& c, const runtime::profile_table& profile,
-                 const runtime::plan& plan, const runtime::train_config& train,
-                 std::shared_ptr<const runtime::text_corpus> corpus, run_mode mode) {
+std::shared_ptr<job_context> make_job_context(const runtime::cluster& c,
+                                              const runtime::profile_table& profile,
+                                              const runtime::plan& plan,
+                                              const runtime::train_config& train,
+                                              std::shared_ptr<const runtime::text_corpus> corpus,
+                                              run_mode mode, const runtime::link_timeline& script) {
   auto job = std::make_shared<job_context>();
   if (train.batch != plan.global_batch())
     runtime::fail_input("job", 0,
@@ -29,7 +31,11 @@ make_job_context(const runtime::cluster& c, const runtime::profile_table& profil
   job->train = train;
   job->train.model = plan.model;
   job->corpus = std::move(corpus);
-  job->cluster = std::make_shared<runtime::virtual_cluster>(c, profile.model(), profile, plan);
+  // Step events land where the simulator predicts their steps start, which virtual and dry
+  // time follow; every node of a job resolves them alike.
+  job->cluster = std::make_shared<runtime::virtual_cluster>(
+      c, profile.model(), profile, plan,
+      runtime::resolve_by_simulation(c, profile.model(), profile, plan, script, train.steps));
   job->mode = mode;
   std::vector<int> seen(c.nodes.size(), 0);
   for (const auto& d : c.devices)
@@ -48,9 +54,10 @@ local_job::local_job(caf::actor_system& sys, const runtime::cluster& c,
                      const runtime::profile_table& profile, const runtime::plan& plan,
                      const runtime::train_config& train,
                      std::shared_ptr<const runtime::text_corpus> corpus,
-                     std::chrono::milliseconds step_timeout, run_mode mode)
+                     std::chrono::milliseconds step_timeout, run_mode mode,
+                     const runtime::link_timeline& script)
     : sys_(sys), guard_(sys), timeout_(step_timeout) {
-  auto job = make_job_context(c, profile, plan, train, std::move(corpus), mode);
+  auto job = make_job_context(c, profile, plan, train, std::move(corpus), mode, script);
   const auto part = spawn_local_part(sys, job, 0, guard_);
   // The coordinator's own step timeout names the stages a stuck step waits for; step()
   // waits longer, so that this named failure is what the caller sees.

@@ -17,11 +17,12 @@ namespace deepcee::actors {
 
 /// The immutable context of a job, shared by every actor of a process. Throws input_error
 /// when the training batch differs from the plan's or the corpus is too short (dry mode
-/// reads no data).
+/// reads no data). `script`: the fluctuation and fault script the emulated cluster follows.
 std::shared_ptr<job_context>
 make_job_context(const runtime::cluster& c, const runtime::profile_table& profile,
                  const runtime::plan& plan, const runtime::train_config& train,
-                 std::shared_ptr<const runtime::text_corpus> corpus, run_mode mode = {});
+                 std::shared_ptr<const runtime::text_corpus> corpus, run_mode mode = {},
+                 const runtime::link_timeline& script = {});
 
 /// Every actor of a job in one process (`deepcee run`): one stage actor per (pipeline,
 /// stage), the coordinator, the adapter and the pipes, wired together (job_wiring.hpp) and
@@ -34,7 +35,8 @@ public:
   local_job(caf::actor_system& sys, const runtime::cluster& c,
             const runtime::profile_table& profile, const runtime::plan& plan,
             const runtime::train_config& train, std::shared_ptr<const runtime::text_corpus> corpus,
-            std::chrono::milliseconds step_timeout = std::chrono::minutes(2), run_mode mode = {});
+            std::chrono::milliseconds step_timeout = std::chrono::minutes(2), run_mode mode = {},
+            const runtime::link_timeline& script = {});
   local_job(const local_job&) = delete;
   local_job& operator=(const local_job&) = delete;
 

@@ -23,7 +23,8 @@ job_deployment make_deployment(const std::string& job_name, const runtime::plan&
 
 std::shared_ptr<job_context> accept_deployment(const job_deployment& d,
                                                const runtime::cluster& cluster,
-                                               const std::string& node) {
+                                               const std::string& node,
+                                               const runtime::link_timeline& script) {
   const std::string source = "the deployment of job '" + d.job + "'";
   if (d.node != node)
     runtime::fail_input(source, 0, "it is addressed to node '" + d.node + "', not '" + node + "'");
@@ -33,7 +34,7 @@ std::shared_ptr<job_context> accept_deployment(const job_deployment& d,
       runtime::text_corpus::load(d.train.data.path, d.train.data.val_fraction));
   const runtime::profile_table profile(runtime::make_model_spec(d.plan.model, d.plan.model_name));
   auto job = make_job_context(cluster, profile, d.plan, d.train, std::move(corpus),
-                              {d.mode, d.shape_links});
+                              {d.mode, d.shape_links}, script);
   job->place_on_nodes(cluster);
   return job;
 }

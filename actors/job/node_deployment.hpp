@@ -26,7 +26,8 @@ job_deployment make_deployment(const std::string& job_name, const runtime::plan&
 /// train's rules, and its data must load here. Throws input_error saying what is wrong.
 std::shared_ptr<job_context> accept_deployment(const job_deployment& d,
                                                const runtime::cluster& cluster,
-                                               const std::string& node);
+                                               const std::string& node,
+                                               const runtime::link_timeline& script = {});
 
 /// This node's wall-time zero such that its clock reads the coordinator's: the coordinator's
 /// clock read `clock_s` as it answered a request this node sent at `asked` and got the

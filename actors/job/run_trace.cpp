@@ -83,9 +83,11 @@ runtime::trace_document run_trace_document(const runtime::plan& plan, const runt
 }
 
 void write_run_trace(std::ostream& out, const runtime::plan& plan, const runtime::cluster& c,
-                     const std::vector<step_result>& steps,
-                     const std::vector<link_sample>& samples) {
-  runtime::write_trace(run_trace_document(plan, c, steps, samples), out);
+                     const std::vector<step_result>& steps, const std::vector<link_sample>& samples,
+                     const std::vector<runtime::trace_instant>& injected) {
+  auto doc = run_trace_document(plan, c, steps, samples);
+  doc.instants = injected;
+  runtime::write_trace(doc, out);
 }
 
 } // namespace deepcee::actors

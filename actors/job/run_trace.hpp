@@ -23,8 +23,9 @@ runtime::trace_document run_trace_document(const runtime::plan& plan, const runt
                                            const std::vector<step_result>& steps,
                                            const std::vector<link_sample>& samples);
 
+/// `injected`: the script's events that happened during the traced steps, drawn as instants.
 void write_run_trace(std::ostream& out, const runtime::plan& plan, const runtime::cluster& c,
-                     const std::vector<step_result>& steps,
-                     const std::vector<link_sample>& samples);
+                     const std::vector<step_result>& steps, const std::vector<link_sample>& samples,
+                     const std::vector<runtime::trace_instant>& injected = {});
 
 } // namespace deepcee::actors

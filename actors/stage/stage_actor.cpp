@@ -186,7 +186,7 @@ void run_ready_ops(self_ptr self) {
       return; // its input is not there yet
     }
     const double start = wall ? st.job->real_now_s() : std::max(st.free_at, ready);
-    const double end = wall ? start : start + st.costs.op_time(op.kind);
+    const double end = wall ? start : start + st.costs.op_duration(op.kind, start);
     std::optional<outgoing_tensor> out;
     switch (runtime::output_of(op.kind, st.place)) {
     case tensor_flow::activation_to_next:

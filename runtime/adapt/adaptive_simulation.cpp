@@ -75,6 +75,7 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
   plan current = p;
   std::optional<adapt_decision> pending;
   uint64_t sample_index = 0;
+  std::vector<double> step_starts; // when each step's compute starts: where step events land
   t = 0;
   for (int k = 0; k < options.steps; ++k) {
     adaptive_step step;
@@ -89,8 +90,10 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     }
     sim_options one;
     one.start_s = t + move_s;
-    const auto r = simulate(c, model, profile, current, timeline, one);
-    for (auto o : observed_transfers(c, model, current, timeline, one.start_s, r.step_time_s)) {
+    step_starts.push_back(one.start_s);
+    const link_timeline known = timeline.resolve_steps(step_starts);
+    const auto r = simulate(c, model, profile, current, known, one);
+    for (auto o : observed_transfers(c, model, current, known, one.start_s, r.step_time_s)) {
       if (options.sample_noise > 0) {
         const double drain = (o.drained_s - o.start_s) *
                              noise_factor(options.sample_noise, options.seed, sample_index++);

@@ -4,6 +4,7 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/base/model_spec.hpp"
 #include "runtime/io/cluster_toml.hpp"
+#include "runtime/io/link_timeline_toml.hpp"
 #include "runtime/io/train_config_table.hpp"
 #include "runtime/io/train_config_toml.hpp"
 
@@ -92,6 +93,23 @@ void read_nodes(const toml::table& root, const fs::path& path, job_config& job) 
     fail_input(path, 0, "cluster '" + job.cluster.name + "' has no nodes");
 }
 
+/// `[inject] script = "..."`, relative to the job file.
+void read_inject(const toml::table& root, const fs::path& path, job_config& job) {
+  const auto* n = root.get("inject");
+  if (!n)
+    return;
+  if (!n->is_table())
+    fail_input(path, line_of(*n), "'inject' must be a table ([inject] script = \"...\")");
+  for (const auto& [key, v] : *n->as_table())
+    if (key != "script")
+      fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inject]");
+  const auto script = text_of(*n->as_table(), "script", path);
+  if (script.empty())
+    fail_input(path, line_of(*n), "[inject] needs script = \"a script file\"");
+  job.script_path = fs::path(script).is_absolute() ? fs::path(script) : path.parent_path() / script;
+  job.script = load_link_timeline(*job.script_path, job.cluster);
+}
+
 } // namespace
 
 job_config load_job_config(const fs::path& path) {
@@ -107,7 +125,8 @@ job_config load_job_config(const fs::path& path) {
     static const std::string_view known[] = {
         "name",  "time",  "shape_links",        "cluster",
         "plan",  "model", "coordinator",        "connect_timeout",
-        "train", "node",  "heartbeat_interval", "heartbeat_timeout"};
+        "train", "node",  "heartbeat_interval", "heartbeat_timeout",
+        "inject"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -169,6 +188,7 @@ job_config load_job_config(const fs::path& path) {
   }
   validate(job.train, path);
   read_nodes(root, path, job);
+  read_inject(root, path, job);
   return job;
 }
 

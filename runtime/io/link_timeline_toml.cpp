@@ -6,24 +6,37 @@
 
 namespace deepcee::runtime {
 
-link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
-                                  const std::filesystem::path& source) {
-  using namespace toml_input;
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, source.string());
-  } catch (const toml::parse_error& e) {
-    fail_input(source, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
+namespace {
+
+using namespace toml_input;
+
+/// Reads one scripted table's `at` or `step` (exactly one of them).
+struct event_reader {
+  const std::filesystem::path& source;
+  const cluster& c;
+
+  void time_of(const toml::table& t, const char* what, double& at_s,
+               std::optional<int>& step) const {
+    const toml::node* at = t.get("at");
+    const toml::node* st = t.get("step");
+    if (!at == !st)
+      fail_at(source, t,
+              std::string("a ") + what +
+                  " needs 'at' (seconds from the start) or 'step' (a step number), not both");
+    if (at) {
+      at_s = get_quantity(source, *at, "'at'", parse_duration, 1.0, "\"30s\"");
+      if (at_s < 0)
+        fail_at(source, *at, "'at' must not be negative");
+      return;
+    }
+    const int64_t k = get_integer(source, *st, "'step'");
+    if (k < 1 || k > 1'000'000'000)
+      fail_at(source, *st, "'step' must be a step number from 1");
+    step = static_cast<int>(k - 1); // the first step is 1 in files, as metrics.csv has it
   }
-  check_keys(source, root, {"change"}, "the timeline");
-  std::vector<link_change> changes;
-  const toml::node* list = root.get("change");
-  if (!list)
-    return link_timeline{};
-  if (!list->is_array_of_tables())
-    fail_at(source, *list, "'change' must be an array of tables ([[change]])");
-  const auto endpoint = [&](const toml::node& n) -> link_endpoint {
-    const std::string name = get_string(source, n, "'between' entry");
+
+  link_endpoint endpoint(const toml::node& n, const char* what) const {
+    const std::string name = get_string(source, n, what);
     if (auto i = c.find_device(name))
       return {link_endpoint::scope::device, *i};
     if (auto i = c.find_node(name))
@@ -31,25 +44,40 @@ link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
     if (auto i = c.find_region(name))
       return {link_endpoint::scope::region, *i};
     fail_at(source, n, "unknown region, node or device '" + name + "'");
-  };
-  for (const auto& item : *list->as_array()) {
-    const auto& t = as_table(source, item, "[[change]]");
-    check_keys(source, t, {"at", "between", "bandwidth", "latency"}, "[[change]]");
+  }
+
+  double positive(const toml::table& t, const char* key) const {
+    const toml::node& n = *t.get(key);
+    const double v = get_number(source, n, std::string("'") + key + "'");
+    if (!(v > 0))
+      fail_at(source, n, std::string("'") + key + "' must be positive");
+    return v;
+  }
+
+  link_change link(const toml::table& t) const {
+    check_keys(source, t,
+               {"at", "step", "between", "of", "bandwidth", "latency", "bandwidth_scale",
+                "latency_scale", "jitter", "seed"},
+               "[[change]]");
     link_change ch;
     ch.line = line_of(t);
-    const toml::node* at = t.get("at");
-    if (!at)
-      fail_at(source, t, "a [[change]] needs 'at' (seconds from the start)");
-    ch.at_s = get_quantity(source, *at, "'at'", parse_duration, 1.0, "\"30s\"");
-    if (ch.at_s < 0)
-      fail_at(source, *at, "'at' must not be negative");
+    time_of(t, "[[change]]", ch.at_s, ch.at_step);
     const toml::node* between = t.get("between");
-    const toml::array* pair = between ? between->as_array() : nullptr;
-    if (!pair || pair->size() != 2)
-      fail_at(source, between ? *between : static_cast<const toml::node&>(t),
-              "a [[change]] needs 'between = [a, b]' naming two regions, nodes or devices");
-    ch.a = endpoint(*pair->get(0));
-    ch.b = endpoint(*pair->get(1));
+    const toml::node* of = t.get("of");
+    if (between && of)
+      fail_at(source, t, "a [[change]] names 'between' or 'of', not both");
+    if (of) {
+      ch.a = endpoint(*of, "'of'");
+      ch.any_peer = true;
+    } else {
+      const toml::array* pair = between ? between->as_array() : nullptr;
+      if (!pair || pair->size() != 2)
+        fail_at(source, between ? *between : static_cast<const toml::node&>(t),
+                "a [[change]] needs 'between = [a, b]' naming two regions, nodes or devices, or "
+                "'of = x' naming one");
+      ch.a = endpoint(*pair->get(0), "'between' entry");
+      ch.b = endpoint(*pair->get(1), "'between' entry");
+    }
     if (auto n = t.get("bandwidth")) {
       ch.bandwidth_Bps =
           get_quantity(source, *n, "'bandwidth'", parse_bandwidth, 1e6 / 8, "\"50Mbps\"");
@@ -61,11 +89,108 @@ link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
       if (*ch.latency_s < 0)
         fail_at(source, *n, "'latency' must not be negative");
     }
-    if (!ch.bandwidth_Bps && !ch.latency_s)
-      fail_at(source, t, "a [[change]] must set 'bandwidth', 'latency' or both");
-    changes.push_back(ch);
+    if (t.get("bandwidth_scale"))
+      ch.bandwidth_scale = positive(t, "bandwidth_scale");
+    if (t.get("latency_scale"))
+      ch.latency_scale = positive(t, "latency_scale");
+    if (auto n = t.get("jitter")) {
+      ch.jitter = get_number(source, *n, "'jitter'");
+      if (!(*ch.jitter >= 0 && *ch.jitter < 1))
+        fail_at(source, *n, "'jitter' must be a fraction in [0, 1) (0.2 is +-20%)");
+    }
+    if (auto n = t.get("seed")) {
+      if (!ch.jitter)
+        fail_at(source, *n, "'seed' only goes with 'jitter'");
+      ch.seed = static_cast<uint64_t>(get_integer(source, *n, "'seed'"));
+    }
+    if (!ch.bandwidth_Bps && !ch.latency_s && !ch.bandwidth_scale && !ch.latency_scale &&
+        !ch.jitter)
+      fail_at(source, t,
+              "a [[change]] must set 'bandwidth', 'latency', 'bandwidth_scale', "
+              "'latency_scale' or 'jitter'");
+    if ((ch.bandwidth_Bps && ch.bandwidth_scale) || (ch.latency_s && ch.latency_scale))
+      fail_at(source, t, "a [[change]] sets or scales a quantity, not both");
+    return ch;
   }
-  return link_timeline(std::move(changes));
+
+  device_change device(const toml::table& t) const {
+    check_keys(source, t, {"at", "step", "device", "slowdown"}, "[[device]]");
+    device_change d;
+    d.line = line_of(t);
+    time_of(t, "[[device]]", d.at_s, d.at_step);
+    const toml::node* name = t.get("device");
+    if (!name)
+      fail_at(source, t, "a [[device]] needs 'device' naming a device of the cluster");
+    const std::string s = get_string(source, *name, "'device'");
+    const auto i = c.find_device(s);
+    if (!i)
+      fail_at(source, *name, "unknown device '" + s + "'");
+    d.device = *i;
+    if (!t.get("slowdown"))
+      fail_at(source, t, "a [[device]] needs 'slowdown' (3 makes it 3x slower, 1 restores it)");
+    d.slowdown = positive(t, "slowdown");
+    return d;
+  }
+
+  node_change node(const toml::table& t) const {
+    check_keys(source, t, {"at", "step", "node", "action"}, "[[node]]");
+    node_change n;
+    n.line = line_of(t);
+    time_of(t, "[[node]]", n.at_s, n.at_step);
+    const toml::node* name = t.get("node");
+    if (!name)
+      fail_at(source, t, "a [[node]] needs 'node' naming a node of the cluster");
+    const std::string s = get_string(source, *name, "'node'");
+    const auto i = c.find_node(s);
+    if (!i)
+      fail_at(source, *name, "unknown node '" + s + "'");
+    n.node = *i;
+    const toml::node* action = t.get("action");
+    if (!action)
+      fail_at(source, t, "a [[node]] needs 'action' (\"stop\", \"resume\" or \"kill\")");
+    const std::string a = get_string(source, *action, "'action'");
+    if (a == "stop")
+      n.action = node_action::stop;
+    else if (a == "resume")
+      n.action = node_action::resume;
+    else if (a == "kill")
+      n.action = node_action::kill;
+    else
+      fail_at(source, *action, "unknown action '" + a + "' (\"stop\", \"resume\" or \"kill\")");
+    return n;
+  }
+};
+
+/// Calls `read` on every table of the array `key` ([[key]]), if there is one.
+template <class Read>
+void each_table(const std::filesystem::path& source, const toml::table& root, const char* key,
+                Read read) {
+  const toml::node* list = root.get(key);
+  if (!list)
+    return;
+  if (!list->is_array_of_tables())
+    fail_at(source, *list,
+            std::string("'") + key + "' must be an array of tables ([[" + key + "]])");
+  for (const auto& item : *list->as_array())
+    read(as_table(source, item, std::string("[[") + key + "]]"));
+}
+
+} // namespace
+
+link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
+                                  const std::filesystem::path& source) {
+  const toml::table root = parse_text(toml_text, source);
+  check_keys(source, root, {"change", "device", "node"}, "the timeline");
+  const event_reader reader{source, c};
+  std::vector<link_change> links;
+  std::vector<device_change> devices;
+  std::vector<node_change> nodes;
+  each_table(source, root, "change",
+             [&](const toml::table& t) { links.push_back(reader.link(t)); });
+  each_table(source, root, "device",
+             [&](const toml::table& t) { devices.push_back(reader.device(t)); });
+  each_table(source, root, "node", [&](const toml::table& t) { nodes.push_back(reader.node(t)); });
+  return link_timeline(std::move(links), std::move(devices), std::move(nodes));
 }
 
 link_timeline load_link_timeline(const std::filesystem::path& path, const cluster& c) {

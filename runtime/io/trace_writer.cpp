@@ -29,6 +29,9 @@ void write_trace(const trace_document& doc, std::ostream& out) {
     }
     events.push_back(std::move(e));
   }
+  for (const auto& i : doc.instants)
+    events.push_back(
+        {{"ph", "i"}, {"s", "g"}, {"name", i.name}, {"pid", 0}, {"tid", 0}, {"ts", i.at_s * 1e6}});
   out << json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump() << "\n";
 }
 

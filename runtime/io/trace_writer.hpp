@@ -25,12 +25,20 @@ struct trace_span {
   std::vector<std::pair<std::string, double>> args;
 };
 
+/// A moment that concerns the whole trace (an injected event): an "i" event of global scope,
+/// which Perfetto draws as a line across every track.
+struct trace_instant {
+  std::string name;
+  double at_s = 0;
+};
+
 /// What a trace holds, neutral of who made it (the simulator, a run): processes by index
 /// (their names), the tracks grouped under them, and the spans.
 struct trace_document {
   std::vector<std::string> processes;
   std::vector<trace_track> tracks;
   std::vector<trace_span> spans;
+  std::vector<trace_instant> instants;
 };
 
 /// Chrome / Perfetto trace JSON ({"traceEvents": [...]}, times in microseconds): an "M"

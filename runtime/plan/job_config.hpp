@@ -2,6 +2,7 @@
 
 #include "runtime/base/train_config.hpp"
 #include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/link_timeline.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -36,6 +37,10 @@ struct job_config {
   /// for heartbeat_timeout_s (> the interval) stops the job, naming the silent node.
   double heartbeat_interval_s = 1;
   double heartbeat_timeout_s = 5;
+  /// `[inject] script = "..."`: the fluctuation and fault script the job runs under (a
+  /// link timeline, runtime/io/link_timeline_toml.hpp), read against `cluster`.
+  std::optional<std::filesystem::path> script_path;
+  link_timeline script;
 };
 
 } // namespace deepcee::runtime

@@ -66,10 +66,6 @@ private:
   std::priority_queue<event, std::vector<event>, std::greater<>> queue_;
 };
 
-double op_time(const stage_rt& st, op_kind k) {
-  return k == op_kind::forward ? st.f : k == op_kind::backward_input ? st.b : st.w;
-}
-
 double dev_op_time(const stage_rt& st, size_t d, op_kind k) {
   return k == op_kind::forward          ? st.dev_f[d]
          : k == op_kind::backward_input ? st.dev_b[d]
@@ -85,7 +81,12 @@ void step_engine::try_start(int s) {
     return;
   run.op_start = std::max(run.free_at, ready);
   run.running = true;
-  queue_.push({run.op_start + op_time(w_.stages[static_cast<size_t>(s)], run.list.next().kind), s});
+  const auto& st = w_.stages[static_cast<size_t>(s)];
+  const auto kind = run.list.next().kind;
+  double dt = 0; // the slowest device, each at its rate over the op (link_timeline.hpp)
+  for (size_t d = 0; d < st.devices.size(); ++d)
+    dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)));
+  queue_.push({run.op_start + dt, s});
 }
 
 double step_engine::send(const part& pt, double t, const char* what, int micro) {
@@ -112,7 +113,7 @@ void step_engine::complete(int s, double t) {
   run.running = false;
   run.free_at = t;
   for (size_t d = 0; d < st.devices.size(); ++d) {
-    const double dt = dev_op_time(st, d, op.kind);
+    const double dt = w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, op.kind));
     busy_[static_cast<size_t>(st.devices[d])] += dt;
     if (opt_.trace)
       trace(to_string(op), st.devices[d], run.op_start, run.op_start + dt);
@@ -173,6 +174,26 @@ double step_engine::run(double t0, std::vector<double>& stage_end) {
 
 } // namespace
 
+link_timeline resolve_by_simulation(const cluster& c, const model_spec& model,
+                                    const profile_table& profile, const plan& p,
+                                    const link_timeline& script, int steps) {
+  if (!script.has_step_events())
+    return script;
+  std::vector<double> starts;
+  double t = 0;
+  for (int k = 0; k < steps; ++k) {
+    starts.push_back(t);
+    sim_options one;
+    one.start_s = t;
+    try {
+      t += simulate(c, model, profile, p, script.resolve_steps(starts), one).step_time_s;
+    } catch (const job_stopped&) {
+      break;
+    }
+  }
+  return script.resolve_steps(starts);
+}
+
 sim_result simulate(const cluster& c, const model_spec& model, const profile_table& profile,
                     const plan& p, const link_timeline& timeline, const sim_options& options) {
   validate_plan(p, static_cast<int>(c.devices.size()), "plan");
@@ -189,7 +210,15 @@ sim_result simulate(const cluster& c, const model_spec& model, const profile_tab
   const size_t nd = c.devices.size();
   std::vector<double> busy(nd, 0.0), ar(nd, 0.0), opt(nd, 0.0), stage_end, first_end;
   double t = options.start_s;
+  // Step events become times as their steps start (link_timeline::resolve_steps).
+  std::vector<double> step_starts;
+  link_timeline resolved;
   for (int k = 0; k < options.steps; ++k) {
+    if (timeline.has_step_events()) {
+      step_starts.push_back(t);
+      resolved = timeline.resolve_steps(step_starts);
+      w.set_timeline(resolved);
+    }
     step_engine engine(w, options, r, busy, ar, opt);
     const double end = engine.run(t, stage_end);
     if (k == 0)

@@ -7,6 +7,7 @@
 #include "runtime/plan/plan.hpp"
 #include "runtime/schedule/schedule.hpp"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,12 +59,26 @@
 ///   starts when the last device's optimizer ends), so a timeline change can hit any step.
 namespace deepcee::runtime {
 
+/// The script killed a node the plan uses, or stopped it for good: the job cannot go on
+/// (there is no recovery yet). what() is the one line the CLI prints.
+class job_stopped : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 struct sim_options {
   int steps = 1;
   double start_s = 0;    ///< time of the first step on the timeline's clock
   bool trace = false;    ///< keep every event for write_chrome_trace
   greedy_options greedy; ///< for pipelines with schedule_kind::greedy
 };
+
+/// The script with its step events placed where the simulator predicts those steps start
+/// (the first `steps` steps of `p`; a kill ends the prediction, and later step events stay
+/// out). What a run whose clock follows the simulator (virtual and dry time) meets.
+link_timeline resolve_by_simulation(const cluster& c, const model_spec& model,
+                                    const profile_table& profile, const plan& p,
+                                    const link_timeline& script, int steps);
 
 /// A track of the trace: a device, a link inside a region (directed device pair) or a WAN
 /// pipe (directed region pair).

@@ -3,6 +3,7 @@
 #include "runtime/cluster/codec_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -42,15 +43,44 @@ struct stage_device_cost {
 
 } // namespace
 
+namespace {
+
+/// The pair's history under the timeline, drained no faster than the nodes' interfaces.
+std::vector<link_timeline::piece> capped_history(const cluster& c, const link_timeline& t, int x,
+                                                 int y) {
+  auto out = t.history(c, x, y);
+  const double cap = nic_cap_between(c, x, y);
+  for (auto& piece : out)
+    piece.params.bandwidth_Bps = std::min(piece.params.bandwidth_Bps, cap);
+  return out;
+}
+
+} // namespace
+
 int world::pair_of(int x, int y) {
   auto [it, fresh] = pair_index.emplace(key_of(x, y), static_cast<int>(histories.size()));
-  if (fresh) {
-    histories.push_back(timeline->history(*c, x, y));
-    const double cap = nic_cap_between(*c, x, y);
-    for (auto& piece : histories.back())
-      piece.params.bandwidth_Bps = std::min(piece.params.bandwidth_Bps, cap);
-  }
+  if (fresh)
+    histories.push_back(capped_history(*c, *timeline, x, y));
   return it->second;
+}
+
+void world::set_timeline(const link_timeline& t) {
+  timeline = &t;
+  for (const auto& [key, index] : pair_index)
+    histories[static_cast<size_t>(index)] =
+        capped_history(*c, t, static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffffu));
+  device_rates.clear();
+  for (int d = 0; d < static_cast<int>(c->devices.size()); ++d)
+    device_rates.push_back(t.device_history(*c, d));
+}
+
+double world::work_time(int device, double start_s, double work_s) const {
+  const auto& rates = device_rates[static_cast<size_t>(device)];
+  const double dt = work_duration(rates, start_s, work_s);
+  if (std::isfinite(dt))
+    return dt;
+  const auto& node = c->nodes[static_cast<size_t>(c->devices[static_cast<size_t>(device)].node)];
+  throw job_stopped(stopped_message(rates, node.name));
 }
 
 std::vector<int> world::resources_of(int x, int y) {
@@ -141,6 +171,8 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
   w.c = &c;
   w.model = &model;
   w.timeline = &timeline;
+  for (int d = 0; d < static_cast<int>(c.devices.size()); ++d)
+    w.device_rates.push_back(timeline.device_history(c, d));
   std::map<cost_key, stage_device_cost> cache;
   std::vector<std::vector<stage_cost>> schedule_costs; // per pipeline
   std::vector<int> first_stage;                        // per pipeline

@@ -89,6 +89,7 @@ struct world {
   std::unordered_map<uint64_t, int> link_index;
   std::vector<std::vector<link_timeline::piece>> histories; ///< per directed device pair
   std::unordered_map<uint64_t, int> pair_index;
+  std::vector<std::vector<device_piece>> device_rates; ///< per device of the cluster
   std::vector<resource_rt> resources;
   std::map<net_resource, int> resource_index;
   std::vector<bucket> buckets;
@@ -98,6 +99,12 @@ struct world {
   /// The directed device pair's history, computed once: the cluster's link and the
   /// timeline, drained no faster than the two nodes' interfaces allow (nic_cap_between).
   int pair_of(int x, int y);
+  /// Recomputes every pair's history and device's rates from `t` (kept by pointer): a
+  /// script whose step events became known as the run went on.
+  void set_timeline(const link_timeline& t);
+  /// How long `work_s` of nominal compute on `device` started at `start_s` takes.
+  /// Throws job_stopped when the device's node is killed, or stops for good, first.
+  double work_time(int device, double start_s, double work_s) const;
   /// The route a transfer from x to y is counted on: the device pair inside a region, the
   /// region pair's WAN path across regions.
   int link_of(int x, int y);

@@ -4,6 +4,7 @@
 #include "runtime/sim/simulator_world.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +27,22 @@ transfer_times link_fifo::send(const transfer_part& part, double send_s) {
   for (const int* k = first; k != last; ++k)
     free_at_[static_cast<size_t>(*k)] = t.drained_s;
   return t;
+}
+
+double virtual_stage::op_duration(op_kind k, double start_s) const {
+  const auto& costs = k == op_kind::forward ? dev_f : k == op_kind::backward_input ? dev_b : dev_w;
+  const bool scripted =
+      std::any_of(rates.begin(), rates.end(), [](const auto& r) { return r.size() > 1; });
+  if (!scripted || costs.size() != rates.size())
+    return op_time(k);
+  double dt = 0;
+  for (size_t d = 0; d < costs.size(); ++d) {
+    const double one = work_duration(rates[d], start_s, costs[d]);
+    if (!std::isfinite(one))
+      throw job_stopped(stopped_message(rates[d], nodes.at(d)));
+    dt = std::max(dt, one);
+  }
+  return dt;
 }
 
 /// Owns copies of what the simulator's world points to, so the world outlives no input.
@@ -70,6 +87,13 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
     vs.f = st.f;
     vs.b = st.b;
     vs.w = st.w;
+    vs.dev_f = st.dev_f;
+    vs.dev_b = st.dev_b;
+    vs.dev_w = st.dev_w;
+    for (int d : st.devices) {
+      vs.rates.push_back(w.device_rates[static_cast<size_t>(d)]);
+      vs.nodes.push_back(c.nodes[static_cast<size_t>(c.devices[static_cast<size_t>(d)].node)].name);
+    }
     vs.act_parts = parts_of(w, st.act_parts);
     vs.grad_parts = parts_of(w, st.grad_parts);
     impl_->stages[static_cast<size_t>(st.pipeline)].push_back(std::move(vs));

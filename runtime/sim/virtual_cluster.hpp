@@ -38,9 +38,19 @@ struct virtual_stage {
   std::vector<transfer_part> act_parts;  ///< F activations to the next stage
   std::vector<transfer_part> grad_parts; ///< B gradients to the previous stage
 
+  /// Per device of the stage: its op times and its working rate over time (the script's
+  /// slowdowns and node stops, link_timeline::device_history).
+  std::vector<double> dev_f, dev_b, dev_w;
+  std::vector<std::vector<device_piece>> rates;
+  std::vector<std::string> nodes; ///< per device: its node's name, for job_stopped
+
   double op_time(op_kind k) const {
     return k == op_kind::forward ? f : k == op_kind::backward_input ? b : w;
   }
+  /// How long an op started at `start_s` lasts: its slowest device at its rate, as the
+  /// simulator times it; op_time where the script touches none of its devices.
+  /// Throws job_stopped when a device's node is killed or stops for good first.
+  double op_duration(op_kind k, double start_s) const;
 };
 
 /// When a transfer sent at `send_s` occupies its link and when it arrives.

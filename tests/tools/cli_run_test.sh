@@ -114,6 +114,35 @@ rc=$?
 [[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ dry.toml.*dry-mode ]] || fail "dry --resume: exit $rc ($err)"
 [[ -e $work/dry-resumed ]] && fail "dry --resume: left a run directory"
 
+# [inject] script: the events are logged, written to events.csv by the step they fall in and
+# drawn in the trace; the slowed WAN makes its steps slower; a killed node stops the job with
+# one line; a bad script is one line naming its file and line, exit 2, no run directory.
+cat >"$work/script.toml" <<TOML
+[[change]]
+step = 2
+between = ["cloud", "edge"]
+bandwidth_scale = 0.01
+[[node]]
+step = 4
+node = "n1"
+action = "kill"
+TOML
+{ cat "$work/dry.toml"; printf '[inject]\nscript = "script.toml"\n'; } >"$work/inject.toml"
+"$deepcee" run "$work/inject.toml" --steps 3 --out "$work/inject" >"$work/inject.log" 2>&1 || fail "inject run: $(tail -3 "$work/inject.log")"
+grep -q 'step 2: injected at .*: link cloud<->edge bandwidth x0.01' "$work/inject.log" || fail "inject run: no log line: $(tail -3 "$work/inject.log")"
+[[ $(sed -n 2p "$work/inject/events.csv") =~ ^2,[0-9.e-]+,link\ cloud\<-\>edge\ bandwidth\ x0.01$ ]] || fail "events.csv: $(cat "$work/inject/events.csv")"
+grep -q '"name":"inject: link cloud[^"]*","ph":"i"' "$work/inject/trace.json" || fail "trace.json has no injected instant"
+slow=$(awk -F, 'NR > 1 {print $5}' "$work/inject/metrics.csv" | tr '\n' ' ')
+awk -v s="$slow" 'BEGIN {split(s, t, " "); exit !(t[2] > 2 * t[1])}' || fail "the 100x slower WAN did not slow step 2: $slow"
+err=$("$deepcee" run "$work/inject.toml" --steps 6 --out "$work/killed" 2>&1 >/dev/null)
+rc=$?
+[[ $rc == 1 && $(printf '%s\n' "$err" | grep -c 'node n1 was killed at') == 1 ]] || fail "kill: exit $rc ($err)"
+printf '[[device]]\nat = 1\ndevice = "n9/0"\nslowdown = 2\n' >"$work/script.toml"
+err=$("$deepcee" run "$work/inject.toml" --steps 2 --out "$work/bad-script" 2>&1 >/dev/null)
+rc=$?
+[[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ script.toml:3:\ unknown\ device ]] || fail "bad script: exit $rc ($err)"
+[[ -e $work/bad-script ]] && fail "bad script: left a run directory"
+
 # The trace of the straight run: its first 3 steps (--trace-steps' default), each with its
 # ops, transfers, all-reduce buckets and every device's optimizer step; links named by
 # their endpoints as the cluster names its devices (or regions, for a shared WAN pipe).

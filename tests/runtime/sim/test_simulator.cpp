@@ -537,4 +537,52 @@ BOOST_FIXTURE_TEST_CASE(rejects_plans_that_do_not_fit, fixture) {
   BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
 }
 
+BOOST_FIXTURE_TEST_CASE(a_slowed_device_stretches_its_ops_from_its_step_on, fixture) {
+  const auto c = make_cluster(1, 2, 1, {0, inf}, {1e-3, 1e9}, {0, inf});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 4, schedule_kind::gpipe);
+  sim_options three;
+  three.steps = 3;
+  const auto base = simulate(c, spec, profile, pl, {}, three);
+  const auto slow = simulate(c, spec, profile, pl,
+                             parse_link_timeline("[[device]]\nstep = 2\ndevice = \"r0n1/0\"\n"
+                                                 "slowdown = 3\n",
+                                                 c, "s.toml"),
+                             three);
+  // The first step is untouched; from the second on the second stage's F, B and W take 3x as long.
+  BOOST_TEST(slow.step_times_s[0] == base.step_times_s[0]);
+  BOOST_TEST(slow.step_times_s[1] > 1.5 * base.step_times_s[1]);
+  BOOST_TEST(slow.step_times_s[2] == slow.step_times_s[1], tt::tolerance(1e-9));
+  // Only compute stretches: 2 extra op times per op of stage 1, 4 micro-batches.
+  const auto& st = base.stages[0][1];
+  BOOST_TEST(slow.step_times_s[1] - base.step_times_s[1] >= 2 * 4 * (st.f_s + st.b_s) * 0.99);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_stop_waits_for_the_resume_and_a_kill_stops_the_job, fixture) {
+  const auto c = make_cluster(1, 2, 1, {0, inf}, {1e-3, 1e9}, {0, inf});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0}, {1}}, {0, 4, layers}, 2, 4, schedule_kind::gpipe);
+  const auto base = simulate(c, spec, profile, pl);
+  const double pause = 0.25; // several steps, written exactly
+  BOOST_TEST(pause > 2 * base.step_time_s);
+  const auto stopped = simulate(
+      c, spec, profile, pl,
+      parse_link_timeline("[[node]]\nat = 0\nnode = \"r0n0\"\naction = \"stop\"\n"
+                          "[[node]]\nat = " +
+                              std::to_string(pause) + "\nnode = \"r0n0\"\naction = \"resume\"\n",
+                          c, "s.toml"));
+  BOOST_TEST(stopped.step_time_s == base.step_time_s + pause, tt::tolerance(1e-6));
+  const auto killed =
+      parse_link_timeline("[[node]]\nstep = 2\nnode = \"r0n1\"\naction = \"kill\"\n", c, "s.toml");
+  BOOST_TEST(simulate(c, spec, profile, pl, killed).step_time_s == base.step_time_s);
+  sim_options two;
+  two.steps = 2;
+  try {
+    simulate(c, spec, profile, pl, killed, two);
+    BOOST_FAIL("a killed node must stop the job");
+  } catch (const job_stopped& e) {
+    BOOST_TEST(std::string(e.what()).find("node r0n1 was killed at") == 0);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

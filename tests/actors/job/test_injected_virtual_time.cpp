@@ -1,0 +1,163 @@
+// Injection in virtual time: under a fluctuation and fault script the runtime's step times
+// follow `deepcee simulate --timeline` step by step (within 2%), and a killed node stops the
+// job with one line.
+#include "tests/actors/actor_test_util.hpp"
+
+#include "runtime/adapt/adaptive_simulation.hpp"
+#include "runtime/io/cluster_toml.hpp"
+#include "runtime/io/link_timeline_toml.hpp"
+#include "runtime/io/plan_json.hpp"
+#include "runtime/sim/simulator.hpp"
+#include "tests/support/clusters.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace deepcee;
+using namespace deepcee::actors::test;
+
+namespace {
+
+/// What the runtime is compared with: the static plan (`simulate --timeline`), or the
+/// adapter's decisions (`simulate --timeline --adaptive`), once the runtime follows them.
+enum class follows { static_plan, adaptive };
+
+/// The predicted step times of `steps` steps of `plan` under `script`.
+std::vector<double> predicted(const runtime::cluster& c, const runtime::profile_table& profile,
+                              const runtime::plan& plan, const runtime::link_timeline& script,
+                              int steps, follows mode) {
+  if (mode == follows::static_plan) {
+    runtime::sim_options so;
+    so.steps = steps;
+    return runtime::simulate(c, profile.model(), profile, plan, script, so).step_times_s;
+  }
+  runtime::adaptive_options ao;
+  ao.steps = steps;
+  std::vector<double> out;
+  for (const auto& s :
+       runtime::simulate_adaptive(c, profile.model(), profile, plan, script, ao).adaptive)
+    out.push_back(s.step_s);
+  return out;
+}
+
+/// Runs `steps` steps of `plan` under `script` and checks each step's virtual time.
+void check_under_script(const std::string& name, const runtime::cluster& c,
+                        const runtime::plan& plan, const std::string& script_text, int steps,
+                        follows mode) {
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const auto script = runtime::parse_link_timeline(script_text, c, name);
+  const auto want = predicted(c, profile, plan, script, steps, mode);
+  const auto calm = predicted(c, profile, plan, {}, steps, mode);
+  // The script must matter, or the comparison would prove nothing.
+  bool changed = false;
+  for (int k = 0; k < steps; ++k)
+    changed = changed || std::abs(want[size_t(k)] - calm[size_t(k)]) > 0.1 * calm[size_t(k)];
+  BOOST_CHECK_MESSAGE(changed, name << ": the script changes no step by more than 10%");
+  system_fixture f;
+  actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
+                        std::chrono::minutes(2), {}, script);
+  for (int k = 0; k < steps; ++k) {
+    const auto r = job.step();
+    const double measured = r.end_s - r.start_s;
+    BOOST_TEST_MESSAGE(name << " step " << k + 1 << ": runtime " << measured * 1e3
+                            << " ms, simulator " << want[size_t(k)] * 1e3 << " ms, calm "
+                            << calm[size_t(k)] * 1e3 << " ms");
+    BOOST_CHECK_MESSAGE(std::abs(measured - want[size_t(k)]) <= 0.02 * want[size_t(k)],
+                        name << " step " << k + 1 << ": runtime " << measured << " s, simulator "
+                             << want[size_t(k)] << " s");
+  }
+}
+
+runtime::plan one_pipeline() {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model = tiny_model();
+  p.micro_batch_size = 2;
+  runtime::pipeline_plan a;
+  a.micro_batches = 6;
+  a.schedule = runtime::schedule_kind::one_f_one_b;
+  // cloud A100 pair -> cloud T4 -> edge Jetson: one WAN hop.
+  a.stages = {stage({0, 1}, {1, 1}, 0, 2), stage({2}, {2}, 2, 3), stage({4}, {2}, 3, 4)};
+  p.pipelines = {a};
+  return p;
+}
+
+// The WAN drops 10x for two steps then recovers; the edge device slows 3x; the last steps
+// see +-20% noise on every transfer of the edge node.
+const char* mixed_script = R"([[change]]
+step = 2
+between = ["cloud", "edge"]
+bandwidth_scale = 0.1
+[[change]]
+step = 4
+between = ["cloud", "edge"]
+bandwidth_scale = 10
+[[device]]
+step = 4
+device = "e0/0"
+slowdown = 3
+[[change]]
+step = 6
+of = "e0"
+latency_scale = 5
+jitter = 0.2
+seed = 3
+)";
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(injected_virtual_time)
+
+BOOST_AUTO_TEST_CASE(runtime_follows_the_simulator_under_a_script) {
+  // follows::adaptive joins this list once the runtime applies the adapter's decisions.
+  for (const auto mode : {follows::static_plan}) {
+    check_under_script("1 pipeline x 3 stages", test_cluster(), one_pipeline(), mixed_script, 7,
+                       mode);
+    check_under_script(
+        "cee-small hybrid", runtime::load_cluster(deepcee::test::cluster_file("cee-small")),
+        runtime::load_plan(deepcee::test::configs_dir() / "plans/cee-small-hybrid.json"),
+        R"([[change]]
+step = 2
+between = ["cloud", "edge"]
+bandwidth_scale = 0.1
+[[device]]
+at = 1.5
+device = "cloud0/1"
+slowdown = 2
+[[node]]
+step = 3
+node = "edge0"
+action = "stop"
+[[node]]
+at = 6
+node = "edge0"
+action = "resume"
+)",
+        4, mode);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_node_stops_the_job_with_one_line) {
+  const auto c = test_cluster();
+  const auto plan = one_pipeline();
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const auto script = runtime::parse_link_timeline(
+      "[[node]]\nstep = 2\nnode = \"e0\"\naction = \"kill\"\n", c, "kill.toml");
+  system_fixture f;
+  actors::local_job job(f.sys, c, profile, plan, train_for(plan, 3), test_corpus(),
+                        std::chrono::seconds(20), {}, script);
+  job.step();
+  try {
+    job.step();
+    BOOST_ERROR("a step ran on a killed node");
+  } catch (const std::exception& e) {
+    BOOST_TEST_MESSAGE("failed with: " << e.what());
+    BOOST_TEST(std::string(e.what()).find("node e0 was killed at") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

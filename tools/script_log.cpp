@@ -1,0 +1,43 @@
+#include "tools/script_log.hpp"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+namespace deepcee::tools {
+
+script_log::script_log(const std::filesystem::path& dir, const runtime::link_timeline& script,
+                       const runtime::cluster& c)
+    : events_(script.describe(c)) {
+  std::erase_if(events_, [](const auto& e) { return e.at_step.has_value(); });
+  if (events_.empty())
+    return;
+  csv_.emplace(dir / "events.csv", runtime::metrics_format::csv);
+  csv_->declare_columns(columns());
+}
+
+const std::vector<std::string>& script_log::columns() {
+  static const std::vector<std::string> c{"step", "time_s", "event"};
+  return c;
+}
+
+std::optional<runtime::described_event> script_log::step_done(int step, double end_s) {
+  std::optional<runtime::described_event> kill;
+  for (; next_ < events_.size() && events_[next_].at_s < end_s; ++next_) {
+    const auto& e = events_[next_];
+    spdlog::info("step {}: injected at {:.3f} s: {}", step, e.at_s, e.text);
+    csv_->write({{columns()[0], int64_t{step}}, {columns()[1], e.at_s}, {columns()[2], e.text}});
+    instants_.push_back({"inject: " + e.text, e.at_s});
+    if (e.kill && !kill)
+      kill = e;
+  }
+  return kill;
+}
+
+std::string kill_message(const runtime::described_event& e) {
+  std::string who = e.text; // "node NAME kill"
+  if (who.ends_with(" kill"))
+    who.resize(who.size() - 5);
+  return fmt::format("{} was killed at {:.3f} s: the job stops", who, e.at_s);
+}
+
+} // namespace deepcee::tools

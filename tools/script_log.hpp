@@ -1,0 +1,43 @@
+#pragma once
+
+#include "runtime/cluster/link_timeline.hpp"
+#include "runtime/io/metrics_writer.hpp"
+#include "runtime/io/trace_writer.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deepcee::tools {
+
+/// Where a run shows the events of its fluctuation and fault script ([inject] script):
+/// one spdlog info line each, a row of events.csv (step, time_s, event) beside metrics.csv,
+/// and an instant in trace.json. An event belongs to the step during which it happens
+/// (its time is before the step's end), or to the step it names.
+class script_log {
+public:
+  /// `script` resolved (link_timeline::resolve_steps); nothing is written without events.
+  script_log(const std::filesystem::path& dir, const runtime::link_timeline& script,
+             const runtime::cluster& c);
+
+  /// Reports the events up to `end_s` not reported yet; returns the kill among them, if any
+  /// (the caller stops the job).
+  std::optional<runtime::described_event> step_done(int step, double end_s);
+  /// The reported events, for the trace.
+  const std::vector<runtime::trace_instant>& instants() const { return instants_; }
+  bool empty() const { return events_.empty(); }
+
+  static const std::vector<std::string>& columns();
+
+private:
+  std::vector<runtime::described_event> events_;
+  size_t next_ = 0;
+  std::optional<runtime::metrics_writer> csv_;
+  std::vector<runtime::trace_instant> instants_;
+};
+
+/// "node edge0 was killed at 3.200 s: the job stops": the one line of a killed node.
+std::string kill_message(const runtime::described_event& e);
+
+} // namespace deepcee::tools
