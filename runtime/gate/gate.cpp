@@ -289,8 +289,8 @@ void serve_outgoing(const shared_ptr& sh, int local) {
   if (!answer.failed() && !write_all(remote, answer.send))
     answer.refusal = "it closed the connection during the handshake";
   if (answer.failed()) {
-    const auto line =
-        "node " + sh->peer_name + " at " + sh->peer.text() + " was refused: " + answer.refusal;
+    const auto line = "cannot authenticate node " + sh->peer_name + " at " + sh->peer.text() +
+                      ": " + answer.refusal;
     {
       std::lock_guard lock(sh->mutex);
       sh->refusal = line;

@@ -65,9 +65,9 @@ public:
   tunnel& operator=(const tunnel&) = delete;
 
   uint16_t local_port() const { return local_port_; }
-  /// Why the peer's gate was refused ("node n0 at 127.0.0.1:4000 does not hold this job's
-  /// token"), empty while none was. A peer that cannot be reached is no refusal: the
-  /// caller keeps trying until its own deadline.
+  /// Why the peer's gate was refused ("cannot authenticate node n0 at 127.0.0.1:4000: it
+  /// does not hold the job's token"), empty while none was. A peer that cannot be reached is no
+  /// refusal: the caller keeps trying until its own deadline.
   std::string refusal() const;
 
 private:

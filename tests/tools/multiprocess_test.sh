@@ -19,6 +19,9 @@ cleanup() {
 trap cleanup EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# Every node of these jobs holds the same token (runtime/gate); section 12 tries others.
+(umask 077 && openssl rand -hex 32 >"$work/token")
+export DEEPCEE_TOKEN_FILE=$work/token
 
 # Three free ports below Linux's ephemeral range (32768-60999): inside it, a node's own
 # outgoing connection may be given the very port another node is about to listen on.

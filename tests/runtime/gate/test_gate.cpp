@@ -136,8 +136,8 @@ BOOST_AUTO_TEST_CASE(a_wrong_token_or_raw_bytes_never_reach_the_inside_port) {
   ::send(c, "hello", 5, MSG_NOSIGNAL);
   BOOST_CHECK_EQUAL(receive(c, 5), ""); // closed, nothing echoed
   ::close(c);
-  BOOST_CHECK_EQUAL(t.refusal(), "node n0 at " + outside.text() +
-                                     " was refused: it does not hold the job's token");
+  BOOST_CHECK_EQUAL(t.refusal(), "cannot authenticate node n0 at " + outside.text() +
+                                     ": it does not hold the job's token");
   // A CAF header claiming 4 GiB, then silence: refused at the handshake's time limit.
   const int raw = connect_local(outside.port);
   std::vector<uint8_t> header(32, 0);
