@@ -36,6 +36,9 @@ struct job_config {
   /// for heartbeat_timeout_s (> the interval) stops the job, naming the silent node.
   double heartbeat_interval_s = 1;
   double heartbeat_timeout_s = 5;
+  /// [security] token_file: where `deepcee node` reads the job's token (unless a flag or
+  /// the environment names one).
+  std::optional<std::filesystem::path> token_file;
 };
 
 } // namespace deepcee::runtime

@@ -560,9 +560,11 @@ openssl rand -hex 32 >"$work/other-token"
 start n0 "$work/short.toml" "$work/token-n0.log"
 for _ in $(seq 1 100); do grep -q 'coordinator at' "$work/token-n0.log" 2>/dev/null && break; sleep 0.05; done
 t0=$SECONDS
-start n1 "$work/short.toml" "$work/token-n1.log" --token-file "$work/other-token"
+write_job "$work/other-token.toml" 5 7 2 "" "[security]
+token_file = \"other-token\"" # relative to the job file; before the environment's
+start n1 "$work/other-token.toml" "$work/token-n1.log"
 finish n1; [[ $rc == 1 ]] || fail "wrong token: n1 exit $rc"
-(( SECONDS - t0 <= 4 )) || fail "wrong token: took $((SECONDS - t0)) s"
+(( SECONDS - t0 <= 5 )) || fail "wrong token: took $((SECONDS - t0)) s"
 expect_line "$work/token-n1.log" "node n1: cannot authenticate node n0 at 127.0.0.1:$p0: it does not hold the job's token"
 finish n0
 grep -q "^node n0: refused a connection from 127.0.0.1:[0-9]*: " "$work/token-n0.log" || fail "wrong token: n0 should name the peer it refused"
@@ -575,6 +577,10 @@ out=$("$deepcee" node "$work/short.toml" --name n0 --token-file "$work/short-tok
 #     The token's text is in no log or output of any run above.
 ! grep -rqF "$(cat "$work/token")" "$work"/*.log "$work"/out-* 2>/dev/null || fail "the token appears in a log"
 echo "wrong token: n1 ended within $((SECONDS - t0)) s naming n0's address; no token: exit 2"
+
+#     --insecure: no token, no gate; CAF on the nodes' ports as before.
+run_nodes "$work/short.toml" insecure "insecure run" --insecure
+[[ $(losses "$work/insecure-n0.log" | wc -l) == 5 ]] || fail "insecure run: not 5 steps"
 
 #     d) A member stopped (SIGSTOP) and resumed: the coordinator's node names it; the member
 #        does not blame the coordinator's node for the silence.
