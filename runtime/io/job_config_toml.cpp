@@ -121,9 +121,10 @@ job_config load_job_config(const fs::path& path) {
   }
   for (const auto& [key, node] : root) {
     static const std::string_view known[] = {
-        "name",  "time",  "shape_links",        "cluster",
-        "plan",  "model", "coordinator",        "connect_timeout",
-        "train", "node",  "heartbeat_interval", "heartbeat_timeout", "security"};
+        "name",    "time",  "shape_links",        "cluster",
+        "plan",    "model", "coordinator",        "connect_timeout",
+        "train",   "node",  "heartbeat_interval", "heartbeat_timeout",
+        "security"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
