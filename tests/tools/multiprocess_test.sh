@@ -518,12 +518,21 @@ print("sent", flush=True)
 time.sleep(3)
 PY
 noise=$!
-pf=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-sed "s/^port = $p1\$/port = $pf/" "$work/noise.toml" >"$work/foreign.toml"
-timeout 30 "$deepcee" node "$work/foreign.toml" --name n1 --insecure --connect-timeout 2 \
-  --out "$work/out-foreign" >"$work/noise-foreign.log" 2>&1 &
-foreign=$!
-pids+=($foreign)
+# A foreign CAF node at each node's port: a node without the token that takes that node for
+# its coordinator's (its own port another, free one).
+foreign=()
+for k in 0 1 2; do
+  eval "target=n$k; port=\$p$k"
+  as=$([[ $k == 0 ]] && echo n1 || echo n0)
+  eval "own=\$p${as#n}"
+  pf=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  sed -e "s/^coordinator = .*/coordinator = \"$target\"/" -e "s/^port = $own\$/port = $pf/" \
+    "$work/noise.toml" >"$work/foreign-$target.toml"
+  timeout 30 "$deepcee" node "$work/foreign-$target.toml" --name "$as" --insecure --connect-timeout 2 \
+    --out "$work/out-foreign-$target" >"$work/noise-foreign-$target.log" 2>&1 &
+  foreign+=($!)
+  pids+=($!)
+done
 for _ in $(seq 1 100); do grep -q '^sent' "$work/noise-sender.log" && break; sleep 0.05; done
 sleep 0.3 # the headers are read (and, before the gate, their payloads allocated)
 rss_during=0
@@ -537,8 +546,10 @@ for n in n0 n1 n2; do
   finish $n
   [[ $rc == 0 ]] || fail "noise: node $n exit $rc: $(tail -3 "$work/noise-$n.log")"
 done
-wait $foreign
-[[ $? != 0 ]] || fail "noise: the foreign CAF node should fail"
+for k in 0 1 2; do
+  wait "${foreign[$k]}"
+  [[ $? != 0 ]] || fail "noise: the foreign CAF node at n$k's port should fail"
+done
 grep -q '^sent' "$work/noise-sender.log" || fail "noise: the sender failed: $(cat "$work/noise-sender.log")"
 # The nodes' resident memory grew by less than 64 MB (CAF allocated 212 MB to 4.3 GB per
 # header before the gate).
@@ -546,8 +557,10 @@ grep -q '^sent' "$work/noise-sender.log" || fail "noise: the sender failed: $(ca
 cmp -s <(losses "$work/quiet-n0.log") <(losses "$work/noise-n0.log") ||
   fail "noise: the losses differ from the quiet run"
 [[ $(losses "$work/noise-n0.log" | wc -l) == "$noise_steps" ]] || fail "noise: not all $noise_steps steps ran"
-# The foreign node never got the registry: it names the coordinator it could not reach.
-expect_line "$work/noise-foreign.log" "node n1: could not reach the coordinator's node n0 at 127.0.0.1:$p0 within 2"
+# The foreign nodes never got through: each names the node it could not reach.
+expect_line "$work/noise-foreign-n0.log" "node n1: could not reach the coordinator's node n0 at 127.0.0.1:$p0 within 2"
+expect_line "$work/noise-foreign-n1.log" "node n0: could not reach the coordinator's node n1 at 127.0.0.1:$p1 within 2"
+expect_line "$work/noise-foreign-n2.log" "node n0: could not reach the coordinator's node n2 at 127.0.0.1:$p2 within 2"
 for n in n0 n1 n2; do
   grep -q "^node $n: refused a connection from 127.0.0.1:[0-9]*: it does not speak deepcee's handshake" "$work/noise-$n.log" ||
     fail "noise: $n should name the peer it refused: $(grep refused "$work/noise-$n.log" | head -3)"
