@@ -510,9 +510,9 @@ for port in map(int, sys.argv[1:]):
     with conn() as s:
         s.sendall(b"DCG1" + os.urandom(10))  # a truncated hello
         time.sleep(0.2)
-    for _ in range(3):  # BASP header: op, 2 padding, flags, payload_len=4 GiB-1, 3 x u64
-        s = conn()
-        s.sendall(struct.pack(">BBBBIQQQ", 0, 0, 0, 0, 0xFFFFFFFF, 0, 0, 0))
+    for _ in range(3):  # a BASP client_handshake header: op 1, 2 padding, flags,
+        s = conn()      # payload_len 4 GiB - 1, 3 x u64 (CAF's own port allocates it)
+        s.sendall(struct.pack(">BBBBIQQQ", 1, 0, 0, 0, 0xFFFFFFFF, 0, 0, 0))
         held.append(s)
 print("sent", flush=True)
 time.sleep(3)
