@@ -6,6 +6,7 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(Boost REQUIRED COMPONENTS unit_test_framework)
 find_package(CapnProto REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 # OpenBLAS: Debian's libopenblas-dev installs cblas.h through alternatives.
 find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas REQUIRED)

@@ -12,6 +12,7 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/cluster/cluster_fingerprint.hpp"
 #include "runtime/io/job_config_toml.hpp"
+#include "runtime/io/job_token.hpp"
 #include "runtime/io/metrics_writer.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/plan/job_config.hpp"
@@ -43,6 +44,8 @@ struct node_options {
   std::string job;
   std::string name;
   std::optional<int> steps; ///< the coordinator's node's value applies to every node
+  std::optional<std::string> token_file;
+  bool insecure = false; ///< no token: CAF on the public port, open to anyone who reaches it
   std::optional<std::string> out;
   std::optional<std::string> metrics, resume; ///< the coordinator's node reads them
   std::optional<double> connect_timeout_s;
@@ -112,7 +115,7 @@ private:
 actors::node_registry_actor publish_registry(caf::actor_system& sys, node_setup& s,
                                              const actors::local_part& local,
                                              const actors::heartbeat_actor& beats,
-                                             actors::actor_guard& guard) {
+                                             node_network& net, actors::actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   std::vector<std::string> names;
   for (const auto& n : s.job.cluster.nodes)
@@ -125,8 +128,8 @@ actors::node_registry_actor publish_registry(caf::actor_system& sys, node_setup&
                                   names, s.context->layout, local, timeout, beats);
   guard.add(registry);
   const auto host = host_of(me);
-  listen_on(sys, me, [&] {
-    return sys.middleman().publish(registry, static_cast<uint16_t>(me.port), host.c_str(), true);
+  listen_on(sys, me, net, [&](uint16_t port, const char* at) {
+    return sys.middleman().publish(registry, port, at, true);
   });
   std::fprintf(stderr, "node %s: coordinator at %s:%d, waiting up to %.1f s for the others\n",
                me.name.c_str(), host.c_str(), me.port, s.job.connect_timeout_s);
@@ -224,10 +227,11 @@ void print_closing(const run_files& files, int done, const std::filesystem::path
 }
 
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
-                    const actors::local_part& local, actors::actor_guard& guard) {
+                    const actors::local_part& local, node_network& net,
+                    actors::actor_guard& guard) {
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
-  job_end end(sys, publish_registry(sys, s, local, beats, guard), me.name);
+  job_end end(sys, publish_registry(sys, s, local, beats, net, guard), me.name);
   const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
   job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s), o.trace_steps);
   resume(steps, s, o, end);
@@ -274,6 +278,13 @@ int run_node(const node_options& o) {
   if (!me)
     runtime::fail_input(
         o.job, 0, "node '" + o.name + "' is not a node of cluster '" + job.cluster.name + "'");
+  auto token = o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, job.token_file);
+  if (!token && !o.insecure)
+    throw runtime::input_error(
+        "node " + o.name +
+        ": a multi-process job needs the job's token: --token-file FILE (or the environment's "
+        "DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN; make one with `openssl rand -hex 32`), or "
+        "--insecure to run without one");
   // Only the coordinator's node plans; the others run what it deploys.
   std::optional<node_setup> s;
   if (*me == job.coordinator_node)
@@ -282,13 +293,18 @@ int run_node(const node_options& o) {
   dropped_note note{o.name, cfg};
   configure_actors(cfg);
   cfg.load<caf::io::middleman>();
-  cfg.set("middleman.enable-automatic-connections", true);
+  // With a token, CAF may only use the connections made through the gates: an automatic
+  // connection would dial the address a peer's middleman announces, its port on 127.0.0.1.
+  cfg.set("middleman.enable-automatic-connections", !token.has_value());
+  const auto& network_job = s ? s->job : job;
+  // Outlives the actor system: its connections close after CAF's.
+  node_network net(network_job, *me, std::move(token));
   caf::actor_system sys{cfg};
   actors::actor_guard guard{sys};
   if (!s)
-    return run_member(sys, job, *me, guard);
+    return run_member(sys, job, *me, net, guard);
   const auto local = actors::spawn_local_part(sys, s->context, s->me, guard);
-  return run_coordinator(sys, *s, o, local, guard);
+  return run_coordinator(sys, *s, o, local, net, guard);
 }
 
 } // namespace
@@ -306,6 +322,10 @@ command_action add_node_command(CLI::App& app) {
   cmd->add_option(
       "--resume", o->resume,
       "Continue from this checkpoint (read by the coordinator's node; others ignore it)");
+  cmd->add_option("--token-file", o->token_file,
+                  "File holding the job's token (else DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN)");
+  cmd->add_flag("--insecure", o->insecure,
+                "Run without a token: anyone who reaches a node's port can join or steer the job");
   cmd->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds to wait for the other nodes (overrides the job)");
   cmd->add_option("--trace-steps", o->trace_steps,

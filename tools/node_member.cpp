@@ -97,20 +97,27 @@ Reply require_reply(const caf::actor_system& sys, registry_answer<Reply> a, cons
   fail(me, "refused by the coordinator's node " + boss + ": " + a.refusal);
 }
 
+/// Fails this node at once when node `n`'s gate did not authenticate (a wrong token on
+/// one side), naming it and its address: waiting would not change the token.
+void fail_if_refused(const node_network& net, const runtime::node& me, int n) {
+  if (auto why = net.refusal(n); !why.empty())
+    fail(me.name, why);
+}
+
 actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_config& job,
-                                    const runtime::node& me) {
+                                    const runtime::node& me, node_network& net) {
   const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
-  // Its own port, so that its peers connect to it directly (automatic connections).
+  // Its own port, so that its peers connect to it directly.
   // SO_REUSEADDR lets a restarted job bind past TIME_WAIT; a live listener still refuses.
-  const auto host = host_of(me);
-  listen_on(sys, me, [&] {
-    return sys.middleman().open(static_cast<uint16_t>(me.port), host.c_str(), true);
+  listen_on(sys, me, net, [&](uint16_t port, const char* host) {
+    return sys.middleman().open(port, host, true);
   });
   const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
+  const auto at = net.reach(job.coordinator_node);
   while (true) {
-    if (auto r = sys.middleman().remote_actor<actors::node_registry_actor>(
-            host_of(boss), static_cast<uint16_t>(boss.port)))
+    if (auto r = sys.middleman().remote_actor<actors::node_registry_actor>(at.host, at.port))
       return *r;
+    fail_if_refused(net, me, job.coordinator_node);
     if (std::chrono::steady_clock::now() > deadline)
       fail(me.name, "could not reach the coordinator's node " + boss.name + " at " + host_of(boss) +
                         ":" + std::to_string(boss.port) + " within " +
@@ -120,19 +127,21 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
 }
 
 /// Connects straight to every other member node of the job that comes before this one (the
-/// later ones connect to this one), before this node joins: so that no traffic between
-/// members starts on a route through the coordinator's node that CAF switches to a direct
-/// connection mid-step. A member that cannot be reached within the connect timeout fails
+/// later ones connect to this one), before this node joins: traffic between members then
+/// goes straight from one to the other (through their gates), never through the
+/// coordinator's node. A member that cannot be reached within the connect timeout fails
 /// this node, naming it.
 void connect_members(caf::actor_system& sys, const runtime::job_config& job, int me_index,
-                     const runtime::node_layout& layout) {
+                     const runtime::node_layout& layout, const node_network& net) {
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
   const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
   for (int j = 0; j < me_index; ++j) {
     if (j == job.coordinator_node || !layout.runs_on(j))
       continue;
     const auto& peer = job.cluster.nodes[static_cast<size_t>(j)];
-    while (!sys.middleman().connect(host_of(peer), static_cast<uint16_t>(peer.port))) {
+    const auto at = net.reach(j);
+    while (!sys.middleman().connect(at.host, at.port)) {
+      fail_if_refused(net, me, j);
       if (std::chrono::steady_clock::now() > deadline)
         fail(me.name, "could not reach node " + peer.name + " at " + host_of(peer) + ":" +
                           std::to_string(peer.port) + " within " +
@@ -162,6 +171,7 @@ struct member {
   const runtime::node& boss;
   caf::scoped_actor& self; ///< watches the registry, receives the registry's replies
   actors::node_registry_actor registry;
+  const node_network& net;
 
   std::chrono::milliseconds wait() const { return millis(job.connect_timeout_s); }
 
@@ -208,7 +218,7 @@ void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
   join.job = runtime::cluster_fingerprint(m.job.cluster);
   actors::local_part part;
   try {
-    connect_members(m.sys, m.job, m.index, ctx.layout);
+    connect_members(m.sys, m.job, m.index, ctx.layout, m.net);
     part = actors::spawn_local_part(m.sys, context, m.index, guard);
   } catch (const std::exception& e) {
     const std::string prefix = "node " + m.me.name + ": "; // fail() adds it again
@@ -292,17 +302,17 @@ int serve_until_end(member& m, const interrupt_flag& interrupted, const std::str
 } // namespace
 
 int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_index,
-               actors::actor_guard& guard) {
+               node_network& net, actors::actor_guard& guard) {
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
   const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
   interrupt_flag interrupted("node " + me.name +
                              ": interrupted twice: leaving now, without waiting for the "
                              "coordinator's node " +
                              boss.name);
-  const auto registry = connect(sys, job, me);
+  const auto registry = connect(sys, job, me, net);
   caf::scoped_actor self{sys};
   self->monitor(registry);
-  member m{sys, job, me_index, me, boss, self, registry};
+  member m{sys, job, me_index, me, boss, self, registry, net};
   const auto context = accept_job(m);
   if (!context->layout.runs_on(me_index)) { // the plan leaves it out: nothing to join
     std::fprintf(stderr,

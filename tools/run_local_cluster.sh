@@ -13,6 +13,13 @@ mkdir -p "$logs"
 # The nodes are the [[node]] names of the job file.
 mapfile -t nodes < <(awk '/^\[\[node\]\]/{n=1;next} n&&/^name *=/{gsub(/.*= *"|".*/,"");print;n=0}' "$job")
 (( ${#nodes[@]} > 0 )) || { echo "run_local_cluster: $job names no [[node]]" >&2; exit 2; }
+# The nodes prove to each other that they hold the job's token: unless one is given
+# (--token-file, DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN, or --insecure), a fresh one is made
+# for this run, readable by this user only.
+if [[ -z ${DEEPCEE_TOKEN_FILE:-}${DEEPCEE_TOKEN:-} && " $* " != *" --token-file "* && " $* " != *" --insecure "* ]]; then
+  (umask 077 && openssl rand -hex 32 >"$logs/token") || { echo "run_local_cluster: openssl rand failed" >&2; exit 2; }
+  export DEEPCEE_TOKEN_FILE=$logs/token
+fi
 pids=()
 for n in "${nodes[@]}"; do
   "$deepcee" node "$job" --name "$n" "$@" >"$logs/$n.log" 2>&1 &

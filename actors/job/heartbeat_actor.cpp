@@ -1,5 +1,6 @@
 #include "actors/job/heartbeat_actor.hpp"
 #include "actors/protocol/wire_format.hpp"
+#include "runtime/cluster/liveness.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -37,13 +38,28 @@ void beat(self_ptr self, const caf::strong_actor_ptr& to) {
 void tick(self_ptr self) {
   auto& st = self->state;
   const auto now = clock_type::now();
-  for (auto& p : st.peers) {
+  std::vector<clock_type::time_point> heard;
+  for (const auto& p : st.peers)
+    heard.push_back(p.last_heard);
+  const auto verdict = runtime::judge_liveness(st.last_tick, now, heard, st.timeout);
+  st.last_tick = now;
+  if (verdict.suspended > clock_type::duration{}) { // this node's own silence, not its peers'
+    std::fprintf(
+        stderr,
+        "node %s: this node was suspended for %s s (stopped, e.g. by SIGSTOP, or "
+        "starved): its peers' silence meanwhile is not theirs\n",
+        st.node.c_str(),
+        seconds(std::chrono::duration_cast<std::chrono::milliseconds>(verdict.suspended)).c_str());
+    for (auto& p : st.peers)
+      p.last_heard = now;
+  }
+  for (auto& p : st.peers)
     if (p.handle)
       beat(self, p.handle);
-    if (st.silent.empty() && now - p.last_heard > st.timeout) {
-      st.silent = "node " + p.name + " is silent: no heartbeat for " + seconds(st.timeout) + " s";
-      report_silence(self);
-    }
+  if (st.silent.empty() && !verdict.silent.empty()) {
+    const auto& p = st.peers[verdict.silent.front()];
+    st.silent = "node " + p.name + " is silent: no heartbeat for " + seconds(st.timeout) + " s";
+    report_silence(self);
   }
   self->delayed_send(self, st.interval, timeout_atom_v);
 }
@@ -66,6 +82,7 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
   st.interval = interval;
   st.timeout = timeout;
   st.started = clock_type::now();
+  st.last_tick = st.started;
   st.notify = std::move(notify);
   for (auto& name : expect)
     st.peers.push_back({std::move(name), nullptr, st.started});

@@ -28,6 +28,7 @@ struct heartbeat_state {
   std::chrono::milliseconds interval{1000};
   std::chrono::milliseconds timeout{5000};
   std::chrono::steady_clock::time_point started;
+  std::chrono::steady_clock::time_point last_tick; ///< a late tick means this node was stopped
   uint64_t sequence = 0;
   std::vector<heartbeat_peer> peers;
   caf::actor notify;  ///< told (stop_atom, reason) when a peer falls silent

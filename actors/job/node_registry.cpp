@@ -74,6 +74,20 @@ int32_t first_null(const joining_node& j, runtime::time_mode time) {
   return -1;
 }
 
+/// The process the current message came from (none when it has no sender).
+caf::node_id sender_node(self_ptr self) {
+  const auto& from = self->current_sender();
+  return from ? from->node() : caf::node_id{};
+}
+
+/// Whether a join or report for node `n` may fail the job: it comes from this process, or
+/// from the one that asked for node `n`'s deployment (or nothing asked yet).
+bool speaks_for(self_ptr self, size_t n) {
+  const auto from = sender_node(self);
+  const auto& asked = self->state.asked_from[n];
+  return from == self->node() || !asked || from == asked;
+}
+
 std::string other_cluster(const std::string& node) {
   return "node '" + node + "' read a different cluster than the coordinator's node";
 }
@@ -89,6 +103,7 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
   st.cluster = std::move(cluster);
   st.node_names = std::move(names);
   st.joined.assign(st.node_names.size(), false);
+  st.asked_from.assign(st.node_names.size(), caf::node_id{});
   for (size_t n = 0; n < st.node_names.size(); ++n) {
     const bool here = static_cast<int>(n) == local.node;
     st.expected.push_back(here ? std::vector<int32_t>{} : layout.stages_on(static_cast<int>(n)));
@@ -120,6 +135,10 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           return refuse("node '" + r.node + "' is not a node of this job");
         if (!s.failure.empty())
           return refuse(s.failure);
+        const auto from = sender_node(self);
+        if (s.asked_from[n] && from != s.asked_from[n])
+          return refuse("node '" + r.node + "' was asked for by another process already");
+        s.asked_from[n] = from;
         // A node that read another cluster can never join: the job fails now (unless the
         // plan leaves the node out anyway).
         if (r.cluster != s.cluster && !must_join(s, n))
@@ -145,6 +164,9 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           return refuse("node '" + j.node + "' joined twice");
         if (!s.failure.empty())
           return refuse(s.failure);
+        if (!speaks_for(self, n))
+          return refuse("node '" + j.node +
+                        "' joins from another process than the one that asked for its deployment");
         if (j.job != s.cluster)
           s.failure = other_cluster(j.node);
         else if (j.stages != s.expected[n] || joining.handles.size() != j.stages.size())
@@ -180,7 +202,8 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
       [=](const error_report& e) {
         auto& s = self->state;
         const size_t n = node_index(s, e.node);
-        if (n == s.node_names.size() || !must_join(s, n) || s.joined[n] || !s.failure.empty())
+        if (n == s.node_names.size() || !must_join(s, n) || s.joined[n] || !s.failure.empty() ||
+            !speaks_for(self, n))
           return;
         s.failure = "node " + e.node + " cannot run the job: " + e.message;
         s.failure_code = e.code;

@@ -4,6 +4,7 @@
 #include "actors/protocol/interfaces.hpp"
 #include "runtime/plan/node_layout.hpp"
 
+#include <caf/node_id.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include <chrono>
@@ -26,6 +27,10 @@ struct node_registry_state {
   std::vector<std::vector<int32_t>> expected;         ///< per node: its flat stages (empty: local)
   std::vector<std::vector<int32_t>> expected_devices; ///< per node: its slots apart
   std::vector<bool> joined;
+  /// Per node: the process (CAF node) that asked for its deployment. A join or error
+  /// report for it from another remote process is refused without failing the job, so an
+  /// outsider cannot poison the registry for the node that follows.
+  std::vector<caf::node_id> asked_from;
   stage_wiring wiring; ///< flat; local stages filled at spawn
   std::optional<caf::typed_response_promise<stage_wiring>> waiting;
   std::string failure; ///< set once the timeout passed or a node was refused

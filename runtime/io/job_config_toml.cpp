@@ -110,6 +110,22 @@ void read_inject(const toml::table& root, const fs::path& path, job_config& job)
   job.script = load_link_timeline(*job.script_path, job.cluster);
 }
 
+/// [security] token_file: the file holding the job's token (runtime/io/job_token.hpp),
+/// relative to the job file. Its content is read by `deepcee node`, not here.
+void read_security(const toml::table& root, const fs::path& path, job_config& job) {
+  const auto* n = root.get("security");
+  if (!n)
+    return;
+  if (!n->is_table())
+    fail_input(path, line_of(*n), "'security' must be a table");
+  for (const auto& [key, value] : *n->as_table())
+    if (key.str() != "token_file")
+      fail_input(path, line_of(value),
+                 "unknown key '" + std::string(key.str()) + "' in [security] (token_file)");
+  if (const auto file = text_of(*n->as_table(), "token_file", path); !file.empty())
+    job.token_file = fs::path(file).is_absolute() ? fs::path(file) : path.parent_path() / file;
+}
+
 } // namespace
 
 job_config load_job_config(const fs::path& path) {
@@ -123,10 +139,10 @@ job_config load_job_config(const fs::path& path) {
   }
   for (const auto& [key, node] : root) {
     static const std::string_view known[] = {
-        "name",  "time",  "shape_links",        "cluster",
-        "plan",  "model", "coordinator",        "connect_timeout",
-        "train", "node",  "heartbeat_interval", "heartbeat_timeout",
-        "inject"};
+        "name",   "time",    "shape_links",        "cluster",
+        "plan",   "model",   "coordinator",        "connect_timeout",
+        "train",  "node",    "heartbeat_interval", "heartbeat_timeout",
+        "inject", "security"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -153,6 +169,8 @@ job_config load_job_config(const fs::path& path) {
                  "shape_links applies to time = \"wall\" only (virtual and dry time model the "
                  "links already)");
   }
+
+  read_security(root, path, job);
 
   const auto cluster = text_of(root, "cluster", path);
   if (cluster.empty())

@@ -41,6 +41,9 @@ struct job_config {
   /// link timeline, runtime/io/link_timeline_toml.hpp), read against `cluster`.
   std::optional<std::filesystem::path> script_path;
   link_timeline script;
+  /// [security] token_file: where `deepcee node` reads the job's token (unless a flag or
+  /// the environment names one).
+  std::optional<std::filesystem::path> token_file;
 };
 
 } // namespace deepcee::runtime

@@ -19,6 +19,9 @@ cleanup() {
 trap cleanup EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# Every node of these jobs holds the same token (runtime/gate); section 12 tries others.
+(umask 077 && openssl rand -hex 32 >"$work/token")
+export DEEPCEE_TOKEN_FILE=$work/token
 
 # Three free ports below Linux's ephemeral range (32768-60999): inside it, a node's own
 # outgoing connection may be given the very port another node is about to listen on.
@@ -476,10 +479,139 @@ start n1 "$work/short.toml" "$work/alone.log"
 finish n1; [[ $rc == 1 ]] || fail "no coordinator: exit code"
 expect_line "$work/alone.log" "node n1: could not reach the coordinator's node n0 at 127.0.0.1:$p0 within 2"
 
+# 12. Security (runtime/gate): every node's port is a gate that only the job's token opens.
+# rss_kb NAME: the resident memory of node NAME's process (the child of its `timeout`).
+rss_kb() {
+  local p child
+  eval "p=\$pid_$1"
+  child=$(pgrep -P "$p" | head -1)
+  awk '/^VmRSS:/{print $2}' "/proc/${child:-$p}/status" 2>/dev/null || echo 0
+}
+losses() { grep '^step [0-9]* loss' "$1"; }
+#     a) Noise at every node's port during a run: random bytes, a truncated handshake,
+#        three 32-byte CAF headers that each claim a 4 GiB payload (held open), and a foreign
+#        CAF node (one without the token, posing as n1): no node grows, crashes or stops,
+#        and the losses are those of the same run without the noise.
+noise_steps=400
+write_job "$work/noise.toml" $noise_steps 7 10
+run_nodes "$work/noise.toml" quiet "quiet run"
+for n in n1 n2 n0; do start $n "$work/noise.toml" "$work/noise-$n.log" --step-timeout 20; done
+for _ in $(seq 1 200); do grep -q '^step 2 ' "$work/noise-n0.log" 2>/dev/null && break; sleep 0.05; done
+rss_before=$(($(rss_kb n0) + $(rss_kb n1) + $(rss_kb n2)))
+python3 - "$p0" "$p1" "$p2" >"$work/noise-sender.log" 2>&1 <<'PY' &
+import os, socket, struct, sys, time
+held = []
+for port in map(int, sys.argv[1:]):
+    def conn():
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        return s
+    with conn() as s:
+        s.sendall(os.urandom(4096))
+    with conn() as s:
+        s.sendall(b"DCG1" + os.urandom(10))  # a truncated hello
+        time.sleep(0.2)
+    for _ in range(3):  # a BASP client_handshake header: op 1, 2 padding, flags,
+        s = conn()      # payload_len 4 GiB - 1, 3 x u64 (CAF's own port allocates it)
+        s.sendall(struct.pack(">BBBBIQQQ", 1, 0, 0, 0, 0xFFFFFFFF, 0, 0, 0))
+        held.append(s)
+print("sent", flush=True)
+time.sleep(3)
+PY
+noise=$!
+# A foreign CAF node at each node's port: a node without the token that takes that node for
+# its coordinator's (its own port another, free one).
+foreign=()
+for k in 0 1 2; do
+  eval "target=n$k; port=\$p$k"
+  as=$([[ $k == 0 ]] && echo n1 || echo n0)
+  eval "own=\$p${as#n}"
+  pf=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  sed -e "s/^coordinator = .*/coordinator = \"$target\"/" -e "s/^port = $own\$/port = $pf/" \
+    "$work/noise.toml" >"$work/foreign-$target.toml"
+  timeout 30 "$deepcee" node "$work/foreign-$target.toml" --name "$as" --insecure --connect-timeout 2 \
+    --out "$work/out-foreign-$target" >"$work/noise-foreign-$target.log" 2>&1 &
+  foreign+=($!)
+  pids+=($!)
+done
+for _ in $(seq 1 100); do grep -q '^sent' "$work/noise-sender.log" && break; sleep 0.05; done
+sleep 0.3 # the headers are read (and, before the gate, their payloads allocated)
+rss_during=0
+for n in n0 n1 n2; do
+  r=$(rss_kb $n)
+  (( r > 0 )) || fail "noise: node $n had ended before the noise was all sent; make the job longer"
+  rss_during=$((rss_during + r))
+done
+wait $noise
+for n in n0 n1 n2; do
+  finish $n
+  [[ $rc == 0 ]] || fail "noise: node $n exit $rc: $(tail -3 "$work/noise-$n.log")"
+done
+for k in 0 1 2; do
+  wait "${foreign[$k]}"
+  [[ $? != 0 ]] || fail "noise: the foreign CAF node at n$k's port should fail"
+done
+grep -q '^sent' "$work/noise-sender.log" || fail "noise: the sender failed: $(cat "$work/noise-sender.log")"
+# The nodes' resident memory grew by less than 64 MB (CAF allocated 212 MB to 4.3 GB per
+# header before the gate).
+(( rss_during - rss_before < 65536 )) || fail "noise: resident memory grew from $rss_before to $rss_during kB"
+cmp -s <(losses "$work/quiet-n0.log") <(losses "$work/noise-n0.log") ||
+  fail "noise: the losses differ from the quiet run"
+[[ $(losses "$work/noise-n0.log" | wc -l) == "$noise_steps" ]] || fail "noise: not all $noise_steps steps ran"
+# The foreign nodes never got through: each names the node it could not reach.
+expect_line "$work/noise-foreign-n0.log" "node n1: could not reach the coordinator's node n0 at 127.0.0.1:$p0 within 2"
+expect_line "$work/noise-foreign-n1.log" "node n0: could not reach the coordinator's node n1 at 127.0.0.1:$p1 within 2"
+expect_line "$work/noise-foreign-n2.log" "node n0: could not reach the coordinator's node n2 at 127.0.0.1:$p2 within 2"
+for n in n0 n1 n2; do
+  grep -q "^node $n: refused a connection from 127.0.0.1:[0-9]*: it does not speak deepcee's handshake" "$work/noise-$n.log" ||
+    fail "noise: $n should name the peer it refused: $(grep refused "$work/noise-$n.log" | head -3)"
+done
+echo "noise at every port: $noise_steps steps with the quiet run's losses; resident memory $rss_before -> $rss_during kB; $(grep -c refused "$work"/noise-n[012].log | awk -F: '{s+=$2} END {print s}') connections refused"
+
+#     b) A wrong token: the member names the coordinator's node and its address within a
+#        few seconds; the coordinator's node names the address it refused and goes on.
+openssl rand -hex 32 >"$work/other-token"
+start n0 "$work/short.toml" "$work/token-n0.log"
+for _ in $(seq 1 100); do grep -q 'coordinator at' "$work/token-n0.log" 2>/dev/null && break; sleep 0.05; done
+t0=$SECONDS
+write_job "$work/other-token.toml" 5 7 2 "" "[security]
+token_file = \"other-token\"" # relative to the job file; before the environment's
+start n1 "$work/other-token.toml" "$work/token-n1.log"
+finish n1; [[ $rc == 1 ]] || fail "wrong token: n1 exit $rc"
+(( SECONDS - t0 <= 5 )) || fail "wrong token: took $((SECONDS - t0)) s"
+expect_line "$work/token-n1.log" "node n1: cannot authenticate node n0 at 127.0.0.1:$p0: it does not hold the job's token"
+finish n0
+grep -q "^node n0: refused a connection from 127.0.0.1:[0-9]*: " "$work/token-n0.log" || fail "wrong token: n0 should name the peer it refused"
+#     c) No token, or a short one: exit 2 naming the flag or the file, before any port opens.
+out=$(env -u DEEPCEE_TOKEN_FILE "$deepcee" node "$work/short.toml" --name n0 2>&1); rc=$?
+[[ $rc == 2 && $out == *"--token-file"*"--insecure"* ]] || fail "no token: exit $rc: $out"
+echo "short" >"$work/short-token"
+out=$("$deepcee" node "$work/short.toml" --name n0 --token-file "$work/short-token" 2>&1); rc=$?
+[[ $rc == 2 && $out == *"$work/short-token: the job token has 5 characters"* ]] || fail "short token: exit $rc: $out"
+#     The token's text is in no log or output of any run above.
+! grep -rqF "$(cat "$work/token")" "$work"/*.log "$work"/out-* 2>/dev/null || fail "the token appears in a log"
+echo "wrong token: n1 ended within $((SECONDS - t0)) s naming n0's address; no token: exit 2"
+
+#     --insecure: no token, no gate; CAF on the nodes' ports as before.
+run_nodes "$work/short.toml" insecure "insecure run" --insecure
+[[ $(losses "$work/insecure-n0.log" | wc -l) == 5 ]] || fail "insecure run: not 5 steps"
+
+#     d) A member stopped (SIGSTOP) and resumed: the coordinator's node names it; the member
+#        does not blame the coordinator's node for the silence.
+for n in n1 n2 n0; do start $n "$work/beats.toml" "$work/stopped-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/stopped-n0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -STOP -P "$pid_n2"
+sleep 3
+pkill -CONT -P "$pid_n2"
+for n in n0 n1 n2; do finish $n; eval "rc_$n=$rc"; done
+[[ $rc_n0 == 1 && $rc_n2 != 0 ]] || fail "stopped member: exit codes n0 $rc_n0, n2 $rc_n2"
+expect_line "$work/stopped-n0.log" "node n0: step [0-9]+: node n2 is silent: no heartbeat for 1.5 s"
+! grep -q "node n0 is silent" "$work/stopped-n2.log" || fail "stopped member: n2 blames n0: $(grep silent "$work/stopped-n2.log")"
+echo "stopped member: n0 named n2; n2, resumed: $(grep '^node n2: ' "$work/stopped-n2.log" | tail -1)"
+
 if ((failures)); then
   echo "$failures failure(s); logs:"
   for f in "$work"/*.log; do echo "== $f"; cat "$f"; done
   exit 1
 fi
-grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,silent,twice,alone}*.log
+grep -h '^deepcee node' "$work"/{missing,port,wrong,lost,hung,silent,twice,alone,token,stopped}*.log
 echo "multiprocess: all checks passed"

@@ -291,4 +291,56 @@ BOOST_AUTO_TEST_CASE(a_deployment_and_an_interruption_cross_a_real_connection) {
   }
 }
 
+/// An outsider (another process than the one that asked for e0's deployment) that joins
+/// as e0 with stages of its own, or reports e0 broken, is refused without failing the job:
+/// e0's own process is still served afterwards.
+BOOST_AUTO_TEST_CASE(an_outsiders_refused_join_does_not_poison_the_registry) {
+  struct net_config : actors::system_config {
+    net_config() {
+      load<caf::io::middleman>();
+      set("scheduler.max-threads", 2);
+      set("logger.console", caf::atom("none"));
+    }
+  };
+  const auto cluster = test_cluster();
+  auto d = sample_deployment();
+  d.node.clear();
+  const auto layout = runtime::layout_of(cluster, d.plan);
+  const actors::local_part none{0, std::vector<actors::stage_actor>(3), {}};
+  net_config cfg_a, cfg_b, cfg_c;
+  caf::actor_system a{cfg_a}, b{cfg_b}, c{cfg_c};
+  auto registry = actors::spawn_node_registry(a, d, "f00d", {"c0", "e0"}, layout, none, 30s);
+  auto port = a.middleman().publish(registry, 0, "127.0.0.1");
+  BOOST_REQUIRE(port);
+  const auto deploy = [&](caf::actor_system& sys) {
+    auto remote = sys.middleman().remote_actor<actors::node_registry_actor>("127.0.0.1", *port);
+    BOOST_REQUIRE(remote);
+    caf::scoped_actor self{sys};
+    std::string error;
+    self->request(*remote, 5s, messages::deployment_request{"e0", "f00d"})
+        .receive([](messages::job_deployment&) {}, [&](caf::error& e) { error = sys.render(e); });
+    return error;
+  };
+  BOOST_TEST(deploy(b) == ""); // e0's own process
+  auto outsider = c.middleman().remote_actor<actors::node_registry_actor>("127.0.0.1", *port);
+  BOOST_REQUIRE(outsider);
+  caf::scoped_actor self{c};
+  actors::joining_node forged;
+  forged.join.node = "e0";
+  forged.join.job = "f00d";
+  forged.join.stages = {0, 1, 2}; // not e0's
+  forged.handles.resize(3);
+  std::string refused;
+  self->request(*outsider, 5s, forged)
+      .receive([](int32_t) {}, [&](caf::error& e) { refused = c.render(e); });
+  BOOST_TEST(refused.find("joins from another process") != std::string::npos, refused);
+  self->send(*outsider, messages::error_report{"e0", messages::error_code::bad_input, "forged"});
+  BOOST_TEST(deploy(c).find("asked for by another process") != std::string::npos);
+  // Not poisoned: e0's own process is answered as before (a failed job refuses every request).
+  BOOST_TEST(deploy(b) == "");
+  a.middleman().unpublish(registry, *port);
+  caf::scoped_actor boss{a};
+  boss->send(registry, actors::stop_atom_v, std::string());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -149,4 +149,23 @@ BOOST_AUTO_TEST_CASE(bad_nodes_name_file_and_line) {
   expect(head + "heartbeat_interval = 2\nheartbeat_timeout = 2\n", "job.toml:3");
 }
 
+BOOST_AUTO_TEST_CASE(security_names_the_token_file_relative_to_the_job_file) {
+  temp_dir d;
+  const std::string head = "cluster = \"clusters/two.toml\"\n";
+  BOOST_CHECK(!runtime::load_job_config(d.job(head)).token_file);
+  const auto job =
+      runtime::load_job_config(d.job(head + "[security]\ntoken_file = \"job.token\"\n"));
+  BOOST_REQUIRE(job.token_file);
+  BOOST_CHECK_EQUAL(*job.token_file, d.path / "job.token");
+  try {
+    runtime::load_job_config(d.job(head + "[security]\ncertificate = \"node.pem\"\n"));
+    BOOST_FAIL("an unknown [security] key was accepted");
+  } catch (const runtime::input_error& e) {
+    BOOST_CHECK_MESSAGE(
+        std::string(e.what()).find("job.toml:3: unknown key 'certificate' in [security]") !=
+            std::string::npos,
+        e.what());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+/// The job's token: the secret every node (and every helper that talks to a node, such as
+/// the inspector or `deepcee inject`) must hold. It lives in a file or the environment and
+/// is never printed or logged; errors name the file, never its content.
+namespace deepcee::runtime {
+
+/// Reads the token from `file` (at most 4 KiB, a regular file; surrounding white space
+/// dropped). A token of fewer than 32 characters, or one with white space inside, is an
+/// input_error naming the file.
+std::string read_job_token(const std::filesystem::path& file);
+
+/// Where the token comes from, first that is set: `flag` (--token-file), `job_file_key`
+/// (a job file's [security] token_file), the environment's DEEPCEE_TOKEN_FILE, then
+/// DEEPCEE_TOKEN (the token itself, for scripts). Nothing when none is set.
+std::optional<std::string> find_job_token(const std::optional<std::filesystem::path>& flag,
+                                          const std::optional<std::filesystem::path>& job_file_key);
+
+/// Checks a token taken from the environment as read_job_token checks a file's; `origin`
+/// names where it came from in the error.
+std::string checked_token(std::string token, const std::string& origin);
+
+} // namespace deepcee::runtime

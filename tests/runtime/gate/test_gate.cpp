@@ -1,0 +1,172 @@
+#include "runtime/gate/gate.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace deepcee::runtime::gate;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string token = "0123456789abcdef0123456789abcdef";
+
+/// A server on 127.0.0.1 that echoes what one connection sends (CAF's place).
+struct echo_server {
+  int fd = -1;
+  uint16_t port = 0;
+  std::thread loop;
+  std::atomic<int> accepted{0};
+  echo_server() {
+    std::string error;
+    fd = listen_socket({"127.0.0.1", 0}, error);
+    BOOST_REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    loop = std::thread([this] {
+      const int c = ::accept(fd, nullptr, nullptr);
+      if (c < 0)
+        return;
+      ++accepted;
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(c, buf, sizeof buf, 0)) > 0;)
+        ::send(c, buf, static_cast<size_t>(n), MSG_NOSIGNAL);
+      ::close(c);
+    });
+  }
+  ~echo_server() {
+    ::shutdown(fd, SHUT_RDWR);
+    loop.join();
+    ::close(fd);
+  }
+};
+
+int connect_local(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+/// What comes back within a second (at most `n` bytes).
+std::string receive(int fd, size_t n) {
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  char buf[4096];
+  while (out.size() < n) {
+    const auto got = ::recv(fd, buf, std::min(sizeof buf, n - out.size()), 0);
+    if (got <= 0)
+      break;
+    out.append(buf, static_cast<size_t>(got));
+  }
+  return out;
+}
+
+uint16_t free_port() {
+  std::string error;
+  const int fd = listen_socket({"127.0.0.1", 0}, error);
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct log_lines {
+  std::mutex m;
+  std::vector<std::string> lines;
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& l) {
+      std::lock_guard lock(m);
+      lines.push_back(l);
+    };
+  }
+  std::string all() {
+    std::lock_guard lock(m);
+    std::string s;
+    for (auto& l : lines)
+      s += l + "\n";
+    return s;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(gate_sockets)
+
+BOOST_AUTO_TEST_CASE(a_tunnel_with_the_token_reaches_the_inside_port_both_ways) {
+  echo_server inside;
+  const endpoint outside{"127.0.0.1", free_port()};
+  log_lines log;
+  gate g({token, 2000ms, 16, log.sink()}, outside, inside.port);
+  tunnel t({token, 2000ms, 16, log.sink()}, "n0", outside);
+  const int c = connect_local(t.local_port());
+  std::string big(100000, 'x'); // spans several records
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<char>('a' + i % 26);
+  BOOST_REQUIRE_EQUAL(::send(c, big.data(), big.size(), MSG_NOSIGNAL), ssize_t(big.size()));
+  BOOST_CHECK(receive(c, big.size()) == big);
+  ::close(c);
+  BOOST_CHECK_EQUAL(t.refusal(), "");
+  BOOST_CHECK_EQUAL(g.refused(), 0u);
+  BOOST_CHECK_EQUAL(log.all(), "");
+}
+
+BOOST_AUTO_TEST_CASE(a_wrong_token_or_raw_bytes_never_reach_the_inside_port) {
+  echo_server inside;
+  const endpoint outside{"127.0.0.1", free_port()};
+  log_lines log;
+  gate g({token, 300ms, 16, log.sink()}, outside, inside.port);
+  tunnel t({"ffffffffffffffffffffffffffffffff", 300ms, 16, {}}, "n0", outside);
+  const int c = connect_local(t.local_port());
+  ::send(c, "hello", 5, MSG_NOSIGNAL);
+  BOOST_CHECK_EQUAL(receive(c, 5), ""); // closed, nothing echoed
+  ::close(c);
+  BOOST_CHECK_EQUAL(t.refusal(), "cannot authenticate node n0 at " + outside.text() +
+                                     ": it does not hold the job's token");
+  // A CAF header claiming 4 GiB, then silence: refused at the handshake's time limit.
+  const int raw = connect_local(outside.port);
+  std::vector<uint8_t> header(32, 0);
+  header[8] = header[9] = header[10] = header[11] = 0xff;
+  ::send(raw, header.data(), header.size(), MSG_NOSIGNAL);
+  BOOST_CHECK_EQUAL(receive(raw, 1), "");
+  ::close(raw);
+  std::this_thread::sleep_for(100ms);
+  BOOST_CHECK_EQUAL(inside.accepted, 0);
+  BOOST_CHECK_GE(g.refused(), 2u);
+  BOOST_CHECK_MESSAGE(log.all().find("refused a connection from 127.0.0.1:") == 0, log.all());
+  BOOST_CHECK(log.all().find(token) == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(connections_beyond_the_handshake_cap_are_closed_at_once) {
+  echo_server inside;
+  const endpoint outside{"127.0.0.1", free_port()};
+  log_lines log;
+  gate g({token, 1000ms, 2, log.sink()}, outside, inside.port);
+  std::vector<int> idle{connect_local(outside.port), connect_local(outside.port)};
+  std::this_thread::sleep_for(100ms);
+  const auto start = std::chrono::steady_clock::now();
+  const int third = connect_local(outside.port);
+  BOOST_CHECK_EQUAL(receive(third, 1), "");
+  BOOST_CHECK(std::chrono::steady_clock::now() - start < 500ms); // not at the 1 s limit
+  BOOST_CHECK(log.all().find("2 connections are in the handshake already") != std::string::npos);
+  for (int fd : idle)
+    ::close(fd);
+  ::close(third);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,42 @@
+#pragma once
+
+#include "runtime/gate/gate.hpp"
+#include "runtime/plan/job_config.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+/// How a node of `deepcee node` is reached and reaches its peers. With the job's token
+/// (the default), a gate of ours owns the node's public port and CAF's middleman listens
+/// only on 127.0.0.1; CAF reaches each peer through a tunnel to that peer's gate
+/// (runtime/gate/gate.hpp). With --insecure, CAF listens on the public port itself, as
+/// before, and anyone who reaches it can talk to the job.
+namespace deepcee::tools {
+
+class node_network {
+public:
+  /// `token` empty: insecure. Opens a tunnel to every other node of the job.
+  node_network(const runtime::job_config& job, int me, std::optional<std::string> token);
+
+  bool secure() const { return token_.has_value(); }
+  /// Where CAF listens: the node's own address, or 127.0.0.1 at any free port.
+  runtime::gate::endpoint caf_listen() const;
+  /// With a token: opens the gate on the node's public port in front of `caf_port`, or
+  /// throws std::runtime_error naming the port. Without one: nothing to do.
+  void open_gate(uint16_t caf_port);
+  /// Where CAF connects to reach node `n`.
+  runtime::gate::endpoint reach(int n) const;
+  /// Why node `n`'s gate failed to authenticate (with the address), or "".
+  std::string refusal(int n) const;
+
+private:
+  const runtime::job_config& job_;
+  int me_;
+  std::optional<std::string> token_;
+  std::map<int, std::unique_ptr<runtime::gate::tunnel>> tunnels_;
+  std::unique_ptr<runtime::gate::gate> gate_;
+};
+
+} // namespace deepcee::tools
