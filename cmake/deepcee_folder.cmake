@@ -22,7 +22,8 @@ set(DEEPCEE_LIBRARY_HEADERS
   "kj/=CapnProto::capnp"
   "spdlog/=spdlog::spdlog"
   "cblas.h=deepcee_openblas"
-  "CLI/=CLI11::CLI11")
+  "CLI/=CLI11::CLI11"
+  "httplib.h=deepcee_httplib")
 
 # The top-level folders whose subfolders are layers: an include into one of them must name
 # a declared folder.

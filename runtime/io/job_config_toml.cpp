@@ -92,6 +92,23 @@ void read_nodes(const toml::table& root, const fs::path& path, job_config& job) 
     fail_input(path, 0, "cluster '" + job.cluster.name + "' has no nodes");
 }
 
+/// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value).
+void read_inspect(const toml::table& root, const fs::path& path, job_config& job) {
+  const auto* n = root.get("inspect");
+  if (!n)
+    return;
+  if (!n->is_table())
+    fail_input(path, line_of(*n), "'inspect' must be a table ([inspect])");
+  for (const auto& [key, v] : *n->as_table()) {
+    if (key.str() != "addr")
+      fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inspect]");
+    if (!v.is_string())
+      fail_input(path, line_of(v), "[inspect] addr must be a string (\"HOST:PORT\" or \"off\")");
+    job.inspect_addr = *v.value<std::string>();
+    job.inspect_line = line_of(v);
+  }
+}
+
 } // namespace
 
 job_config load_job_config(const fs::path& path) {
@@ -105,9 +122,10 @@ job_config load_job_config(const fs::path& path) {
   }
   for (const auto& [key, node] : root) {
     static const std::string_view known[] = {
-        "name",  "time",  "shape_links",        "cluster",
-        "plan",  "model", "coordinator",        "connect_timeout",
-        "train", "node",  "heartbeat_interval", "heartbeat_timeout"};
+        "name",   "time",  "shape_links",        "cluster",
+        "plan",   "model", "coordinator",        "connect_timeout",
+        "train",  "node",  "heartbeat_interval", "heartbeat_timeout",
+        "inspect"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -169,6 +187,7 @@ job_config load_job_config(const fs::path& path) {
   }
   validate(job.train, path);
   read_nodes(root, path, job);
+  read_inspect(root, path, job);
   return job;
 }
 

@@ -36,6 +36,10 @@ struct job_config {
   /// for heartbeat_timeout_s (> the interval) stops the job, naming the silent node.
   double heartbeat_interval_s = 1;
   double heartbeat_timeout_s = 5;
+  /// [inspect] addr: where the coordinator's node serves `deepcee inspect` ("HOST:PORT" or
+  /// "off"); empty: 127.0.0.1 on an ephemeral port. inspect_line: its line, for messages.
+  std::string inspect_addr;
+  int64_t inspect_line = 0;
 };
 
 } // namespace deepcee::runtime
