@@ -136,7 +136,7 @@ int inspect(const inspect_options& o) {
       return plain_lines(client, true);
     auto first = client.snapshot();
     if (o.once) {
-      print_lines(runtime::render_all(first, {100, 0, client.url(), ""}));
+      print_lines(runtime::render_all(first, {0, 0, client.url(), ""}));
       return 0;
     }
     if (!stdout_is_terminal())

@@ -18,10 +18,10 @@
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
-#include "tools/node_process.hpp"
-#include "tools/run_directory.hpp"
 #include "tools/job_token.hpp"
 #include "tools/job_watch.hpp"
+#include "tools/node_process.hpp"
+#include "tools/run_directory.hpp"
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>

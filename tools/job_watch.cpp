@@ -102,12 +102,14 @@ void job_watch::stepped(const actors::step_result& r, double real_s,
                         const std::vector<actors::link_summary>& links) {
   if (on())
     board_.publish(
-        builder_.after_step(facts_of(r, real_s, builder_.initial().time_mode == "dry", links)));
+        builder_.after_step(facts_of(r, real_s, builder_.latest().time_mode == "dry", links)));
 }
 
 void job_watch::validated(int step, double loss) {
-  if (on())
-    builder_.validated(step, loss);
+  if (!on())
+    return;
+  builder_.validated(step, loss);
+  board_.publish(builder_.latest());
 }
 
 } // namespace deepcee::tools

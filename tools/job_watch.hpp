@@ -42,6 +42,7 @@ public:
   void started(int step);
   void stepped(const actors::step_result& r, double real_s,
                const std::vector<actors::link_summary>& links);
+  /// Publishes the last step's snapshot again with the validation loss.
   void validated(int step, double loss);
 
 private:

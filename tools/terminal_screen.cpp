@@ -38,7 +38,8 @@ void write_all(const std::string& text) {
 
 struct terminal_screen::saved {
   termios mode{};
-  struct sigaction interrupt {}, terminate{}, resize{};
+  struct sigaction interrupt {
+  }, terminate{}, resize{};
 };
 
 bool stdout_is_terminal() {
@@ -50,7 +51,8 @@ terminal_screen::terminal_screen() : saved_(new saved) {
     throw std::runtime_error("the live view needs a terminal (use --once or --json)");
   if (::tcgetattr(STDIN_FILENO, &saved_->mode) != 0)
     throw std::runtime_error("cannot read the terminal's settings");
-  struct sigaction quit {}, resize{};
+  struct sigaction quit {
+  }, resize{};
   quit.sa_handler = on_quit; // no SA_RESTART: a waiting poll() returns at once
   resize.sa_handler = on_resize;
   sigemptyset(&quit.sa_mask);

@@ -83,19 +83,19 @@ std::string stage_label(const stage_status& st) {
 
 /// Columns left for a bar or timeline once `used` characters are taken.
 int room(const inspect_frame& f, int used, int least = 10) {
-  return std::max(least, std::min(f.width, 200) - used);
+  const int width = f.width > 0 ? std::min(f.width, 200) : 100; // 0: no terminal
+  return std::max(least, width - used);
 }
 
 void overview(const job_snapshot& s, const inspect_frame& f, std::vector<std::string>& out) {
   out.push_back(format("job %s: model %s on %s, plan %s, time %s", s.job.c_str(), s.model.c_str(),
                        s.cluster.c_str(), s.strategy.c_str(), s.time_mode.c_str()));
-  out.push_back(format("step %d/%d  loss %s  validation %s", s.step, s.steps,
-                       number_or(s.loss, "%.4f", s.time_mode == "dry" ? "not computed (dry)" : "-")
-                           .c_str(),
-                       s.val_step > 0
-                           ? (number_or(s.val_loss, "%.4f", "-") + format(" at step %d", s.val_step))
-                                 .c_str()
-                           : "none yet"));
+  out.push_back(
+      format("step %d/%d  loss %s  validation %s", s.step, s.steps,
+             number_or(s.loss, "%.4f", s.time_mode == "dry" ? "not computed (dry)" : "-").c_str(),
+             s.val_step > 0
+                 ? (number_or(s.val_loss, "%.4f", "-") + format(" at step %d", s.val_step)).c_str()
+                 : "none yet"));
   std::string range;
   if (!s.loss_history.empty())
     range = format("  %.4f -> %.4f", s.loss_history.front(), s.loss_history.back());
@@ -138,12 +138,13 @@ void stages(const job_snapshot& s, const inspect_frame& f, std::vector<std::stri
 }
 
 void devices(const job_snapshot& s, const inspect_frame& f, std::vector<std::string>& out) {
-  out.push_back(format("%-18s %-18s %-8s %-7s %-24s %s", "device", "kind", "stage", "util",
-                       "", "memory used / capacity (estimated peak)"));
+  out.push_back(format("%-18s %-18s %-8s %-7s %-24s %s", "device", "kind", "stage", "util", "",
+                       "memory used / capacity (estimated peak)"));
   for (const auto& d : s.devices) {
     const auto stage =
         d.pipeline < 0 ? std::string("unused") : format("p%d s%d", d.pipeline, d.stage);
-    const double mem = d.memory_capacity_bytes > 0 ? d.memory_used_bytes / d.memory_capacity_bytes : 0;
+    const double mem =
+        d.memory_capacity_bytes > 0 ? d.memory_used_bytes / d.memory_capacity_bytes : 0;
     out.push_back(format("%-18s %-18s %-8s %s %-24s %s / %s %s", d.name.c_str(), d.kind.c_str(),
                          stage.c_str(), percent(d.utilization).c_str(),
                          bar(d.utilization, 22).c_str(), bytes(d.memory_used_bytes).c_str(),
@@ -258,7 +259,8 @@ std::vector<std::string> render_page(const job_snapshot& s, inspect_page page,
   for (int k = 0; k < inspect_page_count; ++k) {
     const auto p = static_cast<inspect_page>(k);
     const auto name = std::string(page_name(p));
-    tabs += p == page ? format("[%d %s] ", k + 1, name.c_str()) : format(" %d %s  ", k + 1, name.c_str());
+    tabs += p == page ? format("[%d %s] ", k + 1, name.c_str())
+                      : format(" %d %s  ", k + 1, name.c_str());
   }
   out.push_back(tabs + " Tab next, q quits");
   if (!frame.status.empty())

@@ -18,8 +18,8 @@ std::string_view page_name(inspect_page p);
 inspect_page next_page(inspect_page p);
 
 struct inspect_frame {
-  int width = 100;  ///< characters per line; longer lines are cut
-  int height = 0;   ///< lines at most (0: no limit); the last one says what was left out
+  int width = 100;     ///< characters per line; longer lines are cut
+  int height = 0;      ///< lines at most (0: no limit); the last one says what was left out
   std::string address; ///< where the inspector is attached, for the title
   std::string status;  ///< a line under the title ("" for none), e.g. the endpoint closed
 };
@@ -40,7 +40,6 @@ std::string sparkline(const std::vector<double>& values, int width);
 
 /// A stage's ops over [from_s, to_s] in `width` cells: each cell shows the op (F, B, W) that
 /// covers most of it, '.' where none runs.
-std::string op_timeline(const std::vector<timeline_op>& ops, double from_s, double to_s,
-                        int width);
+std::string op_timeline(const std::vector<timeline_op>& ops, double from_s, double to_s, int width);
 
 } // namespace deepcee::runtime

@@ -53,6 +53,8 @@ public:
   job_snapshot initial(int resumed_step = 0) const;
   job_snapshot after_step(const step_facts& f);
   void validated(int step, double loss);
+  /// The last snapshot built, with any validation since.
+  const job_snapshot& latest() const { return last_; }
 
   /// Losses kept for the sparkline.
   static constexpr size_t history = 120;
