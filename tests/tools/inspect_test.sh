@@ -202,7 +202,7 @@ c.close()
 PY
 fake=$!
 started+=("$fake")
-for _ in $(seq 1 50); do grep -q listening "$work/fake.out" && break; sleep 0.1; done
+for _ in $(seq 1 50); do grep -qs listening "$work/fake.out" && break; sleep 0.1; done
 "$deepcee" inspect "127.0.0.1:$port" --once >"$work/out" 2>"$work/err"
 rc=$?
 [[ $rc -ne 0 && $(wc -l <"$work/err") -eq 1 ]] && grep -q "127.0.0.1:$port.*broken reply" "$work/err" ||
@@ -211,6 +211,18 @@ rc=$?
 [[ $? -eq 2 ]] && grep -q 'HOST:PORT' "$work/err" || fail "a malformed ADDR: $(cat "$work/err")"
 "$deepcee" run "$work/job.toml" --inspect 127.0.0.1:99999 --out "$work/bad" 2>"$work/err" >/dev/null
 [[ $? -eq 2 && ! -e $work/bad ]] && grep -q -- '--inspect' "$work/err" || fail "a bad --inspect: $(cat "$work/err")"
+
+# The job file's [inspect] addr: off, an address, and a value of the wrong kind.
+{ cat "$work/job.toml"; printf '[inspect]\naddr = "off"\n'; } >"$work/off.toml"
+"$deepcee" run "$work/off.toml" --steps 1 --out "$work/off" >"$work/off.log" 2>&1 || fail "[inspect] addr = off: $(tail -2 "$work/off.log")"
+grep -q '^inspect:' "$work/off.log" && fail "[inspect] addr = off still served"
+"$deepcee" run "$work/off.toml" --steps 1 --out "$work/on" --inspect 127.0.0.1:0 >"$work/on.log" 2>&1 &&
+  grep -q '^inspect: http://127.0.0.1:[1-9]' "$work/on.log" || fail "--inspect over [inspect] addr: $(grep inspect "$work/on.log")"
+{ cat "$work/job.toml"; printf '[inspect]\naddr = 5\n'; } >"$work/badaddr.toml"
+line=$(wc -l <"$work/badaddr.toml")
+"$deepcee" run "$work/badaddr.toml" --out "$work/badaddr" >/dev/null 2>"$work/err"
+[[ $? -eq 2 && ! -e $work/badaddr ]] && grep -q "badaddr.toml:$line: .*addr" "$work/err" ||
+  fail "[inspect] addr = 5: $(cat "$work/err")"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)"
