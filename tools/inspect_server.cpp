@@ -165,6 +165,10 @@ uint16_t inspect_server::start(const inspect_address& at) {
     throw std::runtime_error("inspect: cannot listen on " + at.text() +
                              " (in use, or not an address of this machine)");
   impl_->thread = std::thread([&http] { http.listen_after_bind(); });
+  // stop() wakes the listening thread only once it listens: a stop before that (a job of
+  // one quick step) would leave it in accept() for good.
+  for (int i = 0; i < 2000 && !http.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return static_cast<uint16_t>(port);
 }
 
