@@ -23,7 +23,8 @@ set(DEEPCEE_LIBRARY_HEADERS
   "spdlog/=spdlog::spdlog"
   "cblas.h=deepcee_openblas"
   "CLI/=CLI11::CLI11"
-  "openssl/=OpenSSL::Crypto")
+  "openssl/=OpenSSL::Crypto"
+  "httplib.h=deepcee_httplib")
 
 # The top-level folders whose subfolders are layers: an include into one of them must name
 # a declared folder.

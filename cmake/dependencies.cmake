@@ -22,3 +22,11 @@ find_library(CAF_IO_LIBRARY caf_io REQUIRED)
 add_library(deepcee_caf INTERFACE)
 target_include_directories(deepcee_caf INTERFACE ${CAF_INCLUDE_DIR})
 target_link_libraries(deepcee_caf INTERFACE ${CAF_CORE_LIBRARY} ${CAF_IO_LIBRARY} Threads::Threads)
+
+# cpp-httplib (Debian's libcpp-httplib-dev): the header declares, the shared library defines;
+# pkg-config gives the feature macros (TLS, compression) the library was built with, which
+# the header must see the same.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+add_library(deepcee_httplib INTERFACE)
+target_link_libraries(deepcee_httplib INTERFACE PkgConfig::CPP_HTTPLIB Threads::Threads)

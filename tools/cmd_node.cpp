@@ -19,6 +19,7 @@
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
+#include "tools/job_watch.hpp"
 #include "tools/node_process.hpp"
 #include "tools/run_directory.hpp"
 #include "tools/step_loop.hpp"
@@ -48,6 +49,7 @@ struct node_options {
   bool insecure = false; ///< no token: CAF on the public port, open to anyone who reaches it
   std::optional<std::string> out;
   std::optional<std::string> metrics, resume; ///< the coordinator's node reads them
+  std::optional<std::string> inspect;         ///< the coordinator's node serves it
   std::optional<double> connect_timeout_s;
   int step_timeout_s = 60;
   int trace_steps = 3; ///< written by the coordinator's node
@@ -61,12 +63,15 @@ struct node_setup {
   std::shared_ptr<actors::job_context> context; ///< laid out on the nodes
   actors::job_deployment deployment;
   std::optional<kernels::checkpoint_contents> resume;
+  std::optional<inspect_address> inspect; ///< where `deepcee inspect` attaches
+  runtime::snapshot_builder snapshots;
 };
 
 /// Plans (or loads the plan file) once for the whole job.
 node_setup prepare_coordinator(runtime::job_config job, const node_options& o, int me) {
   auto r = resolve_job(std::move(job), {o.steps, std::nullopt, std::nullopt}, false);
-  node_setup s;
+  node_setup s{.snapshots = make_snapshot_builder(r.job, r.profile, r.plan, r.report)};
+  s.inspect = inspect_address_of(o.inspect, r.job);
   s.job = std::move(r.job);
   s.me = me;
   s.plan = std::move(r.plan);
@@ -235,6 +240,9 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
   job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s), o.trace_steps);
   resume(steps, s, o, end);
+  job_watch watch(std::move(s.snapshots), s.inspect, net.token().value_or(""));
+  steps.watch(&watch);
+  watch.started(steps.steps_done());
 
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
@@ -333,6 +341,8 @@ command_action add_node_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--inspect", o->inspect,
+                  "Where `deepcee inspect` attaches to the coordinator's node: HOST:PORT or off");
   return [o] { return run_node(*o); };
 }
 

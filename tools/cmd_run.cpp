@@ -4,6 +4,7 @@
 #include "actors/job/local_job.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/base/errors.hpp"
+#include "runtime/io/job_token.hpp"
 #include "runtime/io/metrics_writer.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/io/train_config_toml.hpp"
@@ -13,6 +14,7 @@
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
+#include "tools/job_watch.hpp"
 #include "tools/plan_print.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
@@ -41,6 +43,7 @@ struct run_options {
   std::optional<std::string> out;
   std::optional<std::string> plan; ///< a plan file instead of the job's
   std::optional<std::string> metrics, resume;
+  std::optional<std::string> inspect; ///< HOST:PORT or off
   int trace_steps = 3;
   int step_timeout_s = 120;
 };
@@ -168,6 +171,7 @@ int run_job(const run_options& o) {
   const auto& job = r.job;
   print_job(r);
   auto resume = read_resume_checkpoint(o.resume, path, job.time, r.plan.model);
+  const auto inspect_at = inspect_address_of(o.inspect, job);
 
   actors::system_config cfg;
   configure_actors(cfg);
@@ -182,6 +186,10 @@ int run_job(const run_options& o) {
     steps.restore(*resume, *o.resume);
     resume.reset(); // the stages hold their copies
   }
+  job_watch watch(make_snapshot_builder(job, r.profile, r.plan, r.report), inspect_at,
+                  runtime::find_job_token(std::nullopt, job.token_file).value_or(""));
+  steps.watch(&watch);
+  watch.started(steps.steps_done());
   // Only once every input has been checked, so that bad input leaves nothing behind.
   const auto dir = make_run_directory(o.out, job.train.out, "run");
   runtime::save_plan(r.plan, dir / "plan.json");
@@ -218,6 +226,9 @@ command_action add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--inspect", o->inspect,
+                  "Where `deepcee inspect` attaches: HOST:PORT (port 0: any) or off (default: "
+                  "the job's [inspect] addr, else 127.0.0.1:0)");
   return [o] { return run_job(*o); };
 }
 

@@ -23,8 +23,8 @@ namespace {
 class gathered_weights : public step_weights {
 public:
   gathered_weights(std::vector<kernels::parameter_state> params, const actors::job_context& job,
-                   int step, double clock_s)
-      : params_(std::move(params)), job_(job), step_(step), clock_s_(clock_s) {}
+                   int step, double clock_s, job_watch* watch)
+      : params_(std::move(params)), job_(job), step_(step), clock_s_(clock_s), watch_(watch) {}
 
   /// The whole model on one CPU backend, over the batches `deepcee train` and `deepcee eval`
   /// use.
@@ -33,7 +33,11 @@ public:
     auto be = kernels::make_backend({});
     kernels::gpt_model model(*be, train.model, train.seed);
     kernels::load_parameter_states(params_, *be, model, nullptr, "the stages' weights");
-    return kernels::evaluate(*be, model, *job_.corpus, train.batch, train.eval_batches, train.seed);
+    const double loss =
+        kernels::evaluate(*be, model, *job_.corpus, train.batch, train.eval_batches, train.seed);
+    if (watch_)
+      watch_->validated(step_, loss);
+    return loss;
   }
 
   void save(const std::filesystem::path& file) override {
@@ -45,6 +49,7 @@ private:
   const actors::job_context& job_;
   int step_;
   double clock_s_;
+  job_watch* watch_;
 };
 
 } // namespace
@@ -74,10 +79,15 @@ job_steps::job_steps(caf::actor_system& sys, const actors::wired_job& job,
       trace_steps_(static_cast<size_t>(std::max(trace_steps, 0))) {}
 
 step_record job_steps::step() {
+  const auto started = std::chrono::steady_clock::now();
   auto r = actors::request_step(sys_, job_.coordinator, done_ + 1, wait_);
   if (!r)
     throw std::runtime_error(reason_text(sys_, r.error()));
   ++done_;
+  if (watch_ && watch_->on())
+    watch_->stepped(
+        *r, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        link_totals());
   clock_s_ = job_.job->wall() ? 0 : r->end_s;
   const step_record out{
       static_cast<int>(r->step), r->loss, r->lr, r->grad_norm, r->start_s, r->end_s};
@@ -88,7 +98,17 @@ step_record job_steps::step() {
 
 std::unique_ptr<step_weights> job_steps::weights() {
   return std::make_unique<gathered_weights>(
-      actors::gather_parameters(sys_, *job_.job, job_.stages, wait_), *job_.job, done_, clock_s_);
+      actors::gather_parameters(sys_, *job_.job, job_.stages, wait_), *job_.job, done_, clock_s_,
+      watch_);
+}
+
+std::vector<actors::link_summary> job_steps::link_totals() const {
+  std::vector<actors::link_summary> links;
+  caf::scoped_actor self{sys_};
+  self->request(job_.adapter, wait_, actors::links_atom_v)
+      .receive([&](std::vector<actors::link_summary>& v) { links = std::move(v); },
+               [](caf::error&) {}); // a snapshot without links rather than a failed step
+  return links;
 }
 
 void job_steps::restore(const kernels::checkpoint_contents& c,

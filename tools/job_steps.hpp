@@ -5,6 +5,7 @@
 #include "runtime/base/train_config.hpp"
 #include "runtime/io/trace_writer.hpp"
 #include "runtime/plan/job_config.hpp"
+#include "tools/job_watch.hpp"
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
@@ -51,6 +52,9 @@ public:
   /// an input_error naming `source`.
   void restore(const kernels::checkpoint_contents& c, const std::filesystem::path& source);
 
+  /// Publishes each step (and validation) to `w` from now on (nullptr: to none).
+  void watch(job_watch* w) { watch_ = w; }
+
   const std::vector<actors::step_result>& traced() const { return traced_; }
   /// trace.json (actors/job/run_trace.hpp): the traced steps and the adapter's link samples
   /// until the last of them ended, whichever node each came from.
@@ -58,6 +62,9 @@ public:
                    const std::vector<runtime::trace_instant>& injected = {}) const;
 
 private:
+  /// The adapter's totals per link so far.
+  std::vector<actors::link_summary> link_totals() const;
+
   caf::actor_system& sys_;
   const actors::wired_job& job_;
   std::chrono::milliseconds wait_;
@@ -65,6 +72,7 @@ private:
   int done_ = 0;
   double clock_s_ = 0; ///< the last step's end in virtual time (0 in wall time)
   std::vector<actors::step_result> traced_;
+  job_watch* watch_ = nullptr;
 };
 
 } // namespace deepcee::tools

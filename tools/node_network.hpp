@@ -21,6 +21,8 @@ public:
   node_network(const runtime::job_config& job, int me, std::optional<std::string> token);
 
   bool secure() const { return token_.has_value(); }
+  /// The job's token (none with --insecure); never printed or logged.
+  const std::optional<std::string>& token() const { return token_; }
   /// Where CAF listens: the node's own address, or 127.0.0.1 at any free port.
   runtime::gate::endpoint caf_listen() const;
   /// With a token: opens the gate on the node's public port in front of `caf_port`, or

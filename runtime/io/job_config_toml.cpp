@@ -124,6 +124,21 @@ void read_security(const toml::table& root, const fs::path& path, job_config& jo
                  "unknown key '" + std::string(key.str()) + "' in [security] (token_file)");
   if (const auto file = text_of(*n->as_table(), "token_file", path); !file.empty())
     job.token_file = fs::path(file).is_absolute() ? fs::path(file) : path.parent_path() / file;
+/// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value).
+void read_inspect(const toml::table& root, const fs::path& path, job_config& job) {
+  const auto* n = root.get("inspect");
+  if (!n)
+    return;
+  if (!n->is_table())
+    fail_input(path, line_of(*n), "'inspect' must be a table ([inspect])");
+  for (const auto& [key, v] : *n->as_table()) {
+    if (key.str() != "addr")
+      fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inspect]");
+    if (!v.is_string())
+      fail_input(path, line_of(v), "[inspect] addr must be a string (\"HOST:PORT\" or \"off\")");
+    job.inspect_addr = *v.value<std::string>();
+    job.inspect_line = line_of(v);
+  }
 }
 
 } // namespace
@@ -142,7 +157,7 @@ job_config load_job_config(const fs::path& path) {
         "name",   "time",    "shape_links",        "cluster",
         "plan",   "model",   "coordinator",        "connect_timeout",
         "train",  "node",    "heartbeat_interval", "heartbeat_timeout",
-        "inject", "security"};
+        "inject", "security", "inspect"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -207,6 +222,7 @@ job_config load_job_config(const fs::path& path) {
   validate(job.train, path);
   read_nodes(root, path, job);
   read_inject(root, path, job);
+  read_inspect(root, path, job);
   return job;
 }
 

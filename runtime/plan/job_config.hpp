@@ -44,6 +44,10 @@ struct job_config {
   /// [security] token_file: where `deepcee node` reads the job's token (unless a flag or
   /// the environment names one).
   std::optional<std::filesystem::path> token_file;
+  /// [inspect] addr: where the coordinator's node serves `deepcee inspect` ("HOST:PORT" or
+  /// "off"); empty: 127.0.0.1 on an ephemeral port. inspect_line: its line, for messages.
+  std::string inspect_addr;
+  int64_t inspect_line = 0;
 };
 
 } // namespace deepcee::runtime

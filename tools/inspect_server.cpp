@@ -1,0 +1,184 @@
+#include "tools/inspect_server.hpp"
+
+#include "runtime/base/errors.hpp"
+#include "runtime/io/job_snapshot_json.hpp"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace deepcee::tools {
+
+namespace {
+
+/// Equal strings, in a time that depends on their lengths only.
+bool same_secret(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const auto x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0u;
+    const auto y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0u;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+void plain(httplib::Response& res, int status, const std::string& line) {
+  res.status = status;
+  res.set_content(line + "\n", "text/plain");
+}
+
+} // namespace
+
+std::string inspect_address::text() const {
+  return host + ":" + std::to_string(port);
+}
+
+std::optional<inspect_address> parse_inspect_address(std::string_view text,
+                                                     const std::string& source) {
+  if (text == "off")
+    return std::nullopt;
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    throw runtime::input_error(source + ": \"" + std::string(text) + "\" is not HOST:PORT or off");
+  const auto port_text = text.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535)
+    throw runtime::input_error(source + ": port \"" + std::string(port_text) +
+                               "\" is not a number from 0 to 65535");
+  return inspect_address{std::string(text.substr(0, colon)), static_cast<uint16_t>(port)};
+}
+
+struct inspect_server::impl {
+  runtime::snapshot_board& board;
+  const std::string token;
+  httplib::Server http;
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+
+  impl(runtime::snapshot_board& b, std::string t) : board(b), token(std::move(t)) {}
+
+  using handler = void (impl::*)(const httplib::Request&, httplib::Response&);
+  struct route {
+    const char* path;
+    handler serve;
+  };
+  /// Every route of the endpoint (GET only: it reads).
+  static const std::vector<route>& routes() {
+    static const std::vector<route> table{
+        {"/api/snapshot", &impl::snapshot},
+        {"/api/stream", &impl::stream},
+    };
+    return table;
+  }
+
+  bool authorized(const httplib::Request& req) const {
+    if (token.empty())
+      return true;
+    const auto header = req.get_header_value("Authorization");
+    constexpr std::string_view scheme = "Bearer ";
+    return header.size() > scheme.size() && header.compare(0, scheme.size(), scheme) == 0 &&
+           same_secret(std::string_view(header).substr(scheme.size()), token);
+  }
+
+  void snapshot(const httplib::Request&, httplib::Response& res) {
+    const auto latest = board.latest();
+    if (!latest)
+      return plain(res, 503, "no snapshot yet: the job has not started");
+    auto s = *latest;
+    s.dropped_frames = board.dropped_frames();
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(runtime::job_snapshot_to_json(s) + "\n", "application/json");
+  }
+
+  void stream(const httplib::Request&, httplib::Response& res) {
+    auto sub = board.subscribe(stream_queue);
+    res.set_header("Cache-Control", "no-store");
+    res.set_chunked_content_provider(
+        "application/x-ndjson",
+        [this, sub](size_t, httplib::DataSink& sink) {
+          const auto f = sub->next(std::chrono::milliseconds(250));
+          if (stopping || sub->closed())
+            return false;
+          if (!f)
+            return true; // nothing new yet: asked again
+          auto s = *f;
+          s.dropped_frames = sub->dropped();
+          const auto line = runtime::job_snapshot_to_json(s) + "\n";
+          return sink.write(line.data(), line.size());
+        },
+        [this, sub](bool) { board.unsubscribe(sub); });
+  }
+
+  void configure() {
+    http.set_payload_max_length(4096); // GETs carry no body
+    http.set_read_timeout(5, 0);
+    http.set_write_timeout(2, 0); // a client that does not read loses its stream
+    http.set_keep_alive_max_count(100);
+    http.new_task_queue = [] { return new httplib::ThreadPool(16); };
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (authorized(req))
+        return httplib::Server::HandlerResponse::Unhandled;
+      res.set_header("WWW-Authenticate", "Bearer");
+      plain(res, 401, "unauthorized: this job's endpoint needs its token (Authorization: Bearer)");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    for (const auto& r : routes())
+      http.Get(r.path,
+               [this, serve = r.serve](const httplib::Request& req, httplib::Response& res) {
+                 (this->*serve)(req, res);
+               });
+    http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+      if (res.body.empty())
+        plain(res, res.status, "error " + std::to_string(res.status));
+    });
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res,
+                                  std::exception_ptr) { plain(res, 500, "internal error"); });
+  }
+};
+
+inspect_server::inspect_server(runtime::snapshot_board& board, std::string token)
+    : impl_(std::make_unique<impl>(board, std::move(token))) {
+  impl_->configure();
+}
+
+inspect_server::~inspect_server() {
+  stop();
+}
+
+uint16_t inspect_server::start(const inspect_address& at) {
+  auto& http = impl_->http;
+  int port = at.port;
+  if (at.port == 0)
+    port = http.bind_to_any_port(at.host);
+  else if (!http.bind_to_port(at.host, at.port))
+    port = -1;
+  if (port <= 0)
+    throw std::runtime_error("inspect: cannot listen on " + at.text() +
+                             " (in use, or not an address of this machine)");
+  impl_->thread = std::thread([&http] { http.listen_after_bind(); });
+  // stop() wakes the listening thread only once it listens: a stop before that (a job of
+  // one quick step) would leave it in accept() for good.
+  for (int i = 0; i < 2000 && !http.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return static_cast<uint16_t>(port);
+}
+
+void inspect_server::stop() {
+  if (!impl_->thread.joinable())
+    return;
+  impl_->stopping = true;
+  impl_->board.close();
+  impl_->http.stop();
+  impl_->thread.join();
+}
+
+} // namespace deepcee::tools

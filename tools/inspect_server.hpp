@@ -1,0 +1,57 @@
+#pragma once
+
+#include "runtime/watch/snapshot_board.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+/// The read-only inspection endpoint of a running job (HTTP, cpp-httplib), served by the
+/// coordinator's node of `deepcee run` and `deepcee node` from threads of its own. It only
+/// reads the snapshot board the job publishes on, so a client can neither steer the job nor
+/// make it wait. Routes (one table, inspect_server.cpp):
+///
+///     GET /api/snapshot   the latest snapshot, one line of JSON
+///     GET /api/stream     JSON lines (chunked), one per new snapshot; each client has a
+///                         bounded queue, frames it does not take are dropped and counted
+///
+/// With a token, every request needs `Authorization: Bearer TOKEN` or gets 401.
+namespace deepcee::tools {
+
+/// Where the endpoint listens.
+struct inspect_address {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0; ///< 0: an ephemeral one
+
+  std::string text() const;
+};
+
+/// "HOST:PORT" (PORT 0: ephemeral), or "off" (nullopt). Throws input_error naming `source`.
+std::optional<inspect_address> parse_inspect_address(std::string_view text,
+                                                     const std::string& source);
+
+class inspect_server {
+public:
+  /// `token`: empty for none. Never printed or logged.
+  inspect_server(runtime::snapshot_board& board, std::string token);
+  ~inspect_server();
+  inspect_server(const inspect_server&) = delete;
+  inspect_server& operator=(const inspect_server&) = delete;
+
+  /// Binds `at` and serves in a thread of its own; returns the port bound. Throws
+  /// std::runtime_error naming the address when it cannot bind.
+  uint16_t start(const inspect_address& at);
+  /// Ends every stream and joins the threads (the destructor does it too).
+  void stop();
+
+  /// Frames a streaming client gets queued at most.
+  static constexpr size_t stream_queue = 16;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace deepcee::tools
