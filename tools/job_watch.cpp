@@ -112,4 +112,9 @@ void job_watch::validated(int step, double loss) {
   board_.publish(builder_.latest());
 }
 
+void job_watch::injected(int step, const runtime::described_event& e) {
+  if (on())
+    builder_.injected({step, e.at_s, e.text});
+}
+
 } // namespace deepcee::tools

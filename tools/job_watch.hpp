@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/protocol/protocol.hpp"
+#include "runtime/cluster/link_timeline.hpp"
 #include "runtime/cluster/profile.hpp"
 #include "runtime/plan/job_config.hpp"
 #include "runtime/planner/planner.hpp"
@@ -44,6 +45,8 @@ public:
                const std::vector<actors::link_summary>& links);
   /// Publishes the last step's snapshot again with the validation loss.
   void validated(int step, double loss);
+  /// An injected event, shown from the next snapshot on.
+  void injected(int step, const runtime::described_event& e);
 
 private:
   runtime::snapshot_builder builder_;

@@ -27,6 +27,8 @@ std::optional<runtime::described_event> script_log::step_done(int step, double e
     spdlog::info("step {}: injected at {:.3f} s: {}", step, e.at_s, e.text);
     csv_->write({{columns()[0], int64_t{step}}, {columns()[1], e.at_s}, {columns()[2], e.text}});
     instants_.push_back({"inject: " + e.text, e.at_s});
+    if (on_event_)
+      on_event_(step, e);
     if (e.kill && !kill)
       kill = e;
   }

@@ -5,6 +5,7 @@
 #include "runtime/io/trace_writer.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ public:
   /// Reports the events up to `end_s` not reported yet; returns the kill among them, if any
   /// (the caller stops the job).
   std::optional<runtime::described_event> step_done(int step, double end_s);
+  /// Also tells `f` of each event as it is reported.
+  void on_event(std::function<void(int step, const runtime::described_event&)> f) {
+    on_event_ = std::move(f);
+  }
   /// The reported events, for the trace.
   const std::vector<runtime::trace_instant>& instants() const { return instants_; }
   bool empty() const { return events_.empty(); }
@@ -35,6 +40,7 @@ private:
   size_t next_ = 0;
   std::optional<runtime::metrics_writer> csv_;
   std::vector<runtime::trace_instant> instants_;
+  std::function<void(int, const runtime::described_event&)> on_event_;
 };
 
 /// "node edge0 was killed at 3.200 s: the job stops": the one line of a killed node.

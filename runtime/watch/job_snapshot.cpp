@@ -18,10 +18,4 @@ double bubble_share(const std::vector<timeline_op>& ops, double from_s, double t
   return std::clamp(1.0 - busy_seconds(ops) / window, 0.0, 1.0);
 }
 
-void push_history(std::vector<double>& history, double loss, size_t keep) {
-  history.push_back(loss);
-  if (history.size() > keep)
-    history.erase(history.begin(), history.end() - static_cast<std::ptrdiff_t>(keep));
-}
-
 } // namespace deepcee::runtime

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 /// What `deepcee inspect` shows of a running job, as plain values: the job publishes one
@@ -113,7 +115,12 @@ double bubble_share(const std::vector<timeline_op>& ops, double from_s, double t
 /// Busy time of `ops` (their durations summed).
 double busy_seconds(const std::vector<timeline_op>& ops);
 
-/// Appends `loss` to `history`, keeping the last `keep` entries.
-void push_history(std::vector<double>& history, double loss, size_t keep);
+/// Appends `entry` to `history`, keeping the last `keep` entries.
+template <class T>
+void push_history(std::vector<T>& history, T entry, size_t keep) {
+  history.push_back(std::move(entry));
+  if (history.size() > keep)
+    history.erase(history.begin(), history.end() - static_cast<std::ptrdiff_t>(keep));
+}
 
 } // namespace deepcee::runtime

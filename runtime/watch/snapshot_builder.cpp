@@ -128,4 +128,12 @@ void snapshot_builder::validated(int step, double loss) {
   last_.val_step = step;
 }
 
+void snapshot_builder::injected(job_event e) {
+  push_history(last_.events, std::move(e), recent);
+}
+
+void snapshot_builder::decided(adapter_decision d) {
+  push_history(last_.decisions, std::move(d), recent);
+}
+
 } // namespace deepcee::runtime

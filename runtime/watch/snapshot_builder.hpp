@@ -53,11 +53,16 @@ public:
   job_snapshot initial(int resumed_step = 0) const;
   job_snapshot after_step(const step_facts& f);
   void validated(int step, double loss);
+  /// An injected event or fault, and a decision of the adapter: the latest `recent` of each
+  /// are kept in the snapshot.
+  void injected(job_event e);
+  void decided(adapter_decision d);
   /// The last snapshot built, with any validation since.
   const job_snapshot& latest() const { return last_; }
 
   /// Losses kept for the sparkline.
   static constexpr size_t history = 120;
+  static constexpr size_t recent = 50;
 
 private:
   std::string device_name(int device) const;

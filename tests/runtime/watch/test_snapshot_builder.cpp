@@ -134,4 +134,20 @@ BOOST_AUTO_TEST_CASE(wall_time_has_no_emulated_rate_and_dry_time_no_loss) {
   BOOST_TEST(d.loss_history.empty());
 }
 
+BOOST_AUTO_TEST_CASE(events_and_decisions_carry_over_steps_and_keep_the_latest) {
+  auto b = make_builder("virtual");
+  b.injected({2, 1.5, "link cloud<->edge bandwidth x0.1"});
+  b.decided({2, "rebalance", "edge link drifted", 0.4});
+  const auto s = b.after_step(step_three());
+  BOOST_TEST(s.events.size() == 1u);
+  BOOST_TEST(s.events[0].text == "link cloud<->edge bandwidth x0.1");
+  BOOST_TEST(s.decisions.size() == 1u);
+  BOOST_TEST(s.decisions[0].kind == "rebalance");
+  for (int k = 0; k < 60; ++k)
+    b.injected({3, double(k), "event " + std::to_string(k)});
+  BOOST_TEST(b.latest().events.size() == snapshot_builder::recent);
+  BOOST_TEST(b.latest().events.front().text == "event 10");
+  BOOST_TEST(b.latest().events.back().text == "event 59");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
