@@ -127,6 +127,10 @@ struct inspect_server::impl {
 
   static void asset(httplib::Response& res, std::string_view body, const char* type) {
     res.set_header("Cache-Control", "no-cache");
+    // The browser loads and fetches from this node only (the page's own <style> aside).
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
     res.set_content(body.data(), body.size(), type);
   }
   void page(const httplib::Request&, httplib::Response& res) {

@@ -5,9 +5,9 @@
 #     samples, deepcee_ names, escaped labels, numbers), holds every family the README
 #     lists, and its step, loss, clock and emulated samples/s are those of metrics.csv at that
 #     step (its validation loss that of eval.csv); it needs the token, the page does not;
-# (b) the page, opened in headless Chromium with the token in its URL fragment, plots points
-#     in each chart (read from its DOM) and references no external URL; its screenshot is
-#     kept in ARTIFACT_DIR (path printed);
+# (b) the page, opened in headless Chromium with the token in its URL fragment and every host
+#     but the node unresolvable, plots points in each chart (read from its DOM) and
+#     references no external URL; its screenshot is kept in ARTIFACT_DIR (path printed);
 # (c) broken requests (unknown path, other methods, a huge header or URI, a huge body,
 #     malformed lines, binary bytes) get a 4xx, and the job goes on and ends as Ctrl-C ends it.
 #   web_test.sh PATH/TO/deepcee CONFIGS_DIR ARTIFACT_DIR
@@ -115,8 +115,11 @@ for path in / /static/inspect_page.js; do
 done
 cmp -s <(get /static/chart.min.js 3>/dev/null) /usr/share/javascript/chart.js/chart.min.js ||
   fail "/static/chart.min.js is not Debian's chart.min.js"
+# Every name but the node's address resolves to nothing, so the page works only if everything
+# it loads comes from the node.
+offline="--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 chromium() {
-  timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+  timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "$offline" \
     --window-size=1280,900 --virtual-time-budget=8000 "$@" "http://$addr/#token=$token" 2>>"$work/chromium.log"
 }
 screenshot=$artifacts/web_page.png
@@ -140,7 +143,7 @@ assert "web &quot;test&quot;" in dom or 'web "test"' in dom, "the job's name is 
 assert dom.count("<tr>") >= 1 + 6, "the links table has fewer than 6 links"
 PY
 # Without the token, the page says it needs one and shows nothing of the job.
-timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=3000 \
+timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=3000 "$offline" \
   --dump-dom "http://$addr/" 2>>"$work/chromium.log" >"$work/dom_no_token.html"
 grep -q 'unauthorized' "$work/dom_no_token.html" && ! grep -q 'id="points-loss">[1-9]' "$work/dom_no_token.html" ||
   fail "the page without a token: $(grep -o 'id="state"[^<]*<' "$work/dom_no_token.html")"

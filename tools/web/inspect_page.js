@@ -108,7 +108,10 @@ function show(s) {
   lastVersion = s.version;
   if (s.step > 0) {
     push(charts.loss, 'loss', s.step, s.loss);
-    if (s.val_loss !== null) push(charts.loss, 'validation', s.val_step, s.val_loss);
+    if (s.val_loss !== null) {
+      push(charts.loss, 'validation', s.val_step, s.val_loss);
+      series(charts.loss, 'validation').pointRadius = 3; // few and far between: show each
+    }
     push(charts.throughput, 'real', s.step, s.real_samples_per_s);
     push(charts.throughput, 'emulated', s.step, s.emulated_samples_per_s, 'emulated');
     for (const l of s.links) push(charts.links, l.name, s.step, l.bandwidth_Bps / 1e6);
