@@ -2,6 +2,8 @@
 
 #include "runtime/base/errors.hpp"
 #include "runtime/io/job_snapshot_json.hpp"
+#include "runtime/watch/prometheus_text.hpp"
+#include "tools/web_assets.hpp"
 
 #include <httplib.h>
 
@@ -70,14 +72,27 @@ struct inspect_server::impl {
   struct route {
     const char* path;
     handler serve;
+    /// Served without the token: the page and its scripts hold nothing of the job (a
+    /// browser cannot send a header when it opens a page; the page sends the token itself).
+    bool open = false;
   };
   /// Every route of the endpoint (GET only: it reads).
   static const std::vector<route>& routes() {
     static const std::vector<route> table{
         {"/api/snapshot", &impl::snapshot},
         {"/api/stream", &impl::stream},
+        {"/metrics", &impl::metrics},
+        {"/", &impl::page, true},
+        {"/static/inspect_page.js", &impl::page_script, true},
+        {"/static/chart.min.js", &impl::chart_script, true},
     };
     return table;
+  }
+  static const route* route_of(const std::string& path) {
+    for (const auto& r : routes())
+      if (path == r.path)
+        return &r;
+    return nullptr;
   }
 
   bool authorized(const httplib::Request& req) const {
@@ -97,6 +112,35 @@ struct inspect_server::impl {
     s.dropped_frames = board.dropped_frames();
     res.set_header("Cache-Control", "no-store");
     res.set_content(runtime::job_snapshot_to_json(s) + "\n", "application/json");
+  }
+
+  void metrics(const httplib::Request&, httplib::Response& res) {
+    const auto latest = board.latest();
+    if (!latest)
+      return plain(res, 503, "no snapshot yet: the job has not started");
+    auto s = *latest;
+    s.dropped_frames = board.dropped_frames();
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(runtime::job_snapshot_to_prometheus(s),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  }
+
+  static void asset(httplib::Response& res, std::string_view body, const char* type) {
+    res.set_header("Cache-Control", "no-cache");
+    // The browser loads and fetches from this node only (the page's own <style> aside).
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_content(body.data(), body.size(), type);
+  }
+  void page(const httplib::Request&, httplib::Response& res) {
+    asset(res, web_assets::page_html, "text/html; charset=utf-8");
+  }
+  void page_script(const httplib::Request&, httplib::Response& res) {
+    asset(res, web_assets::page_js, "text/javascript; charset=utf-8");
+  }
+  void chart_script(const httplib::Request&, httplib::Response& res) {
+    asset(res, web_assets::chart_js, "text/javascript; charset=utf-8");
   }
 
   void stream(const httplib::Request&, httplib::Response& res) {
@@ -125,7 +169,21 @@ struct inspect_server::impl {
     http.set_keep_alive_max_count(100);
     http.new_task_queue = [] { return new httplib::ThreadPool(16); };
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (authorized(req))
+      const auto* r = route_of(req.path);
+      if (r && req.method != "GET" && req.method != "HEAD") {
+        res.set_header("Allow", "GET, HEAD");
+        plain(res, 405, "method " + req.method + " not allowed: the endpoint only reads");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // GETs carry no body, and one that claims a body would leave it to be read as the
+      // connection's next request.
+      if (req.has_header("Transfer-Encoding") ||
+          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+        res.set_header("Connection", "close");
+        plain(res, 400, "a request to this endpoint carries no body");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if ((r && r->open) || authorized(req))
         return httplib::Server::HandlerResponse::Unhandled;
       res.set_header("WWW-Authenticate", "Bearer");
       plain(res, 401, "unauthorized: this job's endpoint needs its token (Authorization: Bearer)");

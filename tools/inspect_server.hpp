@@ -16,8 +16,12 @@
 ///     GET /api/snapshot   the latest snapshot, one line of JSON
 ///     GET /api/stream     JSON lines (chunked), one per new snapshot; each client has a
 ///                         bounded queue, frames it does not take are dropped and counted
+///     GET /metrics        the latest snapshot in Prometheus text format
+///     GET /               a page with live charts (polls /api/snapshot), with its scripts
+///                         under /static/ (Chart.js embedded at build time)
 ///
-/// With a token, every request needs `Authorization: Bearer TOKEN` or gets 401.
+/// With a token, every request but the page and its scripts needs `Authorization: Bearer
+/// TOKEN` or gets 401. Another method on a route gets 405, an unknown path 404.
 namespace deepcee::tools {
 
 /// Where the endpoint listens.
