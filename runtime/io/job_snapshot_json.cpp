@@ -218,6 +218,9 @@ std::string job_snapshot_to_json(const job_snapshot& s) {
                          {"predicted_gain", d.predicted_gain}});
   for (const auto& e : s.events)
     events.push_back({{"step", e.step}, {"time_s", e.time_s}, {"text", e.text}});
+  json by_kind = json::array();
+  for (const auto& [kind, n] : s.decisions_by_kind)
+    by_kind.push_back({{"kind", kind}, {"count", n}});
   for (double l : s.loss_history)
     history.push_back(std::isfinite(l) ? json(l) : json(nullptr));
   const json doc = {{"format", format_name},
@@ -243,6 +246,8 @@ std::string job_snapshot_to_json(const job_snapshot& s) {
                     {"allocation", to_json(s.allocation)},
                     {"decisions", decisions},
                     {"events", events},
+                    {"decisions_by_kind", by_kind},
+                    {"events_total", s.events_total},
                     {"dropped_messages", s.dropped_messages},
                     {"dropped_frames", s.dropped_frames}};
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -306,6 +311,10 @@ job_snapshot job_snapshot_from_json(std::string_view text, const std::string& so
     s.events.push_back(
         {int(r.integer(v, "step", w, 0)), r.number(v, "time_s", w), r.text(v, "text", w)});
   });
+  r.each(doc, "decisions_by_kind", at, [&](const json& v, const std::string& w) {
+    s.decisions_by_kind[r.text(v, "kind", w)] = r.integer(v, "count", w, 0, INT64_MAX);
+  });
+  s.events_total = r.integer(doc, "events_total", at, 0, INT64_MAX);
   s.dropped_messages = r.integer(doc, "dropped_messages", at, 0, INT64_MAX);
   s.dropped_frames = r.integer(doc, "dropped_frames", at, 0, INT64_MAX);
   return s;

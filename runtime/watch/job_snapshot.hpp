@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -102,8 +103,11 @@ struct job_snapshot {
   std::vector<device_status> devices;
   std::vector<link_status> links;
   allocation_status allocation;
-  std::vector<adapter_decision> decisions;
-  std::vector<job_event> events;
+  std::vector<adapter_decision> decisions; ///< the recent ones
+  std::vector<job_event> events;           ///< the recent ones
+  /// Every decision and event so far (the lists above keep only the recent ones).
+  std::map<std::string, int64_t> decisions_by_kind;
+  int64_t events_total = 0;
   int64_t dropped_messages = 0; ///< malformed messages the stages dropped
   int64_t dropped_frames = 0;   ///< frames the endpoint dropped for slow clients
 };

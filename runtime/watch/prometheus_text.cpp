@@ -171,14 +171,11 @@ void count_families(exposition& e, const job_snapshot& s) {
   e.family("deepcee_dropped_frames_total", "counter",
            "Snapshot frames the endpoint dropped for slow clients so far.");
   e.sample(double(s.dropped_frames));
-  std::map<std::string, int64_t> by_kind;
-  for (const auto& d : s.decisions)
-    ++by_kind[d.kind];
   e.family("deepcee_adapter_decisions_total", "counter", "The adapter's decisions, by kind.");
-  for (const auto& [kind, n] : by_kind)
+  for (const auto& [kind, n] : s.decisions_by_kind)
     e.sample({{"kind", kind}}, double(n));
   e.family("deepcee_injected_events_total", "counter", "Events and faults injected so far.");
-  e.sample(double(s.events.size()));
+  e.sample(double(s.events_total));
 }
 
 } // namespace

@@ -129,10 +129,12 @@ void snapshot_builder::validated(int step, double loss) {
 }
 
 void snapshot_builder::injected(job_event e) {
+  ++last_.events_total;
   push_history(last_.events, std::move(e), recent);
 }
 
 void snapshot_builder::decided(adapter_decision d) {
+  ++last_.decisions_by_kind[d.kind];
   push_history(last_.decisions, std::move(d), recent);
 }
 

@@ -50,6 +50,8 @@ BOOST_AUTO_TEST_CASE(round_trip_keeps_every_field) {
   BOOST_TEST(r.allocation.compression[0].compression == "fp16");
   BOOST_TEST(r.decisions[0].reason == "edge0/0 link 40% slower");
   BOOST_TEST(r.events[0].time_s == 1.25);
+  BOOST_TEST(r.decisions_by_kind.at("rebalance") == 1);
+  BOOST_TEST(r.events_total == 1);
   BOOST_TEST(r.dropped_frames == 3);
 }
 

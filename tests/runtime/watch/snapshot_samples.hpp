@@ -34,6 +34,8 @@ inline runtime::job_snapshot sample_snapshot() {
       {4}, {{"cloud0/0", 3}, {"cloud0/1", 1}, {"edge0/0", 4}}, {{"cloud0/0 -> edge0/0", "fp16"}}};
   s.decisions = {{10, "rebalance", "edge0/0 link 40% slower", 0.125}};
   s.events = {{9, 1.25, "link cloud -> edge: 1 Mbps"}};
+  s.decisions_by_kind = {{"rebalance", 1}};
+  s.events_total = 1;
   s.dropped_messages = 2;
   s.dropped_frames = 3;
   return s;

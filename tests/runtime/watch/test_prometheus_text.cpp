@@ -103,6 +103,8 @@ BOOST_AUTO_TEST_CASE(absent_values_leave_their_family_without_a_sample) {
   s.emulated_samples_per_s.reset();
   s.decisions.clear();
   s.events.clear();
+  s.decisions_by_kind.clear();
+  s.events_total = 0;
   const auto text = job_snapshot_to_prometheus(s);
   BOOST_TEST(has_line(text, "# TYPE deepcee_loss gauge"));
   for (const auto& line : lines_of(text)) {
@@ -117,9 +119,11 @@ BOOST_AUTO_TEST_CASE(absent_values_leave_their_family_without_a_sample) {
 }
 
 BOOST_AUTO_TEST_CASE(decisions_are_counted_by_kind) {
+  // The totals, not the recent lists, which keep only the latest entries.
   auto s = deepcee::test::sample_snapshot();
-  s.decisions = {{3, "resplit", "a", 0.1}, {5, "rebalance", "b", 0.2}, {7, "resplit", "c", 0.3}};
-  s.events.push_back({11, 1.5, "fault"});
+  s.decisions = {{7, "resplit", "c", 0.3}};
+  s.decisions_by_kind = {{"resplit", 2}, {"rebalance", 1}};
+  s.events_total = 2;
   const auto text = job_snapshot_to_prometheus(s);
   BOOST_TEST(has_line(text, "deepcee_adapter_decisions_total{kind=\"rebalance\"} 1"));
   BOOST_TEST(has_line(text, "deepcee_adapter_decisions_total{kind=\"resplit\"} 2"));

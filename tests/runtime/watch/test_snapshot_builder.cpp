@@ -148,6 +148,8 @@ BOOST_AUTO_TEST_CASE(events_and_decisions_carry_over_steps_and_keep_the_latest) 
   BOOST_TEST(b.latest().events.size() == snapshot_builder::recent);
   BOOST_TEST(b.latest().events.front().text == "event 10");
   BOOST_TEST(b.latest().events.back().text == "event 59");
+  BOOST_TEST(b.latest().events_total == 61);
+  BOOST_TEST(b.latest().decisions_by_kind.at("rebalance") == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
