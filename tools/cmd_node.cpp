@@ -15,6 +15,7 @@
 #include "runtime/io/metrics_writer.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/plan/job_config.hpp"
+#include "tools/adapt_orders.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
@@ -47,7 +48,8 @@ struct node_options {
   std::optional<std::string> metrics, resume; ///< the coordinator's node reads them
   std::optional<double> connect_timeout_s;
   int step_timeout_s = 60;
-  int trace_steps = 3; ///< written by the coordinator's node
+  int trace_steps = 3;               ///< written by the coordinator's node
+  std::vector<std::string> adapt_to; ///< STEP:PLAN, the coordinator's node (adapt_orders.hpp)
 };
 
 /// The coordinator's node's job: what it resolved and what it deploys to the others.
@@ -225,12 +227,14 @@ void print_closing(const run_files& files, int done, const std::filesystem::path
 
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
                     const actors::local_part& local, actors::actor_guard& guard) {
+  const auto orders = read_adapt_orders(o.adapt_to, s.plan);
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
   job_end end(sys, publish_registry(sys, s, local, beats, guard), me.name);
   const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
   job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s), o.trace_steps);
   resume(steps, s, o, end);
+  apply_adapt_orders(sys, wired, orders, std::chrono::seconds(2 * o.step_timeout_s));
 
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
@@ -313,6 +317,9 @@ command_action add_node_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--adapt-to", o->adapt_to,
+                  "STEP:PLAN: run PLAN from STEP on, through the adapter (the coordinator's "
+                  "node; repeatable; see deepcee run)");
   return [o] { return run_node(*o); };
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/plan/job_config.hpp"
 #include "runtime/planner/planner.hpp"
 #include "runtime/sim/simulator.hpp"
+#include "tools/adapt_orders.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
@@ -42,6 +43,7 @@ struct run_options {
   std::optional<std::string> metrics, resume;
   int trace_steps = 3;
   int step_timeout_s = 120;
+  std::vector<std::string> adapt_to; ///< STEP:PLAN (adapt_orders.hpp)
 };
 
 /// configs/default.toml of the working directory, else of the source tree.
@@ -145,6 +147,7 @@ int run_job(const run_options& o) {
   const auto& job = r.job;
   print_job(r);
   auto resume = read_resume_checkpoint(o.resume, path, job.time, r.plan.model);
+  const auto orders = read_adapt_orders(o.adapt_to, r.plan);
 
   actors::system_config cfg;
   configure_actors(cfg);
@@ -158,6 +161,7 @@ int run_job(const run_options& o) {
     steps.restore(*resume, *o.resume);
     resume.reset(); // the stages hold their copies
   }
+  apply_adapt_orders(sys, run.wired(), orders, 2 * step_timeout);
   // Only once every input has been checked, so that bad input leaves nothing behind.
   const auto dir = make_run_directory(o.out, job.train.out, "run");
   runtime::save_plan(r.plan, dir / "plan.json");
@@ -192,6 +196,9 @@ command_action add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--step-timeout", o->step_timeout_s, "Seconds a step may take in real time")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--adapt-to", o->adapt_to,
+                  "STEP:PLAN: run PLAN (the job's layout, other micro-batches, device splits or "
+                  "compressions) from STEP on, through the adapter (repeatable)");
   return [o] { return run_job(*o); };
 }
 

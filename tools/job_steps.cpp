@@ -1,5 +1,6 @@
 #include "tools/job_steps.hpp"
 
+#include "actors/job/adapter_actor.hpp"
 #include "actors/job/checkpoint_transfer.hpp"
 #include "actors/job/coordinator.hpp"
 #include "actors/job/run_trace.hpp"
@@ -10,6 +11,10 @@
 #include "tools/node_process.hpp"
 
 #include <caf/scoped_actor.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <fstream>
@@ -78,12 +83,26 @@ step_record job_steps::step() {
   if (!r)
     throw std::runtime_error(reason_text(sys_, r.error()));
   ++done_;
+  print_new_decisions();
   clock_s_ = job_.job->wall() ? 0 : r->end_s;
   const step_record out{
       static_cast<int>(r->step), r->loss, r->lr, r->grad_norm, r->start_s, r->end_s};
   if (traced_.size() < trace_steps_)
     traced_.push_back(std::move(*r));
   return out;
+}
+
+void job_steps::print_new_decisions() {
+  // The adapter logs each decision as it makes it (spdlog info, on stdout); under a quieter
+  // log level the run still shows them, one line each, after the step that led to them.
+  if (spdlog::should_log(spdlog::level::info))
+    return;
+  for (const auto& d : actors::adapter_decisions(sys_, job_.adapter, wait_))
+    if (d.sequence > printed_) {
+      std::printf("%s\n", actors::describe(d).c_str());
+      printed_ = d.sequence;
+    }
+  std::fflush(stdout);
 }
 
 std::unique_ptr<step_weights> job_steps::weights() {

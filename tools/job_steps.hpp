@@ -56,6 +56,9 @@ public:
   void write_trace(const std::filesystem::path& file, const runtime::cluster& cluster) const;
 
 private:
+  /// Prints the adapter's decisions that came since the last call, one line each.
+  void print_new_decisions();
+
   caf::actor_system& sys_;
   const actors::wired_job& job_;
   std::chrono::milliseconds wait_;
@@ -63,6 +66,7 @@ private:
   int done_ = 0;
   double clock_s_ = 0; ///< the last step's end in virtual time (0 in wall time)
   std::vector<actors::step_result> traced_;
+  int64_t printed_ = 0; ///< the last decision printed (adapt_record::sequence)
 };
 
 } // namespace deepcee::tools
