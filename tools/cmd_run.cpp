@@ -145,9 +145,9 @@ int run_job(const run_options& o) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
   const auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
   const auto& job = r.job;
+  const auto orders = read_adapt_orders(o.adapt_to, r.plan);
   print_job(r);
   auto resume = read_resume_checkpoint(o.resume, path, job.time, r.plan.model);
-  const auto orders = read_adapt_orders(o.adapt_to, r.plan);
 
   actors::system_config cfg;
   configure_actors(cfg);

@@ -145,9 +145,7 @@ void on_sample(self_ptr self, const link_sample& s) {
     decide(self);
 }
 
-/// Each stage's compute in the step, as the monitor's observation of the device whose share
-/// sets the stage's op times (the one with the largest expected time: a stage's op lasts
-/// as long as its slowest device).
+/// Each stage's compute in the step (environment_monitor::observe_stage_compute).
 void on_step(self_ptr self, const step_result& r) {
   auto& st = self->state;
   st.last_step = std::max(st.last_step, r.step);
@@ -162,27 +160,11 @@ void on_step(self_ptr self, const step_result& r) {
   std::map<int32_t, double> by_stage;
   for (size_t k = 0; k < r.ops.size() && k < r.op_stage.size(); ++k)
     by_stage[r.op_stage[k]] += r.ops[k].end - r.ops[k].start;
-  const auto& vc = *st.job->cluster;
   for (const auto& [flat, seconds] : by_stage) {
     const auto [p, s] = st.job->stage_at(static_cast<size_t>(flat));
-    const auto& sp =
-        st.in_force.pipelines.at(static_cast<size_t>(p)).stages.at(static_cast<size_t>(s));
-    int critical = -1;
-    double longest = -1;
-    for (size_t k = 0; k < sp.devices.size(); ++k) {
-      const auto& dev = vc.hardware().devices.at(static_cast<size_t>(sp.devices[k]));
-      double t = 0;
-      for (int layer = sp.first_layer; layer < sp.last_layer; ++layer) {
-        const auto c = vc.profile().cost(dev, layer, sp.samples[k]);
-        t += c.f_s + c.b_s + c.w_s;
-      }
-      if (t > longest) {
-        longest = t;
-        critical = sp.devices[k];
-      }
-    }
-    if (critical >= 0)
-      st.monitor->observe_step_compute(critical, seconds);
+    st.monitor->observe_stage_compute(
+        st.in_force.pipelines.at(static_cast<size_t>(p)).stages.at(static_cast<size_t>(s)).devices,
+        seconds);
   }
   if (st.options.react && st.monitor->changed())
     decide(self);
@@ -263,11 +245,14 @@ adapt_record record_of(const runtime::adapt_decision& d, int64_t step) {
 }
 
 std::string describe(const adapt_record& r) {
-  return fmt::format(
-      "adapter: step {}: {} ({}), predicted step {:.4g} s -> {:.4g} s, gain "
-      "{:.2f}x{}",
-      r.step, r.kind, r.reason, r.old_step_s, r.new_step_s, r.predicted_gain,
-      r.effective_step >= 0 ? ", in force from step " + std::to_string(r.effective_step) : "");
+  const auto predicted = r.old_step_s > 0 || r.new_step_s > 0
+                             ? fmt::format(", predicted step {:.4g} s -> {:.4g} s, gain {:.2f}x",
+                                           r.old_step_s, r.new_step_s, r.predicted_gain)
+                             : std::string();
+  const auto from = r.effective_step >= 0
+                        ? ", in force from step " + std::to_string(r.effective_step)
+                        : std::string();
+  return fmt::format("adapter: step {}: {} ({}){}{}", r.step, r.kind, r.reason, predicted, from);
 }
 
 adapter_actor spawn_adapter(caf::actor_system& sys, std::shared_ptr<job_context> job,
