@@ -184,7 +184,10 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
   st.job = std::move(job);
   return {
       [=](const link_sample& s) { on_sample(self, s); },
-      [=](const step_result& r) { on_step(self, r); },
+      [=](const step_result& r) {
+        on_step(self, r);
+        return r.step;
+      },
       [=](links_atom) {
         std::vector<link_summary> out;
         for (const auto& [id, l] : self->state.links)

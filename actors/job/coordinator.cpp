@@ -37,6 +37,14 @@ void fail_step(self_ptr self, error_code code, const std::string& why) {
   st.pending.reset();
 }
 
+void deliver_result(self_ptr self) {
+  auto& st = self->state;
+  if (!st.pending)
+    return;
+  st.pending->deliver(st.result);
+  st.pending.reset();
+}
+
 void step_optimized(self_ptr self) {
   auto& st = self->state;
   if (++st.acks < static_cast<int>(st.stages.size()) || !st.pending)
@@ -47,10 +55,14 @@ void step_optimized(self_ptr self) {
         {"allreduce + optimizer", -1, st.result.compute_end_s, st.result.end_s});
   }
   st.clock_s = st.result.end_s;
-  if (st.adapter)
-    self->send(st.adapter, st.result);
-  st.pending->deliver(st.result);
-  st.pending.reset();
+  if (!st.adapter) {
+    deliver_result(self);
+    return;
+  }
+  // The adapter reads the step before it ends: a decision that the step's transfers led to
+  // reaches this actor (before the adapter's answer) before the next step can start.
+  self->request(st.adapter, caf::infinite, st.result)
+      .then([=](int64_t) { deliver_result(self); }, [=](caf::error&) { deliver_result(self); });
 }
 
 /// Every stage reported: decide the norm, the rate and the step's virtual end.

@@ -38,7 +38,7 @@ struct coordinator_state {
   std::shared_ptr<runtime::virtual_cluster> cluster;
   std::map<int64_t, rebalance> ordered;
   int64_t next_step = 1; ///< the first step that has not started
-  adapter_actor adapter; ///< told every step's result (its monitor reads the op times)
+  adapter_actor adapter; ///< reads every step's result (its monitor: the op times)
 
   std::optional<caf::typed_response_promise<step_result>> pending;
   step_result result;
@@ -50,7 +50,8 @@ struct coordinator_state {
 /// A `rebalance` orders an allocation from its effective step on (the first step that has
 /// not started, when that one has): the answer is the step it takes effect at. Before that
 /// step's step_start every stage gets the rebalance and acknowledges it.
-/// `(wire, adapter)` names the adapter, which then gets every step's result.
+/// `(wire, adapter)` names the adapter, which then reads every step's result before the
+/// step's answer goes out (so its decisions of a step are in force from the next one).
 /// With `stage_nodes` (a multi-process job) the coordinator monitors every stage, and every
 /// device actor in `devices_apart` (by slot: the stage_wiring's `devices`): one that goes
 /// away (its node disconnected or died) fails the running step and every later one with a

@@ -85,18 +85,17 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp): receives every link sample and
-/// every step's result, keeps per-link statistics and its monitor's estimates, and when the
-/// monitor reports drift asks the policy and orders its decision from the coordinator.
-/// A `rebalance` is adapt_to: the given allocation from the given step on (answered with
-/// the step it takes effect at). `decisions` answers with its recent decisions; `wire`
-/// names the coordinator.
-using adapter_actor =
-    caf::typed_actor<caf::reacts_to<link_sample>,
-                     caf::replies_to<links_atom>::with<std::vector<link_summary>>,
-                     caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
-                     caf::reacts_to<step_result>, caf::replies_to<rebalance>::with<int64_t>,
-                     caf::replies_to<decisions_atom>::with<std::vector<adapt_record>>,
-                     caf::reacts_to<wire_atom, caf::strong_actor_ptr>>;
+/// every step's result (answered once read: the coordinator ends the step then), keeps per-link
+/// statistics and its monitor's estimates, and when the monitor reports drift asks the policy and
+/// orders its decision from the coordinator. A `rebalance` is adapt_to: the given allocation from
+/// the given step on (answered with the step it takes effect at). `decisions` answers with its
+/// recent decisions; `wire` names the coordinator.
+using adapter_actor = caf::typed_actor<
+    caf::reacts_to<link_sample>, caf::replies_to<links_atom>::with<std::vector<link_summary>>,
+    caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
+    caf::replies_to<step_result>::with<int64_t>, caf::replies_to<rebalance>::with<int64_t>,
+    caf::replies_to<decisions_atom>::with<std::vector<adapt_record>>,
+    caf::reacts_to<wire_atom, caf::strong_actor_ptr>>;
 
 /// Published by the coordinator's node of a multi-process job: every other node first asks
 /// it for the job's deployment (plan, training settings, time mode), then joins with its
