@@ -187,10 +187,19 @@ result<step_stats> decode_step_stats(std::span<const uint8_t> bytes) {
 }
 
 std::vector<uint8_t> encode(const rebalance& m) {
-  return detail::build(control_words(m.micro_batches.size()), [&](wire::Envelope::Builder e) {
+  size_t entries = m.micro_batches.size() + 2 * m.compressions.size();
+  for (const auto& split : m.samples)
+    entries += split.size() + 2;
+  return detail::build(control_words(entries), [&](wire::Envelope::Builder e) {
     auto s = e.initRebalance();
     detail::fill_list(s.initMicroBatches(m.micro_batches.size()), m.micro_batches);
     s.setEffectiveStep(m.effective_step);
+    auto samples = s.initSamples(static_cast<unsigned>(m.samples.size()));
+    for (unsigned i = 0; i < m.samples.size(); ++i)
+      detail::fill_list(samples.init(i, static_cast<unsigned>(m.samples[i].size())), m.samples[i]);
+    auto comp = s.initCompressions(static_cast<unsigned>(m.compressions.size()));
+    for (unsigned i = 0; i < m.compressions.size(); ++i)
+      comp.set(i, static_cast<wire::Compression>(m.compressions[i]));
   });
 }
 
@@ -203,6 +212,15 @@ result<rebalance> decode_rebalance(std::span<const uint8_t> bytes) {
         checker c(kind);
         check_counts(c, m.micro_batches, "micro_batches");
         c.non_negative(m.effective_step, "effective_step");
+        for (unsigned i = 0; i < s.getSamples().size(); ++i) {
+          m.samples.push_back(detail::to_vector<int>(s.getSamples()[i]));
+          check_counts(c, m.samples.back(), "samples[" + std::to_string(i) + "]");
+        }
+        for (unsigned i = 0; i < s.getCompressions().size(); ++i) {
+          const auto x = s.getCompressions()[i];
+          c.known(x, wire::Compression::INT8, "compressions[" + std::to_string(i) + "]");
+          m.compressions.push_back(static_cast<runtime::compression>(x));
+        }
         return c.finish(std::move(m));
       });
 }

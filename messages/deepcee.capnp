@@ -200,6 +200,8 @@ struct StepStats {
 struct Rebalance {
   microBatches @0 :List(Int32);  # per pipeline
   effectiveStep @1 :Int64;
+  samples @2 :List(List(Int32)); # per stage (flat order), per device; empty: the plan's
+  compressions @3 :List(Compression); # per stage (flat order); empty: the plan's
 }
 
 struct Heartbeat {

@@ -251,9 +251,16 @@ struct step_stats {
   friend bool operator==(const step_stats&, const step_stats&) = default;
 };
 
+/// The allocation a job runs from step `effective_step` on (runtime::plan_allocation): each
+/// pipeline's micro-batches (their sum times the micro-batch size, the global batch, is
+/// unchanged), each stage's samples per device and each stage's send compression, stages in
+/// flat order. Empty `samples` or `compressions`: the plan's. The coordinator sends it to
+/// every stage before that step's step_start, and each stage to its device group.
 struct rebalance {
   std::vector<int> micro_batches; ///< per pipeline
   int64_t effective_step = 0;
+  std::vector<std::vector<int>> samples;          ///< per flat stage, per device
+  std::vector<runtime::compression> compressions; ///< per flat stage
   friend bool operator==(const rebalance&, const rebalance&) = default;
 };
 

@@ -16,6 +16,7 @@
 #include "runtime/io/metrics_writer.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/plan/job_config.hpp"
+#include "tools/adapt_orders.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
@@ -52,7 +53,8 @@ struct node_options {
   std::optional<std::string> inspect;         ///< the coordinator's node serves it
   std::optional<double> connect_timeout_s;
   int step_timeout_s = 60;
-  int trace_steps = 3; ///< written by the coordinator's node
+  int trace_steps = 3;               ///< written by the coordinator's node
+  std::vector<std::string> adapt_to; ///< STEP:PLAN, the coordinator's node (adapt_orders.hpp)
 };
 
 /// The coordinator's node's job: what it resolved and what it deploys to the others.
@@ -234,6 +236,7 @@ void print_closing(const run_files& files, int done, const std::filesystem::path
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
                     const actors::local_part& local, node_network& net,
                     actors::actor_guard& guard) {
+  const auto orders = read_adapt_orders(o.adapt_to, s.plan);
   const auto& me = s.job.cluster.nodes[static_cast<size_t>(s.me)];
   auto beats = start_heartbeat(sys, s.job, s.me, {}, {}, guard); // learns each node at its join
   job_end end(sys, publish_registry(sys, s, local, beats, net, guard), me.name);
@@ -243,6 +246,7 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   job_watch watch(std::move(s.snapshots), s.inspect, net.token().value_or(""));
   steps.watch(&watch);
   watch.started(steps.steps_done());
+  apply_adapt_orders(sys, wired, orders, std::chrono::seconds(2 * o.step_timeout_s));
 
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
@@ -343,6 +347,9 @@ command_action add_node_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--inspect", o->inspect,
                   "Where `deepcee inspect` attaches to the coordinator's node: HOST:PORT or off");
+  cmd->add_option("--adapt-to", o->adapt_to,
+                  "STEP:PLAN: run PLAN from STEP on, through the adapter (the coordinator's "
+                  "node; repeatable; see deepcee run)");
   return [o] { return run_node(*o); };
 }
 

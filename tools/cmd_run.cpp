@@ -11,6 +11,7 @@
 #include "runtime/plan/job_config.hpp"
 #include "runtime/planner/planner.hpp"
 #include "runtime/sim/simulator.hpp"
+#include "tools/adapt_orders.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
@@ -46,6 +47,7 @@ struct run_options {
   std::optional<std::string> inspect; ///< HOST:PORT or off
   int trace_steps = 3;
   int step_timeout_s = 120;
+  std::vector<std::string> adapt_to; ///< STEP:PLAN (adapt_orders.hpp)
 };
 
 /// configs/default.toml of the working directory, else of the source tree.
@@ -169,6 +171,7 @@ int run_job(const run_options& o) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
   const auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
   const auto& job = r.job;
+  const auto orders = read_adapt_orders(o.adapt_to, r.plan);
   print_job(r);
   auto resume = read_resume_checkpoint(o.resume, path, job.time, r.plan.model);
   const auto inspect_at = inspect_address_of(o.inspect, job);
@@ -190,6 +193,7 @@ int run_job(const run_options& o) {
                   runtime::find_job_token(std::nullopt, job.token_file).value_or(""));
   steps.watch(&watch);
   watch.started(steps.steps_done());
+  apply_adapt_orders(sys, run.wired(), orders, 2 * step_timeout);
   // Only once every input has been checked, so that bad input leaves nothing behind.
   const auto dir = make_run_directory(o.out, job.train.out, "run");
   runtime::save_plan(r.plan, dir / "plan.json");
@@ -230,6 +234,9 @@ command_action add_run_command(CLI::App& app) {
   cmd->add_option("--inspect", o->inspect,
                   "Where `deepcee inspect` attaches: HOST:PORT (port 0: any) or off (default: "
                   "the job's [inspect] addr, else 127.0.0.1:0)");
+  cmd->add_option("--adapt-to", o->adapt_to,
+                  "STEP:PLAN: run PLAN (the job's layout, other micro-batches, device splits or "
+                  "compressions) from STEP on, through the adapter (repeatable)");
   return [o] { return run_job(*o); };
 }
 

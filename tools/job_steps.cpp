@@ -1,5 +1,6 @@
 #include "tools/job_steps.hpp"
 
+#include "actors/job/adapter_actor.hpp"
 #include "actors/job/checkpoint_transfer.hpp"
 #include "actors/job/coordinator.hpp"
 #include "actors/job/run_trace.hpp"
@@ -10,6 +11,10 @@
 #include "tools/node_process.hpp"
 
 #include <caf/scoped_actor.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <fstream>
@@ -84,6 +89,7 @@ step_record job_steps::step() {
   if (!r)
     throw std::runtime_error(reason_text(sys_, r.error()));
   ++done_;
+  show_new_decisions();
   if (watch_ && watch_->on())
     watch_->stepped(
         *r, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
@@ -94,6 +100,24 @@ step_record job_steps::step() {
   if (traced_.size() < trace_steps_)
     traced_.push_back(std::move(*r));
   return out;
+}
+
+void job_steps::show_new_decisions() {
+  // The adapter logs each decision as it makes it (spdlog info, on stdout); under a quieter
+  // log level the run still shows them, one line each, after the step that led to them.
+  const bool print = !spdlog::should_log(spdlog::level::info);
+  const bool watched = watch_ && watch_->on();
+  if (!print && !watched)
+    return;
+  for (const auto& d : actors::adapter_decisions(sys_, job_.adapter, wait_))
+    if (d.sequence > shown_) {
+      if (print)
+        std::printf("%s\n", actors::describe(d).c_str());
+      if (watched)
+        watch_->decided({int(d.step), d.kind, d.reason, d.predicted_gain - 1});
+      shown_ = d.sequence;
+    }
+  std::fflush(stdout);
 }
 
 std::unique_ptr<step_weights> job_steps::weights() {

@@ -64,6 +64,9 @@ public:
 private:
   /// The adapter's totals per link so far.
   std::vector<actors::link_summary> link_totals() const;
+  /// The adapter's decisions that came since the last call: printed, one line each, when
+  /// the log level hides the adapter's own lines, and shown to the inspector.
+  void show_new_decisions();
 
   caf::actor_system& sys_;
   const actors::wired_job& job_;
@@ -73,6 +76,7 @@ private:
   double clock_s_ = 0; ///< the last step's end in virtual time (0 in wall time)
   std::vector<actors::step_result> traced_;
   job_watch* watch_ = nullptr;
+  int64_t shown_ = 0; ///< the last decision shown (adapt_record::sequence)
 };
 
 } // namespace deepcee::tools

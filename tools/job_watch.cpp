@@ -112,6 +112,11 @@ void job_watch::validated(int step, double loss) {
   board_.publish(builder_.latest());
 }
 
+void job_watch::decided(runtime::adapter_decision d) {
+  if (on())
+    builder_.decided(std::move(d));
+}
+
 void job_watch::injected(int step, const runtime::described_event& e) {
   if (on())
     builder_.injected({step, e.at_s, e.text});

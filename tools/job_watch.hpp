@@ -45,8 +45,9 @@ public:
                const std::vector<actors::link_summary>& links);
   /// Publishes the last step's snapshot again with the validation loss.
   void validated(int step, double loss);
-  /// An injected event, shown from the next snapshot on.
+  /// An injected event and an adapter's decision, shown from the next snapshot on.
   void injected(int step, const runtime::described_event& e);
+  void decided(runtime::adapter_decision d);
 
 private:
   runtime::snapshot_builder builder_;

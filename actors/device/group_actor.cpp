@@ -209,6 +209,19 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
       [=](devices_atom, const std::vector<caf::strong_actor_ptr>& handed) {
         take_devices_apart(self, job, handed);
       },
+      // The stage's new split of its micro-batches among the devices (the adapter's
+      // rebalance), from the stage as its step starts: the work that follows uses it.
+      [=](const messages::rebalance& r) -> caf::result<int64_t> {
+        auto& s = self->state;
+        const auto flat = static_cast<size_t>(s.flat);
+        if (r.samples.empty())
+          return r.effective_step;
+        if (flat >= r.samples.size() || r.samples[flat].size() != s.plan.devices.size())
+          return make_error(messages::error_code::bad_input,
+                            s.where + ": a rebalance without a split for its devices");
+        s.plan.samples = r.samples[flat];
+        return r.effective_step;
+      },
       [=](const device_work& work) -> caf::result<double> {
         auto& s = self->state;
         auto promise = self->make_response_promise<double>();

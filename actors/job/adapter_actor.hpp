@@ -1,23 +1,75 @@
 #pragma once
 
 #include "actors/protocol/interfaces.hpp"
+#include "actors/protocol/job_context.hpp"
+// Before the planner's headers (through adapt_policy.hpp): their in_flight function hides
+// op_readiness's in_flight struct in the headers that come after it.
+#include "runtime/schedule/op_readiness.hpp"
 
+#include "runtime/adapt/adapt_policy.hpp"
+#include "runtime/adapt/drift_tracker.hpp"
+#include "runtime/adapt/environment_monitor.hpp"
+
+#include <deque>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace deepcee::actors {
 
-/// The adapter's view of the network: per-link statistics from every link sample. Its
-/// policy (rebalance when the links drift from the plan's) is a later issue; the samples
-/// are kept (up to `max_samples`) for the run's trace.
+struct adapter_options {
+  /// Whether the policy runs when the monitor reports drift (the estimates are kept
+  /// either way). It runs where the job's transfer and op times are the emulated
+  /// cluster's (virtual and dry time, and shaped wall time for the links): in plain wall
+  /// time the measured in-process transfers are not the cluster's links.
+  bool react = true;
+  runtime::drift_band band;
+  size_t window = 9; ///< the monitor's median window
+  /// Re-plans move layers between stages, which the running job does not do yet: the
+  /// policy chooses among rebalance, resplit, compression and restore.
+  runtime::policy_options policy = [] {
+    runtime::policy_options o;
+    o.allow_replan = false;
+    return o;
+  }();
+  size_t max_decisions = 64; ///< the most recent ones kept for `decisions`
+};
+
+/// The dynamic environment adapter. Every link sample feeds its per-link statistics (the
+/// run's trace) and its environment_monitor; every step's result feeds the monitor the
+/// stages' compute times. When the monitor reports that a link or device entered or left
+/// drift, the policy (runtime::choose_adaptation) decides on the estimated cluster; a
+/// decision other than keep is ordered from the coordinator as a rebalance for the next
+/// step. Each decision is logged (spdlog info) and kept, the latest `max_decisions` of them.
 struct adapter_state {
   static inline const char* name = "adapter";
+  std::shared_ptr<job_context> job; ///< none: statistics only
+  adapter_options options;
+  std::optional<runtime::environment_monitor> monitor;
+  runtime::plan latest;                     ///< the plan ordered last (the policy's current plan)
+  runtime::plan in_force;                   ///< the plan of the last step that ran (the monitor's)
+  std::map<int64_t, runtime::plan> ordered; ///< by the step each takes effect at
+  coordinator_actor coordinator;
+  int64_t last_step = 0; ///< the latest step a sample or result came from
+  std::deque<adapt_record> decisions;
+  int64_t decided = 0; ///< decisions so far
+
   std::map<int, link_summary> links;
   std::map<int, double> delay_sum;
   std::vector<link_sample> samples;
   size_t max_samples = 1'000'000;
 };
 
-adapter_actor spawn_adapter(caf::actor_system& sys);
+/// The decision's record: its kind and reason, its predicted step times and gain.
+adapt_record record_of(const runtime::adapt_decision& d, int64_t step);
+
+/// One line for a decision, as the adapter logs it and `deepcee run` prints it.
+std::string describe(const adapt_record& r);
+
+/// `job` may be null (an adapter that only keeps link statistics).
+adapter_actor spawn_adapter(caf::actor_system& sys, std::shared_ptr<job_context> job = nullptr,
+                            adapter_options options = {});
 
 } // namespace deepcee::actors

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <memory>
 #include <string>
 
 namespace deepcee::actors {
@@ -35,6 +37,14 @@ void fail_step(self_ptr self, error_code code, const std::string& why) {
   st.pending.reset();
 }
 
+void deliver_result(self_ptr self) {
+  auto& st = self->state;
+  if (!st.pending)
+    return;
+  st.pending->deliver(st.result);
+  st.pending.reset();
+}
+
 void step_optimized(self_ptr self) {
   auto& st = self->state;
   if (++st.acks < static_cast<int>(st.stages.size()) || !st.pending)
@@ -45,14 +55,20 @@ void step_optimized(self_ptr self) {
         {"allreduce + optimizer", -1, st.result.compute_end_s, st.result.end_s});
   }
   st.clock_s = st.result.end_s;
-  st.pending->deliver(st.result);
-  st.pending.reset();
+  if (!st.adapter) {
+    deliver_result(self);
+    return;
+  }
+  // The adapter reads the step before it ends: a decision that the step's transfers led to
+  // reaches this actor (before the adapter's answer) before the next step can start.
+  self->request(st.adapter, caf::infinite, st.result)
+      .then([=](int64_t) { deliver_result(self); }, [=](caf::error&) { deliver_result(self); });
 }
 
 /// Every stage reported: decide the norm, the rate and the step's virtual end.
 void all_reported(self_ptr self) {
   auto& st = self->state;
-  const auto& plan = st.job->plan;
+  const auto& plan = st.plan;
   auto& r = st.result;
   double loss = 0, squares = 0;
   std::vector<std::vector<double>> ends(plan.pipelines.size());
@@ -75,7 +91,7 @@ void all_reported(self_ptr self) {
                                 st.job->train.steps);
   if (!st.job->wall()) {
     std::vector<runtime::trace_event> finish;
-    r.end_s = st.job->cluster->finish_step(ends, &finish);
+    r.end_s = st.cluster->finish_step(ends, &finish);
     for (auto& e : finish)
       r.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
   }
@@ -88,6 +104,43 @@ void all_reported(self_ptr self) {
                 fail_step(self, code_of(e).value_or(error_code::internal),
                           self->system().render(e));
               });
+}
+
+/// Sends the step's start to every stage, with the micro-batch counts in force.
+void start_stages(self_ptr self) {
+  auto& st = self->state;
+  if (st.job->wall())
+    st.clock_s = st.job->real_now_s();
+  st.result.start_s = st.clock_s;
+  step_start order;
+  order.step = st.result.step;
+  order.start_time = st.clock_s;
+  for (const auto& p : st.plan.pipelines)
+    order.micro_batches.push_back(p.micro_batches);
+  for (auto& stage : st.stages)
+    self->send(stage, order);
+}
+
+/// Puts the allocation `order` in force from its step on: every stage has it (and has
+/// built its op list) before any stage starts the step, so no tensor of the step meets a
+/// stage that still counts the old micro-batches.
+void rebalance_then_start(self_ptr self, rebalance order) {
+  auto& st = self->state;
+  st.plan = st.job->plan_after(order); // checked when it was ordered
+  st.cluster = st.job->cluster->with_plan(st.plan);
+  const auto step = order.effective_step;
+  auto acks = std::make_shared<size_t>(0);
+  for (auto& stage : st.stages)
+    self->request(stage, caf::infinite, order)
+        .then(
+            [=](int64_t) {
+              auto& s = self->state;
+              if (++*acks == s.stages.size() && s.pending && s.result.step == step)
+                start_stages(self);
+            },
+            [=](caf::error& e) {
+              fail_step(self, code_of(e).value_or(error_code::internal), self->system().render(e));
+            });
 }
 
 void peer_lost(self_ptr self, const caf::down_msg& down) {
@@ -125,6 +178,8 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
   auto& st = self->state;
   st.step_timeout = step_timeout;
   st.job = std::move(job);
+  st.plan = st.job->plan;
+  st.cluster = st.job->cluster;
   st.stages = std::move(stages);
   if (!stage_nodes.empty())
     for (size_t k = 0; k < st.stages.size(); ++k)
@@ -156,21 +211,35 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
           return make_error(error_code::internal, st.failed);
         st.result = step_result{};
         st.result.step = step;
-        if (st.job->wall())
-          st.clock_s = st.job->real_now_s();
-        st.result.start_s = st.clock_s;
         st.reports.assign(st.stages.size(), std::nullopt);
-        step_start order;
-        order.step = step;
-        order.start_time = st.clock_s;
-        for (const auto& p : st.job->plan.pipelines)
-          order.micro_batches.push_back(p.micro_batches);
-        for (auto& stage : st.stages)
-          self->send(stage, order);
+        st.next_step = step + 1;
+        if (auto it = st.ordered.upper_bound(step); it != st.ordered.begin()) {
+          auto order = std::prev(it)->second;
+          st.ordered.erase(st.ordered.begin(), it);
+          order.effective_step = step;
+          rebalance_then_start(self, std::move(order));
+        } else {
+          start_stages(self);
+        }
         st.pending = self->make_response_promise<step_result>();
         if (st.step_timeout.count() > 0)
           self->delayed_send(self, st.step_timeout, timeout_atom_v, step);
         return *st.pending;
+      },
+      [=](rebalance& r) -> caf::result<int64_t> {
+        auto& st = self->state;
+        try {
+          (void)st.job->plan_after(r);
+        } catch (const std::exception& e) {
+          return make_error(error_code::bad_input, std::string("rebalance: ") + e.what());
+        }
+        r.effective_step = std::max(r.effective_step, st.next_step);
+        const auto at = r.effective_step;
+        st.ordered[at] = std::move(r);
+        return at;
+      },
+      [=](wire_atom, const caf::strong_actor_ptr& adapter) {
+        self->state.adapter = caf::actor_cast<adapter_actor>(adapter);
       },
       [=](timeout_atom, int64_t step) {
         auto& st = self->state;

@@ -6,6 +6,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,13 @@ struct coordinator_state {
   std::string failed; ///< set once a step failed: no later step runs (no recovery yet)
   std::chrono::milliseconds step_timeout{0}; ///< 0: none
   double clock_s = 0;                        ///< when the next step starts (virtual)
+  /// The allocation in force (the adapter's rebalances) and its emulated cluster, whose
+  /// all-reduce and optimizer times end a step; allocations ordered for later steps.
+  runtime::plan plan;
+  std::shared_ptr<runtime::virtual_cluster> cluster;
+  std::map<int64_t, rebalance> ordered;
+  int64_t next_step = 1; ///< the first step that has not started
+  adapter_actor adapter; ///< reads every step's result (its monitor: the op times)
 
   std::optional<caf::typed_response_promise<step_result>> pending;
   step_result result;
@@ -39,6 +47,11 @@ struct coordinator_state {
   int64_t dropped = 0; ///< reports naming no stage of the job
 };
 
+/// A `rebalance` orders an allocation from its effective step on (the first step that has
+/// not started, when that one has): the answer is the step it takes effect at. Before that
+/// step's step_start every stage gets the rebalance and acknowledges it.
+/// `(wire, adapter)` names the adapter, which then reads every step's result before the
+/// step's answer goes out (so its decisions of a step are in force from the next one).
 /// With `stage_nodes` (a multi-process job) the coordinator monitors every stage, and every
 /// device actor in `devices_apart` (by slot: the stage_wiring's `devices`): one that goes
 /// away (its node disconnected or died) fails the running step and every later one with a

@@ -5,6 +5,7 @@
 #include "actors/job/coordinator.hpp"
 #include "actors/net/pipe_actor.hpp"
 #include "actors/stage/stage_actor.hpp"
+#include "runtime/plan/plan_allocation.hpp"
 
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
@@ -63,7 +64,7 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
   out.job = std::move(job);
   for (const auto& stage : wiring.stages)
     out.stages.push_back(caf::actor_cast<stage_actor>(stage));
-  out.adapter = spawn_adapter(sys);
+  out.adapter = spawn_adapter(sys, out.job);
   guard.add(out.adapter);
   out.coordinator = spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,
                                       wiring.devices);
@@ -77,6 +78,8 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
   wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(out.adapter);
   wiring.pipes = out.pipes;
   caf::scoped_actor self{sys};
+  self->send(out.adapter, wire_atom_v, wiring.coordinator);
+  self->send(out.coordinator, wire_atom_v, wiring.adapter);
   for (auto& stage : out.stages)
     self->send(stage, wiring);
   return out;
@@ -94,6 +97,30 @@ caf::expected<step_result> request_step(caf::actor_system& sys,
   if (result)
     return std::move(*result);
   return error;
+}
+
+caf::expected<int64_t> adapt_to(caf::actor_system& sys, const adapter_actor& adapter,
+                                const runtime::plan& next, int64_t at_step,
+                                std::chrono::milliseconds wait) {
+  const auto a = runtime::allocation_of(next);
+  caf::scoped_actor self{sys};
+  std::optional<int64_t> at;
+  caf::error error;
+  self->request(adapter, wait,
+                messages::rebalance{a.micro_batches, at_step, a.samples, a.compressions})
+      .receive([&](int64_t step) { at = step; }, [&](caf::error& e) { error = std::move(e); });
+  if (at)
+    return *at;
+  return error;
+}
+
+std::vector<adapt_record> adapter_decisions(caf::actor_system& sys, const adapter_actor& adapter,
+                                            std::chrono::milliseconds wait) {
+  caf::scoped_actor self{sys};
+  std::vector<adapt_record> out;
+  self->request(adapter, wait, decisions_atom_v)
+      .receive([&](std::vector<adapt_record>& v) { out = std::move(v); }, [](caf::error&) {});
+  return out;
 }
 
 } // namespace deepcee::actors

@@ -77,4 +77,14 @@ caf::expected<step_result> request_step(caf::actor_system& sys,
                                         const coordinator_actor& coordinator, int64_t step,
                                         std::chrono::milliseconds wait);
 
+/// Asks the adapter to run `next` (a plan of the job's layout) from step `at_step` on
+/// (adapter_actor's adapt_to): the step it takes effect at, or the job's refusal.
+caf::expected<int64_t> adapt_to(caf::actor_system& sys, const adapter_actor& adapter,
+                                const runtime::plan& next, int64_t at_step,
+                                std::chrono::milliseconds wait);
+
+/// The adapter's recent decisions, oldest first (empty when it does not answer in `wait`).
+std::vector<adapt_record> adapter_decisions(caf::actor_system& sys, const adapter_actor& adapter,
+                                            std::chrono::milliseconds wait);
+
 } // namespace deepcee::actors

@@ -101,3 +101,19 @@ std::vector<link_sample> local_job::samples() {
 }
 
 } // namespace deepcee::actors
+
+namespace deepcee::actors {
+
+std::vector<adapt_record> local_job::decisions() {
+  return adapter_decisions(sys_, wired_.adapter, timeout_);
+}
+
+int64_t local_job::adapt_to(const runtime::plan& next, int64_t at_step) {
+  auto at = actors::adapt_to(sys_, wired_.adapter, next, at_step, timeout_);
+  if (!at)
+    throw std::runtime_error("adapt_to step " + std::to_string(at_step) + ": " +
+                             sys_.render(at.error()));
+  return *at;
+}
+
+} // namespace deepcee::actors

@@ -52,6 +52,12 @@ public:
                const std::filesystem::path& source);
   std::vector<link_summary> links();
   std::vector<link_sample> samples();
+  /// The adapter's recent decisions, oldest first (adapter_actor.hpp).
+  std::vector<adapt_record> decisions();
+  /// Runs `next` (a plan of this job's layout: other micro-batch counts, device splits or
+  /// compressions) from step `at_step` on, through the adapter as its policy does; returns
+  /// the step it takes effect at. Throws std::runtime_error when the job refuses it.
+  int64_t adapt_to(const runtime::plan& next, int64_t at_step);
 
   const job_context& context() const { return *wired_.job; }
   /// The wired actors, for a driver of its own (tools/job_steps.hpp).

@@ -5,6 +5,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -25,7 +26,9 @@ int sender_of(const pipe_state& st, int pipeline, int stage) {
 }
 
 const runtime::transfer_part& part_of(const pipe_state& st, const pipe_request& r) {
-  const auto& costs = st.job->cluster->stage(r.pipeline, r.stage);
+  auto it = st.allocations.upper_bound(r.step);
+  const auto& cluster = it == st.allocations.begin() ? *st.job->cluster : *std::prev(it)->second;
+  const auto& costs = cluster.stage(r.pipeline, r.stage);
   const bool forward = r.role == static_cast<int32_t>(tensor_role::activation);
   const auto& parts = forward ? costs.act_parts : costs.grad_parts;
   if (r.part < 0 || r.part >= static_cast<int>(parts.size()) ||
@@ -103,6 +106,16 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
           commit_ready(self);
         } catch (const std::exception& e) {
           report(self, r.step, r.pipeline, r.stage, e.what());
+        }
+      },
+      [=](const messages::rebalance& r) {
+        auto& s = self->state;
+        if (s.allocations.count(r.effective_step))
+          return; // another sender's copy
+        try {
+          s.allocations[r.effective_step] = s.job->cluster->with_plan(s.job->plan_after(r));
+        } catch (const std::exception& e) {
+          report(self, r.effective_step, 0, 0, e.what());
         }
       },
       [=](const send_horizon& h) {

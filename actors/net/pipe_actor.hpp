@@ -29,6 +29,10 @@ struct pipe_state {
   std::vector<stage_actor> stages; ///< flat order
   coordinator_actor coordinator;
   adapter_actor adapter;
+  /// The emulated cluster of each allocation the adapter ordered, by the step it starts at
+  /// (its senders forward the rebalance before their first request of that step): a
+  /// request's part is the one of its step's allocation.
+  std::map<int64_t, std::shared_ptr<const runtime::virtual_cluster>> allocations;
 };
 
 /// Spawns the pipe of `link`; `stages` in flat order. A malformed request or a broken

@@ -27,15 +27,19 @@ int count_shared(const std::vector<runtime::shared_link>& links,
 
 } // namespace
 
-void pipe_sync::init(const job_context& job, int pipeline, int stage) {
+void pipe_sync::init(const job_context& job, const runtime::virtual_cluster& cluster, int pipeline,
+                     int stage) {
   const auto links = job.piped_links();
+  routes_[0] = {};
+  routes_[1] = {};
+  my_pipes_.clear();
   active_ = !links.empty();
   pipeline_ = pipeline;
   stage_ = stage;
   const int stages = job.stage_count(pipeline);
   prev_flat_ = stage > 0 ? job.flat_index(pipeline, stage - 1) : -1;
   next_flat_ = stage + 1 < stages ? job.flat_index(pipeline, stage + 1) : -1;
-  const auto& mine = job.cluster->stage(pipeline, stage);
+  const auto& mine = cluster.stage(pipeline, stage);
   for (const auto role : {tensor_role::activation, tensor_role::gradient}) {
     const bool forward = role == tensor_role::activation;
     const auto& parts = forward ? mine.act_parts : mine.grad_parts;
@@ -59,7 +63,7 @@ void pipe_sync::init(const job_context& job, int pipeline, int stage) {
     // What this stage receives in this role comes from the neighbour that sends it.
     const int from = forward ? stage - 1 : stage + 1;
     if (from >= 0 && from < stages) {
-      const auto& sender = job.cluster->stage(pipeline, from);
+      const auto& sender = cluster.stage(pipeline, from);
       const auto& in = forward ? sender.act_parts : sender.grad_parts;
       expected_[static_cast<size_t>(role)] = count_shared(links, in);
       in_transit_[static_cast<size_t>(role)] = runtime::min_transit(in);

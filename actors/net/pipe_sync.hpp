@@ -8,7 +8,10 @@
 
 #include <caf/actor_cast.hpp>
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -23,8 +26,32 @@ namespace deepcee::actors {
 /// grow around every cycle. A job without shared links sends none of these messages.
 class pipe_sync {
 public:
-  /// Reads which of the stage's links are shared (runtime::shared_links).
-  void init(const job_context& job, int pipeline, int stage);
+  /// Reads which of the stage's links are shared (runtime::shared_links) and its parts on
+  /// them in `cluster` (the job's, or an allocation's).
+  void init(const job_context& job, const runtime::virtual_cluster& cluster, int pipeline,
+            int stage);
+  /// Takes the parts of a new allocation (`cluster`, which `r` ordered) from its step on,
+  /// and forwards `r` to the pipes this stage sends on, before its first request of that
+  /// step. Throws std::invalid_argument when the stage would send on other shared links
+  /// than before (a device split that moves transfers to other links): the pipes' order
+  /// of senders is fixed when the job starts.
+  template <class Self>
+  void rebase(Self* self, const job_context& job, const runtime::virtual_cluster& cluster,
+              const rebalance& r) {
+    if (!active_)
+      return;
+    const auto before = my_pipes_;
+    init(job, cluster, pipeline_, stage_);
+    const auto same = [](const my_pipe& a, const my_pipe& b) {
+      return a.pipe == b.pipe && a.activations == b.activations && a.gradients == b.gradients;
+    };
+    if (!std::equal(before.begin(), before.end(), my_pipes_.begin(), my_pipes_.end(), same))
+      throw std::invalid_argument("the allocation of step " + std::to_string(r.effective_step) +
+                                  " moves this stage's transfers to other shared links");
+    my_pipes_ = before; // with the promises sent so far
+    for (const auto& p : my_pipes_)
+      self->send(pipes_.at(static_cast<size_t>(p.pipe)), r);
+  }
   /// The pipes of the job, in runtime::shared_links order (stage_wiring::pipes).
   void wire(const std::vector<caf::strong_actor_ptr>& pipes);
   bool active() const { return active_; }

@@ -23,7 +23,8 @@ using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_t
                                      caf::replies_to<optimize_order>::with<int64_t>,
                                      caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
                                      caf::replies_to<snapshot_atom>::with<stage_snapshot>,
-                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>,
+                                     caf::replies_to<rebalance>::with<int64_t>>;
 
 /// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
 /// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
@@ -55,20 +56,20 @@ using device_actor = caf::typed_actor<
 /// is checked to be the same on each). `devices` hands it the device actors of its devices on other
 /// nodes, by place in the stage (empty where the group spawns its own); it waits for them when it
 /// has any.
-using group_actor =
-    caf::typed_actor<caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>>,
-                     caf::replies_to<device_work>::with<double>,
-                     caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>,
-                     caf::replies_to<squares_atom, int64_t>::with<double>,
-                     caf::replies_to<gradient_values>::with<int64_t>,
-                     caf::replies_to<optimize_order>::with<int64_t>,
-                     caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
-                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
+using group_actor = caf::typed_actor<
+    caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>>,
+    caf::replies_to<rebalance>::with<int64_t>, caf::replies_to<device_work>::with<double>,
+    caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>,
+    caf::replies_to<squares_atom, int64_t>::with<double>,
+    caf::replies_to<gradient_values>::with<int64_t>, caf::replies_to<optimize_order>::with<int64_t>,
+    caf::replies_to<snapshot_atom>::with<std::vector<kernels::parameter_state>>,
+    caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
 
 /// One link that several stages send on in virtual time (a WAN pipe crossed by several
 /// pipelines): it orders their transfers by send time with conservative synchronisation
 /// and tells each receiver when its part arrives (pipe_actor.hpp).
-using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to<send_horizon>>;
+using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to<send_horizon>,
+                                    caf::reacts_to<rebalance>>;
 
 /// Drives the job: starts steps, collects the stages' reports, decides the global norm and
 /// learning rate and orders the optimizer step.
@@ -77,18 +78,24 @@ using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to
 /// naming the stages it still waits for. `stop` (from the heartbeat actor: a node fell
 /// silent) fails the running step and every later one with the given reason. A failed step
 /// fails every later one too: its stages may hold half-reduced gradients (no recovery yet).
-using coordinator_actor =
-    caf::typed_actor<caf::replies_to<step_atom, int64_t>::with<step_result>,
-                     caf::replies_to<restore_atom, double>::with<double>,
-                     caf::reacts_to<stage_report>, caf::reacts_to<timeout_atom, int64_t>,
-                     caf::reacts_to<stop_atom, std::string>>;
+using coordinator_actor = caf::typed_actor<
+    caf::replies_to<step_atom, int64_t>::with<step_result>,
+    caf::replies_to<restore_atom, double>::with<double>, caf::reacts_to<stage_report>,
+    caf::reacts_to<timeout_atom, int64_t>, caf::reacts_to<stop_atom, std::string>,
+    caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>>;
 
-/// Receives every link sample and keeps per-link statistics (its rebalancing policy is a
-/// later issue).
-using adapter_actor =
-    caf::typed_actor<caf::reacts_to<link_sample>,
-                     caf::replies_to<links_atom>::with<std::vector<link_summary>>,
-                     caf::replies_to<samples_atom>::with<std::vector<link_sample>>>;
+/// The dynamic environment adapter (adapter_actor.hpp): receives every link sample and
+/// every step's result (answered once read: the coordinator ends the step then), keeps per-link
+/// statistics and its monitor's estimates, and when the monitor reports drift asks the policy and
+/// orders its decision from the coordinator. A `rebalance` is adapt_to: the given allocation from
+/// the given step on (answered with the step it takes effect at). `decisions` answers with its
+/// recent decisions; `wire` names the coordinator.
+using adapter_actor = caf::typed_actor<
+    caf::reacts_to<link_sample>, caf::replies_to<links_atom>::with<std::vector<link_summary>>,
+    caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
+    caf::replies_to<step_result>::with<int64_t>, caf::replies_to<rebalance>::with<int64_t>,
+    caf::replies_to<decisions_atom>::with<std::vector<adapt_record>>,
+    caf::reacts_to<wire_atom, caf::strong_actor_ptr>>;
 
 /// Published by the coordinator's node of a multi-process job: every other node first asks
 /// it for the job's deployment (plan, training settings, time mode), then joins with its

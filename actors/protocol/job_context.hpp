@@ -1,11 +1,13 @@
 #pragma once
 
 #include "messages/codec.hpp"
+#include "messages/types.hpp"
 #include "runtime/base/train_config.hpp"
 #include "runtime/data/text_corpus.hpp"
 #include "runtime/plan/job_config.hpp"
 #include "runtime/plan/node_layout.hpp"
 #include "runtime/plan/plan.hpp"
+#include "runtime/plan/plan_allocation.hpp"
 #include "runtime/sim/virtual_cluster.hpp"
 #include "runtime/step/link_sharing.hpp"
 
@@ -83,6 +85,18 @@ struct job_context {
   /// Real seconds since `epoch` (wall mode's clock).
   double real_now_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch).count();
+  }
+
+  /// The plan with the allocation of `r` in force (its empty fields: the plan's); throws
+  /// std::invalid_argument when it does not fit the plan (runtime::with_allocation).
+  runtime::plan plan_after(const messages::rebalance& r) const {
+    auto a = runtime::allocation_of(plan);
+    a.micro_batches = r.micro_batches;
+    if (!r.samples.empty())
+      a.samples = r.samples;
+    if (!r.compressions.empty())
+      a.compressions = r.compressions;
+    return runtime::with_allocation(plan, a);
   }
 
   int stage_count(int pipeline) const {

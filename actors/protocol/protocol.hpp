@@ -37,6 +37,7 @@ using messages::op_record;
 using messages::optimize_order;
 using messages::pipe_arrival;
 using messages::pipe_request;
+using messages::rebalance;
 using messages::ring_chunk;
 using messages::send_horizon;
 using messages::stage_report;
@@ -79,6 +80,21 @@ struct link_summary {
   double busy_s = 0;        ///< sum of drain times
   double mean_delay_s = 0;  ///< mean of arrival - send (queueing included)
   double bandwidth_Bps = 0; ///< bytes / busy_s as observed
+};
+
+/// One decision of the adapter, as it logged it (adapter_actor.hpp): the step whose
+/// observations led to it, its kind (runtime::decision_kind's name, or "ordered" for an
+/// allocation asked with adapt_to), why, the predicted step times before and after, and the
+/// step it takes effect at (-1: not applied, and `reason` says why).
+struct adapt_record {
+  int64_t sequence = 0; ///< 1 for the job's first decision, then counting
+  int64_t step = 0;
+  std::string kind;
+  std::string reason;
+  double old_step_s = 0;
+  double new_step_s = 0;
+  double predicted_gain = 1;
+  int64_t effective_step = -1;
 };
 
 /// Handles of a stage's peers, sent once after every actor exists (stages name each other).
@@ -159,6 +175,12 @@ typename Inspector::result_type inspect(Inspector& f, link_summary& x) {
            x.bytes, x.busy_s, x.mean_delay_s, x.bandwidth_Bps);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapt_record& x) {
+  return f(caf::meta::type_name("adapt_record"), x.sequence, x.step, x.kind, x.reason, x.old_step_s,
+           x.new_step_s, x.predicted_gain, x.effective_step);
+}
+
 /// Actor handles only: CAF's own addressing, CAF-serialized.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
@@ -222,6 +244,11 @@ typename Inspector::result_type inspect(Inspector& f, error_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_start& x) {
   return actors::inspect_as_wire(f, x, "step_start");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rebalance& x) {
+  return actors::inspect_as_wire(f, x, "rebalance");
 }
 
 template <class Inspector>

@@ -69,6 +69,11 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, devices_atom, "devices")
 CAF_ADD_ATOM(deepcee, deepcee::actors, squares_atom, "squares")
 // The coordinator's node telling the other nodes how far the job is (heartbeat_actor.hpp).
 CAF_ADD_ATOM(deepcee, deepcee::actors, progress_atom, "progress")
+// The adapter's allocation changes (adapter_actor.hpp) and its log of decisions.
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::rebalance))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::adapt_record))
+CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::adapt_record>))
+CAF_ADD_ATOM(deepcee, deepcee::actors, decisions_atom, "decisions")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -9,6 +9,7 @@
 #include "actors/stage/stage_tensors.hpp"
 #include "kernels/train/stage_worker.hpp"
 #include "runtime/base/errors.hpp"
+#include "runtime/plan/plan_allocation.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
@@ -18,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -120,7 +122,7 @@ std::shared_ptr<received_tensor> settled_input(stage_state& st, const runtime::s
 device_work work_for(const stage_state& st, const runtime::schedule_op& op,
                      const std::shared_ptr<received_tensor>& input,
                      const std::optional<outgoing_tensor>& out) {
-  const auto& plan = st.job->plan;
+  const auto& plan = st.allocation->plan;
   device_work work;
   work.kind = static_cast<int32_t>(op.kind);
   work.micro = op.micro;
@@ -217,17 +219,55 @@ void advance(self_ptr self) {
     st.sync.publish(self, st.peers, st.step, runtime::next_send_bounds(progress_of(st)));
 }
 
+/// Takes the allocation ordered for the step `step` starts, if any: its op list and costs,
+/// and its device split for the group (which gets it before the step's first op).
+void adopt_allocation(self_ptr self, int64_t step) {
+  auto& st = self->state;
+  auto it = st.ordered.upper_bound(step);
+  if (it == st.ordered.begin())
+    return;
+  st.allocation = std::prev(it)->second;
+  st.ordered.erase(st.ordered.begin(), it);
+  const auto& cluster = *st.allocation->cluster;
+  st.ops = cluster.schedule(st.pipeline).stages.at(static_cast<size_t>(st.stage));
+  st.costs = cluster.stage(st.pipeline, st.stage);
+  if (st.allocation->order)
+    st.sync.rebase(self, *st.job, cluster, *st.allocation->order);
+  if (st.group && st.allocation->order)
+    self->request(st.group, caf::infinite, *st.allocation->order)
+        .then([](int64_t) {}, group_failure{self});
+}
+
+/// The coordinator's order of a new allocation from step `r.effective_step` on, between
+/// steps: the stage builds its op list and costs now, and takes them when that step starts.
+int64_t on_rebalance(self_ptr self, const rebalance& r) {
+  auto& st = self->state;
+  if (st.phase == stage_phase::computing || st.phase == stage_phase::reducing)
+    throw std::logic_error("a rebalance for step " + std::to_string(r.effective_step) +
+                           " came while step " + std::to_string(st.step) + " runs");
+  if (r.effective_step <= st.step)
+    throw std::invalid_argument("a rebalance for step " + std::to_string(r.effective_step) +
+                                ", which has started");
+  auto next = std::make_shared<stage_allocation>();
+  next->plan = st.job->plan_after(r);
+  next->cluster = st.job->cluster->with_plan(next->plan);
+  next->order = r;
+  st.ordered[r.effective_step] = std::move(next);
+  return r.effective_step;
+}
+
 void start_step(self_ptr self, const step_start& order) {
   auto& st = self->state;
   if (st.phase == stage_phase::computing || st.phase == stage_phase::reducing)
     throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
                            std::to_string(st.step) + " runs");
-  const auto& plan = st.job->plan;
+  adopt_allocation(self, order.step);
+  const auto& plan = st.allocation->plan;
   const int m = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
-  if (order.micro_batches.size() != plan.pipelines.size() ||
-      order.micro_batches[static_cast<size_t>(st.pipeline)] != m)
-    throw std::invalid_argument("micro-batch counts differ from the plan's (rebalancing is "
-                                "not implemented yet)");
+  if (order.micro_batches != runtime::allocation_of(plan).micro_batches)
+    throw std::invalid_argument("step " + std::to_string(order.step) +
+                                ": the micro-batch counts differ from the allocation the "
+                                "coordinator ordered for it");
   st.step = order.step;
   st.phase = stage_phase::computing;
   st.op_running = false;
@@ -316,9 +356,13 @@ void init_stage(self_ptr self, std::shared_ptr<job_context> job, int pipeline, i
               schedule.fused_backward};
   if (!job->dry())
     st.group = spawn_group(self, job, pipeline, stage);
+  auto initial = std::make_shared<stage_allocation>();
+  initial->plan = job->plan;
+  initial->cluster = job->cluster;
+  st.allocation = std::move(initial);
   st.ops = schedule.stages.at(static_cast<size_t>(stage));
   st.costs = job->cluster->stage(pipeline, stage);
-  st.sync.init(*job, pipeline, stage);
+  st.sync.init(*job, *job->cluster, pipeline, stage);
 }
 
 stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_context> job,
@@ -361,10 +405,22 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         return answer_restore(self, snapshot);
       },
+      [=](const rebalance& r) -> caf::result<int64_t> {
+        try {
+          return on_rebalance(self, r);
+        } catch (const std::exception& e) {
+          return make_error(messages::error_code::bad_input, where(self->state) + ": " + e.what());
+        }
+      },
   };
 }
 
 } // namespace
+
+const runtime::plan& plan_at(const stage_state& st, int64_t step) {
+  auto it = st.ordered.upper_bound(step);
+  return it == st.ordered.begin() ? st.allocation->plan : std::prev(it)->second->plan;
+}
 
 stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,
                         int stage) {

@@ -34,6 +34,15 @@ struct received_tensor {
   std::vector<float> values;
 };
 
+/// What a stage runs in a step: the plan with the adapter's allocation in force (its
+/// micro-batch counts, device splits and compressions; runtime::plan_allocation), and the
+/// emulated cluster's op lists and costs for it.
+struct stage_allocation {
+  runtime::plan plan;
+  std::shared_ptr<const runtime::virtual_cluster> cluster;
+  std::optional<messages::rebalance> order; ///< what set it; none: the job's plan
+};
+
 /// Where a stage is in its life. The messages each phase takes:
 /// - unwired: a step order waits until the wiring comes (they come from different senders,
 ///   so CAF does not order them);
@@ -55,7 +64,10 @@ struct stage_state {
   group_actor group; ///< its devices; none in dry mode: no weights, no kernels
   int first_layer = 0, last_layer = 0;
   runtime::stage_place place; ///< first (embedding), last (head), fused backward
-  std::vector<runtime::schedule_op> ops;
+  std::shared_ptr<const stage_allocation> allocation; ///< the current step's
+  /// Allocations the coordinator ordered for later steps, by the step they start at.
+  std::map<int64_t, std::shared_ptr<const stage_allocation>> ordered;
+  std::vector<runtime::schedule_op> ops; ///< the allocation's op list for this stage
   runtime::virtual_stage costs;
   link_layer links;
   pipe_sync sync;                 ///< shared links: pipes and promises (virtual, dry)
@@ -82,6 +94,9 @@ struct stage_state {
   std::map<int64_t, std::map<int, std::shared_ptr<received_tensor>>> activations, gradients;
   std::map<int64_t, std::vector<gradient_share>> shares;
 };
+
+/// The plan in force at `step` (the current step's or one ordered for a later step).
+const runtime::plan& plan_at(const stage_state& st, int64_t step);
 
 /// What the stage knows now, for the lower bounds on its next send times (pipe_sync).
 runtime::stage_progress progress_of(const stage_state& st);

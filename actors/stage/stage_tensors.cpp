@@ -18,7 +18,7 @@ std::variant<accepted_tensor, std::string> accept_tensor(stage_state& st, tensor
     return decoded.error().what;
   const auto& h = decoded->header;
   const bool forward = h.kind == messages::tensor_kind::activation;
-  const auto& plan = st.job->plan;
+  const auto& plan = plan_at(st, h.step);
   const auto& m = plan.model;
   const int micro_batches = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
   const std::vector<int64_t> shape{plan.micro_batch_size, m.context, m.d_model};
@@ -98,7 +98,7 @@ outgoing_tensor open_tensor(const stage_state& st, tensor_role role, int micro) 
   // The devices write fp32 into the draft; a compressed boundary encodes it when it leaves.
   if (!st.job->dry())
     t.draft = std::make_shared<messages::tensor_draft>(h);
-  h.dtype = boundary_dtype(st.job->plan, st.pipeline, forward ? st.stage : st.stage - 1);
+  h.dtype = boundary_dtype(st.allocation->plan, st.pipeline, forward ? st.stage : st.stage - 1);
   return t;
 }
 

@@ -86,6 +86,21 @@ void environment_monitor::observe_step_compute(int device, double seconds) {
     changed_ |= device_tracker(device).add(seconds / expected);
 }
 
+void environment_monitor::observe_stage_compute(const std::vector<int>& devices, double seconds) {
+  int critical = -1;
+  double longest = -1;
+  for (int d : devices)
+    if (const auto it = expected_.find(d); it != expected_.end()) {
+      const auto& e = it->second;
+      if (const double t = e.micro_batches * (e.f + e.b + e.w); t > longest) {
+        longest = t;
+        critical = d;
+      }
+    }
+  if (critical >= 0)
+    observe_step_compute(critical, seconds);
+}
+
 std::vector<link_estimate> environment_monitor::links() const {
   std::vector<link_estimate> out;
   for (const auto& [pair, t] : links_) {

@@ -57,6 +57,10 @@ public:
   void observe_op(int device, op_kind kind, double seconds);
   /// The device computed `seconds` in one step (every F, B and W of its micro-batches).
   void observe_step_compute(int device, double seconds);
+  /// A stage on `devices` computed `seconds` in one step. The runtime times a stage's ops,
+  /// not each device's share, and an op lasts as long as its slowest share: so this is an
+  /// observation of the device whose share the plan expects to take longest.
+  void observe_stage_compute(const std::vector<int>& devices, double seconds);
 
   /// A new plan moves the devices' shares: their expected op times follow it. Link
   /// trackers stay (the network did not change).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -50,6 +51,8 @@ struct virtual_cluster::impl {
   cluster c;
   model_spec model;
   link_timeline timeline;
+  std::optional<profile_table> profile; ///< for with_plan
+  greedy_options greedy;
   sim_detail::world world;
   std::vector<std::vector<virtual_stage>> stages;
   std::vector<std::vector<int>> flat; ///< [pipeline][stage] -> world stage index
@@ -76,8 +79,10 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
   impl_->c = c;
   impl_->model = model;
   impl_->timeline = timeline;
+  impl_->profile.emplace(profile);
+  impl_->greedy = greedy;
   impl_->world =
-      sim_detail::build_world(impl_->c, impl_->model, profile, p, impl_->timeline, greedy);
+      sim_detail::build_world(impl_->c, impl_->model, *impl_->profile, p, impl_->timeline, greedy);
   auto& w = impl_->world;
   impl_->stages.resize(p.pipelines.size());
   impl_->flat.resize(p.pipelines.size());
@@ -105,6 +110,21 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
 }
 
 virtual_cluster::~virtual_cluster() = default;
+
+const cluster& virtual_cluster::hardware() const {
+  return impl_->c;
+}
+const model_spec& virtual_cluster::model() const {
+  return impl_->model;
+}
+const profile_table& virtual_cluster::profile() const {
+  return *impl_->profile;
+}
+
+std::unique_ptr<virtual_cluster> virtual_cluster::with_plan(const plan& p) const {
+  return std::make_unique<virtual_cluster>(impl_->c, impl_->model, *impl_->profile, p,
+                                           impl_->timeline, impl_->greedy);
+}
 
 const pipeline_schedule& virtual_cluster::schedule(int pipeline) const {
   // Replicated pipelines share the first one's schedule (the world keeps an empty one in

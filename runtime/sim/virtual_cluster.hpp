@@ -84,6 +84,15 @@ public:
   virtual_cluster(const virtual_cluster&) = delete;
   virtual_cluster& operator=(const virtual_cluster&) = delete;
 
+  /// The same emulated cluster (devices, links, timeline, profile) running `p`, a plan
+  /// over the same cluster: what the runtime switches to when the adapter changes the
+  /// allocation. Throws as the constructor does.
+  std::unique_ptr<virtual_cluster> with_plan(const plan& p) const;
+  /// What it was built from: the adapter's monitor and policy start from these.
+  const cluster& hardware() const;
+  const model_spec& model() const;
+  const profile_table& profile() const;
+
   /// The op lists the simulator runs (greedy ones over the same stage costs).
   const pipeline_schedule& schedule(int pipeline) const;
   const virtual_stage& stage(int pipeline, int stage) const;

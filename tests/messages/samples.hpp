@@ -83,7 +83,10 @@ inline step_stats sample_step_stats() {
           {{0, 0, 1.5, 0.25, 4096, 1 << 30, 0.0, 0}, {0, 1, 1.25, 0.5, 2048, 1 << 29, 41.5, 4096}}};
 }
 inline rebalance sample_rebalance() {
-  return {{4, 1}, 13};
+  return {{4, 1},
+          13,
+          {{1, 1}, {2}, {2}},
+          {runtime::compression::none, runtime::compression::fp16, runtime::compression::int8}};
 }
 inline heartbeat sample_heartbeat() {
   return {"cloud-0", 77, 123.5};
@@ -94,9 +97,14 @@ inline error_report sample_error() {
 
 /// Two parameters of a stage, the second without moments (a checkpoint file without them).
 inline stage_snapshot sample_stage_snapshot() {
-  return {12, 1, 2,
-          {{"transformer.h.3.ln_1.weight", {4}, {1.0f, -0.5f, 0.25f, 3.0e-8f},
-            {0.125f, 0.0f, -1.0f, 2.0f}, {1.0e-6f, 0.0f, 4.0f, 0.5f}},
+  return {12,
+          1,
+          2,
+          {{"transformer.h.3.ln_1.weight",
+            {4},
+            {1.0f, -0.5f, 0.25f, 3.0e-8f},
+            {0.125f, 0.0f, -1.0f, 2.0f},
+            {1.0e-6f, 0.0f, 4.0f, 0.5f}},
            {"transformer.h.3.attn.c_attn.weight", {2, 3}, {1, 2, 3, 4, 5, 6}, {}, {}}},
           "runs/a/checkpoint_12.safetensors"};
 }

@@ -112,6 +112,12 @@ BOOST_AUTO_TEST_CASE(negative_indices_are_errors) {
   auto reb = sample_rebalance();
   reb.effective_step = -1;
   check_refused(decode_rebalance(encode(reb)), "effective_step is negative");
+  reb = sample_rebalance();
+  reb.samples[1][0] = -2;
+  check_refused(decode_rebalance(encode(reb)), "samples[1][0] is negative");
+  reb = sample_rebalance();
+  reb.compressions[2] = static_cast<deepcee::runtime::compression>(7);
+  check_refused(decode_rebalance(encode(reb)), "compressions[2] has unknown value 7");
   const std::vector<std::pair<std::string, std::function<void(tensor_header&)>>> fields = {
       {"step", [](tensor_header& h) { h.step = -1; }},
       {"micro_batch", [](tensor_header& h) { h.micro_batch = -1; }},
@@ -188,7 +194,7 @@ BOOST_AUTO_TEST_CASE(empty_required_fields_are_errors) {
   check_refused(decode_deployment_request(encode(deployment_request{"", "f00d"})), "node is empty");
   check_refused(decode_deployment_request(encode(deployment_request{"e0", ""})),
                 "cluster is empty");
-  check_refused(decode_rebalance(encode(rebalance{{}, 1})), "micro_batches is empty");
+  check_refused(decode_rebalance(encode(rebalance{{}, 1, {}, {}})), "micro_batches is empty");
 }
 
 BOOST_AUTO_TEST_CASE(unknown_enum_values_are_errors) {

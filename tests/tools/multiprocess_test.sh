@@ -229,6 +229,49 @@ assert len(wall) == len(virtual) and wall == virtual, (virtual, wall)
 print(f"stages across nodes, shaped wall time: {len(wall)} losses equal virtual time's bit for bit")
 PY
 
+# 1d. The adapter's allocations across processes, each ordered at a known step with
+#     --adapt-to (as the policy orders its decisions), on the 1f1b plan with micro-batches
+#     of 4 (2 + 1 of them): from step 8 the micro-batches move between the pipelines
+#     (-> 1 + 2), from step 15 the two-device stages split 3:1 and 1:3, from step 22
+#     pipeline 0's hop from n0 to n1 sends fp16. Each is in force from its step on every
+#     node, and the losses stay single-device training's.
+python3 - "$work/plan-1f1b.json" "$work" <<'PY'
+import copy, json, sys
+plan = json.load(open(sys.argv[1]))
+plan["micro_batch_size"] = 4
+plan["pipelines"][0]["micro_batches"], plan["pipelines"][1]["micro_batches"] = 2, 1
+for p in plan["pipelines"]:
+    for s in p["stages"]:
+        s["samples"] = [2 * n for n in s["samples"]]
+a = copy.deepcopy(plan)
+a["pipelines"][0]["micro_batches"], a["pipelines"][1]["micro_batches"] = 1, 2
+b = copy.deepcopy(a)
+b["pipelines"][0]["stages"][0]["samples"] = [3, 1]
+b["pipelines"][1]["stages"][1]["samples"] = [1, 3]
+c = copy.deepcopy(b)
+c["pipelines"][0]["stages"][1]["send_compression"] = "fp16"
+for name, p in (("base", plan), ("a", a), ("b", b), ("c", c)):
+    json.dump(p, open(f"{sys.argv[2]}/plan-adapt-{name}.json", "w"), indent=1)
+PY
+write_job "$work/job-adapt.toml" $steps 7 10 "$work/plan-adapt-base.json"
+run_nodes "$work/job-adapt.toml" adapt "adapter allocations" --adapt-to "8:$work/plan-adapt-a.json" \
+  --adapt-to "15:$work/plan-adapt-b.json" --adapt-to "22:$work/plan-adapt-c.json"
+for at in 8 15 22; do
+  grep -q "adapter: .*ordered .*in force from step $at$" "$work/adapt-n0.log" ||
+    fail "adapter allocations: no decision in force from step $at in: $(grep adapter "$work/adapt-n0.log")"
+done
+grep '^step ' "$work/adapt-n0.log" | awk '{print $2","$4}' >"$work/nodes-adapt.csv"
+python3 - "$work/single/metrics.csv" "$work/nodes-adapt.csv" $steps <<'PY' || fail "adapter allocations: losses differ"
+import csv, sys
+want = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
+got = {int(s): float(l) for s, l in (line.strip().split(",") for line in open(sys.argv[2]))}
+steps = int(sys.argv[3])
+assert len(got) == steps, f"{len(got)} steps from the nodes, expected {steps}"
+worst = max(abs(got[k] - want[k]) / abs(want[k]) for k in range(1, steps + 1))
+print(f"adapter allocations across nodes (rebalance, resplit, compression): worst relative loss difference over {steps} steps {worst:.2e}")
+sys.exit(0 if worst <= 1e-3 else 1)
+PY
+
 # expect_failure LOG PATTERN: one line from deepcee that matches.
 expect_line() {
   local got

@@ -7,6 +7,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 using namespace deepcee::runtime;
 using namespace deepcee::test;
 namespace tt = boost::test_tools;
@@ -136,6 +138,35 @@ BOOST_AUTO_TEST_CASE(a_slow_device_is_detected_from_its_compute_times) {
   BOOST_TEST(!ops.changed());
   ops.observe_op(5, op_kind::forward, 3 * f5);
   BOOST_TEST(ops.changed());
+}
+
+BOOST_AUTO_TEST_CASE(a_stage_time_is_its_slowest_share) {
+  fixture f;
+  // Pipeline 0 as one stage of devices 0 and 1, splitting each micro-batch 3:1: the share
+  // that takes longer sets the stage's op times.
+  auto p = f.p;
+  p.pipelines[0].stages = {{{0, 1}, {3, 1}, 0, 8, compression::none}};
+  const auto r = simulate(f.c, f.model, f.profile, p);
+  double stage_s = 0, other_s = 0;
+  int critical = -1;
+  for (const auto& d : r.devices)
+    if ((d.device == 0 || d.device == 1) && d.compute_s > stage_s) {
+      other_s = stage_s;
+      stage_s = d.compute_s;
+      critical = d.device;
+    } else if (d.device == 0 || d.device == 1) {
+      other_s = d.compute_s;
+    }
+  BOOST_TEST_REQUIRE(stage_s > 1.5 * other_s); // else the choice would not show
+  environment_monitor same(f.c, f.profile, p);
+  for (int k = 0; k < 5; ++k)
+    same.observe_stage_compute({0, 1}, stage_s);
+  BOOST_TEST(!same.changed());
+  environment_monitor slow(f.c, f.profile, p);
+  for (int k = 0; k < 3; ++k)
+    slow.observe_stage_compute({0, 1}, 2 * stage_s);
+  BOOST_TEST(slow.changed());
+  BOOST_TEST(slow.affected_devices() == (std::vector<int>{critical}));
 }
 
 BOOST_AUTO_TEST_CASE(hysteresis_between_the_bands) {

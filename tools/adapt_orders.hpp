@@ -1,0 +1,34 @@
+#pragma once
+
+#include "actors/job/job_wiring.hpp"
+#include "runtime/plan/plan.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+/// `--adapt-to STEP:PLAN` of `deepcee run` and `deepcee node` (the coordinator's node): the
+/// job runs PLAN (a plan of its own layout with other micro-batch counts, device splits or
+/// compressions) from step STEP on, ordered through the adapter as its policy orders its
+/// decisions. A way to make each kind of decision happen at a known step (tests, and
+/// experiments that compare allocations).
+namespace deepcee::tools {
+
+struct adapt_order {
+  int64_t step = 1;
+  runtime::plan plan;
+};
+
+/// Reads each "STEP:FILE". Bad input (no step, a step below 1, a plan that moves layers or
+/// changes the global batch of `job_plan`) is an input_error naming the file or the option.
+std::vector<adapt_order> read_adapt_orders(const std::vector<std::string>& args,
+                                           const runtime::plan& job_plan);
+
+/// Orders every one from the job's adapter; throws std::runtime_error when the job refuses.
+void apply_adapt_orders(caf::actor_system& sys, const actors::wired_job& job,
+                        const std::vector<adapt_order>& orders, std::chrono::milliseconds wait);
+
+} // namespace deepcee::tools
