@@ -62,7 +62,7 @@ struct node_setup {
 
 /// Plans (or loads the plan file) once for the whole job.
 node_setup prepare_coordinator(runtime::job_config job, const node_options& o, int me) {
-  auto r = resolve_job(std::move(job), {o.steps, std::nullopt, std::nullopt}, false);
+  auto r = resolve_job(std::move(job), {o.steps, std::nullopt, std::nullopt, std::nullopt}, false);
   node_setup s;
   s.job = std::move(r.job);
   s.me = me;

@@ -38,7 +38,8 @@ struct run_options {
   std::optional<int> steps;
   std::optional<uint64_t> seed;
   std::optional<std::string> out;
-  std::optional<std::string> plan; ///< a plan file instead of the job's
+  std::optional<std::string> plan;    ///< a plan file instead of the job's
+  std::optional<std::string> profile; ///< a measured profile instead of the job's
   std::optional<std::string> metrics, resume;
   int trace_steps = 3;
   int step_timeout_s = 120;
@@ -141,7 +142,7 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
 
 int run_job(const run_options& o) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
-  const auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
+  const auto r = resolve_job(path, {o.steps, o.seed, o.plan, o.profile}, true);
   const auto& job = r.job;
   print_job(r);
   auto resume = read_resume_checkpoint(o.resume, path, job.time, r.plan.model);
@@ -184,6 +185,8 @@ command_action add_run_command(CLI::App& app) {
   cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the job)");
   cmd->add_option("--seed", o->seed, "Seed of weights and data sampling");
   cmd->add_option("--plan", o->plan, "Plan file (JSON) instead of the job's plan");
+  cmd->add_option("--profile", o->profile,
+                  "Measured profile (TOML, deepcee profile) instead of the job's");
   cmd->add_option("--out", o->out, "Run directory (default: a new one under the job's out)");
   cmd->add_option("--metrics", o->metrics, "csv or jsonl (overrides the job)")
       ->check(CLI::IsMember({"csv", "jsonl"}));

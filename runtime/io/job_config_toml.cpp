@@ -105,9 +105,10 @@ job_config load_job_config(const fs::path& path) {
   }
   for (const auto& [key, node] : root) {
     static const std::string_view known[] = {
-        "name",  "time",  "shape_links",        "cluster",
-        "plan",  "model", "coordinator",        "connect_timeout",
-        "train", "node",  "heartbeat_interval", "heartbeat_timeout"};
+        "name",   "time",  "shape_links",        "cluster",
+        "plan",   "model", "coordinator",        "connect_timeout",
+        "train",  "node",  "heartbeat_interval", "heartbeat_timeout",
+        "profile"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -144,6 +145,11 @@ job_config load_job_config(const fs::path& path) {
   const auto plan = text_of(root, "plan", path);
   if (!plan.empty() && plan != "auto")
     job.plan_path = fs::path(plan).is_absolute() ? fs::path(plan) : dir / plan;
+
+  if (const auto profile = text_of(root, "profile", path); profile == "auto")
+    job.profile_auto = true;
+  else if (!profile.empty())
+    job.profile_path = fs::path(profile).is_absolute() ? fs::path(profile) : dir / profile;
 
   bool has_model_table = false;
   // The [train] table is read where it stands, so that its keys keep their lines.

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# End-to-end checks of `deepcee profile`: it measures this node (saying a GPU is skipped
+# where none is visible), writes a versioned profile that plan and simulate read, and every
+# kind of bad profile (truncated, an entry missing, another format version, model or
+# device) gives one line naming the file, exit code 2.
+#   cli_profile_test.sh PATH/TO/deepcee PATH/TO/configs
+set -u
+deepcee=$1
+configs=$2
+cpus=$configs/clusters/cpu-loopback.toml
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect_error() {  # NAME PATTERN -- ARGS...
+  local name=$1 pattern=$2
+  shift 3
+  local err rc
+  err=$("$deepcee" "$@" 2>&1 >/dev/null)
+  rc=$?
+  [[ $rc == 2 ]] || fail "$name: exit code $rc, expected 2 ($err)"
+  [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "$name: expected one line, got: $err"
+  [[ $err =~ $pattern ]] || fail "$name: '$err' does not match '$pattern'"
+}
+
+p=$work/p.toml
+"$deepcee" profile --model small --micro-batches 1,2 --repetitions 1 --warmup 0 --out "$p" \
+  >"$work/out.log" 2>"$work/err.log" || fail "deepcee profile: $(cat "$work"/*.log)"
+grep -q "written to $p" "$work/out.log" || fail "no closing line: $(cat "$work/out.log")"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  grep -q "GPU skipped" "$work/err.log" || fail "no GPU, but not said: $(cat "$work/err.log")"
+fi
+grep -q '^format_version = 1$' "$p" || fail "no format_version in $p"
+[[ $(grep -c '^\[\[entry\]\]' "$p") == 6 ]] || fail "expected 6 entries in $p"
+
+# plan and simulate read it: the CPU's costs are measured ones.
+"$deepcee" plan --cluster "$cpus" --model small --profile "$p" --json "$work/plan.json" \
+  >"$work/plan.log" 2>&1 || fail "plan --profile: $(cat "$work/plan.log")"
+"$deepcee" simulate --cluster "$cpus" --plan "$work/plan.json" --profile "$p" \
+  >"$work/sim.log" 2>&1 || fail "simulate --profile: $(cat "$work/sim.log")"
+# Without the profile the roofline's figures differ from the measured ones.
+"$deepcee" simulate --cluster "$cpus" --plan "$work/plan.json" >"$work/sim0.log" 2>&1
+cmp -s "$work/sim.log" "$work/sim0.log" && fail "the profile changed nothing in simulate"
+
+# Bad profiles.
+awk '/^\[\[entry\]\]/{n++} n<4' "$p" >"$work/truncated.toml" # cut at an entry's start
+expect_error truncated "truncated.toml: truncated or edited: 3 \\[\\[entry\\]\\] of the 6 it declares" -- \
+  plan --cluster "$cpus" --model small --profile "$work/truncated.toml"
+sed 's/^format_version = 1$/format_version = 7/' "$p" >"$work/v7.toml"
+expect_error version "v7.toml:2: format_version 7" -- \
+  simulate --cluster "$cpus" --plan "$work/plan.json" --profile "$work/v7.toml"
+awk 'BEGIN{n=0} /^\[\[entry\]\]/{n++} n!=3' "$p" | sed 's/^entries = 6$/entries = 5/' \
+  >"$work/missing.toml"
+expect_error missing "missing.toml:[0-9]+: missing the entry for device CPU, layer head, micro_batch 1" -- \
+  plan --cluster "$cpus" --model small --profile "$work/missing.toml"
+expect_error model "p.toml:3: the profile was measured for model 'small'" -- \
+  plan --cluster "$cpus" --model gpt2-124m --profile "$p"
+expect_error device "p.toml:[0-9]+: the profile was measured on CPU, not on any device" -- \
+  plan --cluster "$configs/clusters/cee-small.toml" --model small --profile "$p"
+expect_error threads "--threads" -- profile --model small --threads 100000 --out "$work/x.toml"
+[[ -e $work/x.toml ]] && fail "a refused profile run wrote its file"
+
+(( failures == 0 )) && echo "cli_profile: all checks passed"
+exit $((failures > 0))
