@@ -13,7 +13,7 @@ steps=${2:-12}
 threads=${3:-1}
 cluster=$here/configs/clusters/cpu-loopback.toml
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[[ -n ${KEEP:-} ]] && echo "work directory: $work" || trap 'rm -rf "$work"' EXIT
 
 "$deepcee" profile --model small --micro-batches 1,2,4,8 --threads "$threads" --no-gpu \
   --out "$work/profile.toml" >/dev/null 2>"$work/profile.log" ||
@@ -74,14 +74,17 @@ eval_every = 0
 TOML
 }
 
-# Two stages, 1F1B, 4 micro-batches of 2; three stages, GPipe, 4 of 2; three stages with
-# int8 transfers, ZB-H1, 8 of 1; two stages holding two devices each would need four nodes.
+# Two node processes (the build machine has two cores; a third would share one): two
+# stages under 1F1B (4 micro-batches of 2), GPipe (8 of 1) and ZB-H1 with int8 transfers
+# (4 of 2), and the two devices as one data-parallel stage (the all-reduce on the link).
 write_plan pipe2-1f1b 1f1b 2 4 "0:2:0:3:none" "1:2:3:6:none"
-write_plan pipe3-gpipe gpipe 2 4 "0:2:0:2:none" "1:2:2:4:none" "2:2:4:6:none"
-write_plan pipe3-zbh1-int8 zb-h1 1 8 "0:1:0:2:int8" "1:1:2:4:int8" "2:1:4:6:none"
+write_plan pipe2-gpipe gpipe 1 8 "0:1:0:3:none" "1:1:3:6:none"
+write_plan pipe2-zbh1-int8 zb-h1 2 4 "0:2:0:3:int8" "1:2:3:6:none"
+write_plan dp2 1f1b 4 2 "0+1:2+2:0:6:none"
+plans=${PLANS:-pipe2-1f1b pipe2-gpipe pipe2-zbh1-int8 dp2}
 
 printf '%-18s %14s %14s %9s\n' plan "simulated" "measured" "error"
-for plan in pipe2-1f1b pipe3-gpipe pipe3-zbh1-int8; do
+for plan in $plans; do
   write_job "$plan"
   "$here/tools/run_local_cluster.sh" "$deepcee" "$work/$plan.toml" "$work/logs-$plan" \
     >"$work/$plan.log" 2>&1 || { cat "$work/$plan.log" "$work/logs-$plan"/*.log; exit 1; }

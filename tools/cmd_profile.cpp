@@ -9,6 +9,7 @@
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/profile_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/profile_links.hpp"
 #include "tools/profile_run.hpp"
 #include "tools/progress.hpp"
 
@@ -21,7 +22,8 @@ namespace {
 
 struct profile_options {
   std::string model = "gpt2-124m";
-  std::optional<std::string> job; ///< the model of a job file instead
+  std::optional<std::string> job;  ///< the model of a job file instead
+  std::optional<std::string> name; ///< this node of the job: measure its links too
   std::vector<int> micro_batches{1, 2, 4};
   int threads = 1;
   int repetitions = 9;
@@ -61,10 +63,28 @@ kernels::profile_request request_of(const profile_options& o) {
 
 int run_profile(const profile_options& o) {
   const auto request = request_of(o);
-  const auto p = measure_this_node(request, stderr);
+  std::vector<runtime::measured_link> links;
+  if (o.name) {
+    if (!o.job)
+      runtime::fail_input("--name", 0, "names a node of the job that --job gives");
+    const auto job = runtime::load_job_config(*o.job);
+    const auto me = job.cluster.find_node(*o.name);
+    if (!me)
+      runtime::fail_input(
+          *o.job, 0, "node '" + *o.name + "' is not a node of cluster '" + job.cluster.name + "'");
+    links = measure_links(job, *me, stderr);
+    if (*me != job.coordinator_node) {
+      std::printf("node %s: %zu link(s) measured and reported to the coordinator's node\n",
+                  o.name->c_str(), links.size());
+      return 0;
+    }
+  }
+  auto p = measure_this_node(request, stderr);
+  p.links = std::move(links);
   runtime::save_measured_profile(p, o.out);
-  std::printf("profile of %s on %zu device(s), fingerprint %s, written to %s\n", p.model.c_str(),
-              p.devices.size(), p.fingerprint.c_str(), o.out.c_str());
+  std::printf("profile of %s on %zu device(s) and %zu link(s), fingerprint %s, written to %s\n",
+              p.model.c_str(), p.devices.size(), p.links.size(), p.fingerprint.c_str(),
+              o.out.c_str());
   return 0;
 }
 
@@ -76,6 +96,9 @@ command_action add_profile_command(CLI::App& app) {
       "profile", "Measure this node's devices per layer kind and micro-batch size");
   cmd->add_option("--model", o->model, "Model preset")->capture_default_str();
   cmd->add_option("--job", o->job, "Take the model of this job file instead");
+  cmd->add_option("--name", o->name,
+                  "This node of the job (--job): also measure the links between the job's "
+                  "nodes (run it on every node; the coordinator's node writes the file)");
   cmd->add_option("--micro-batches", o->micro_batches, "Micro-batch sizes to measure")
       ->delimiter(',')
       ->capture_default_str();

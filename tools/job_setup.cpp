@@ -30,9 +30,10 @@ resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool a
   auto corpus = std::make_shared<const runtime::text_corpus>(
       runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
   runtime::measured_profile measured;
-  if (o.profile)
+  if (o.profile) {
     measured = runtime::load_measured_profile(*o.profile);
-  else if (job.profile_auto)
+    runtime::apply_measured_links(job.cluster, measured); // the job file's: when it was read
+  } else if (job.profile_auto)
     measured = auto_profile(job, stderr);
   else if (job.profile_path)
     measured = runtime::load_measured_profile(*job.profile_path);

@@ -150,6 +150,11 @@ private:
 /// was measured on another machine): one line naming the file and both kinds.
 void require_profile_covers(const measured_profile& profile, const std::vector<device>& devices);
 
+/// The measured links of `profile` as directed node-to-node overrides of `c`'s links (they
+/// win over the level defaults and over broader overrides). Bad input when a link names a
+/// node that `c` does not have.
+void apply_measured_links(cluster& c, const measured_profile& profile);
+
 /// A device's figures as a catalogue entry (its own overrides included).
 device_spec figures_of(const device& dev);
 

@@ -4,6 +4,7 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/base/model_spec.hpp"
 #include "runtime/io/cluster_toml.hpp"
+#include "runtime/io/profile_toml.hpp"
 #include "runtime/io/train_config_table.hpp"
 #include "runtime/io/train_config_toml.hpp"
 
@@ -148,8 +149,11 @@ job_config load_job_config(const fs::path& path) {
 
   if (const auto profile = text_of(root, "profile", path); profile == "auto")
     job.profile_auto = true;
-  else if (!profile.empty())
+  else if (!profile.empty()) {
     job.profile_path = fs::path(profile).is_absolute() ? fs::path(profile) : dir / profile;
+    // Its links are the cluster's on every node of the job alike.
+    apply_measured_links(job.cluster, load_measured_profile(*job.profile_path));
+  }
 
   bool has_model_table = false;
   // The [train] table is read where it stands, so that its keys keep their lines.

@@ -273,7 +273,8 @@ std::string toml_string(std::string_view s) {
 
 std::string format_measured_profile(const measured_profile& p) {
   std::string s;
-  s += "# Written by deepcee profile: see the README (Profiles). Seconds, bytes, bytes/s.\n";
+  s +=
+      "# Written by deepcee profile: see the README, `deepcee profile`. Seconds, bytes, bytes/s.\n";
   s += "format_version = " + std::to_string(profile_format_version) + "\n";
   s += "model = " + toml_string(p.model) + "\n";
   s += "precision = " + toml_string(to_string(p.prec.value_or(precision::fp32))) + "\n";

@@ -61,5 +61,45 @@ expect_error device "p.toml:[0-9]+: the profile was measured on CPU, not on any 
 expect_error threads "--threads" -- profile --model small --threads 100000 --out "$work/x.toml"
 [[ -e $work/x.toml ]] && fail "a refused profile run wrote its file"
 
+# Links: every node of a job on loopback runs profile --name; the coordinator's node writes
+# one [[link]] per directed pair. A node that is not running is named, exit non-zero.
+cat >"$work/links.toml" <<TOML
+name = "links"
+cluster = "$cpus"
+model = "small"
+coordinator = "n0"
+connect_timeout = 10
+[[node]]
+name = "n0"
+host = "127.0.0.1"
+port = 29617
+[[node]]
+name = "n1"
+host = "127.0.0.1"
+port = 29618
+[[node]]
+name = "n2"
+host = "127.0.0.1"
+port = 29619
+TOML
+pids=()
+for n in n0 n1 n2; do
+  "$deepcee" profile --job "$work/links.toml" --name $n --micro-batches 1 --repetitions 1 \
+    --warmup 0 --no-gpu --out "$work/links-profile.toml" >"$work/links-$n.log" 2>&1 &
+  pids+=($!)
+done
+for i in 0 1 2; do wait "${pids[$i]}" || fail "profile --name n$i: $(cat "$work/links-n$i.log")"; done
+[[ $(grep -c '^\[\[link\]\]' "$work/links-profile.toml") == 6 ]] ||
+  fail "expected 6 links: $(cat "$work/links-profile.toml")"
+grep -q "link to n2: latency" "$work/links-n1.log" || fail "n1 did not say its links"
+"$deepcee" plan --cluster "$cpus" --model small --profile "$work/links-profile.toml" \
+  >"$work/plan-links.log" 2>&1 || fail "plan with measured links: $(cat "$work/plan-links.log")"
+sed 's/connect_timeout = 10/connect_timeout = 1/' "$work/links.toml" >"$work/alone.toml"
+err=$("$deepcee" profile --job "$work/alone.toml" --name n0 --no-gpu --out "$work/alone.out" 2>&1 >/dev/null)
+rc=$?
+[[ $rc != 0 ]] || fail "an unreachable node: exit 0"
+[[ $err == *"could not reach node n1 at 127.0.0.1:29618"* ]] || fail "unreachable node: '$err'"
+[[ -e $work/alone.out ]] && fail "a failed link profile wrote its file"
+
 (( failures == 0 )) && echo "cli_profile: all checks passed"
 exit $((failures > 0))
