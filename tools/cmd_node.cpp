@@ -71,7 +71,7 @@ struct node_setup {
 
 /// Plans (or loads the plan file) once for the whole job.
 node_setup prepare_coordinator(runtime::job_config job, const node_options& o, int me) {
-  auto r = resolve_job(std::move(job), {o.steps, std::nullopt, std::nullopt}, false);
+  auto r = resolve_job(std::move(job), {o.steps, std::nullopt, std::nullopt, std::nullopt}, false);
   node_setup s{.snapshots = make_snapshot_builder(r.job, r.profile, r.plan, r.report)};
   s.inspect = inspect_address_of(o.inspect, r.job);
   s.job = std::move(r.job);

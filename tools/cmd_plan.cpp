@@ -46,6 +46,8 @@ int run_plan(const plan_options& o) {
   runtime::measured_profile measured;
   if (o.profile)
     measured = runtime::load_measured_profile(*o.profile);
+  runtime::require_profile_covers(measured, c.devices);
+  runtime::apply_measured_links(c, measured);
   runtime::profile_table profiles(model, {}, measured);
 
   runtime::planner_options po;

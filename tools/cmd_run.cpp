@@ -42,7 +42,8 @@ struct run_options {
   std::optional<int> steps;
   std::optional<uint64_t> seed;
   std::optional<std::string> out;
-  std::optional<std::string> plan; ///< a plan file instead of the job's
+  std::optional<std::string> plan;    ///< a plan file instead of the job's
+  std::optional<std::string> profile; ///< a measured profile instead of the job's
   std::optional<std::string> metrics, resume;
   std::optional<std::string> inspect; ///< HOST:PORT or off
   int trace_steps = 3;
@@ -169,7 +170,7 @@ runtime::link_timeline script_of(const resolved_job& r) {
 
 int run_job(const run_options& o) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
-  const auto r = resolve_job(path, {o.steps, o.seed, o.plan}, true);
+  const auto r = resolve_job(path, {o.steps, o.seed, o.plan, o.profile}, true);
   const auto& job = r.job;
   const auto orders = read_adapt_orders(o.adapt_to, r.plan);
   print_job(r);
@@ -223,6 +224,8 @@ command_action add_run_command(CLI::App& app) {
   cmd->add_option("--steps", o->steps, "Total optimizer steps (overrides the job)");
   cmd->add_option("--seed", o->seed, "Seed of weights and data sampling");
   cmd->add_option("--plan", o->plan, "Plan file (JSON) instead of the job's plan");
+  cmd->add_option("--profile", o->profile,
+                  "Measured profile (TOML, deepcee profile) instead of the job's");
   cmd->add_option("--out", o->out, "Run directory (default: a new one under the job's out)");
   cmd->add_option("--metrics", o->metrics, "csv or jsonl (overrides the job)")
       ->check(CLI::IsMember({"csv", "jsonl"}));

@@ -4,7 +4,9 @@
 #include "runtime/base/host_resources.hpp"
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/plan_json.hpp"
+#include "runtime/io/profile_toml.hpp"
 #include "runtime/io/train_config_toml.hpp"
+#include "tools/profile_run.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -27,7 +29,17 @@ resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool a
   runtime::require_fits_host(job.train, runtime::probe_host(), runtime::batch_use::spread);
   auto corpus = std::make_shared<const runtime::text_corpus>(
       runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
-  runtime::profile_table profile(runtime::make_model_spec(job.train.model, job.model_name));
+  runtime::measured_profile measured;
+  if (o.profile) {
+    measured = runtime::load_measured_profile(*o.profile);
+    runtime::apply_measured_links(job.cluster, measured); // the job file's: when it was read
+  } else if (job.profile_auto)
+    measured = auto_profile(job, stderr);
+  else if (job.profile_path)
+    measured = runtime::load_measured_profile(*job.profile_path);
+  runtime::require_profile_covers(measured, job.cluster.devices);
+  runtime::profile_table profile(runtime::make_model_spec(job.train.model, job.model_name), {},
+                                 std::move(measured));
 
   std::optional<runtime::planner_report> report;
   if (always_plan || !job.plan_path) {

@@ -17,7 +17,8 @@ namespace deepcee::tools {
 struct job_overrides {
   std::optional<int> steps;
   std::optional<uint64_t> seed;
-  std::optional<std::string> plan; ///< a plan file instead of the job's
+  std::optional<std::string> plan;    ///< a plan file instead of the job's
+  std::optional<std::string> profile; ///< a measured profile instead of the job's
 };
 
 /// A job ready to run: its file with the overrides, the profile of its model, the plan and

@@ -56,6 +56,42 @@ device_spec figures_of(const device& dev) {
   return s;
 }
 
+void require_profile_covers(const measured_profile& profile, const std::vector<device>& devices) {
+  if (profile.format_version == 0 || devices.empty())
+    return;
+  std::string measured, wanted;
+  for (const auto& d : profile.devices) {
+    for (const auto& dev : devices)
+      if (dev.kind == d.kind)
+        return;
+    measured += (measured.empty() ? "" : ", ") + d.kind;
+  }
+  for (const auto& dev : devices)
+    if (wanted.find(dev.kind) == std::string::npos)
+      wanted += (wanted.empty() ? "" : ", ") + dev.kind;
+  fail_input(profile.source, profile.devices.empty() ? 0 : profile.devices.front().line,
+             "the profile was measured on " + measured + ", not on any device of the cluster (" +
+                 wanted + ")");
+}
+
+void apply_measured_links(cluster& c, const measured_profile& profile) {
+  for (const auto& l : profile.links) {
+    const auto from = c.find_node(l.from), to = c.find_node(l.to);
+    if (!from || !to)
+      fail_input(profile.source, l.line,
+                 "the link from " + l.from + " to " + l.to + " names a node that cluster '" +
+                     c.name + "' does not have");
+    link_override o;
+    o.from = {link_endpoint::scope::node, *from};
+    o.to = {link_endpoint::scope::node, *to};
+    o.directed = true;
+    o.latency_s = l.latency_s;
+    o.bandwidth_Bps = l.bandwidth_Bps;
+    o.line = l.line;
+    c.overrides.push_back(o);
+  }
+}
+
 profile_table::profile_table(model_spec model, estimate_options options, measured_profile measured)
     : model_(std::move(model)), options_(options), measured_(std::move(measured)) {
   if (!measured_.model.empty() && !model_.name.empty() && measured_.model != model_.name)

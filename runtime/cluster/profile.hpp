@@ -63,6 +63,25 @@ struct measured_entry {
   int64_t line = 0;
 };
 
+/// The format version `deepcee profile` writes and this build reads.
+constexpr int profile_format_version = 1;
+
+/// A device a versioned profile was measured on.
+struct measured_device {
+  std::string kind;               ///< canonical catalogue kind
+  std::string identity;           ///< CPU model or GPU name, threads, BLAS
+  std::vector<int> micro_batches; ///< every layer kind was measured at each
+  int64_t line = 0;
+};
+
+/// One directed link between two nodes of a job: time = latency + bytes / bandwidth.
+struct measured_link {
+  std::string from, to; ///< node names
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+  int64_t line = 0;
+};
+
 /// A measured profile file (TOML):
 ///
 ///     model = "gpt2-124m"     # optional: must match the planned model when given
@@ -76,8 +95,19 @@ struct measured_entry {
 ///     w = 0.0119
 ///     act_until_b = 1.2e8     # optional, bytes
 ///     act_until_w = 9.0e7     # optional, bytes
+///
+/// A file that `deepcee profile` writes is versioned (`format_version`) and complete: it
+/// also names its fingerprint, the devices it was measured on ([[device]]), how many
+/// entries and links it has (a truncated file is caught), every layer kind at every
+/// micro-batch size of each device, and the links between the nodes ([[link]]). See
+/// configs/profiles/cpu-small-measured.toml. A file without `format_version` is a
+/// hand-written partial profile, read as above.
 struct measured_profile {
   std::filesystem::path source;
+  int format_version = 0; ///< 0: hand-written, unversioned
+  std::string fingerprint;
+  std::vector<measured_device> devices;
+  std::vector<measured_link> links;
   std::string model;
   int64_t model_line = 0;
   std::optional<precision> prec;
@@ -115,6 +145,15 @@ private:
   estimate_options options_;
   measured_profile measured_;
 };
+
+/// Bad input when a versioned profile measured none of the device kinds of `devices` (it
+/// was measured on another machine): one line naming the file and both kinds.
+void require_profile_covers(const measured_profile& profile, const std::vector<device>& devices);
+
+/// The measured links of `profile` as directed node-to-node overrides of `c`'s links (they
+/// win over the level defaults and over broader overrides). Bad input when a link names a
+/// node that `c` does not have.
+void apply_measured_links(cluster& c, const measured_profile& profile);
 
 /// A device's figures as a catalogue entry (its own overrides included).
 device_spec figures_of(const device& dev);

@@ -5,6 +5,7 @@
 #include "runtime/base/model_spec.hpp"
 #include "runtime/io/cluster_toml.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
+#include "runtime/io/profile_toml.hpp"
 #include "runtime/io/train_config_table.hpp"
 #include "runtime/io/train_config_toml.hpp"
 
@@ -124,22 +125,22 @@ void read_security(const toml::table& root, const fs::path& path, job_config& jo
                  "unknown key '" + std::string(key.str()) + "' in [security] (token_file)");
   if (const auto file = text_of(*n->as_table(), "token_file", path); !file.empty())
     job.token_file = fs::path(file).is_absolute() ? fs::path(file) : path.parent_path() / file;
-/// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value).
-void read_inspect(const toml::table& root, const fs::path& path, job_config& job) {
-  const auto* n = root.get("inspect");
-  if (!n)
-    return;
-  if (!n->is_table())
-    fail_input(path, line_of(*n), "'inspect' must be a table ([inspect])");
-  for (const auto& [key, v] : *n->as_table()) {
-    if (key.str() != "addr")
-      fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inspect]");
-    if (!v.is_string())
-      fail_input(path, line_of(v), "[inspect] addr must be a string (\"HOST:PORT\" or \"off\")");
-    job.inspect_addr = *v.value<std::string>();
-    job.inspect_line = line_of(v);
+  /// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value).
+  void read_inspect(const toml::table& root, const fs::path& path, job_config& job) {
+    const auto* n = root.get("inspect");
+    if (!n)
+      return;
+    if (!n->is_table())
+      fail_input(path, line_of(*n), "'inspect' must be a table ([inspect])");
+    for (const auto& [key, v] : *n->as_table()) {
+      if (key.str() != "addr")
+        fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inspect]");
+      if (!v.is_string())
+        fail_input(path, line_of(v), "[inspect] addr must be a string (\"HOST:PORT\" or \"off\")");
+      job.inspect_addr = *v.value<std::string>();
+      job.inspect_line = line_of(v);
+    }
   }
-}
 
 } // namespace
 
@@ -153,11 +154,22 @@ job_config load_job_config(const fs::path& path) {
     fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
   }
   for (const auto& [key, node] : root) {
-    static const std::string_view known[] = {
-        "name",   "time",    "shape_links",        "cluster",
-        "plan",   "model",   "coordinator",        "connect_timeout",
-        "train",  "node",    "heartbeat_interval", "heartbeat_timeout",
-        "inject", "security", "inspect"};
+    static const std::string_view known[] = {"name",
+                                             "time",
+                                             "shape_links",
+                                             "cluster",
+                                             "plan",
+                                             "model",
+                                             "coordinator",
+                                             "connect_timeout",
+                                             "train",
+                                             "node",
+                                             "heartbeat_interval",
+                                             "heartbeat_timeout",
+                                             "inject",
+                                             "security",
+                                             "inspect",
+                                             "profile"};
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
   }
@@ -196,6 +208,14 @@ job_config load_job_config(const fs::path& path) {
   const auto plan = text_of(root, "plan", path);
   if (!plan.empty() && plan != "auto")
     job.plan_path = fs::path(plan).is_absolute() ? fs::path(plan) : dir / plan;
+
+  if (const auto profile = text_of(root, "profile", path); profile == "auto")
+    job.profile_auto = true;
+  else if (!profile.empty()) {
+    job.profile_path = fs::path(profile).is_absolute() ? fs::path(profile) : dir / profile;
+    // Its links are the cluster's on every node of the job alike.
+    apply_measured_links(job.cluster, load_measured_profile(*job.profile_path));
+  }
 
   bool has_model_table = false;
   // The [train] table is read where it stands, so that its keys keep their lines.

@@ -4,7 +4,11 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/io/units_toml.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
 
 namespace deepcee::runtime {
 
@@ -70,13 +74,125 @@ measured_entry read_entry(const fs::path& file, const toml::table& t) {
   return e;
 }
 
+std::string_view layer_name(layer_kind k) {
+  return to_string(k);
+}
+
+measured_device read_device(const fs::path& file, const toml::table& t) {
+  check_keys(file, t, {"kind", "identity", "micro_batches"}, "[[device]]");
+  measured_device d;
+  d.line = line_of(t);
+  for (const char* key : {"kind", "identity", "micro_batches"})
+    if (!t.get(key))
+      fail_at(file, t, std::string("[[device]] needs '") + key + "'");
+  const toml::node& kind = *t.get("kind");
+  auto spec = find_device_kind(get_string(file, kind, "kind"));
+  if (!spec)
+    fail_at(file, kind, "unknown device kind '" + get_string(file, kind, "kind") + "'");
+  d.kind = spec->kind;
+  d.identity = get_string(file, *t.get("identity"), "identity");
+  const toml::node& mbs = *t.get("micro_batches");
+  if (!mbs.is_array() || mbs.as_array()->empty())
+    fail_at(file, mbs, "micro_batches must be a list of sizes");
+  for (const auto& v : *mbs.as_array()) {
+    int64_t b = get_integer(file, v, "micro_batches");
+    if (b < 1 || b > 1 << 20)
+      fail_at(file, v, "micro_batches must be positive");
+    d.micro_batches.push_back(int(b));
+  }
+  return d;
+}
+
+measured_link read_link(const fs::path& file, const toml::table& t) {
+  check_keys(file, t, {"from", "to", "latency", "bandwidth"}, "[[link]]");
+  measured_link l;
+  l.line = line_of(t);
+  for (const char* key : {"from", "to", "latency", "bandwidth"})
+    if (!t.get(key))
+      fail_at(file, t, std::string("[[link]] needs '") + key + "'");
+  l.from = get_string(file, *t.get("from"), "from");
+  l.to = get_string(file, *t.get("to"), "to");
+  l.latency_s =
+      get_quantity(file, *t.get("latency"), "latency", parse_duration, 1.0, "1e-4 or \"0.1ms\"");
+  l.bandwidth_Bps = get_quantity(file, *t.get("bandwidth"), "bandwidth", parse_bandwidth, 1.0,
+                                 "1.2e9 (bytes/s) or \"10Gbps\"");
+  if (!(l.latency_s >= 0) || !(l.bandwidth_Bps > 0) || !std::isfinite(l.bandwidth_Bps))
+    fail_at(file, t, "a link needs latency >= 0 and bandwidth > 0");
+  return l;
+}
+
+/// A versioned file's header: the counts it declares, so that truncation is caught.
+struct declared_counts {
+  int64_t entries = 0, links = 0;
+};
+
+/// The keys a versioned file must have, and its format version.
+declared_counts read_version_header(const fs::path& source, const toml::table& root,
+                                    measured_profile& p) {
+  const toml::node* v = root.get("format_version");
+  p.format_version = int(get_integer(source, *v, "format_version"));
+  if (p.format_version != profile_format_version)
+    fail_at(source, *v,
+            "format_version " + std::to_string(p.format_version) +
+                " is not the one this build "
+                "reads (" +
+                std::to_string(profile_format_version) + "): measure again with deepcee profile");
+  for (const char* key : {"model", "precision", "fingerprint", "entries", "links", "device"})
+    if (!root.get(key))
+      fail_input(source, 0, std::string("missing '") + key + "' (a versioned profile names it)");
+  p.fingerprint = get_string(source, *root.get("fingerprint"), "fingerprint");
+  declared_counts n;
+  n.entries = get_integer(source, *root.get("entries"), "entries");
+  n.links = get_integer(source, *root.get("links"), "links");
+  return n;
+}
+
+/// Every [[entry]] and [[link]] the header declares, and every layer kind at every
+/// micro-batch size of each [[device]].
+void check_complete(const fs::path& source, const measured_profile& p, const declared_counts& n) {
+  if (int64_t(p.entries.size()) != n.entries)
+    fail_input(source, 0,
+               "truncated or edited: " + std::to_string(p.entries.size()) + " [[entry]] of the " +
+                   std::to_string(n.entries) + " it declares");
+  if (int64_t(p.links.size()) != n.links)
+    fail_input(source, 0,
+               "truncated or edited: " + std::to_string(p.links.size()) + " [[link]] of the " +
+                   std::to_string(n.links) + " it declares");
+  for (const auto& e : p.entries)
+    if (std::none_of(p.devices.begin(), p.devices.end(),
+                     [&](const measured_device& d) { return d.kind == e.device_kind; }))
+      fail_input(source, e.line,
+                 "an entry for device " + e.device_kind + ", which no [[device]] names");
+  for (const auto& d : p.devices)
+    for (layer_kind k : {layer_kind::embedding, layer_kind::block, layer_kind::head})
+      for (int b : d.micro_batches)
+        if (std::none_of(p.entries.begin(), p.entries.end(), [&](const measured_entry& e) {
+              return e.device_kind == d.kind && e.layer == k && e.micro_batch == b;
+            }))
+          fail_input(source, d.line,
+                     "missing the entry for device " + d.kind + ", layer " +
+                         std::string(layer_name(k)) + ", micro_batch " + std::to_string(b));
+}
+
 } // namespace
 
 measured_profile parse_measured_profile(std::string_view toml_text, const fs::path& source) {
   toml::table root = parse_text(toml_text, source);
-  check_keys(source, root, {"model", "precision", "entry"}, "the profile file");
+  check_keys(source, root,
+             {"format_version", "model", "precision", "fingerprint", "entries", "links", "device",
+              "entry", "link"},
+             "the profile file");
   measured_profile p;
   p.source = source;
+  declared_counts declared;
+  if (root.get("format_version"))
+    declared = read_version_header(source, root, p);
+  else
+    for (const char* key : {"fingerprint", "entries", "links", "device", "link"})
+      if (const auto* n = root.get(key))
+        fail_at(source, *n,
+                std::string("'") + key + "' belongs to a versioned profile: add format_version = " +
+                    std::to_string(profile_format_version));
   if (auto n = root.get("model")) {
     p.model = get_string(source, *n, "model");
     p.model_line = line_of(*n);
@@ -91,10 +207,25 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
       fail_at(source, *n, "unknown precision '" + s + "' (expected fp32 or bf16)");
     p.precision_line = line_of(*n);
   }
-  if (auto n = root.get("entry")) {
+  auto tables = [&](const char* key) -> const toml::array* {
+    const toml::node* n = root.get(key);
+    if (!n)
+      return nullptr;
     if (!n->is_array_of_tables())
-      fail_at(source, *n, "'entry' must be an array of tables ([[entry]])");
-    for (const auto& item : *n->as_array()) {
+      fail_at(source, *n,
+              std::string("'") + key + "' must be an array of tables ([[" + key + "]])");
+    return n->as_array();
+  };
+  if (const auto* devices = tables("device"))
+    for (const auto& item : *devices) {
+      measured_device d = read_device(source, *item.as_table());
+      for (const auto& prior : p.devices)
+        if (prior.kind == d.kind)
+          fail_input(source, d.line, "a second [[device]] of kind " + d.kind);
+      p.devices.push_back(std::move(d));
+    }
+  if (const auto* entries = tables("entry"))
+    for (const auto& item : *entries) {
       measured_entry e = read_entry(source, *item.as_table());
       for (const auto& prior : p.entries)
         if (prior.device_kind == e.device_kind && prior.layer == e.layer &&
@@ -106,8 +237,82 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
                          std::to_string(prior.line) + ")");
       p.entries.push_back(std::move(e));
     }
-  }
+  if (const auto* links = tables("link"))
+    for (const auto& item : *links) {
+      measured_link l = read_link(source, *item.as_table());
+      for (const auto& prior : p.links)
+        if (prior.from == l.from && prior.to == l.to)
+          fail_input(source, l.line, "a second [[link]] from " + l.from + " to " + l.to);
+      p.links.push_back(std::move(l));
+    }
+  if (p.format_version)
+    check_complete(source, p, declared);
   return p;
+}
+
+namespace {
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v); // the reader takes integers and floats alike
+  return buf;
+}
+
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20)
+      out += c;
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+std::string format_measured_profile(const measured_profile& p) {
+  std::string s;
+  s +=
+      "# Written by deepcee profile: see the README, `deepcee profile`. Seconds, bytes, bytes/s.\n";
+  s += "format_version = " + std::to_string(profile_format_version) + "\n";
+  s += "model = " + toml_string(p.model) + "\n";
+  s += "precision = " + toml_string(to_string(p.prec.value_or(precision::fp32))) + "\n";
+  s += "fingerprint = " + toml_string(p.fingerprint) + "\n";
+  s += "entries = " + std::to_string(p.entries.size()) + "\n";
+  s += "links = " + std::to_string(p.links.size()) + "\n";
+  for (const auto& d : p.devices) {
+    s += "\n[[device]]\nkind = " + toml_string(d.kind) + "\nidentity = " + toml_string(d.identity) +
+         "\nmicro_batches = [";
+    for (size_t i = 0; i < d.micro_batches.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(d.micro_batches[i]);
+    s += "]\n";
+  }
+  for (const auto& e : p.entries) {
+    s += "\n[[entry]]\ndevice = " + toml_string(e.device_kind) +
+         "\nlayer = " + toml_string(to_string(e.layer)) +
+         "\nmicro_batch = " + std::to_string(e.micro_batch) + "\nf = " + number(e.f_s) +
+         "\nb = " + number(e.b_s) + "\nw = " + number(e.w_s) + "\n";
+    if (e.act_until_b)
+      s += "act_until_b = " + std::to_string(*e.act_until_b) + "\n";
+    if (e.act_until_w)
+      s += "act_until_w = " + std::to_string(*e.act_until_w) + "\n";
+  }
+  for (const auto& l : p.links)
+    s += "\n[[link]]\nfrom = " + toml_string(l.from) + "\nto = " + toml_string(l.to) +
+         "\nlatency = " + number(l.latency_s) + "\nbandwidth = " + number(l.bandwidth_Bps) + "\n";
+  return s;
+}
+
+void save_measured_profile(const measured_profile& profile, const fs::path& path) {
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << format_measured_profile(profile);
+    if (!out.flush())
+      throw std::runtime_error("cannot write " + partial.string());
+  }
+  fs::rename(partial, path); // a reader never sees half a file
 }
 
 measured_profile load_measured_profile(const fs::path& path) {

@@ -29,6 +29,10 @@ struct job_config {
   std::filesystem::path cluster_path;
   runtime::cluster cluster;
   std::optional<std::filesystem::path> plan_path; ///< empty: plan = "auto"
+  /// A measured profile (deepcee profile) for the planner and the simulator; with
+  /// profile = "auto" this node's devices are measured at start (cached, tools/profile_run.hpp).
+  std::optional<std::filesystem::path> profile_path;
+  bool profile_auto = false;
   std::string model_name = "custom";
   train_config train;
   int coordinator_node = 0;     ///< index into cluster.nodes

@@ -60,3 +60,28 @@ BOOST_AUTO_TEST_CASE(the_example_profile_replaces_the_estimates_it_measures) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(measured_example_suite)
+
+// configs/profiles/cpu-small-measured.toml, written by deepcee profile on three loopback
+// nodes of cpu-loopback.toml: complete, and its links are that cluster's directed pairs.
+BOOST_AUTO_TEST_CASE(the_measured_cpu_profile_is_complete_and_fits_its_cluster) {
+  const auto p =
+      load_measured_profile(deepcee::test::configs_dir() / "profiles/cpu-small-measured.toml");
+  BOOST_TEST(p.format_version == profile_format_version);
+  BOOST_TEST(p.model == "small");
+  BOOST_TEST_REQUIRE(p.devices.size() == 1u);
+  BOOST_TEST(p.devices[0].kind == "CPU");
+  BOOST_TEST(p.entries.size() == 3 * p.devices[0].micro_batches.size());
+  BOOST_TEST(p.links.size() == 6u);
+  cluster c = load_cluster(deepcee::test::cluster_file("cpu-loopback"));
+  require_profile_covers(p, c.devices);
+  const double wan_latency = c.link_between(0, 1).latency_s;
+  apply_measured_links(c, p);
+  BOOST_TEST(c.link_between(0, 1).latency_s == p.links[0].latency_s);
+  BOOST_TEST(c.link_between(0, 1).latency_s != wan_latency);
+  const profile_table table(make_model_spec(*model_preset("small"), "small"), {}, p);
+  BOOST_TEST(table.cost("CPU", 1, 2).measured);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

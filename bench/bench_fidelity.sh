@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Fidelity of the simulator against real runs (issue 14): CPU devices as several node
+# processes on loopback, wall time, links shaped on the sender side as
+# configs/clusters/cpu-loopback.toml says. This node is profiled first (deepcee profile);
+# each plan then runs as a multi-process job (tools/run_local_cluster.sh) and is simulated
+# from that profile; the table gives the simulator's step time beside the median measured
+# wall step (the first step, which warms the caches and the connections, left out).
+#   bench/bench_fidelity.sh [DEEPCEE] [STEPS] [THREADS]
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+deepcee=${1:-$here/build/tools/deepcee}
+steps=${2:-12}
+threads=${3:-1}
+cluster=$here/configs/clusters/cpu-loopback.toml
+work=$(mktemp -d)
+[[ -n ${KEEP:-} ]] && echo "work directory: $work" || trap 'rm -rf "$work"' EXIT
+
+"$deepcee" profile --model small --micro-batches 1,2,4,8 --threads "$threads" --no-gpu \
+  --out "$work/profile.toml" >/dev/null 2>"$work/profile.log" ||
+  { cat "$work/profile.log"; exit 1; }
+
+# A plan: NAME SCHEDULE MICRO_BATCH MICRO_BATCHES and its stages as
+# "devices:samples:first:last:compression" (devices and samples joined by '+').
+write_plan() {
+  local name=$1 schedule=$2 mb=$3 count=$4
+  shift 4
+  python3 - "$work/$name.json" "$schedule" "$mb" "$count" "$@" <<'PY'
+import json, sys
+out, schedule, mb, count, *stages = sys.argv[1:]
+mb, count = int(mb), int(count)
+def stage(s):
+    devices, samples, first, last, comp = s.split(":")
+    return {"devices": [int(d) for d in devices.split("+")],
+            "samples": [int(x) for x in samples.split("+")],
+            "first_layer": int(first), "last_layer": int(last), "send_compression": comp}
+plan = {"format": "deepcee-plan", "version": 1, "strategy": out.split("/")[-1][:-5],
+        "model_name": "small",
+        "model": {"n_layer": 4, "d_model": 128, "n_head": 4, "context": 128, "vocab": 256},
+        "micro_batch_size": mb, "global_batch": mb * count,
+        "pipelines": [{"micro_batches": count, "schedule": schedule,
+                       "stages": [stage(s) for s in stages]}], "excluded": []}
+json.dump(plan, open(out, "w"), indent=1)
+PY
+}
+
+write_job() {  # NAME
+  cat >"$work/$1.toml" <<TOML
+name = "fidelity-$1"
+time = "wall"
+shape_links = true
+cluster = "$cluster"
+plan = "$work/$1.json"
+model = "small"
+coordinator = "n0"
+connect_timeout = 20
+[[node]]
+name = "n0"
+host = "127.0.0.1"
+port = 29410
+[[node]]
+name = "n1"
+host = "127.0.0.1"
+port = 29411
+[[node]]
+name = "n2"
+host = "127.0.0.1"
+port = 29412
+[train]
+seed = 1
+steps = $steps
+threads = $threads
+out = "$work/runs-$1"
+eval_every = 0
+TOML
+}
+
+# Two node processes (the build machine has two cores; a third would share one): two
+# stages under 1F1B (4 micro-batches of 2), GPipe (8 of 1) and ZB-H1 with int8 transfers
+# (4 of 2), and the two devices as one data-parallel stage (the all-reduce on the link).
+write_plan pipe2-1f1b 1f1b 2 4 "0:2:0:3:none" "1:2:3:6:none"
+write_plan pipe2-gpipe gpipe 1 8 "0:1:0:3:none" "1:1:3:6:none"
+write_plan pipe2-zbh1-int8 zb-h1 2 4 "0:2:0:3:int8" "1:2:3:6:none"
+write_plan dp2 1f1b 4 2 "0+1:2+2:0:6:none"
+plans=${PLANS:-pipe2-1f1b pipe2-gpipe pipe2-zbh1-int8 dp2}
+
+printf '%-18s %14s %14s %9s\n' plan "simulated" "measured" "error"
+for plan in $plans; do
+  write_job "$plan"
+  "$here/tools/run_local_cluster.sh" "$deepcee" "$work/$plan.toml" "$work/logs-$plan" \
+    >"$work/$plan.log" 2>&1 || { cat "$work/$plan.log" "$work/logs-$plan"/*.log; exit 1; }
+  metrics=$(ls "$work/runs-$plan"/*/metrics.csv | head -n 1)
+  measured=$(awk -F, 'NR == 1 {for (i = 1; i <= NF; ++i) if ($i == "step_s") c = i; next}
+                      NR > 2 {print $c}' "$metrics" | sort -g |
+             awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
+  simulated=$("$deepcee" simulate --cluster "$cluster" --plan "$work/$plan.json" \
+                --profile "$work/profile.toml" | sed -n 's/^simulated: .* step \([0-9.]*\) \([mu]*s\),.*/\1 \2/p')
+  sim_s=$(awk -v v="${simulated% *}" -v u="${simulated#* }" \
+            'BEGIN {print v * (u == "ms" ? 1e-3 : u == "us" ? 1e-6 : 1)}')
+  awk -v p="$plan" -v s="$sim_s" -v m="$measured" \
+    'BEGIN {printf "%-18s %11.1f ms %11.1f ms %+8.1f%%\n", p, s * 1e3, m * 1e3, (s / m - 1) * 100}'
+done

@@ -1,0 +1,158 @@
+#include "tools/profile_links.hpp"
+
+#include "actors/net/link_probe.hpp"
+#include "runtime/base/units.hpp"
+#include "runtime/cluster/link_fit.hpp"
+#include "tools/job_steps.hpp"
+#include "tools/node_process.hpp"
+
+#include <caf/after.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+namespace deepcee::tools {
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+constexpr int64_t transfer_sizes[] = {64, 4 << 10, 64 << 10, 512 << 10, 1 << 20, 4 << 20};
+constexpr int round_trips = 7; ///< per size, after one untimed
+
+actors::link_probe_actor reach(caf::actor_system& sys, const runtime::job_config& job,
+                               const runtime::node& me, const runtime::node& peer) {
+  const auto deadline = clock_type::now() + millis(job.connect_timeout_s);
+  while (true) {
+    if (auto r = sys.middleman().remote_actor<actors::link_probe_actor>(
+            host_of(peer), static_cast<uint16_t>(peer.port)))
+      return *r;
+    if (clock_type::now() > deadline)
+      fail(me.name, "could not reach node " + peer.name + " at " + host_of(peer) + ":" +
+                        std::to_string(peer.port) + " within " +
+                        runtime::format_duration(job.connect_timeout_s));
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+/// The median round trip of `bytes` sent to `peer` (its reply: the size).
+double round_trip(caf::scoped_actor& self, const actors::link_probe_actor& peer, int64_t bytes,
+                  const std::string& me, const std::string& peer_name) {
+  const std::string payload(static_cast<size_t>(bytes), 'x');
+  std::vector<double> times;
+  for (int i = 0; i <= round_trips; ++i) {
+    const auto start = clock_type::now();
+    std::string error;
+    self->request(peer, 30s, payload)
+        .receive([](int64_t) {}, [&](caf::error& e) { error = self->system().render(e); });
+    if (!error.empty())
+      fail(me, "lost node " + peer_name + " while timing its link: " + error);
+    if (i > 0)
+      times.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+runtime::measured_link measure_to(caf::scoped_actor& self, const actors::link_probe_actor& peer,
+                                  const runtime::node& me, const runtime::node& to) {
+  std::vector<runtime::transfer_sample> samples;
+  for (int64_t bytes : transfer_sizes)
+    samples.push_back({double(bytes), round_trip(self, peer, bytes, me.name, to.name)});
+  const auto fit = runtime::fit_round_trips(samples);
+  return {me.name, to.name, fit.latency_s, fit.bandwidth_Bps, 0};
+}
+
+std::string rows_text(const std::vector<runtime::measured_link>& links) {
+  std::ostringstream out;
+  out.precision(9);
+  for (const auto& l : links)
+    out << l.from << ' ' << l.to << ' ' << l.latency_s << ' ' << l.bandwidth_Bps << '\n';
+  return out.str();
+}
+
+void read_rows(const std::string& text, std::vector<runtime::measured_link>& into) {
+  std::istringstream in(text);
+  runtime::measured_link l;
+  while (in >> l.from >> l.to >> l.latency_s >> l.bandwidth_Bps)
+    into.push_back(l);
+}
+
+/// The coordinator's node: waits until every other node has reported its links.
+void gather(const runtime::job_config& job, const runtime::node& me,
+            const actors::link_reports& reports, std::vector<runtime::measured_link>& links) {
+  const size_t others = job.cluster.nodes.size() - 1;
+  // Each node times every peer: allow each of them a minute beyond the connect timeout.
+  const auto deadline =
+      clock_type::now() + millis(job.connect_timeout_s) + std::chrono::minutes(1) * others;
+  while (reports.rows().size() < others) {
+    if (clock_type::now() > deadline) {
+      std::string missing;
+      const auto rows = reports.rows();
+      for (const auto& n : job.cluster.nodes)
+        if (n.name != me.name && std::none_of(rows.begin(), rows.end(),
+                                              [&](const auto& r) { return r.first == n.name; }))
+          missing += (missing.empty() ? "" : ", ") + n.name;
+      fail(me.name, "no link report from node(s) " + missing);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  for (const auto& [node, text] : reports.rows())
+    read_rows(text, links);
+}
+
+} // namespace
+
+std::vector<runtime::measured_link> measure_links(const runtime::job_config& job, int me_index,
+                                                  std::FILE* out) {
+  const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
+  const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
+  const bool coordinator = me_index == job.coordinator_node;
+  actors::system_config cfg;
+  configure_actors(cfg);
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  auto reports = coordinator ? std::make_shared<actors::link_reports>() : nullptr;
+  actors::actor_guard guard{sys}; // ends the probe however this returns, so `sys` can end
+  auto probe = actors::spawn_link_probe(sys, reports);
+  guard.add(probe);
+  listen_on(sys, me, [&] {
+    return sys.middleman().publish(probe, static_cast<uint16_t>(me.port), host_of(me).c_str(),
+                                   true);
+  });
+  caf::scoped_actor self{sys};
+  std::vector<runtime::measured_link> links;
+  for (const auto& peer : job.cluster.nodes) {
+    if (peer.name == me.name)
+      continue;
+    const auto l = measure_to(self, reach(sys, job, me, peer), me, peer);
+    std::fprintf(out, "node %s: link to %s: latency %s, bandwidth %s\n", me.name.c_str(),
+                 peer.name.c_str(), runtime::format_duration(l.latency_s).c_str(),
+                 runtime::format_bandwidth(l.bandwidth_Bps).c_str());
+    links.push_back(l);
+  }
+  if (coordinator) {
+    gather(job, me, *reports, links);
+  } else {
+    const auto to = reach(sys, job, me, boss);
+    std::string error;
+    self->request(to, 30s, me.name, rows_text(links))
+        .receive([](int64_t) {}, [&](caf::error& e) { error = sys.render(e); });
+    if (!error.empty())
+      fail(me.name, "could not report its links to " + boss.name + ": " + error);
+    // Serve the others' measurements until the coordinator's node ends.
+    self->monitor(to);
+    bool ended = false;
+    const auto deadline = clock_type::now() + std::chrono::minutes(1) * job.cluster.nodes.size();
+    while (!ended && clock_type::now() < deadline)
+      self->receive([&](caf::down_msg&) { ended = true; }, caf::after(200ms) >> [] {});
+  }
+  std::fflush(out);
+  return links;
+}
+
+} // namespace deepcee::tools

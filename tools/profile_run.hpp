@@ -1,0 +1,26 @@
+#pragma once
+
+#include "kernels/profile/device_profiler.hpp"
+#include "runtime/cluster/profile.hpp"
+#include "runtime/plan/job_config.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace deepcee::tools {
+
+/// The running executable's digest: a profile measured by another build is measured again.
+std::string build_identity();
+
+/// Measures this node's devices as `request` says, with progress on `out` (redrawn on a
+/// terminal, plain lines otherwise), one line for each device skipped.
+runtime::measured_profile measure_this_node(const kernels::profile_request& request,
+                                            std::FILE* out);
+
+/// The profile a job with profile = "auto" runs with: the cached file
+/// `<train.out>/profiles/<fingerprint>.toml` when there is one for this node's devices, the
+/// model and this build; otherwise measured now (its CPU device with [train] threads, the
+/// micro-batch sizes 1, 2, 4 and 8 up to the batch) and cached there.
+runtime::measured_profile auto_profile(const runtime::job_config& job, std::FILE* out);
+
+} // namespace deepcee::tools
