@@ -10,9 +10,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -81,6 +84,12 @@ void launch(const shared_ptr& sh, Work work) {
     ++sh->live;
   }
   std::thread([sh, work = std::move(work)]() mutable {
+    // OpenSSL writes to the socket without MSG_NOSIGNAL: a peer gone mid-write must give
+    // this thread EPIPE, not end the process.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     try {
       work();
     } catch (const std::exception& e) {
@@ -268,6 +277,17 @@ void refuse(const shared_ptr& sh, const std::string& from, const std::string& wh
   sh->log("refused a connection from " + from + ": " + why);
 }
 
+/// Closes our side of a refused TLS connection but reads (and drops) what the peer still
+/// sends until it closes or `until`: closing at once would answer the peer's next bytes with
+/// a reset, which may discard the alert that tells it why before it reads it.
+void linger_close(int fd, clock::time_point until) {
+  ::shutdown(fd, SHUT_WR);
+  std::array<uint8_t, 4096> sink{};
+  while (read_exact(fd, sink.data(), 1, until))
+    if (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) == 0)
+      break;
+}
+
 /// A gate's connection with TLS: the TLS handshake and the peer's certificate, then the
 /// token inside TLS, all within the handshake's time limit; then CAF over TLS records.
 void serve_incoming_tls(const shared_ptr& sh, int fd, const std::string& from) {
@@ -279,12 +299,14 @@ void serve_incoming_tls(const shared_ptr& sh, int fd, const std::string& from) {
     refusal = serve_token(
         hs, [&](uint8_t* p, size_t n) { return tls.read_exact(p, n, deadline); },
         [&](const bytes& b) { return tls.write_all(b.data(), b.size(), deadline); });
-  --sh->handshaking;
   if (!refusal.empty()) {
     refuse(sh, from, refusal);
+    linger_close(fd, std::min(deadline, clock::now() + std::chrono::milliseconds(1000)));
+    --sh->handshaking;
     sh->release(fd);
     return;
   }
+  --sh->handshaking;
   const int inside = sh->adopt(dial(sh->peer, std::chrono::milliseconds(2000)));
   if (inside >= 0)
     tls.splice(inside);

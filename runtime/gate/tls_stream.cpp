@@ -142,6 +142,11 @@ std::string tls_stream::failure(const std::string& otherwise) const {
 }
 
 void tls_stream::splice(int plain) {
+  splice_until_end(plain);
+  SSL_shutdown(ssl_); // one try at a close_notify; the socket closes either way
+}
+
+void tls_stream::splice_until_end(int plain) {
   set_non_blocking(plain);
   // `out` holds what CAF gave until SSL_write takes all of it (a retried SSL_write must get
   // the same bytes); `in` what SSL_read gave until CAF's socket took it.

@@ -43,6 +43,7 @@ private:
   /// `events`), or ended.
   outcome classify(int r, short& events);
   bool wait(short events, clock::time_point deadline) const;
+  void splice_until_end(int plain);
 
   ssl_st* ssl_ = nullptr;
   int fd_;

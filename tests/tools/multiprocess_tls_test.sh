@@ -127,11 +127,13 @@ losses() { grep '^step [0-9]* loss' "$1"; }
 # 1. The same job with the token alone and with TLS, outsiders at every port during the TLS
 #    run: a client of another CA, one without a certificate, random bytes. The losses are
 #    equal bit for bit; each node names every outsider it refused, and goes on.
-steps=200
+steps=400
 write_job "$work/plain.toml" $steps 10 "" "" "" ""
 write_job "$work/tls.toml" $steps 10 "$ca" n0 n1 n2
+t0=$SECONDS
 for n in n1 n2 n0; do start $n "$work/plain.toml" "$work/plain-$n.log" --step-timeout 20; done
 for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "token only: $n exit $rc: $(tail -3 "$work/plain-$n.log")"; done
+plain_s=$((SECONDS - t0))
 t0=$SECONDS
 for n in n1 n2 n0; do start $n "$work/tls.toml" "$work/tls-$n.log" --step-timeout 20; done
 for _ in $(seq 1 200); do grep -q '^step 2 ' "$work/tls-n0.log" 2>/dev/null && break; sleep 0.05; done
@@ -151,7 +153,7 @@ for n in n0 n1 n2; do
   grep -q "^node $n: refused a connection from 127.0.0.1:[0-9]*: its certificate does not chain to the job's CA" "$work/tls-$n.log" ||
     fail "TLS: $n should say the outsider's certificate is of another CA: $(grep refused "$work/tls-$n.log")"
 done
-echo "TLS: $steps steps with the token-only run's losses in $((SECONDS - t0)) s; 9 outsiders refused, one line each"
+echo "TLS: $steps steps with the token-only run's losses in $((SECONDS - t0)) s (token only: $plain_s s); 9 outsiders refused, one line each"
 grep -h "refused" "$work"/tls-n0.log | sed 's/^/  /'
 
 # 2. A node with a certificate of another CA (trusting that CA): it cannot verify n0 and
@@ -164,7 +166,7 @@ t0=$SECONDS
 start n1 "$work/other-ca.toml" "$work/otherca-n1.log"
 finish n1; [[ $rc == 1 ]] || fail "another CA: n1 exit $rc"
 (( SECONDS - t0 <= 5 )) || fail "another CA: took $((SECONDS - t0)) s"
-expect_line "$work/otherca-n1.log" "node n1: cannot authenticate node n0 at 127.0.0.1:$p0: its certificate does not chain to the job's CA \(unable to get local issuer certificate\)"
+expect_line "$work/otherca-n1.log" "node n1: cannot authenticate node n0 at 127.0.0.1:$p0: its certificate does not chain to the job's CA \(.*\)$"
 echo "another CA: n1 ended within $((SECONDS - t0)) s: $(grep '^deepcee node' "$work/otherca-n1.log")"
 finish n0
 grep -q "^node n0: refused a connection from 127.0.0.1:[0-9]*: the TLS handshake failed" "$work/otherca-n0.log" ||
