@@ -1,5 +1,7 @@
 #include "tools/node_network.hpp"
 
+#include "runtime/base/errors.hpp"
+#include "runtime/gate/tls_identity.hpp"
 #include "tools/node_process.hpp"
 
 #include <cstdio>
@@ -12,10 +14,29 @@ runtime::gate::endpoint public_endpoint(const runtime::node& n) {
   return {host_of(n), static_cast<uint16_t>(n.port)};
 }
 
+/// Node `me`'s TLS identity when the job names certificates; input_error naming the file
+/// that is missing, unreadable, expired, from another CA or for another node.
+std::shared_ptr<const runtime::gate::tls_context> tls_of(const runtime::job_config& job, int me,
+                                                         bool insecure) {
+  if (!job.tls)
+    return nullptr;
+  const auto& name = job.cluster.nodes[size_t(me)].name;
+  if (insecure)
+    runtime::fail_input(job.source, 0,
+                        "node " + name +
+                            ": --insecure turns the gate off, but [security] names TLS "
+                            "certificates; use the job's token");
+  const auto files = job.tls->of(name);
+  return std::make_shared<const runtime::gate::tls_context>(
+      runtime::gate::tls_files{files.certificate, files.key, job.tls->ca}, name);
+}
+
 /// The gate's settings: refusals logged as one line each, naming the node; never the token.
-runtime::gate::gate_settings settings(const std::string& token, const std::string& node) {
+runtime::gate::gate_settings settings(const std::string& token, const std::string& node,
+                                      std::shared_ptr<const runtime::gate::tls_context> tls) {
   runtime::gate::gate_settings s;
   s.token = token;
+  s.tls = std::move(tls);
   s.log = [node](const std::string& line) {
     std::fprintf(stderr, "node %s: %s\n", node.c_str(), line.c_str());
   };
@@ -25,14 +46,14 @@ runtime::gate::gate_settings settings(const std::string& token, const std::strin
 } // namespace
 
 node_network::node_network(const runtime::job_config& job, int me, std::optional<std::string> token)
-    : job_(job), me_(me), token_(std::move(token)) {
+    : job_(job), me_(me), token_(std::move(token)), tls_(tls_of(job, me, !token_)) {
   if (!token_)
     return;
   const auto& nodes = job.cluster.nodes;
   for (int n = 0; n < static_cast<int>(nodes.size()); ++n)
     if (n != me) {
       // A tunnel's refusal is the caller's one line (refusal()), so it logs nothing itself.
-      auto s = settings(*token_, nodes[size_t(me)].name);
+      auto s = settings(*token_, nodes[size_t(me)].name, tls_);
       s.log = nullptr;
       tunnels_[n] = std::make_unique<runtime::gate::tunnel>(std::move(s), nodes[size_t(n)].name,
                                                             public_endpoint(nodes[size_t(n)]));
@@ -49,8 +70,11 @@ void node_network::open_gate(uint16_t caf_port) {
   if (!secure())
     return;
   const auto& me = job_.cluster.nodes[size_t(me_)];
-  gate_ = std::make_unique<runtime::gate::gate>(settings(*token_, me.name), public_endpoint(me),
-                                                caf_port);
+  auto s = settings(*token_, me.name, tls_);
+  for (const auto& n : job_.cluster.nodes)
+    if (n.name != me.name)
+      s.peers.push_back(n.name);
+  gate_ = std::make_unique<runtime::gate::gate>(std::move(s), public_endpoint(me), caf_port);
 }
 
 runtime::gate::endpoint node_network::reach(int n) const {

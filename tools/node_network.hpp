@@ -11,18 +11,22 @@
 /// How a node of `deepcee node` is reached and reaches its peers. With the job's token
 /// (the default), a gate of ours owns the node's public port and CAF's middleman listens
 /// only on 127.0.0.1; CAF reaches each peer through a tunnel to that peer's gate
-/// (runtime/gate/gate.hpp). With --insecure, CAF listens on the public port itself, as
+/// (runtime/gate/gate.hpp). Where the job file names certificates ([security] ca, ...),
+/// gates and tunnels speak TLS 1.3 and check each peer's certificate against the job's CA
+/// and its node's name. With --insecure, CAF listens on the public port itself, as
 /// before, and anyone who reaches it can talk to the job.
 namespace deepcee::tools {
 
 class node_network {
 public:
-  /// `token` empty: insecure. Opens a tunnel to every other node of the job.
+  /// `token` empty: insecure. Opens a tunnel to every other node of the job. Throws
+  /// input_error naming the file when the node's TLS identity cannot be used.
   node_network(const runtime::job_config& job, int me, std::optional<std::string> token);
 
   bool secure() const { return token_.has_value(); }
   /// The job's token (none with --insecure); never printed or logged.
   const std::optional<std::string>& token() const { return token_; }
+  bool tls() const { return tls_ != nullptr; }
   /// Where CAF listens: the node's own address, or 127.0.0.1 at any free port.
   runtime::gate::endpoint caf_listen() const;
   /// With a token: opens the gate on the node's public port in front of `caf_port`, or
@@ -37,6 +41,7 @@ private:
   const runtime::job_config& job_;
   int me_;
   std::optional<std::string> token_;
+  std::shared_ptr<const runtime::gate::tls_context> tls_;
   std::map<int, std::unique_ptr<runtime::gate::tunnel>> tunnels_;
   std::unique_ptr<runtime::gate::gate> gate_;
 };

@@ -2,6 +2,7 @@
 
 #include "runtime/gate/handshake.hpp"
 #include "runtime/gate/sealed_records.hpp"
+#include "runtime/gate/tls_stream.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -9,9 +10,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -80,6 +84,12 @@ void launch(const shared_ptr& sh, Work work) {
     ++sh->live;
   }
   std::thread([sh, work = std::move(work)]() mutable {
+    // OpenSSL writes to the socket without MSG_NOSIGNAL: a peer gone mid-write must give
+    // this thread EPIPE, not end the process.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     try {
       work();
     } catch (const std::exception& e) {
@@ -232,32 +242,90 @@ void splice(int plain, int sealed, const key& send_key, const key& receive_key) 
   outgoing.join();
 }
 
-/// One connection accepted by a gate: the handshake within its time limit, then CAF.
-void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
-  server_handshake hs(sh->settings.token, random_nonce());
-  const auto deadline = clock::now() + sh->settings.handshake_timeout;
+/// The server's side of the token handshake over `read`/`write`: why the peer is refused, or ""
+/// with `hs` done.
+template <class Read, class Write>
+std::string serve_token(server_handshake& hs, Read read, Write write) {
   std::array<uint8_t, hello_bytes> buf{};
-  std::string refusal;
   while (hs.wanted() > 0) {
     const size_t n = hs.wanted();
-    if (!read_exact(fd, buf.data(), n, deadline)) {
-      refusal = "it closed the connection or stalled before it authenticated";
-      break;
-    }
+    if (!read(buf.data(), n))
+      return "it closed the connection or stalled before it authenticated";
     auto step = hs.feed({buf.data(), n});
-    if (step.failed()) {
-      refusal = step.refusal;
+    if (step.failed())
+      return step.refusal;
+    if (!step.send.empty() && !write(step.send))
+      return "it closed the connection during the handshake";
+  }
+  return {};
+}
+
+/// The client's side of the token handshake.
+template <class Read, class Write>
+std::string dial_token(client_handshake& hs, Read read, Write write) {
+  std::array<uint8_t, challenge_bytes> challenge{};
+  if (!write(hs.hello()) || !read(challenge.data(), challenge.size()))
+    return "it closed the connection or stalled in the handshake";
+  auto answer = hs.answer(challenge);
+  if (!answer.failed() && !write(answer.send))
+    return "it closed the connection during the handshake";
+  return answer.refusal;
+}
+
+void refuse(const shared_ptr& sh, const std::string& from, const std::string& why) {
+  ++sh->refused;
+  sh->log("refused a connection from " + from + ": " + why);
+}
+
+/// Closes our side of a refused TLS connection but reads (and drops) what the peer still
+/// sends until it closes or `until`: closing at once would answer the peer's next bytes with
+/// a reset, which may discard the alert that tells it why before it reads it.
+void linger_close(int fd, clock::time_point until) {
+  ::shutdown(fd, SHUT_WR);
+  std::array<uint8_t, 4096> sink{};
+  while (read_exact(fd, sink.data(), 1, until))
+    if (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) == 0)
       break;
-    }
-    if (!step.send.empty() && !write_all(fd, step.send)) {
-      refusal = "it closed the connection during the handshake";
-      break;
-    }
+}
+
+/// A gate's connection with TLS: the TLS handshake and the peer's certificate, then the
+/// token inside TLS, all within the handshake's time limit; then CAF over TLS records.
+void serve_incoming_tls(const shared_ptr& sh, int fd, const std::string& from) {
+  const auto deadline = clock::now() + sh->settings.handshake_timeout;
+  tls_stream tls(*sh->settings.tls, fd, true);
+  auto refusal = tls.handshake(deadline, {}, sh->settings.peers);
+  server_handshake hs(sh->settings.token, random_nonce());
+  if (refusal.empty())
+    refusal = serve_token(
+        hs, [&](uint8_t* p, size_t n) { return tls.read_exact(p, n, deadline); },
+        [&](const bytes& b) { return tls.write_all(b.data(), b.size(), deadline); });
+  if (!refusal.empty()) {
+    refuse(sh, from, refusal);
+    linger_close(fd, std::min(deadline, clock::now() + std::chrono::milliseconds(1000)));
+    --sh->handshaking;
+    sh->release(fd);
+    return;
   }
   --sh->handshaking;
-  if (!hs.done()) {
-    ++sh->refused;
-    sh->log("refused a connection from " + from + ": " + refusal);
+  const int inside = sh->adopt(dial(sh->peer, std::chrono::milliseconds(2000)));
+  if (inside >= 0)
+    tls.splice(inside);
+  sh->release(inside);
+  sh->release(fd);
+}
+
+/// One connection accepted by a gate: the handshake within its time limit, then CAF.
+void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
+  if (sh->settings.tls)
+    return serve_incoming_tls(sh, fd, from);
+  server_handshake hs(sh->settings.token, random_nonce());
+  const auto deadline = clock::now() + sh->settings.handshake_timeout;
+  const auto refusal = serve_token(
+      hs, [&](uint8_t* p, size_t n) { return read_exact(fd, p, n, deadline); },
+      [&](const bytes& b) { return write_all(fd, b); });
+  --sh->handshaking;
+  if (!refusal.empty()) {
+    refuse(sh, from, refusal);
     sh->release(fd);
     return;
   }
@@ -270,6 +338,28 @@ void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
   sh->release(fd);
 }
 
+/// A tunnel's connection with TLS: the peer's certificate must name the node dialled. When the
+/// peer refuses ours, TLS 1.3 tells it only after our side of the handshake is done: its alert
+/// ends the token handshake, and names the reason.
+std::string dial_tls(const shared_ptr& sh, int local, int remote) {
+  const auto deadline = clock::now() + sh->settings.handshake_timeout;
+  tls_stream tls(*sh->settings.tls, remote, false);
+  if (auto refusal = tls.handshake(deadline, sh->peer_name, {}); !refusal.empty())
+    return refusal;
+  client_handshake hs(sh->settings.token, random_nonce());
+  if (auto refusal = dial_token(
+          hs, [&](uint8_t* p, size_t n) { return tls.read_exact(p, n, deadline); },
+          [&](const bytes& b) { return tls.write_all(b.data(), b.size(), deadline); });
+      !refusal.empty()) {
+    const auto why = tls.failure("");
+    return why.find("alert") == std::string::npos
+               ? refusal
+               : "it refused this node's certificate (" + why + ")";
+  }
+  tls.splice(local);
+  return {};
+}
+
 /// One connection of CAF to a tunnel: dials the peer's gate and authenticates.
 void serve_outgoing(const shared_ptr& sh, int local) {
   const int remote = sh->adopt(dial(sh->peer, std::chrono::milliseconds(2000)));
@@ -277,28 +367,28 @@ void serve_outgoing(const shared_ptr& sh, int local) {
     sh->release(local);
     return;
   }
-  client_handshake hs(sh->settings.token, random_nonce());
-  std::array<uint8_t, challenge_bytes> challenge{};
-  const auto deadline = clock::now() + sh->settings.handshake_timeout;
-  step answer;
-  if (!write_all(remote, hs.hello()) ||
-      !read_exact(remote, challenge.data(), challenge.size(), deadline))
-    answer.refusal = "it closed the connection or stalled in the handshake";
-  else
-    answer = hs.answer(challenge);
-  if (!answer.failed() && !write_all(remote, answer.send))
-    answer.refusal = "it closed the connection during the handshake";
-  if (answer.failed()) {
-    const auto line = "cannot authenticate node " + sh->peer_name + " at " + sh->peer.text() +
-                      ": " + answer.refusal;
+  std::string refusal;
+  if (sh->settings.tls) {
+    refusal = dial_tls(sh, local, remote);
+  } else {
+    client_handshake hs(sh->settings.token, random_nonce());
+    const auto deadline = clock::now() + sh->settings.handshake_timeout;
+    refusal = dial_token(
+        hs, [&](uint8_t* p, size_t n) { return read_exact(remote, p, n, deadline); },
+        [&](const bytes& b) { return write_all(remote, b); });
+    if (refusal.empty()) {
+      const auto keys = hs.keys();
+      splice(local, remote, keys.client_to_server, keys.server_to_client);
+    }
+  }
+  if (!refusal.empty()) {
+    const auto line =
+        "cannot authenticate node " + sh->peer_name + " at " + sh->peer.text() + ": " + refusal;
     {
       std::lock_guard lock(sh->mutex);
       sh->refusal = line;
     }
     sh->log(line);
-  } else {
-    const auto keys = hs.keys();
-    splice(local, remote, keys.client_to_server, keys.server_to_client);
   }
   sh->release(remote);
   sh->release(local);

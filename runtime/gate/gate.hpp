@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 /// The sockets around handshake.hpp and sealed_records.hpp. A node's CAF middleman listens
 /// on 127.0.0.1 only; its public port belongs to a `gate`, which lets a connection through
@@ -14,6 +15,10 @@
 /// port on 127.0.0.1, and the tunnel dials the peer's gate, authenticates and seals. So
 /// CAF's BASP (which allocates whatever payload a header claims, before any check) never
 /// sees a byte from a peer that has not authenticated.
+///
+/// With a TLS identity (tls_identity.hpp) gate and tunnel speak TLS 1.3 with certificates
+/// checked both ways; the token handshake runs inside it, and TLS records replace the sealed
+/// records.
 ///
 /// Every connection has its own thread(s); the accept loops have theirs. Nothing here logs
 /// by itself: what a gate or tunnel refuses goes to `gate_settings::log`, one line each.
@@ -25,6 +30,8 @@ struct endpoint {
   std::string text() const { return host + ":" + std::to_string(port); }
 };
 
+class tls_context;
+
 struct gate_settings {
   std::string token; ///< the job's token (job_token.hpp); never logged
   /// The time a peer has for the whole handshake.
@@ -32,6 +39,10 @@ struct gate_settings {
   /// Connections in the handshake at once; a further one is closed at its accept.
   int max_handshaking = 16;
   std::function<void(const std::string&)> log; ///< one line per refused peer
+  /// Set: TLS 1.3 with this node's certificate, peers verified against the job's CA.
+  std::shared_ptr<const tls_context> tls{};
+  /// A gate's: the nodes a client's certificate may name (the job's others).
+  std::vector<std::string> peers{};
 };
 
 namespace detail {

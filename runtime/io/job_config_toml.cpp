@@ -33,6 +33,27 @@ std::string text_of(const toml::table& t, std::string_view key, const fs::path& 
   return std::string(*n->value<std::string>());
 }
 
+fs::path beside(const fs::path& job_file, const std::string& file) {
+  return fs::path(file).is_absolute() ? fs::path(file) : job_file.parent_path() / file;
+}
+
+/// A [[node]]'s own `certificate` and `key` (both or neither), which need [security] ca.
+void read_node_tls(const toml::table& t, const fs::path& path, const std::string& name,
+                   job_config& job) {
+  const auto cert = text_of(t, "certificate", path);
+  const auto key = text_of(t, "key", path);
+  if (cert.empty() && key.empty())
+    return;
+  const auto* at = t.get(cert.empty() ? "key" : "certificate");
+  if (cert.empty() || key.empty())
+    fail_input(path, line_of(*at),
+               "[[node]] '" + name + "' needs both certificate = \"...\" and key = \"...\"");
+  if (!job.tls)
+    fail_input(path, line_of(*at),
+               "[[node]] '" + name + "' has a certificate but [security] has no ca = \"...\"");
+  job.tls->per_node[name] = {beside(path, cert), beside(path, key)};
+}
+
 /// [[node]] tables give each cluster node's host and port; `coordinator` names the node
 /// that drives the job.
 void read_nodes(const toml::table& root, const fs::path& path, job_config& job) {
@@ -62,7 +83,7 @@ void read_nodes(const toml::table& root, const fs::path& path, job_config& job) 
     for (const auto& e : *n->as_array()) {
       const auto& t = *e.as_table();
       for (const auto& [key, v] : t)
-        if (key != "name" && key != "host" && key != "port")
+        if (key != "name" && key != "host" && key != "port" && key != "certificate" && key != "key")
           fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [[node]]");
       const auto name = text_of(t, "name", path);
       const auto index = job.cluster.find_node(name);
@@ -81,6 +102,7 @@ void read_nodes(const toml::table& root, const fs::path& path, job_config& job) 
           fail_input(path, line_of(*p), "port of node '" + name + "' must be in 1..65535");
         nd.port = static_cast<int>(*v);
       }
+      read_node_tls(t, path, name, job);
     }
   }
   if (auto c = text_of(root, "coordinator", path); !c.empty()) {
@@ -119,28 +141,62 @@ void read_security(const toml::table& root, const fs::path& path, job_config& jo
     return;
   if (!n->is_table())
     fail_input(path, line_of(*n), "'security' must be a table");
-  for (const auto& [key, value] : *n->as_table())
-    if (key.str() != "token_file")
+  const auto& t = *n->as_table();
+  for (const auto& [key, value] : t)
+    if (key.str() != "token_file" && key.str() != "certificate" && key.str() != "key" &&
+        key.str() != "ca")
       fail_input(path, line_of(value),
-                 "unknown key '" + std::string(key.str()) + "' in [security] (token_file)");
-  if (const auto file = text_of(*n->as_table(), "token_file", path); !file.empty())
-    job.token_file = fs::path(file).is_absolute() ? fs::path(file) : path.parent_path() / file;
-  /// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value).
-  void read_inspect(const toml::table& root, const fs::path& path, job_config& job) {
-    const auto* n = root.get("inspect");
-    if (!n)
-      return;
-    if (!n->is_table())
-      fail_input(path, line_of(*n), "'inspect' must be a table ([inspect])");
-    for (const auto& [key, v] : *n->as_table()) {
-      if (key.str() != "addr")
-        fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inspect]");
-      if (!v.is_string())
-        fail_input(path, line_of(v), "[inspect] addr must be a string (\"HOST:PORT\" or \"off\")");
-      job.inspect_addr = *v.value<std::string>();
-      job.inspect_line = line_of(v);
-    }
+                 "unknown key '" + std::string(key.str()) +
+                     "' in [security] (token_file, certificate, key, ca)");
+  if (const auto file = text_of(t, "token_file", path); !file.empty())
+    job.token_file = beside(path, file);
+  const auto ca = text_of(t, "ca", path);
+  const auto cert = text_of(t, "certificate", path);
+  const auto key = text_of(t, "key", path);
+  if (ca.empty() && cert.empty() && key.empty())
+    return;
+  if (ca.empty())
+    fail_input(path, line_of(*t.get(cert.empty() ? "key" : "certificate")),
+               "[security] certificate and key need ca = \"the job's CA certificate\"");
+  if (cert.empty() != key.empty())
+    fail_input(path, line_of(*t.get(cert.empty() ? "key" : "certificate")),
+               "[security] needs both certificate = \"...\" and key = \"...\"");
+  job.tls = tls_config{};
+  job.tls->ca = beside(path, ca);
+  if (!cert.empty()) {
+    job.tls->certificate = beside(path, cert);
+    job.tls->key = beside(path, key);
   }
+}
+
+/// With [security] ca, every node has a certificate and key: [security]'s or its own.
+void check_tls(const toml::table& root, const fs::path& path, const job_config& job) {
+  if (!job.tls || !job.tls->certificate.empty())
+    return;
+  for (const auto& nd : job.cluster.nodes)
+    if (!job.tls->per_node.count(nd.name))
+      fail_input(path, line_of(*root.get("security")),
+                 "[security] ca is set, but node '" + nd.name +
+                     "' has no certificate: give certificate and key in [security] or in its "
+                     "[[node]] table");
+}
+
+/// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value).
+void read_inspect(const toml::table& root, const fs::path& path, job_config& job) {
+  const auto* n = root.get("inspect");
+  if (!n)
+    return;
+  if (!n->is_table())
+    fail_input(path, line_of(*n), "'inspect' must be a table ([inspect])");
+  for (const auto& [key, v] : *n->as_table()) {
+    if (key.str() != "addr")
+      fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inspect]");
+    if (!v.is_string())
+      fail_input(path, line_of(v), "[inspect] addr must be a string (\"HOST:PORT\" or \"off\")");
+    job.inspect_addr = *v.value<std::string>();
+    job.inspect_line = line_of(v);
+  }
+}
 
 } // namespace
 
@@ -241,6 +297,7 @@ job_config load_job_config(const fs::path& path) {
   }
   validate(job.train, path);
   read_nodes(root, path, job);
+  check_tls(root, path, job);
   read_inject(root, path, job);
   read_inspect(root, path, job);
   return job;

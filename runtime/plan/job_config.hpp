@@ -5,6 +5,7 @@
 #include "runtime/cluster/link_timeline.hpp"
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,24 @@ namespace deepcee::runtime {
 /// - virtual: the emulated cluster's op and link times, the math for real;
 /// - dry: virtual time with the math skipped (no weights, no kernels, no payloads).
 enum class time_mode { wall, virtual_time, dry };
+
+/// `[security] certificate, key, ca`: TLS between the nodes (runtime/gate/tls_identity.hpp).
+/// One job file usually serves every node, so a `[[node]]` table may give its own
+/// certificate and key; [security]'s serve every node that gives none.
+struct tls_config {
+  std::filesystem::path ca;
+  std::filesystem::path certificate, key;
+  struct files {
+    std::filesystem::path certificate, key;
+  };
+  std::map<std::string, files> per_node;
+
+  /// Node `name`'s certificate and key.
+  files of(const std::string& name) const {
+    const auto it = per_node.find(name);
+    return it != per_node.end() ? it->second : files{certificate, key};
+  }
+};
 
 std::string_view to_string(time_mode m);
 
@@ -52,6 +71,7 @@ struct job_config {
   /// "off"); empty: 127.0.0.1 on an ephemeral port. inspect_line: its line, for messages.
   std::string inspect_addr;
   int64_t inspect_line = 0;
+  std::optional<tls_config> tls; ///< set: nodes speak TLS 1.3 with these certificates
 };
 
 } // namespace deepcee::runtime

@@ -158,11 +158,11 @@ BOOST_AUTO_TEST_CASE(security_names_the_token_file_relative_to_the_job_file) {
   BOOST_REQUIRE(job.token_file);
   BOOST_CHECK_EQUAL(*job.token_file, d.path / "job.token");
   try {
-    runtime::load_job_config(d.job(head + "[security]\ncertificate = \"node.pem\"\n"));
+    runtime::load_job_config(d.job(head + "[security]\ncertfile = \"node.pem\"\n"));
     BOOST_FAIL("an unknown [security] key was accepted");
   } catch (const runtime::input_error& e) {
     BOOST_CHECK_MESSAGE(
-        std::string(e.what()).find("job.toml:3: unknown key 'certificate' in [security]") !=
+        std::string(e.what()).find("job.toml:3: unknown key 'certfile' in [security]") !=
             std::string::npos,
         e.what());
   }

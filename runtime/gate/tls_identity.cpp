@@ -1,0 +1,185 @@
+#include "runtime/gate/tls_identity.hpp"
+
+#include "runtime/base/errors.hpp"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+
+namespace deepcee::runtime::gate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct bio_free {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct x509_free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct pkey_free {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct store_ctx_free {
+  void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
+};
+using x509_ptr = std::unique_ptr<X509, x509_free>;
+
+/// Never prompts for a pass phrase: a node starts unattended, so an encrypted key is bad input.
+int no_pass_phrase(char*, int, int, void*) {
+  return -1;
+}
+
+std::unique_ptr<BIO, bio_free> open_file(const fs::path& file, const std::string& what) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    fail_input(file, 0, "the " + what + " is missing or not a regular file");
+  std::unique_ptr<BIO, bio_free> bio(BIO_new_file(file.c_str(), "r"));
+  if (!bio)
+    fail_input(file, 0, "cannot read the " + what + " (" + tls_error_text("unreadable") + ")");
+  return bio;
+}
+
+x509_ptr read_certificate(const fs::path& file, const std::string& what) {
+  auto bio = open_file(file, what);
+  x509_ptr cert(PEM_read_bio_X509(bio.get(), nullptr, no_pass_phrase, nullptr));
+  if (!cert)
+    fail_input(file, 0,
+               "the " + what + " is not a PEM certificate (" + tls_error_text("no certificate") +
+                   ")");
+  return cert;
+}
+
+std::string text_of(const ASN1_STRING* s) {
+  unsigned char* utf8 = nullptr;
+  const int n = ASN1_STRING_to_UTF8(&utf8, s);
+  if (n < 0)
+    return {};
+  std::string out(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
+  OPENSSL_free(utf8);
+  return out;
+}
+
+} // namespace
+
+std::vector<std::string> certificate_names(X509* cert) {
+  std::vector<std::string> names;
+  if (auto* sans = static_cast<GENERAL_NAMES*>(
+          X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+      const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
+      if (g->type == GEN_DNS)
+        names.push_back(text_of(g->d.dNSName));
+    }
+    GENERAL_NAMES_free(sans);
+  }
+  const X509_NAME* subject = X509_get_subject_name(cert);
+  for (int i = -1; (i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) >= 0;)
+    if (auto cn = text_of(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i)));
+        std::find(names.begin(), names.end(), cn) == names.end())
+      names.push_back(std::move(cn));
+  return names;
+}
+
+bool names_node(const std::vector<std::string>& names, const std::string& node) {
+  return !node.empty() && std::find(names.begin(), names.end(), node) != names.end();
+}
+
+std::string names_text(const std::vector<std::string>& names) {
+  if (names.empty())
+    return "no name";
+  std::string s;
+  for (const auto& n : names)
+    s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::string tls_error_text(const std::string& otherwise) {
+  const unsigned long e = ERR_peek_error();
+  std::string out = otherwise;
+  if (e != 0) {
+    if (const char* reason = ERR_reason_error_string(e))
+      out = reason;
+  }
+  ERR_clear_error();
+  return out;
+}
+
+tls_context::tls_context(const tls_files& files, const std::string& node) : node_(node) {
+  ERR_clear_error();
+  auto cert = read_certificate(files.certificate, "certificate");
+  auto ca = read_certificate(files.ca, "CA certificate");
+  std::unique_ptr<EVP_PKEY, pkey_free> key;
+  {
+    auto bio = open_file(files.key, "private key");
+    key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_pass_phrase, nullptr));
+    if (!key)
+      fail_input(files.key, 0,
+                 "the private key is not an unencrypted PEM key (" + tls_error_text("no key") +
+                     ")");
+  }
+  ctx_ = SSL_CTX_new(TLS_method());
+  if (!ctx_)
+    throw std::runtime_error("OpenSSL cannot make a TLS context: " + tls_error_text("?"));
+  SSL_CTX_set_min_proto_version(ctx_, TLS1_3_VERSION);
+  SSL_CTX_set_max_proto_version(ctx_, TLS1_3_VERSION);
+  // Both sides show a certificate; no session resumption (each connection is long-lived).
+  SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_num_tickets(ctx_, 0);
+  SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_OFF);
+  // The most a peer's certificate chain may take before it is verified.
+  SSL_CTX_set_max_cert_list(ctx_, 32 * 1024);
+  SSL_CTX_set_default_passwd_cb(ctx_, no_pass_phrase);
+  if (SSL_CTX_load_verify_locations(ctx_, files.ca.c_str(), nullptr) != 1)
+    fail_input(files.ca, 0, "cannot load the CA certificate (" + tls_error_text("?") + ")");
+  if (SSL_CTX_use_certificate(ctx_, cert.get()) != 1)
+    fail_input(files.certificate, 0, "cannot use the certificate (" + tls_error_text("?") + ")");
+  if (SSL_CTX_use_PrivateKey(ctx_, key.get()) != 1 || SSL_CTX_check_private_key(ctx_) != 1)
+    fail_input(files.key, 0,
+               "the private key does not belong to the certificate " + files.certificate.string() +
+                   " (" + tls_error_text("mismatch") + ")");
+  std::unique_ptr<X509_STORE_CTX, store_ctx_free> check(X509_STORE_CTX_new());
+  X509_STORE_CTX_init(check.get(), SSL_CTX_get_cert_store(ctx_), cert.get(), nullptr);
+  if (X509_verify_cert(check.get()) != 1)
+    fail_input(files.certificate, 0,
+               std::string("the certificate does not chain to the CA in ") + files.ca.string() +
+                   " (" + X509_verify_cert_error_string(X509_STORE_CTX_get_error(check.get())) +
+                   ")");
+  if (const auto names = certificate_names(cert.get()); !names_node(names, node))
+    fail_input(files.certificate, 0,
+               "the certificate names " + names_text(names) + ", not node " + node +
+                   " (its CN or a DNS subjectAltName must be the node's name)");
+  ERR_clear_error();
+}
+
+tls_context::~tls_context() {
+  SSL_CTX_free(ctx_);
+}
+
+std::string check_peer(SSL* ssl, const std::string& expected,
+                       const std::vector<std::string>& allowed) {
+  if (const long v = SSL_get_verify_result(ssl); v != X509_V_OK)
+    return std::string("its certificate does not chain to the job's CA (") +
+           X509_verify_cert_error_string(v) + ")";
+  x509_ptr cert(SSL_get1_peer_certificate(ssl));
+  if (!cert)
+    return "it presented no certificate";
+  const auto names = certificate_names(cert.get());
+  if (!expected.empty()) {
+    if (!names_node(names, expected))
+      return "its certificate names " + names_text(names) + ", not node " + expected;
+    return {};
+  }
+  for (const auto& n : allowed)
+    if (names_node(names, n))
+      return {};
+  return "its certificate names " + names_text(names) + ", no other node of the job";
+}
+
+} // namespace deepcee::runtime::gate

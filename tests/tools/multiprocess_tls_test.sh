@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# TLS between the nodes of a job on loopback ([security] ca, certificate, key): the same
+# losses as with the token alone while outsiders with other certificates knock at every
+# port; a node with a certificate of another CA, or a peer posing as another node, is
+# refused with one line naming the peer; files that cannot serve stop a node at start
+# (exit 2, naming the file). Certificates are made here with the openssl command line.
+#   multiprocess_tls_test.sh PATH/TO/deepcee CONFIGS_DIR
+set -u
+deepcee=$1
+configs=$(cd "$2" && pwd)
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+(umask 077 && openssl rand -hex 32 >"$work/token")
+export DEEPCEE_TOKEN_FILE=$work/token
+
+# The job's CA and a certificate per node; another CA with a certificate for n1.
+pki=$work/pki
+mkdir -p "$pki"
+(
+  cd "$pki" || exit 1
+  ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+  for ca in ca other; do
+    openssl req -x509 $ec -keyout $ca.key -out $ca.pem -days 2 -subj "/CN=deepcee test $ca"
+  done
+  # node FILE NAME CA DAYS
+  node() {
+    openssl req $ec -keyout "$1.key" -out "$1.csr" -subj "/CN=$2" -addext "subjectAltName=DNS:$2" &&
+      openssl x509 -req -in "$1.csr" -CA "$3.pem" -CAkey "$3.key" -CAcreateserial -out "$1.pem" \
+        -days "$4" -copy_extensions copy
+  }
+  for n in n0 n1 n2; do node $n $n ca 2; done
+  node other-n1 n1 other 2
+  node old-n1 n1 ca 0 # expires the second it is made
+) >"$work/pki.log" 2>&1 || { echo "FAIL: openssl: $(cat "$work/pki.log")"; exit 1; }
+
+read -r p0 p1 p2 < <(python3 -c '
+import random, socket
+ports = []
+while len(ports) < 3:
+    p = random.randrange(20000, 32000)
+    with socket.socket() as x:
+        try:
+            x.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+    if p not in ports:
+        ports.append(p)
+print(*ports)')
+
+mkdir -p "$work/data"
+for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+
+# write_job FILE STEPS CONNECT_TIMEOUT SECURITY N0 N1 N2: N0..N2 name each node's
+# certificate file (pki/N.pem and pki/N.key, relative to the job file) in its [[node]]
+# table, or "" for none.
+write_job() {
+  local own=()
+  for c in "$5" "$6" "$7"; do
+    own+=("$([[ -n $c ]] && printf 'certificate = "pki/%s.pem"\nkey = "pki/%s.key"' "$c" "$c")")
+  done
+  cat >"$1" <<TOML
+name = "tls-test"
+time = "virtual"
+cluster = "$configs/local-cluster/cluster.toml"
+plan = "$configs/local-cluster/plan.json"
+coordinator = "n0"
+connect_timeout = $3
+$4
+[[node]]
+name = "n0"
+host = "127.0.0.1"
+port = $p0
+${own[0]}
+[[node]]
+name = "n1"
+host = "127.0.0.1"
+port = $p1
+${own[1]}
+[[node]]
+name = "n2"
+host = "127.0.0.1"
+port = $p2
+${own[2]}
+[train]
+seed = 7
+steps = $2
+batch = 12
+out = "$work/runs"
+[train.model]
+n_layer = 2
+d_model = 32
+n_head = 2
+context = 16
+[train.data]
+path = "$work/data"
+TOML
+}
+ca='[security]
+ca = "pki/ca.pem"'
+
+start() {
+  timeout 60 "$deepcee" node "$2" --name "$1" --out "$work/out-$(basename "$3" .log)" "${@:4}" >"$3" 2>&1 &
+  pids+=($!)
+  eval "pid_$1=$!"
+}
+finish() {
+  local p
+  eval "p=\$pid_$1"
+  wait "$p"
+  rc=$?
+}
+expect_line() {
+  local got
+  got=$(grep '^deepcee node' "$1")
+  [[ $(printf '%s\n' "$got" | grep -c .) == 1 ]] || fail "$1: expected one failure line, got: $(cat "$1")"
+  [[ $got =~ $2 ]] || fail "$1: '$got' does not match '$2'"
+}
+losses() { grep '^step [0-9]* loss' "$1"; }
+
+# 1. The same job with the token alone and with TLS, outsiders at every port during the TLS
+#    run: a client of another CA, one without a certificate, random bytes. The losses are
+#    equal bit for bit; each node names every outsider it refused, and goes on.
+steps=400
+write_job "$work/plain.toml" $steps 10 "" "" "" ""
+write_job "$work/tls.toml" $steps 10 "$ca" n0 n1 n2
+t0=$SECONDS
+for n in n1 n2 n0; do start $n "$work/plain.toml" "$work/plain-$n.log" --step-timeout 20; done
+for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "token only: $n exit $rc: $(tail -3 "$work/plain-$n.log")"; done
+plain_s=$((SECONDS - t0))
+t0=$SECONDS
+for n in n1 n2 n0; do start $n "$work/tls.toml" "$work/tls-$n.log" --step-timeout 20; done
+for _ in $(seq 1 200); do grep -q '^step 2 ' "$work/tls-n0.log" 2>/dev/null && break; sleep 0.05; done
+for p in $p0 $p1 $p2; do
+  timeout 5 openssl s_client -connect 127.0.0.1:$p -cert "$pki/other-n1.pem" -key "$pki/other-n1.key" \
+    -CAfile "$pki/ca.pem" </dev/null >/dev/null 2>&1
+  timeout 5 openssl s_client -connect 127.0.0.1:$p -CAfile "$pki/ca.pem" </dev/null >/dev/null 2>&1
+  python3 -c "import os, socket; s = socket.create_connection(('127.0.0.1', $p)); s.sendall(os.urandom(4096)); s.close()"
+done
+grep -q "^step $steps " "$work/tls-n0.log" && fail "TLS run: the outsiders came after the end; make the job longer"
+for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "TLS: $n exit $rc: $(tail -3 "$work/tls-$n.log")"; done
+cmp -s <(losses "$work/plain-n0.log") <(losses "$work/tls-n0.log") || fail "TLS: the losses differ from the token-only run"
+[[ $(losses "$work/tls-n0.log" | wc -l) == "$steps" ]] || fail "TLS: not all $steps steps ran"
+for n in n0 n1 n2; do
+  r=$(grep -c "^node $n: refused a connection from 127.0.0.1:[0-9]*: " "$work/tls-$n.log")
+  [[ $r == 3 ]] || fail "TLS: $n should refuse the 3 outsiders, one line each: $(grep refused "$work/tls-$n.log")"
+  grep -q "^node $n: refused a connection from 127.0.0.1:[0-9]*: its certificate does not chain to the job's CA" "$work/tls-$n.log" ||
+    fail "TLS: $n should say the outsider's certificate is of another CA: $(grep refused "$work/tls-$n.log")"
+done
+echo "TLS: $steps steps with the token-only run's losses in $((SECONDS - t0)) s (token only: $plain_s s); 9 outsiders refused, one line each"
+grep -h "refused" "$work"/tls-n0.log | sed 's/^/  /'
+
+# 2. A node with a certificate of another CA (trusting that CA): it cannot verify n0 and
+#    says so in one line within seconds; n0 names the address it refused.
+write_job "$work/other-ca.toml" 5 3 '[security]
+ca = "pki/other.pem"' n0 other-n1 n2
+start n0 "$work/tls.toml" "$work/otherca-n0.log"
+for _ in $(seq 1 100); do grep -q 'coordinator at' "$work/otherca-n0.log" 2>/dev/null && break; sleep 0.05; done
+t0=$SECONDS
+start n1 "$work/other-ca.toml" "$work/otherca-n1.log"
+finish n1; [[ $rc == 1 ]] || fail "another CA: n1 exit $rc"
+(( SECONDS - t0 <= 5 )) || fail "another CA: took $((SECONDS - t0)) s"
+expect_line "$work/otherca-n1.log" "node n1: cannot authenticate node n0 at 127.0.0.1:$p0: its certificate does not chain to the job's CA \(.*\)$"
+echo "another CA: n1 ended within $((SECONDS - t0)) s: $(grep '^deepcee node' "$work/otherca-n1.log")"
+finish n0
+grep -q "^node n0: refused a connection from 127.0.0.1:[0-9]*: the TLS handshake failed" "$work/otherca-n0.log" ||
+  fail "another CA: n0 should name the peer it refused: $(cat "$work/otherca-n0.log")"
+
+# 3. A peer posing as n0 with n1's certificate (an openssl server at n0's port): n1 refuses
+#    it by name within seconds.
+openssl s_server -accept "$p0" -cert "$pki/n1.pem" -key "$pki/n1.key" -CAfile "$pki/ca.pem" \
+  -Verify 1 -tls1_3 -quiet </dev/null >"$work/posing-server.log" 2>&1 &
+pids+=($!)
+poser=$!
+for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $p0)).close()" 2>/dev/null && break; sleep 0.1; done
+t0=$SECONDS
+start n1 "$work/tls.toml" "$work/posing-n1.log"
+finish n1; [[ $rc == 1 ]] || fail "posing: n1 exit $rc"
+(( SECONDS - t0 <= 5 )) || fail "posing: took $((SECONDS - t0)) s"
+expect_line "$work/posing-n1.log" "node n1: cannot authenticate node n0 at 127.0.0.1:$p0: its certificate names n1, not node n0"
+kill $poser 2>/dev/null
+wait $poser 2>/dev/null
+echo "posing as n0: n1 ended within $((SECONDS - t0)) s: $(grep '^deepcee node' "$work/posing-n1.log")"
+
+# 4. Files that cannot serve: exit 2 within seconds, one line naming the file.
+# refuse_start NAME JOB PATTERN [OPTIONS...]
+refuse_start() {
+  local out rc t0=$SECONDS
+  out=$(timeout 20 "$deepcee" node "$2" --name "$1" "${@:4}" 2>&1); rc=$?
+  [[ $rc == 2 ]] || fail "$3: exit $rc: $out"
+  (( SECONDS - t0 <= 5 )) || fail "$3: took $((SECONDS - t0)) s"
+  [[ $(printf '%s\n' "$out" | grep -c .) == 1 && $out =~ $3 ]] || fail "'$out' does not match '$3'"
+}
+write_job "$work/as-n2.toml" 5 3 "$ca" n0 n2 n2
+refuse_start n1 "$work/as-n2.toml" "^deepcee node: $work/pki/n2.pem: the certificate names n2, not node n1"
+write_job "$work/foreign-cert.toml" 5 3 "$ca" n0 other-n1 n2
+refuse_start n1 "$work/foreign-cert.toml" "^deepcee node: $work/pki/other-n1.pem: the certificate does not chain to the CA in $work/pki/ca.pem \(unable to get local issuer certificate\)"
+write_job "$work/old.toml" 5 3 "$ca" n0 old-n1 n2
+refuse_start n1 "$work/old.toml" "^deepcee node: $work/pki/old-n1.pem: the certificate does not chain to the CA in .*\(certificate has expired\)"
+write_job "$work/missing.toml" 5 3 "$ca" n0 missing n2
+refuse_start n1 "$work/missing.toml" "^deepcee node: $work/pki/missing.pem: the certificate is missing or not a regular file"
+cp "$pki/n1.pem" "$pki/swapped.pem"
+cp "$pki/n2.key" "$pki/swapped.key"
+write_job "$work/swapped.toml" 5 3 "$ca" n0 swapped n2
+refuse_start n1 "$work/swapped.toml" "^deepcee node: $work/pki/swapped.key: the private key does not belong to the certificate"
+write_job "$work/no-ca.toml" 5 3 "" n0 n1 n2
+refuse_start n1 "$work/no-ca.toml" "^deepcee node: $work/no-ca.toml:[0-9]+: \[\[node\]\] 'n0' has a certificate but \[security\] has no ca"
+refuse_start n1 "$work/tls.toml" "^deepcee node: $work/tls.toml: node n1: --insecure turns the gate off" --insecure
+echo "files that cannot serve: exit 2 naming the file, for 7 cases"
+
+! grep -rqF "$(cat "$work/token")" "$work"/*.log 2>/dev/null || fail "the token appears in a log"
+
+if ((failures)); then
+  echo "$failures failure(s); logs:"
+  for f in "$work"/*.log; do echo "== $f"; cat "$f"; done
+  exit 1
+fi
+echo "multiprocess TLS: all checks passed"
