@@ -3,6 +3,7 @@
 #include "actors/net/link_probe.hpp"
 #include "runtime/base/units.hpp"
 #include "runtime/cluster/link_fit.hpp"
+#include "runtime/io/job_token.hpp"
 #include "tools/job_steps.hpp"
 #include "tools/node_process.hpp"
 
@@ -25,12 +26,15 @@ constexpr int64_t transfer_sizes[] = {64, 4 << 10, 64 << 10, 512 << 10, 1 << 20,
 constexpr int round_trips = 7; ///< per size, after one untimed
 
 actors::link_probe_actor reach(caf::actor_system& sys, const runtime::job_config& job,
-                               const runtime::node& me, const runtime::node& peer) {
+                               node_network& net, const runtime::node& me, int peer_index) {
+  const auto& peer = job.cluster.nodes[static_cast<size_t>(peer_index)];
+  const auto at = net.reach(peer_index);
   const auto deadline = clock_type::now() + millis(job.connect_timeout_s);
   while (true) {
-    if (auto r = sys.middleman().remote_actor<actors::link_probe_actor>(
-            host_of(peer), static_cast<uint16_t>(peer.port)))
+    if (auto r = sys.middleman().remote_actor<actors::link_probe_actor>(at.host, at.port))
       return *r;
+    if (const auto why = net.refusal(peer_index); !why.empty())
+      fail(me.name, why);
     if (clock_type::now() > deadline)
       fail(me.name, "could not reach node " + peer.name + " at " + host_of(peer) + ":" +
                         std::to_string(peer.port) + " within " +
@@ -112,24 +116,28 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
   const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
   const bool coordinator = me_index == job.coordinator_node;
+  // Through the nodes' gates when the job has a token (the links a job's traffic takes).
+  auto token = runtime::find_job_token(std::nullopt, job.token_file);
   actors::system_config cfg;
   configure_actors(cfg);
   cfg.load<caf::io::middleman>();
+  cfg.set("middleman.enable-automatic-connections", !token.has_value());
+  node_network net(job, me_index, std::move(token)); // outlives the actor system
   caf::actor_system sys{cfg};
   auto reports = coordinator ? std::make_shared<actors::link_reports>() : nullptr;
   actors::actor_guard guard{sys}; // ends the probe however this returns, so `sys` can end
   auto probe = actors::spawn_link_probe(sys, reports);
   guard.add(probe);
-  listen_on(sys, me, [&] {
-    return sys.middleman().publish(probe, static_cast<uint16_t>(me.port), host_of(me).c_str(),
-                                   true);
+  listen_on(sys, me, net, [&](uint16_t port, const char* host) {
+    return sys.middleman().publish(probe, port, host, true);
   });
   caf::scoped_actor self{sys};
   std::vector<runtime::measured_link> links;
-  for (const auto& peer : job.cluster.nodes) {
-    if (peer.name == me.name)
+  for (int p = 0; p < static_cast<int>(job.cluster.nodes.size()); ++p) {
+    const auto& peer = job.cluster.nodes[static_cast<size_t>(p)];
+    if (p == me_index)
       continue;
-    const auto l = measure_to(self, reach(sys, job, me, peer), me, peer);
+    const auto l = measure_to(self, reach(sys, job, net, me, p), me, peer);
     std::fprintf(out, "node %s: link to %s: latency %s, bandwidth %s\n", me.name.c_str(),
                  peer.name.c_str(), runtime::format_duration(l.latency_s).c_str(),
                  runtime::format_bandwidth(l.bandwidth_Bps).c_str());
@@ -138,7 +146,7 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
   if (coordinator) {
     gather(job, me, *reports, links);
   } else {
-    const auto to = reach(sys, job, me, boss);
+    const auto to = reach(sys, job, net, me, job.coordinator_node);
     std::string error;
     self->request(to, 30s, me.name, rows_text(links))
         .receive([](int64_t) {}, [&](caf::error& e) { error = sys.render(e); });

@@ -2,13 +2,10 @@
 
 #include "actors/protocol/interfaces.hpp"
 #include "actors/protocol/job_context.hpp"
-// Before the planner's headers (through adapt_policy.hpp): their in_flight function hides
-// op_readiness's in_flight struct in the headers that come after it.
-#include "runtime/schedule/op_readiness.hpp"
-
 #include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/adapt/drift_tracker.hpp"
 #include "runtime/adapt/environment_monitor.hpp"
+#include "runtime/schedule/op_readiness.hpp"
 
 #include <deque>
 #include <map>

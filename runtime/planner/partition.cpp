@@ -127,7 +127,7 @@ std::vector<int> split_proportional(int total, const std::vector<double>& weight
   return out;
 }
 
-int in_flight(schedule_kind kind, int stage, int stages, int micro_batches) {
+int micro_batches_held(schedule_kind kind, int stage, int stages, int micro_batches) {
   int n = 1;
   switch (kind) {
   case schedule_kind::gpipe:

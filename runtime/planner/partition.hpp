@@ -72,7 +72,7 @@ std::vector<int> split_proportional(int total, const std::vector<double>& weight
 /// Micro-batches each stage keeps between F and the end of its backward under `kind`,
 /// for stage s of p with m micro-batches (the bound the schedule documents; greedy is
 /// priced as ZB-H1 because its memory limit keeps it there).
-int in_flight(schedule_kind kind, int stage, int stages, int micro_batches);
+int micro_batches_held(schedule_kind kind, int stage, int stages, int micro_batches);
 
 /// Contiguous layer ranges for stages (in pipeline order) with their devices' samples.
 struct layer_split {

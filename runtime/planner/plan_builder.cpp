@@ -65,7 +65,7 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
         return std::nullopt;
       req.devices.push_back(devs);
       req.samples.push_back(stage_samples(costs, devs, b, o.proportional_samples));
-      int flight = in_flight(o.schedule, s, stages, total_micro / pipelines);
+      int flight = micro_batches_held(o.schedule, s, stages, total_micro / pipelines);
       req.in_flight.push_back(o.max_in_flight > 0 ? std::min(flight, o.max_in_flight) : flight);
     }
     std::vector<int> bounds =

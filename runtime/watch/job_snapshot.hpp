@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -121,7 +122,7 @@ double busy_seconds(const std::vector<timeline_op>& ops);
 
 /// Appends `entry` to `history`, keeping the last `keep` entries.
 template <class T>
-void push_history(std::vector<T>& history, T entry, size_t keep) {
+void push_history(std::vector<T>& history, std::type_identity_t<T> entry, size_t keep) {
   history.push_back(std::move(entry));
   if (history.size() > keep)
     history.erase(history.begin(), history.end() - static_cast<std::ptrdiff_t>(keep));
