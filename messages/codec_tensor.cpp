@@ -121,7 +121,7 @@ result<tensor_message> read_tensor(const result<detail::word_buffer>& in, bool h
                     std::string(to_string(h.dtype)) + " shape needs " + std::to_string(want));
     if (c.failed())
       return c.finish(std::move(m));
-    if (h.dtype == tensor_dtype::int8)
+    if (h.dtype == tensor_dtype::int8 && !header_only) // a header-only tensor has no scales
       for (int64_t r = 0; r < h.rows(); ++r) {
         float scale;
         std::memcpy(&scale, data.begin() + r * sizeof(float), sizeof(float));

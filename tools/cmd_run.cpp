@@ -184,7 +184,7 @@ int run_job(const run_options& o) {
   const auto step_timeout = std::chrono::seconds(o.step_timeout_s);
   const auto script = script_of(r);
   actors::local_job run(sys, job.cluster, r.profile, r.plan, job.train, r.corpus, step_timeout,
-                        {job.time, job.shape_links}, script);
+                        {job.time, job.shape_links, job.adapt}, script);
   job_steps steps(sys, run.wired(), 2 * step_timeout, o.trace_steps);
   if (resume) {
     steps.restore(*resume, *o.resume);

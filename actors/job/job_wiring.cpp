@@ -64,7 +64,9 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
   out.job = std::move(job);
   for (const auto& stage : wiring.stages)
     out.stages.push_back(caf::actor_cast<stage_actor>(stage));
-  out.adapter = spawn_adapter(sys, out.job);
+  adapter_options adapting;
+  adapting.react = out.job->mode.adapt;
+  out.adapter = spawn_adapter(sys, out.job, adapting);
   guard.add(out.adapter);
   out.coordinator = spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,
                                       wiring.devices);

@@ -25,6 +25,9 @@ namespace deepcee::actors {
 struct run_mode {
   runtime::time_mode time = runtime::time_mode::virtual_time;
   bool shape_links = false;
+  /// Whether the adapter's policy answers drift (job file `adapt`); off, the plan stays as it
+  /// is (a static run) while the adapter still keeps its estimates.
+  bool adapt = true;
 };
 
 /// Counted on the tensor send and receive paths of every stage of this process, so that a

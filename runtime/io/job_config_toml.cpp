@@ -213,6 +213,7 @@ job_config load_job_config(const fs::path& path) {
     static const std::string_view known[] = {"name",
                                              "time",
                                              "shape_links",
+                                             "adapt",
                                              "cluster",
                                              "plan",
                                              "model",
@@ -251,6 +252,12 @@ job_config load_job_config(const fs::path& path) {
       fail_input(path, line_of(*n),
                  "shape_links applies to time = \"wall\" only (virtual and dry time model the "
                  "links already)");
+  }
+
+  if (const auto* n = root.get("adapt")) {
+    if (!n->is_boolean())
+      fail_input(path, line_of(*n), "adapt must be true or false");
+    job.adapt = *n->value<bool>();
   }
 
   read_security(root, path, job);

@@ -45,6 +45,7 @@ struct job_config {
   std::string name = "job";
   time_mode time = time_mode::virtual_time;
   bool shape_links = false; ///< wall mode: emulate the cluster's links on the sender side
+  bool adapt = true;        ///< `adapt = false`: the adapter's policy never changes the plan
   std::filesystem::path cluster_path;
   runtime::cluster cluster;
   std::optional<std::filesystem::path> plan_path; ///< empty: plan = "auto"

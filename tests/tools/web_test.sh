@@ -60,7 +60,7 @@ context = 16
 path = "$work/data"
 TOML
 
-token="web-t0ken"
+token=$(openssl rand -hex 32)
 DEEPCEE_TOKEN=$token "$deepcee" run "$work/job.toml" --out "$work/run" >"$work/run.log" 2>&1 &
 job_pid=$!
 started+=("$job_pid")

@@ -25,6 +25,9 @@ namespace {
 /// adapter's decisions (`simulate --timeline --adaptive`), once the runtime follows them.
 enum class follows { static_plan, adaptive };
 
+/// The static comparison runs the job with the adapter's policy off.
+const actors::run_mode static_run{runtime::time_mode::virtual_time, false, false};
+
 /// The predicted step times of `steps` steps of `plan` under `script`.
 std::vector<double> predicted(const runtime::cluster& c, const runtime::profile_table& profile,
                               const runtime::plan& plan, const runtime::link_timeline& script,
@@ -58,7 +61,7 @@ void check_under_script(const std::string& name, const runtime::cluster& c,
   BOOST_CHECK_MESSAGE(changed, name << ": the script changes no step by more than 10%");
   system_fixture f;
   actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
-                        std::chrono::minutes(2), {}, script);
+                        std::chrono::minutes(2), static_run, script);
   for (int k = 0; k < steps; ++k) {
     const auto r = job.step();
     const double measured = r.end_s - r.start_s;
