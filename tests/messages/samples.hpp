@@ -85,6 +85,33 @@ inline step_stats sample_step_stats() {
 inline rebalance sample_rebalance() {
   return {{4, 1}, 13};
 }
+/// Every kind of event and every optional quantity, a step event among them.
+inline script_update sample_script_update() {
+  using namespace deepcee::runtime;
+  using scope = link_endpoint::scope;
+  link_change drop;
+  drop.at_s = 2.5;
+  drop.a = {scope::region, 0};
+  drop.b = {scope::region, 1};
+  drop.bandwidth_scale = 0.1;
+  drop.line = 3;
+  link_change noisy;
+  noisy.at_s = 4.0;
+  noisy.a = {scope::node, 2};
+  noisy.any_peer = true;
+  noisy.bandwidth_Bps = 1.25e6;
+  noisy.latency_s = 0.08;
+  noisy.jitter = 0.2;
+  noisy.seed = 0xfeedfacecafebeefULL;
+  link_change later;
+  later.at_step = 9;
+  later.a = {scope::device, 5};
+  later.b = {scope::device, 1};
+  later.latency_scale = 5;
+  return {7, link_timeline(
+                 {drop, noisy, later}, {{3.25, {}, 4, 3.0, 11}, {0.0, 12, 4, 1.0, 14}},
+                 {{5.0, {}, 1, node_action::stop, 17}, {6.5, {}, 1, node_action::resume, 20}})};
+}
 inline heartbeat sample_heartbeat() {
   return {"cloud-0", 77, 123.5};
 }
@@ -94,9 +121,14 @@ inline error_report sample_error() {
 
 /// Two parameters of a stage, the second without moments (a checkpoint file without them).
 inline stage_snapshot sample_stage_snapshot() {
-  return {12, 1, 2,
-          {{"transformer.h.3.ln_1.weight", {4}, {1.0f, -0.5f, 0.25f, 3.0e-8f},
-            {0.125f, 0.0f, -1.0f, 2.0f}, {1.0e-6f, 0.0f, 4.0f, 0.5f}},
+  return {12,
+          1,
+          2,
+          {{"transformer.h.3.ln_1.weight",
+            {4},
+            {1.0f, -0.5f, 0.25f, 3.0e-8f},
+            {0.125f, 0.0f, -1.0f, 2.0f},
+            {1.0e-6f, 0.0f, 4.0f, 0.5f}},
            {"transformer.h.3.attn.c_attn.weight", {2, 3}, {1, 2, 3, 4, 5, 6}, {}, {}}},
           "runs/a/checkpoint_12.safetensors"};
 }
@@ -185,6 +217,8 @@ inline std::vector<encoded_sample> every_kind() {
       {"ring_chunk", encode(sample_ring_chunk()), [](auto b) { return decode_ring_chunk(b).ok(); }},
       {"gradient_values", encode(sample_gradient_values()),
        [](auto b) { return decode_gradient_values(b).ok(); }},
+      {"script_update", encode(sample_script_update()),
+       [](auto b) { return decode_script_update(b).ok(); }},
   };
 }
 
