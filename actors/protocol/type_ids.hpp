@@ -69,6 +69,8 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, devices_atom, "devices")
 CAF_ADD_ATOM(deepcee, deepcee::actors, squares_atom, "squares")
 // The coordinator's node telling the other nodes how far the job is (heartbeat_actor.hpp).
 CAF_ADD_ATOM(deepcee, deepcee::actors, progress_atom, "progress")
+// A running job's script once events were injected (`deepcee inject`).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 
