@@ -33,6 +33,7 @@ std::vector<uint8_t> encode(const node_join& m);
 std::vector<uint8_t> encode(const pipe_request& m);
 std::vector<uint8_t> encode(const send_horizon& m);
 std::vector<uint8_t> encode(const pipe_arrival& m);
+std::vector<uint8_t> encode(const script_update& m);
 /// Throws std::invalid_argument naming the parameter when one of its tensors is larger
 /// than max_payload_bytes (Cap'n Proto's limit on a Data field) or disagrees with its shape.
 std::vector<uint8_t> encode(const stage_snapshot& m);
@@ -113,6 +114,7 @@ result<device_rows> decode_device_rows(std::span<const uint8_t> bytes);
 result<device_output> decode_device_output(std::span<const uint8_t> bytes);
 result<ring_chunk> decode_ring_chunk(std::span<const uint8_t> bytes);
 result<gradient_values> decode_gradient_values(std::span<const uint8_t> bytes);
+result<script_update> decode_script_update(std::span<const uint8_t> bytes);
 
 /// A Tensor message that is a gradient share; a valid activation or gradient is refused.
 result<gradient_share> decode_gradient_share(std::span<const uint8_t> bytes);
@@ -197,6 +199,10 @@ inline result<ring_chunk> decode<ring_chunk>(std::span<const uint8_t> bytes) {
 template <>
 inline result<gradient_values> decode<gradient_values>(std::span<const uint8_t> bytes) {
   return decode_gradient_values(bytes);
+}
+template <>
+inline result<script_update> decode<script_update>(std::span<const uint8_t> bytes) {
+  return decode_script_update(bytes);
 }
 template <>
 inline result<gradient_share> decode<gradient_share>(std::span<const uint8_t> bytes) {

@@ -303,6 +303,69 @@ struct GradientValues {
                              # too large for one message sends them in pieces, in order
 }
 
+# A running job's fluctuation and fault script (runtime/cluster/link_timeline.hpp), sent by
+# the coordinator to every stage and pipe at a step boundary once events were injected.
+struct ScriptEndpoint {
+  scope @0 :ScriptScope;
+  index @1 :Int32;           # the cluster's region, node or device index
+}
+
+enum ScriptScope {
+  region @0;
+  node @1;
+  device @2;
+}
+
+enum NodeAction {
+  stop @0;
+  resume @1;
+  kill @2;
+}
+
+struct ScriptLinkChange {
+  atS @0 :Float64;
+  atStep @1 :Int32 = -1;     # -1: at atS; else when that step (from 0) starts
+  a @2 :ScriptEndpoint;
+  b @3 :ScriptEndpoint;      # unused with anyPeer
+  anyPeer @4 :Bool;
+  # Each quantity counts only where its flag is set (a change leaves the others alone).
+  bandwidthBps @5 :Float64;
+  hasBandwidthBps @6 :Bool;
+  latencyS @7 :Float64;
+  hasLatencyS @8 :Bool;
+  bandwidthScale @9 :Float64;
+  hasBandwidthScale @10 :Bool;
+  latencyScale @11 :Float64;
+  hasLatencyScale @12 :Bool;
+  jitter @13 :Float64;
+  hasJitter @14 :Bool;
+  seed @15 :UInt64;
+  line @16 :Int64;           # where its script file gave it, for the logs
+}
+
+struct ScriptDeviceChange {
+  atS @0 :Float64;
+  atStep @1 :Int32 = -1;
+  device @2 :Int32;
+  slowdown @3 :Float64;
+  line @4 :Int64;
+}
+
+struct ScriptNodeChange {
+  atS @0 :Float64;
+  atStep @1 :Int32 = -1;
+  node @2 :Int32;
+  action @3 :NodeAction;
+  line @4 :Int64;
+}
+
+struct ScriptUpdate {
+  step @0 :Int64;            # it replaces the receiver's script before this step starts
+  links @1 :List(ScriptLinkChange);
+  devices @2 :List(ScriptDeviceChange);
+  nodes @3 :List(ScriptNodeChange);
+}
+
 struct Envelope {
   union {
     jobDeployment @0 :JobDeployment;
@@ -325,5 +388,6 @@ struct Envelope {
     deviceOutput @17 :DeviceOutput;
     ringChunk @18 :RingChunk;
     gradientValues @19 :GradientValues;
+    scriptUpdate @20 :ScriptUpdate;
   }
 }

@@ -44,6 +44,8 @@ std::string_view to_string(message_kind k) {
     return "ring_chunk";
   case message_kind::gradient_values:
     return "gradient_values";
+  case message_kind::script_update:
+    return "script_update";
   }
   return "unknown";
 }

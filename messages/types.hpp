@@ -3,6 +3,7 @@
 #include "messages/tensor_codec.hpp"
 #include "runtime/base/parameter_tensor.hpp"
 #include "runtime/base/train_config.hpp"
+#include "runtime/cluster/link_timeline.hpp"
 #include "runtime/plan/job_config.hpp"
 #include "runtime/plan/plan.hpp"
 
@@ -41,7 +42,8 @@ enum class message_kind : uint8_t {
   device_rows,
   device_output,
   ring_chunk,
-  gradient_values
+  gradient_values,
+  script_update
 };
 
 std::string_view to_string(message_kind k);
@@ -337,6 +339,18 @@ struct gradient_values {
   std::vector<float> values;
   int64_t offset = 0;
   friend bool operator==(const gradient_values&, const gradient_values&) = default;
+};
+
+/// A running job's fluctuation and fault script, as the coordinator sends it to every stage
+/// and pipe at a step boundary once events were injected (`deepcee inject`): the whole
+/// script from then on (scripted and injected events), which replaces the receiver's copy
+/// before step `step` (from 0) starts. Device, node and region indices are the cluster's
+/// (the decoder checks only that they are not negative; the receiver checks them against
+/// its cluster).
+struct script_update {
+  int64_t step = 0;
+  runtime::link_timeline script;
+  friend bool operator==(const script_update&, const script_update&) = default;
 };
 
 } // namespace deepcee::messages

@@ -140,6 +140,8 @@ std::optional<message_kind> kind_of(wire::Envelope::Which which) {
     return message_kind::ring_chunk;
   case wire::Envelope::GRADIENT_VALUES:
     return message_kind::gradient_values;
+  case wire::Envelope::SCRIPT_UPDATE:
+    return message_kind::script_update;
   }
   return std::nullopt;
 }

@@ -39,6 +39,7 @@ using messages::pipe_arrival;
 using messages::pipe_request;
 using messages::rebalance;
 using messages::ring_chunk;
+using messages::script_update;
 using messages::send_horizon;
 using messages::stage_report;
 using messages::stage_snapshot;
@@ -319,6 +320,11 @@ typename Inspector::result_type inspect(Inspector& f, ring_chunk& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gradient_values& x) {
   return actors::inspect_as_wire(f, x, "gradient_values");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, script_update& x) {
+  return actors::inspect_as_wire(f, x, "script_update");
 }
 
 /// Only inside a step_result, which stays in the coordinator's process (a stage_report

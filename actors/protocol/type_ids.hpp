@@ -74,6 +74,8 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::rebalance))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::adapt_record))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::adapt_record>))
 CAF_ADD_ATOM(deepcee, deepcee::actors, decisions_atom, "decisions")
+// A running job's script once events were injected (`deepcee inject`).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -167,6 +167,52 @@ link_timeline link_timeline::resolve_steps(const std::vector<double>& step_start
                        resolved(nodes_, step_starts));
 }
 
+namespace {
+
+/// Splits `events` as take_injected says (see link_timeline.hpp).
+template <class Event>
+void split_injected(const std::vector<Event>& events, int next_step, double start_s,
+                    std::vector<Event>& due, std::vector<Event>& pending) {
+  for (auto e : events) {
+    if (e.at_step && *e.at_step > next_step) {
+      pending.push_back(e);
+      continue;
+    }
+    if (e.at_step || e.at_s < start_s)
+      e.at_s = start_s;
+    e.at_step.reset();
+    due.push_back(e);
+  }
+}
+
+template <class Event>
+std::vector<Event> concatenated(std::vector<Event> a, const std::vector<Event>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+} // namespace
+
+injection_split take_injected(const link_timeline& injected, int next_step, double start_s) {
+  if (next_step < 0 || !std::isfinite(start_s) || start_s < 0)
+    throw std::invalid_argument("injection at a negative step or time");
+  std::vector<link_change> links_due, links_later;
+  std::vector<device_change> devices_due, devices_later;
+  std::vector<node_change> nodes_due, nodes_later;
+  split_injected(injected.changes(), next_step, start_s, links_due, links_later);
+  split_injected(injected.device_changes(), next_step, start_s, devices_due, devices_later);
+  split_injected(injected.node_changes(), next_step, start_s, nodes_due, nodes_later);
+  return {link_timeline(std::move(links_due), std::move(devices_due), std::move(nodes_due)),
+          link_timeline(std::move(links_later), std::move(devices_later), std::move(nodes_later))};
+}
+
+link_timeline merged(const link_timeline& script, const link_timeline& more) {
+  // The constructor's stable sort by time keeps `script`'s events first at equal times.
+  return link_timeline(concatenated(script.changes(), more.changes()),
+                       concatenated(script.device_changes(), more.device_changes()),
+                       concatenated(script.node_changes(), more.node_changes()));
+}
+
 std::vector<link_timeline::piece> link_timeline::history(const cluster& c, int x, int y) const {
   std::vector<piece> out{{0.0, c.link_between(x, y)}};
   if (x == y)

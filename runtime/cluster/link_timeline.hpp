@@ -33,6 +33,7 @@ struct link_change {
   std::optional<double> jitter;
   uint64_t seed = 0;
   int64_t line = 0;
+  friend bool operator==(const link_change&, const link_change&) = default;
 };
 
 /// From its time on, device `device` computes `slowdown` times slower (1 restores it).
@@ -42,6 +43,7 @@ struct device_change {
   int device = 0;
   double slowdown = 1;
   int64_t line = 0;
+  friend bool operator==(const device_change&, const device_change&) = default;
 };
 
 /// stop: the node's devices start no work until a resume; kill: the node is gone and the
@@ -55,6 +57,7 @@ struct node_change {
   int node = 0;
   node_action action = node_action::stop;
   int64_t line = 0;
+  friend bool operator==(const node_change&, const node_change&) = default;
 };
 
 /// How fast a device works from `from_s` on: `rate` seconds of nominal work per second
@@ -89,6 +92,7 @@ public:
   const std::vector<device_change>& device_changes() const { return devices_; }
   const std::vector<node_change>& node_changes() const { return nodes_; }
   bool empty() const { return changes_.empty() && devices_.empty() && nodes_.empty(); }
+  friend bool operator==(const link_timeline&, const link_timeline&) = default;
   /// Whether some event waits for a step's start time (resolve_steps).
   bool has_step_events() const;
 
@@ -120,6 +124,24 @@ private:
   std::vector<device_change> devices_;
   std::vector<node_change> nodes_;
 };
+
+/// A running job's script once events are injected into it (`deepcee inject`), split at a
+/// step boundary: `due` holds what takes effect now, `pending` the step events of later steps.
+struct injection_split {
+  link_timeline due;
+  link_timeline pending;
+};
+
+/// The rule for injected events, taken when step `next_step` (from 0) starts at `start_s`:
+/// an event of a step up to `next_step`, or of a time before `start_s` (an event given
+/// without either reads as time 0), applies at this boundary (at `start_s`); a later time
+/// stays as it is (due now, effective then); a later step's event waits in `pending` for
+/// its own boundary. Throws std::invalid_argument on a negative step or a non-finite start.
+injection_split take_injected(const link_timeline& injected, int next_step, double start_s);
+
+/// `script` extended by `more`: every event of both, in time order, and at one time the
+/// events of `script` before those of `more` (what came later wins, as within one file).
+link_timeline merged(const link_timeline& script, const link_timeline& more);
 
 /// Seconds that `bytes` take to cross a link whose history is `pieces`, sent at `start_s`:
 /// the latency in force at the start plus the time to drain the bytes while the

@@ -14,11 +14,15 @@ using namespace toml_input;
 struct event_reader {
   const std::filesystem::path& source;
   const cluster& c;
+  /// Injected events (`deepcee inject`) may give neither: they apply at the next step.
+  bool untimed_ok = false;
 
   void time_of(const toml::table& t, const char* what, double& at_s,
                std::optional<int>& step) const {
     const toml::node* at = t.get("at");
     const toml::node* st = t.get("step");
+    if (untimed_ok && !at && !st)
+      return; // time 0: the next step boundary (take_injected)
     if (!at == !st)
       fail_at(source, t,
               std::string("a ") + what +
@@ -177,11 +181,11 @@ void each_table(const std::filesystem::path& source, const toml::table& root, co
 
 } // namespace
 
-link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
-                                  const std::filesystem::path& source) {
-  const toml::table root = parse_text(toml_text, source);
+namespace {
+
+link_timeline read_events(const toml::table& root, const event_reader& reader) {
+  const auto& source = reader.source;
   check_keys(source, root, {"change", "device", "node"}, "the timeline");
-  const event_reader reader{source, c};
   std::vector<link_change> links;
   std::vector<device_change> devices;
   std::vector<node_change> nodes;
@@ -191,6 +195,39 @@ link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
              [&](const toml::table& t) { devices.push_back(reader.device(t)); });
   each_table(source, root, "node", [&](const toml::table& t) { nodes.push_back(reader.node(t)); });
   return link_timeline(std::move(links), std::move(devices), std::move(nodes));
+}
+
+} // namespace
+
+link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
+                                  const std::filesystem::path& source) {
+  return read_events(parse_text(toml_text, source), event_reader{source, c});
+}
+
+link_timeline parse_injected_events(std::string_view toml_text, const cluster& c,
+                                    const std::filesystem::path& source) {
+  return read_events(parse_text(toml_text, source), event_reader{source, c, true});
+}
+
+link_timeline parse_event_option(std::string_view text, const cluster& c) {
+  const std::filesystem::path source = "--event";
+  const toml::table root = parse_text(text, source);
+  const event_reader reader{source, c, true};
+  if (root.size() != 1)
+    fail_input(source, 1,
+               "--event takes one event: change = {...}, device = {...} or node = {...}");
+  const auto first = root.begin(); // its entry refers into the iterator: keep it alive
+  const std::string kind(first->first.str());
+  const toml::node& value = first->second;
+  if (kind != "change" && kind != "device" && kind != "node")
+    fail_at(source, value,
+            "unknown event '" + kind + "' (change = {...}, device = {...} or node = {...})");
+  const toml::table& t = as_table(source, value, "'" + kind + "'");
+  if (kind == "change")
+    return link_timeline({reader.link(t)});
+  if (kind == "device")
+    return link_timeline({}, {reader.device(t)});
+  return link_timeline({}, {}, {reader.node(t)});
 }
 
 link_timeline load_link_timeline(const std::filesystem::path& path, const cluster& c) {

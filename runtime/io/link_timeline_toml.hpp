@@ -35,4 +35,16 @@ link_timeline load_link_timeline(const std::filesystem::path& path, const cluste
 link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
                                   const std::filesystem::path& source);
 
+/// Events to inject into a running job (`deepcee inject ADDR SCRIPT`): the script's syntax,
+/// where an event may also give neither `at` nor `step` (it applies at the next step
+/// boundary, as one whose time or step has passed: take_injected).
+link_timeline parse_injected_events(std::string_view toml_text, const cluster& c,
+                                    const std::filesystem::path& source);
+/// One event given on the command line (`deepcee inject ADDR --event '...'`): one TOML line
+/// `change = {...}`, `device = {...}` or `node = {...}` whose inline table holds the keys
+/// of a [[change]], [[device]] or [[node]] table, `at` and `step` optional as above, e.g.
+///     change = { between = ["cloud", "edge"], bandwidth_scale = 0.1 }
+/// Every problem is an input_error "--event:1: what".
+link_timeline parse_event_option(std::string_view text, const cluster& c);
+
 } // namespace deepcee::runtime

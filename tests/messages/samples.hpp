@@ -88,6 +88,33 @@ inline rebalance sample_rebalance() {
           {{1, 1}, {2}, {2}},
           {runtime::compression::none, runtime::compression::fp16, runtime::compression::int8}};
 }
+/// Every kind of event and every optional quantity, a step event among them.
+inline script_update sample_script_update() {
+  using namespace deepcee::runtime;
+  using scope = link_endpoint::scope;
+  link_change drop;
+  drop.at_s = 2.5;
+  drop.a = {scope::region, 0};
+  drop.b = {scope::region, 1};
+  drop.bandwidth_scale = 0.1;
+  drop.line = 3;
+  link_change noisy;
+  noisy.at_s = 4.0;
+  noisy.a = {scope::node, 2};
+  noisy.any_peer = true;
+  noisy.bandwidth_Bps = 1.25e6;
+  noisy.latency_s = 0.08;
+  noisy.jitter = 0.2;
+  noisy.seed = 0xfeedfacecafebeefULL;
+  link_change later;
+  later.at_step = 9;
+  later.a = {scope::device, 5};
+  later.b = {scope::device, 1};
+  later.latency_scale = 5;
+  return {7, link_timeline(
+                 {drop, noisy, later}, {{3.25, {}, 4, 3.0, 11}, {0.0, 12, 4, 1.0, 14}},
+                 {{5.0, {}, 1, node_action::stop, 17}, {6.5, {}, 1, node_action::resume, 20}})};
+}
 inline heartbeat sample_heartbeat() {
   return {"cloud-0", 77, 123.5};
 }
@@ -193,6 +220,8 @@ inline std::vector<encoded_sample> every_kind() {
       {"ring_chunk", encode(sample_ring_chunk()), [](auto b) { return decode_ring_chunk(b).ok(); }},
       {"gradient_values", encode(sample_gradient_values()),
        [](auto b) { return decode_gradient_values(b).ok(); }},
+      {"script_update", encode(sample_script_update()),
+       [](auto b) { return decode_script_update(b).ok(); }},
   };
 }
 

@@ -36,6 +36,7 @@ void decode_with_all(std::span<const uint8_t> b) {
   (void)decode_device_output(b);
   (void)decode_ring_chunk(b);
   (void)decode_gradient_values(b);
+  (void)decode_script_update(b);
 }
 
 template <class R>
@@ -195,9 +196,29 @@ BOOST_AUTO_TEST_CASE(empty_required_fields_are_errors) {
   check_refused(decode_deployment_request(encode(deployment_request{"e0", ""})),
                 "cluster is empty");
   check_refused(decode_rebalance(encode(rebalance{{}, 1, {}, {}})), "micro_batches is empty");
+  namespace rt = deepcee::runtime;
+  check_refused(decode_script_update(encode(script_update{-1, {}})), "step is negative");
+  check_refused(decode_script_update(
+                    encode(script_update{1, rt::link_timeline({}, {{1.0, {}, -2, 2.0, 1}})})),
+                "devices[0].device is negative (-2)");
+  check_refused(decode_script_update(encode(script_update{
+                    1, rt::link_timeline({}, {}, {{1.0, {}, -1, rt::node_action::kill, 1}})})),
+                "nodes[0].node is negative (-1)");
 }
 
 BOOST_AUTO_TEST_CASE(unknown_enum_values_are_errors) {
+  {
+    namespace rt = deepcee::runtime;
+    auto s = sample_script_update();
+    auto nodes = s.script.node_changes();
+    nodes[1].action = static_cast<rt::node_action>(7);
+    s.script = rt::link_timeline(s.script.changes(), s.script.device_changes(), nodes);
+    check_refused(decode_script_update(encode(s)), "nodes[1].action has unknown value 7");
+    auto links = sample_script_update().script.changes();
+    links[0].b.what = static_cast<rt::link_endpoint::scope>(4);
+    check_refused(decode_script_update(encode(script_update{1, rt::link_timeline(links)})),
+                  "links[0].b.scope has unknown value 4");
+  }
   auto h = sample_header();
   h.dtype = static_cast<tensor_dtype>(7);
   // element_bytes of an unknown dtype is 4, so the sender-side size check passes and the

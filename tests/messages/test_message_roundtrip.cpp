@@ -106,6 +106,8 @@ BOOST_AUTO_TEST_CASE(control_messages_round_trip) {
   check_round_trip(sample_link_sample(), [](auto b) { return decode_link_sample(b); });
   check_round_trip(sample_step_stats(), [](auto b) { return decode_step_stats(b); });
   check_round_trip(sample_rebalance(), [](auto b) { return decode_rebalance(b); });
+  check_round_trip(sample_script_update(), [](auto b) { return decode_script_update(b); });
+  check_round_trip(script_update{}, [](auto b) { return decode_script_update(b); });
   check_round_trip(sample_heartbeat(), [](auto b) { return decode_heartbeat(b); });
   check_round_trip(sample_error(), [](auto b) { return decode_error_report(b); });
   check_round_trip(sample_optimize_order(), [](auto b) { return decode_optimize_order(b); });
@@ -113,7 +115,8 @@ BOOST_AUTO_TEST_CASE(control_messages_round_trip) {
   check_round_trip(sample_node_join(), [](auto b) { return decode_node_join(b); });
   check_round_trip(sample_deployment_request(),
                    [](auto b) { return decode_deployment_request(b); });
-  check_round_trip(pipe_request{3, 1, 1, 2, 5, 0, 0.25}, [](auto b) { return decode_pipe_request(b); });
+  check_round_trip(pipe_request{3, 1, 1, 2, 5, 0, 0.25},
+                   [](auto b) { return decode_pipe_request(b); });
   check_round_trip(send_horizon{3, -1.5, 1, 2, 1}, [](auto b) { return decode_send_horizon(b); });
   check_round_trip(pipe_arrival{3, 0, 1, 2, 5, 0.5}, [](auto b) { return decode_pipe_arrival(b); });
   check_round_trip(sample_stage_snapshot(), [](auto b) { return decode_stage_snapshot(b); });

@@ -133,6 +133,19 @@ BOOST_AUTO_TEST_CASE(every_crossing_struct_round_trips_through_caf_serialization
   const auto a = round_trip(sys, messages::pipe_arrival{6, 0, 1, 2, 3, 0.75});
   BOOST_TEST((std::tie(a.step, a.role, a.pipeline, a.stage, a.micro_batch, a.arrival_time) ==
               std::make_tuple(6L, 0, 1, 2, 3, 0.75)));
+
+  runtime::link_change drop;
+  drop.at_s = 2.5;
+  drop.a = {runtime::link_endpoint::scope::region, 0};
+  drop.b = {runtime::link_endpoint::scope::region, 1};
+  drop.bandwidth_scale = 0.1;
+  drop.line = 4;
+  const messages::script_update update{
+      5, runtime::link_timeline({drop}, {{3.0, {}, 2, 3.0, 9}},
+                                {{4.0, {}, 1, runtime::node_action::stop, 12}})};
+  const auto u = round_trip(sys, update);
+  BOOST_TEST((u == update));
+  BOOST_TEST(*u.script.changes()[0].bandwidth_scale == 0.1);
 }
 
 BOOST_AUTO_TEST_CASE(a_stage_snapshot_round_trips_bit_for_bit) {

@@ -144,6 +144,105 @@ slowdown = 2
   BOOST_TEST(known.device_history(c, 0)[1].rate == 0.5);
 }
 
+BOOST_AUTO_TEST_CASE(injected_events_apply_at_the_next_step_boundary) {
+  const auto c = deepcee::test::actors_test_cluster();
+  // Injected while step 5 (index 4) is about to start at 3.0 s: a passed step, a passed
+  // time and no time at all apply at 3.0 s; a later time stays; a later step waits.
+  const auto injected = parse_injected_events(R"([[change]]
+step = 2
+between = ["c0", "e0"]
+bandwidth_scale = 0.1
+[[device]]
+at = 1.5
+device = "c0/0"
+slowdown = 2
+[[node]]
+node = "e0"
+action = "stop"
+[[change]]
+at = 7.5
+of = "e0"
+latency = "80ms"
+[[device]]
+step = 9
+device = "e0/0"
+slowdown = 3
+)",
+                                              c, "i.toml");
+  const auto split = take_injected(injected, 4, 3.0);
+  BOOST_TEST(!split.due.has_step_events());
+  BOOST_REQUIRE(split.due.changes().size() == 2u);
+  BOOST_TEST(split.due.changes()[0].at_s == 3.0);
+  BOOST_TEST(*split.due.changes()[0].bandwidth_scale == 0.1);
+  BOOST_TEST(split.due.changes()[1].at_s == 7.5);
+  BOOST_REQUIRE(split.due.device_changes().size() == 1u);
+  BOOST_TEST(split.due.device_changes()[0].at_s == 3.0);
+  BOOST_REQUIRE(split.due.node_changes().size() == 1u);
+  BOOST_TEST(split.due.node_changes()[0].at_s == 3.0);
+  // The step event of the boundary itself (step 5, index 4) is due too.
+  BOOST_TEST(take_injected(link_timeline({}, {{0, 4, 0, 2}}), 4, 3.0).due.device_changes().size() ==
+             1u);
+  BOOST_TEST(split.pending.changes().empty());
+  BOOST_REQUIRE(split.pending.device_changes().size() == 1u);
+  BOOST_TEST(*split.pending.device_changes()[0].at_step == 8);
+  // Taken at its own boundary, the pending event becomes due there.
+  const auto later = take_injected(split.pending, 8, 6.25);
+  BOOST_TEST(later.pending.empty());
+  BOOST_TEST(later.due.device_changes()[0].at_s == 6.25);
+
+  // Merged into the running script: the link from 3.0 s on carries a tenth.
+  const auto before = script("[[change]]\nat = 1\nbetween = [\"c0\", \"e0\"]\nbandwidth = 80\n");
+  const auto now = merged(before, split.due);
+  const auto h = now.history(c, 0, 4);
+  BOOST_REQUIRE(h.size() == 4u);
+  BOOST_TEST(h[1].from_s == 1.0);
+  BOOST_TEST(h[1].params.bandwidth_Bps == 10e6);
+  BOOST_TEST(h[2].from_s == 3.0);
+  BOOST_TEST(h[2].params.bandwidth_Bps == 1e6, tt::tolerance(1e-12));
+  BOOST_TEST(h[3].params.latency_s == 0.08, tt::tolerance(1e-12));
+  // e0's devices stop at 3.0 s; c0/0 works at half speed from then on.
+  BOOST_TEST(now.device_history(c, 4).back().rate == 0.0);
+  BOOST_TEST(now.device_history(c, 0).back().rate == 0.5);
+  // At one time, what came later (the injection) wins over the script.
+  const auto set_at_3 = script("[[change]]\nat = 3\nbetween = [\"c0\", \"e0\"]\nbandwidth = 80\n");
+  const auto inj = take_injected(
+      parse_event_option(R"(change = { between = ["c0", "e0"], bandwidth = 8 })", c), 4, 3.0);
+  BOOST_TEST(merged(set_at_3, inj.due).history(c, 0, 4).back().params.bandwidth_Bps == 1e6);
+  BOOST_CHECK_THROW(take_injected(injected, -1, 0.0), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(one_event_on_the_command_line) {
+  const auto c = deepcee::test::actors_test_cluster();
+  const auto one = parse_event_option(R"(device = { device = "e0/1", slowdown = 3, step = 4 })", c);
+  BOOST_REQUIRE(one.device_changes().size() == 1u);
+  BOOST_TEST(one.device_changes()[0].device == 5);
+  BOOST_TEST(*one.device_changes()[0].at_step == 3);
+  BOOST_TEST(one.device_changes()[0].slowdown == 3.0);
+  const auto node = parse_event_option(R"(node = { node = "e0", action = "kill" })", c);
+  BOOST_TEST(node.node_changes().size() == 1u);
+  BOOST_TEST(!node.node_changes()[0].at_step.has_value());
+  const auto error = [&](const std::string& text) -> std::string {
+    try {
+      parse_event_option(text, c);
+    } catch (const input_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  BOOST_TEST(error(R"(change = { of = "moon", bandwidth = 1 })")
+                 .find("--event:1: unknown region, node or device 'moon'") == 0);
+  BOOST_TEST(error(R"(quake = { of = "e0" })").find("--event:1: unknown event 'quake'") == 0);
+  BOOST_TEST(error(R"(change = { of = "e0", bandwidth = 1 }
+node = { node = "e0", action = "stop" })")
+                 .find("--event:1: --event takes one event") == 0);
+  BOOST_TEST(error(R"(change = { of = "e0", bandwidth = -1 })")
+                 .find("--event:1: 'bandwidth' must be positive") == 0);
+  BOOST_TEST(error(R"(change = "e0")").find("--event:1: 'change' must be a table") == 0);
+  // A script file still needs a time for each event; an injected one does not.
+  BOOST_TEST(error_of("[[node]]\nnode = \"e0\"\naction = \"stop\"\n")
+                 .find("s.toml:1: a [[node]] needs 'at'") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(bad_scripts_name_file_and_line) {
   BOOST_TEST(error_of("[[device]]\nat = 1\ndevice = \"mars/0\"\nslowdown = 2\n")
                  .find("s.toml:3: unknown device 'mars/0'") == 0);
