@@ -93,14 +93,15 @@ std::string tls_stream::handshake(clock::time_point deadline, const std::string&
   }
 }
 
-bool tls_stream::read_exact(uint8_t* p, size_t n, clock::time_point deadline) {
-  while (n > 0) {
+template <class Io>
+bool tls_stream::move_all(Io io, size_t n, clock::time_point deadline) {
+  size_t done = 0;
+  while (done < n) {
     short events = 0;
-    const int r = SSL_read(ssl_, p, static_cast<int>(n));
+    const int r = io(done, n - done);
     switch (classify(r, events)) {
     case outcome::done:
-      p += r;
-      n -= static_cast<size_t>(r);
+      done += static_cast<size_t>(r);
       break;
     case outcome::again:
       if (!wait(events, deadline)) {
@@ -115,26 +116,16 @@ bool tls_stream::read_exact(uint8_t* p, size_t n, clock::time_point deadline) {
   return true;
 }
 
+bool tls_stream::read_exact(uint8_t* p, size_t n, clock::time_point deadline) {
+  return move_all(
+      [&](size_t at, size_t count) { return SSL_read(ssl_, p + at, static_cast<int>(count)); }, n,
+      deadline);
+}
+
 bool tls_stream::write_all(const uint8_t* p, size_t n, clock::time_point deadline) {
-  while (n > 0) {
-    short events = 0;
-    const int r = SSL_write(ssl_, p, static_cast<int>(n));
-    switch (classify(r, events)) {
-    case outcome::done:
-      p += r;
-      n -= static_cast<size_t>(r);
-      break;
-    case outcome::again:
-      if (!wait(events, deadline)) {
-        failure_ = "it stalled";
-        return false;
-      }
-      break;
-    case outcome::ended:
-      return false;
-    }
-  }
-  return true;
+  return move_all(
+      [&](size_t at, size_t count) { return SSL_write(ssl_, p + at, static_cast<int>(count)); }, n,
+      deadline);
 }
 
 std::string tls_stream::failure(const std::string& otherwise) const {

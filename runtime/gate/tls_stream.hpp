@@ -43,6 +43,10 @@ private:
   /// `events`), or ended.
   outcome classify(int r, short& events);
   bool wait(short events, clock::time_point deadline) const;
+  /// Calls `io(offset, count)` (SSL_read or SSL_write on the rest) until `n` bytes moved,
+  /// waiting while OpenSSL wants the socket, until `deadline`.
+  template <class Io>
+  bool move_all(Io io, size_t n, clock::time_point deadline);
   void splice_until_end(int plain);
 
   ssl_st* ssl_ = nullptr;

@@ -117,19 +117,27 @@ struct event_reader {
     return ch;
   }
 
+  /// The index `find` gives for the name under `key` (a [[device]]'s device, a [[node]]'s
+  /// node); a missing or unknown name is one line naming the file and line.
+  template <class Find>
+  int named(const toml::table& t, const std::string& key, Find find) const {
+    const toml::node* name = t.get(key);
+    if (!name)
+      fail_at(source, t,
+              "a [[" + key + "]] needs '" + key + "' naming a " + key + " of the cluster");
+    const std::string s = get_string(source, *name, "'" + key + "'");
+    const auto i = find(s);
+    if (!i)
+      fail_at(source, *name, "unknown " + key + " '" + s + "'");
+    return *i;
+  }
+
   device_change device(const toml::table& t) const {
     check_keys(source, t, {"at", "step", "device", "slowdown"}, "[[device]]");
     device_change d;
     d.line = line_of(t);
     time_of(t, "[[device]]", d.at_s, d.at_step);
-    const toml::node* name = t.get("device");
-    if (!name)
-      fail_at(source, t, "a [[device]] needs 'device' naming a device of the cluster");
-    const std::string s = get_string(source, *name, "'device'");
-    const auto i = c.find_device(s);
-    if (!i)
-      fail_at(source, *name, "unknown device '" + s + "'");
-    d.device = *i;
+    d.device = named(t, "device", [&](const std::string& s) { return c.find_device(s); });
     if (!t.get("slowdown"))
       fail_at(source, t, "a [[device]] needs 'slowdown' (3 makes it 3x slower, 1 restores it)");
     d.slowdown = positive(t, "slowdown");
@@ -141,14 +149,7 @@ struct event_reader {
     node_change n;
     n.line = line_of(t);
     time_of(t, "[[node]]", n.at_s, n.at_step);
-    const toml::node* name = t.get("node");
-    if (!name)
-      fail_at(source, t, "a [[node]] needs 'node' naming a node of the cluster");
-    const std::string s = get_string(source, *name, "'node'");
-    const auto i = c.find_node(s);
-    if (!i)
-      fail_at(source, *name, "unknown node '" + s + "'");
-    n.node = *i;
+    n.node = named(t, "node", [&](const std::string& s) { return c.find_node(s); });
     const toml::node* action = t.get("action");
     if (!action)
       fail_at(source, t, "a [[node]] needs 'action' (\"stop\", \"resume\" or \"kill\")");
