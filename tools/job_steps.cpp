@@ -113,8 +113,12 @@ void job_steps::show_new_decisions() {
     if (d.sequence > shown_) {
       if (print)
         std::printf("%s\n", actors::describe(d).c_str());
-      if (watched)
+      if (watched) {
         watch_->decided({int(d.step), d.kind, d.reason, d.predicted_gain - 1});
+        const auto& a = d.allocation;
+        if (d.effective_step >= 0 && !a.micro_batches.empty())
+          watch_->allocated(d.effective_step, {a.micro_batches, a.samples, a.compressions});
+      }
       shown_ = d.sequence;
     }
   std::fflush(stdout);

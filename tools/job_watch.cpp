@@ -112,6 +112,11 @@ void job_watch::validated(int step, double loss) {
   board_.publish(builder_.latest());
 }
 
+void job_watch::allocated(int64_t from_step, runtime::plan_allocation a) {
+  if (on())
+    builder_.allocated(from_step, std::move(a));
+}
+
 void job_watch::decided(runtime::adapter_decision d) {
   if (on())
     builder_.decided(std::move(d));

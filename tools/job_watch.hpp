@@ -48,6 +48,7 @@ public:
   /// An injected event and an adapter's decision, shown from the next snapshot on.
   void injected(int step, const runtime::described_event& e);
   void decided(runtime::adapter_decision d);
+  void allocated(int64_t from_step, runtime::plan_allocation a);
 
 private:
   runtime::snapshot_builder builder_;

@@ -50,6 +50,7 @@ void order(self_ptr self, const runtime::plan& next, adapt_record r) {
   messages::rebalance msg{a.micro_batches, st.last_step + 1, a.samples, a.compressions};
   st.latest = next;
   r.effective_step = msg.effective_step;
+  r.allocation = msg;
   keep(st, std::move(r));
   const auto sequence = st.decided;
   self->request(st.coordinator, caf::infinite, std::move(msg))

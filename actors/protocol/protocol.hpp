@@ -96,6 +96,7 @@ struct adapt_record {
   double new_step_s = 0;
   double predicted_gain = 1;
   int64_t effective_step = -1;
+  messages::rebalance allocation; ///< what was ordered (empty on keep)
 };
 
 /// Handles of a stage's peers, sent once after every actor exists (stages name each other).
@@ -179,7 +180,7 @@ typename Inspector::result_type inspect(Inspector& f, link_summary& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, adapt_record& x) {
   return f(caf::meta::type_name("adapt_record"), x.sequence, x.step, x.kind, x.reason, x.old_step_s,
-           x.new_step_s, x.predicted_gain, x.effective_step);
+           x.new_step_s, x.predicted_gain, x.effective_step, x.allocation);
 }
 
 /// Actor handles only: CAF's own addressing, CAF-serialized.

@@ -19,24 +19,15 @@ snapshot_builder::snapshot_builder(snapshot_header header, plan p, cluster c,
 
   for (size_t p = 0; p < plan_.pipelines.size(); ++p) {
     const auto& pipe = plan_.pipelines[p];
-    s.allocation.micro_batches.push_back(pipe.micro_batches);
     for (size_t k = 0; k < pipe.stages.size(); ++k) {
       const auto& st = pipe.stages[k];
       stage_status status{int(p), int(k), {}, st.first_layer, st.last_layer, {}, 0};
-      for (size_t i = 0; i < st.devices.size(); ++i) {
-        status.devices.push_back(device_name(st.devices[i]));
-        s.allocation.samples.push_back({device_name(st.devices[i]), st.samples[i]});
-      }
+      for (int d : st.devices)
+        status.devices.push_back(device_name(d));
       s.stages.push_back(std::move(status));
-      if (k + 1 == pipe.stages.size())
-        continue;
-      const auto& next = pipe.stages[k + 1];
-      for (const auto& r : rows_between(st.samples, next.samples))
-        s.allocation.compression.push_back(
-            {device_name(st.devices[r.from]) + " -> " + device_name(next.devices[r.to]),
-             std::string(to_string(st.send_compression))});
     }
   }
+  fill_allocation(s);
 
   for (const auto& d : cluster_.devices) {
     device_status status{d.name, d.kind, -1, -1, 0, 0, d.memory_bytes};
@@ -80,6 +71,25 @@ void snapshot_builder::fill_stages(job_snapshot& s, const step_facts& f) const {
   }
 }
 
+void snapshot_builder::fill_allocation(job_snapshot& s) const {
+  s.allocation = {};
+  for (const auto& pipe : plan_.pipelines) {
+    s.allocation.micro_batches.push_back(pipe.micro_batches);
+    for (size_t k = 0; k < pipe.stages.size(); ++k) {
+      const auto& st = pipe.stages[k];
+      for (size_t i = 0; i < st.devices.size(); ++i)
+        s.allocation.samples.push_back({device_name(st.devices[i]), st.samples[i]});
+      if (k + 1 == pipe.stages.size())
+        continue;
+      const auto& next = pipe.stages[k + 1];
+      for (const auto& r : rows_between(st.samples, next.samples))
+        s.allocation.compression.push_back(
+            {device_name(st.devices[r.from]) + " -> " + device_name(next.devices[r.to]),
+             std::string(to_string(st.send_compression))});
+    }
+  }
+}
+
 void snapshot_builder::fill_links(job_snapshot& s, const step_facts& f) const {
   s.links.clear();
   for (const auto& l : f.links) {
@@ -101,6 +111,11 @@ void snapshot_builder::fill_links(job_snapshot& s, const step_facts& f) const {
 
 job_snapshot snapshot_builder::after_step(const step_facts& f) {
   auto& s = last_;
+  if (!pending_.empty() && pending_.begin()->first <= f.step) {
+    for (; !pending_.empty() && pending_.begin()->first <= f.step; pending_.erase(pending_.begin()))
+      plan_ = with_allocation(plan_, pending_.begin()->second);
+    fill_allocation(s);
+  }
   s.step = f.step;
   s.loss = f.loss;
   if (f.loss)
@@ -131,6 +146,10 @@ void snapshot_builder::validated(int step, double loss) {
 void snapshot_builder::injected(job_event e) {
   ++last_.events_total;
   push_history(last_.events, std::move(e), recent);
+}
+
+void snapshot_builder::allocated(int64_t from_step, plan_allocation a) {
+  pending_[from_step] = std::move(a);
 }
 
 void snapshot_builder::decided(adapter_decision d) {

@@ -2,10 +2,12 @@
 
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/plan/plan.hpp"
+#include "runtime/plan/plan_allocation.hpp"
 #include "runtime/sim/simulator.hpp"
 #include "runtime/watch/job_snapshot.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +59,9 @@ public:
   /// are kept in the snapshot.
   void injected(job_event e);
   void decided(adapter_decision d);
+  /// The allocation `a` is in force from step `from_step` on (a decision of the adapter):
+  /// the snapshots of that step and later show it.
+  void allocated(int64_t from_step, plan_allocation a);
   /// The last snapshot built, with any validation since.
   const job_snapshot& latest() const { return last_; }
 
@@ -68,10 +73,12 @@ private:
   std::string device_name(int device) const;
   void fill_stages(job_snapshot& s, const step_facts& f) const;
   void fill_links(job_snapshot& s, const step_facts& f) const;
+  void fill_allocation(job_snapshot& s) const;
 
   plan plan_;
   cluster cluster_;
   job_snapshot last_;
+  std::map<int64_t, plan_allocation> pending_; ///< by the step each takes effect at
 };
 
 } // namespace deepcee::runtime

@@ -134,6 +134,22 @@ BOOST_AUTO_TEST_CASE(wall_time_has_no_emulated_rate_and_dry_time_no_loss) {
   BOOST_TEST(d.loss_history.empty());
 }
 
+BOOST_AUTO_TEST_CASE(an_ordered_allocation_shows_from_its_step_on) {
+  auto b = make_builder("virtual");
+  b.allocated(4, {{2}, {{1, 3}, {4}}, {compression::int8, compression::none}});
+  auto f = step_three();
+  const auto before = b.after_step(f);
+  BOOST_TEST(before.allocation.samples[0].samples == 3);
+  BOOST_TEST(before.allocation.compression[0].compression == "fp16");
+  f.step = 4;
+  const auto after = b.after_step(f);
+  BOOST_TEST(after.allocation.micro_batches == (std::vector<int>{2}),
+             boost::test_tools::per_element());
+  BOOST_TEST(after.allocation.samples[0].samples == 1);
+  BOOST_TEST(after.allocation.samples[1].samples == 3);
+  BOOST_TEST(after.allocation.compression[0].compression == "int8");
+}
+
 BOOST_AUTO_TEST_CASE(events_and_decisions_carry_over_steps_and_keep_the_latest) {
   auto b = make_builder("virtual");
   b.injected({2, 1.5, "link cloud<->edge bandwidth x0.1"});
