@@ -13,6 +13,7 @@
 #include "kernels/device/make_backend.hpp"
 #include "kernels/train/trainer.hpp"
 #include "runtime/base/model_spec.hpp"
+#include "runtime/base/statistics.hpp"
 #include "runtime/io/cluster_toml.hpp"
 
 #include <caf/actor_system.hpp>
@@ -36,12 +37,6 @@ struct options {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /// Deterministic text, long enough for any preset's context.
@@ -149,7 +144,8 @@ void one_stage_table(const options& o, const runtime::model_config& model) {
       two_s.push_back(d);
     }
   }
-  const double t = median(trainer_s), a = median(actors_s), d = median(two_s);
+  const double t = runtime::median(trainer_s), a = runtime::median(actors_s),
+               d = runtime::median(two_s);
   std::printf("(a) one stage on one CPU device, wall mode, vs the single-device trainer\n");
   std::printf("    model %d layers, d_model %d, context %d, vocab %d; batch %d; 1 OpenBLAS "
               "thread; median of %d steps after %d warm-up\n",

@@ -104,25 +104,29 @@ struct inspect_server::impl {
            same_secret(std::string_view(header).substr(scheme.size()), token);
   }
 
-  void snapshot(const httplib::Request&, httplib::Response& res) {
+  /// The latest snapshot, with the frames dropped so far, as `render` writes it; 503 before
+  /// the first.
+  template <class Render>
+  void serve_latest(httplib::Response& res, Render render, const char* type) {
     const auto latest = board.latest();
     if (!latest)
       return plain(res, 503, "no snapshot yet: the job has not started");
     auto s = *latest;
     s.dropped_frames = board.dropped_frames();
     res.set_header("Cache-Control", "no-store");
-    res.set_content(runtime::job_snapshot_to_json(s) + "\n", "application/json");
+    res.set_content(render(s), type);
+  }
+
+  void snapshot(const httplib::Request&, httplib::Response& res) {
+    serve_latest(
+        res, [](const auto& s) { return runtime::job_snapshot_to_json(s) + "\n"; },
+        "application/json");
   }
 
   void metrics(const httplib::Request&, httplib::Response& res) {
-    const auto latest = board.latest();
-    if (!latest)
-      return plain(res, 503, "no snapshot yet: the job has not started");
-    auto s = *latest;
-    s.dropped_frames = board.dropped_frames();
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(runtime::job_snapshot_to_prometheus(s),
-                    "text/plain; version=0.0.4; charset=utf-8");
+    serve_latest(
+        res, [](const auto& s) { return runtime::job_snapshot_to_prometheus(s); },
+        "text/plain; version=0.0.4; charset=utf-8");
   }
 
   static void asset(httplib::Response& res, std::string_view body, const char* type) {

@@ -1,6 +1,7 @@
 #include "tools/profile_links.hpp"
 
 #include "actors/net/link_probe.hpp"
+#include "runtime/base/statistics.hpp"
 #include "runtime/base/units.hpp"
 #include "runtime/cluster/link_fit.hpp"
 #include "runtime/io/job_token.hpp"
@@ -58,8 +59,7 @@ double round_trip(caf::scoped_actor& self, const actors::link_probe_actor& peer,
     if (i > 0)
       times.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return runtime::median(std::move(times));
 }
 
 runtime::measured_link measure_to(caf::scoped_actor& self, const actors::link_probe_actor& peer,

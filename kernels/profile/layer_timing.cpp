@@ -3,6 +3,7 @@
 #include "kernels/gpt/embedding_layer.hpp"
 #include "kernels/gpt/head_layer.hpp"
 #include "kernels/gpt/transformer_block.hpp"
+#include "runtime/base/statistics.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -53,14 +54,6 @@ double seconds_since(clock_type::time_point start) {
 
 } // namespace
 
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 layer_timing time_layer(backend& be, const runtime::model_config& model, runtime::layer_kind kind,
                         int micro_batch, const timing_options& options) {
   if (micro_batch < 1 || options.repetitions < 1 || options.warmup < 0)
@@ -104,9 +97,9 @@ layer_timing time_layer(backend& be, const runtime::model_config& model, runtime
     bw.push_back(b_s);
     w.push_back(w_s);
   }
-  out.f_s = median(f);
-  out.b_s = median(bw);
-  out.w_s = median(w);
+  out.f_s = runtime::median(f);
+  out.b_s = runtime::median(bw);
+  out.w_s = runtime::median(w);
   return out;
 }
 

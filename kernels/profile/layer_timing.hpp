@@ -29,7 +29,4 @@ struct layer_timing {
 layer_timing time_layer(backend& be, const runtime::model_config& model, runtime::layer_kind kind,
                         int micro_batch, const timing_options& options = {});
 
-/// The median of `values` (the mean of the middle two for an even count); 0 when empty.
-double median(std::vector<double> values);
-
 } // namespace deepcee::kernels

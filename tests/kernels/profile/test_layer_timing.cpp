@@ -25,12 +25,6 @@ runtime::model_config tiny() {
 
 BOOST_AUTO_TEST_SUITE(layer_timing_suite)
 
-BOOST_AUTO_TEST_CASE(median_of_odd_and_even_counts) {
-  BOOST_TEST(median({3, 1, 2}) == 2.0);
-  BOOST_TEST(median({4, 1, 3, 2}) == 2.5);
-  BOOST_TEST(median({}) == 0.0);
-}
-
 BOOST_AUTO_TEST_CASE(the_embedding_keeps_its_tokens_then_the_output_gradient) {
   auto be = make_backend({});
   const auto m = tiny();
