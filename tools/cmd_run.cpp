@@ -63,7 +63,9 @@ void print_job(const resolved_job& r) {
   std::printf("job %s: %s on %s (%zu devices), %d steps, time %s\n", job.name.c_str(),
               job.model_name.c_str(), job.cluster.name.c_str(), job.cluster.devices.size(),
               job.train.steps, std::string(runtime::to_string(job.time)).c_str());
-  print_groups(stdout, job.cluster, r.report->groups);
+  print_groups(stdout, job.cluster,
+               r.report ? r.report->groups
+                        : runtime::planner_grouping(job.cluster, r.profile.model()));
   print_plan(stdout, job.cluster, r.profile.model(), r.plan);
 }
 
@@ -145,6 +147,8 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
   so.steps = 1;
   const auto predicted = runtime::simulate(job.cluster, r.profile.model(), r.profile, plan, {}, so);
   std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
+  if (!r.report)
+    return;
   for (const auto& s : r.report->strategies)
     if (s.chosen)
       std::printf("  %-32s %12.2f\n", ("simulator, " + s.strategy).c_str(), s.sim.samples_per_s);

@@ -103,6 +103,16 @@ rc=$?
 [[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ huge\.toml:$line:\ training\ a\ model\ of\ 1000000\ layers.*needs\ at\ least ]] || fail "huge model: exit $rc ($err)"
 [[ -e $work/huge ]] && fail "huge model: left a run directory"
 
+# A saved plan that does not fit its devices' memory is refused like a plan the planner
+# would not print: one line naming the plan file and the device, exit 2, no run directory.
+sed 's/{ kind = "Jetson-AGX-Orin", count = 1 }/{ kind = "Jetson-AGX-Orin", count = 1, memory = "64KiB" }/' \
+  "$configs/local-cluster/cluster.toml" >"$work/tight-cluster.toml"
+sed "s|^cluster = .*|cluster = \"$work/tight-cluster.toml\"|" "$work/job.toml" >"$work/tight.toml"
+err=$("$deepcee" run "$work/tight.toml" --out "$work/tight" 2>&1 >/dev/null)
+rc=$?
+[[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && $err =~ plan\.json:\ the\ plan\ does\ not\ fit\ in\ memory:\ .*needs ]] || fail "plan beyond memory: exit $rc ($err)"
+[[ -e $work/tight ]] && fail "plan beyond memory: left a run directory"
+
 # Dry mode has no weights: the job runs with checkpoint_every set but writes no checkpoint
 # and says so; --resume is refused in one line naming the job, exit 2, no run directory.
 sed 's/^time = "virtual"/time = "dry"/' "$work/job.toml" >"$work/dry.toml"
