@@ -290,13 +290,7 @@ int run_node(const node_options& o) {
   if (!me)
     runtime::fail_input(
         o.job, 0, "node '" + o.name + "' is not a node of cluster '" + job.cluster.name + "'");
-  auto token = o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, job.token_file);
-  if (!token && !o.insecure)
-    throw runtime::input_error(
-        "node " + o.name +
-        ": a multi-process job needs the job's token: --token-file FILE (or the environment's "
-        "DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN; make one with `openssl rand -hex 32`), or "
-        "--insecure to run without one");
+  auto token = node_token(job, o.name, o.token_file, o.insecure);
   // Only the coordinator's node plans; the others run what it deploys.
   std::optional<node_setup> s;
   if (*me == job.coordinator_node)

@@ -9,6 +9,7 @@
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/profile_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/node_network.hpp"
 #include "tools/profile_links.hpp"
 #include "tools/profile_run.hpp"
 #include "tools/progress.hpp"
@@ -24,6 +25,8 @@ struct profile_options {
   std::string model = "gpt2-124m";
   std::optional<std::string> job;  ///< the model of a job file instead
   std::optional<std::string> name; ///< this node of the job: measure its links too
+  std::optional<std::string> token_file;
+  bool insecure = false; ///< probe the links without the job's token and gates
   std::vector<int> micro_batches{1, 2, 4};
   int threads = 1;
   int repetitions = 9;
@@ -72,7 +75,7 @@ int run_profile(const profile_options& o) {
     if (!me)
       runtime::fail_input(
           *o.job, 0, "node '" + *o.name + "' is not a node of cluster '" + job.cluster.name + "'");
-    links = measure_links(job, *me, stderr);
+    links = measure_links(job, *me, node_token(job, *o.name, o.token_file, o.insecure), stderr);
     if (*me != job.coordinator_node) {
       std::printf("node %s: %zu link(s) measured and reported to the coordinator's node\n",
                   o.name->c_str(), links.size());
@@ -99,6 +102,11 @@ command_action add_profile_command(CLI::App& app) {
   cmd->add_option("--name", o->name,
                   "This node of the job (--job): also measure the links between the job's "
                   "nodes (run it on every node; the coordinator's node writes the file)");
+  cmd->add_option("--token-file", o->token_file,
+                  "With --name: file holding the job's token (else the job's [security] "
+                  "token_file, DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN)");
+  cmd->add_flag("--insecure", o->insecure,
+                "With --name: probe the links without the token, straight to CAF");
   cmd->add_option("--micro-batches", o->micro_batches, "Micro-batch sizes to measure")
       ->delimiter(',')
       ->capture_default_str();

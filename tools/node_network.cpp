@@ -2,6 +2,7 @@
 
 #include "runtime/base/errors.hpp"
 #include "runtime/gate/tls_identity.hpp"
+#include "runtime/io/job_token.hpp"
 #include "tools/node_process.hpp"
 
 #include <cstdio>
@@ -87,6 +88,20 @@ std::string node_network::refusal(int n) const {
   if (!secure())
     return {};
   return tunnels_.at(n)->refusal();
+}
+
+std::optional<std::string> node_token(const runtime::job_config& job, const std::string& node,
+                                      const std::optional<std::string>& token_file, bool insecure) {
+  if (insecure)
+    return std::nullopt;
+  auto token = runtime::find_job_token(token_file, job.token_file);
+  if (!token)
+    throw runtime::input_error(
+        "node " + node +
+        ": a multi-process job needs the job's token: --token-file FILE (or the environment's "
+        "DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN; make one with `openssl rand -hex 32`), or "
+        "--insecure to run without one");
+  return token;
 }
 
 } // namespace deepcee::tools

@@ -46,4 +46,10 @@ private:
   std::unique_ptr<runtime::gate::gate> gate_;
 };
 
+/// A node's token: `token_file` (--token-file), the job file's [security] token_file or the
+/// environment (runtime::find_job_token); none with `insecure`. Neither: an input_error naming
+/// the node and how to give one.
+std::optional<std::string> node_token(const runtime::job_config& job, const std::string& node,
+                                      const std::optional<std::string>& token_file, bool insecure);
+
 } // namespace deepcee::tools

@@ -4,7 +4,6 @@
 #include "runtime/base/statistics.hpp"
 #include "runtime/base/units.hpp"
 #include "runtime/cluster/link_fit.hpp"
-#include "runtime/io/job_token.hpp"
 #include "tools/job_steps.hpp"
 #include "tools/node_process.hpp"
 
@@ -112,12 +111,11 @@ void gather(const runtime::job_config& job, const runtime::node& me,
 } // namespace
 
 std::vector<runtime::measured_link> measure_links(const runtime::job_config& job, int me_index,
+                                                  std::optional<std::string> token,
                                                   std::FILE* out) {
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
   const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
   const bool coordinator = me_index == job.coordinator_node;
-  // Through the nodes' gates when the job has a token (the links a job's traffic takes).
-  auto token = runtime::find_job_token(std::nullopt, job.token_file);
   actors::system_config cfg;
   configure_actors(cfg);
   cfg.load<caf::io::middleman>();

@@ -4,6 +4,8 @@
 #include "runtime/plan/job_config.hpp"
 
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace deepcee::tools {
@@ -14,8 +16,9 @@ namespace deepcee::tools {
 /// them to latency + bytes / bandwidth per directed node pair. The other nodes report their
 /// rows to the coordinator's node, which returns every link (the others return theirs after
 /// the coordinator's node has ended). A node that cannot be reached within the job's
-/// connect timeout, or that never reports, is named in the error (exit 1).
+/// connect timeout, or that never reports, is named in the error (exit 1). With `token`
+/// the probes cross the nodes' gates, as the job's traffic does (node_network).
 std::vector<runtime::measured_link> measure_links(const runtime::job_config& job, int me,
-                                                  std::FILE* out);
+                                                  std::optional<std::string> token, std::FILE* out);
 
 } // namespace deepcee::tools

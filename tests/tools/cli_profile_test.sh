@@ -82,6 +82,12 @@ name = "n2"
 host = "127.0.0.1"
 port = 29619
 TOML
+# Without the job's token (nor --insecure) a link profile is refused like a node.
+expect_error no-token "node n0: .*--token-file" -- profile --job "$work/links.toml" --name n0 \
+  --no-gpu --out "$work/no-token.toml"
+[[ -e $work/no-token.toml ]] && fail "a link profile without a token wrote its file"
+openssl rand -hex 32 >"$work/token"
+export DEEPCEE_TOKEN_FILE="$work/token"
 pids=()
 for n in n0 n1 n2; do
   "$deepcee" profile --job "$work/links.toml" --name $n --micro-batches 1 --repetitions 1 \
