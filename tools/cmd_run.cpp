@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <unistd.h>
 
 #ifndef DEEPCEE_SOURCE_DIR
 #define DEEPCEE_SOURCE_DIR "."
@@ -244,6 +245,11 @@ int run_job(const run_options& o) {
   script_log injected(dir, script, job.cluster);
   injected.on_event([&watch](int step, const auto& e) { watch.injected(step, e); });
 
+  // On a terminal the progress bar is redrawn in place: a log line (an injected event, an
+  // adapter's decision) clears it first, so that each stands on a line of its own and the
+  // bar comes back below it at the next step.
+  if (::isatty(::fileno(stdout)) == 1)
+    spdlog::set_pattern("\r\033[K%+");
   interrupt_flag interrupted;
   run_view view(steps.steps_done(), job.train.steps, job.time, r.plan.global_batch(),
                 r.plan.model.context, injected);
