@@ -1,8 +1,10 @@
 // deepcee run: a whole job in one process, as actors, in the time mode of its job file
 // (configs/default.toml when none is given): virtual time on the emulated cluster, wall
 // (real) time, or dry (virtual time without the math).
+#include "actors/job/adapter_actor.hpp"
 #include "actors/job/local_job.hpp"
 #include "actors/protocol/type_ids.hpp"
+#include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/io/job_token.hpp"
 #include "runtime/io/metrics_writer.hpp"
@@ -29,6 +31,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <unistd.h>
 
 #ifndef DEEPCEE_SOURCE_DIR
 #define DEEPCEE_SOURCE_DIR "."
@@ -111,10 +114,48 @@ private:
   script_log& script_;
 };
 
+/// Samples per second over steps [first, last) (0-based) of one side of an adaptive
+/// simulation.
+double samples_per_s(const std::vector<runtime::adaptive_step>& steps, int global_batch, int first,
+                     int last) {
+  double seconds = 0;
+  for (int k = std::max(first, 0); k < last && k < int(steps.size()); ++k)
+    seconds += steps[size_t(k)].step_s;
+  return seconds > 0 ? (last - first) * double(global_batch) / seconds : 0;
+}
+
+/// Under a script in virtual or dry time: the plan the job started with under the run's
+/// script, as the simulator predicts it without the adapter ("static") and with the
+/// adapter's own policy and drift bands (runtime::simulate_adaptive), over the steps this
+/// run ran.
+void print_scripted(const resolved_job& r, const loop_outcome& done,
+                    const runtime::link_timeline& script, double this_run) {
+  const auto& job = r.job;
+  if (script.empty() || job.time == runtime::time_mode::wall || done.steps_run() < 1)
+    return;
+  const actors::adapter_options adapter;
+  runtime::adaptive_options ao;
+  ao.steps = done.steps_done;
+  ao.band = adapter.band;
+  ao.policy = adapter.policy;
+  ao.policy.planner.model_name = r.plan.model_name;
+  const auto sim =
+      runtime::simulate_adaptive(job.cluster, r.profile.model(), r.profile, r.plan, script, ao);
+  const int first = done.first_step - 1;
+  const double fixed = samples_per_s(sim.fixed, sim.global_batch, first, done.steps_done);
+  const double adaptive = samples_per_s(sim.adaptive, sim.global_batch, first, done.steps_done);
+  std::printf("  %-32s %12.2f  (this plan under the script, no adapter)\n", "simulator, static",
+              fixed);
+  std::printf("  %-32s %12.2f  (this plan under the script, the adapter's policy%s)\n",
+              "simulator, adaptive", adaptive, job.adapt ? "" : "; off in this job");
+  if (fixed > 0)
+    std::printf("  %-32s %11.2fx\n", "this run / simulator, static", this_run / fixed);
+}
+
 /// The closing lines: what ran, this run's samples per second and the simulator's, per
 /// strategy the planner tried.
-void print_summary(const resolved_job& r, const loop_outcome& done, bool interrupted,
-                   double real_s) {
+void print_summary(const resolved_job& r, const loop_outcome& done, bool interrupted, double real_s,
+                   const runtime::link_timeline& script) {
   const auto& job = r.job;
   const auto& plan = r.plan;
   const bool wall = job.time == runtime::time_mode::wall;
@@ -140,13 +181,15 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
                     : fmt::format("final loss {:.4f}, {}", loss, validation).c_str(),
                 virtual_s, progress_bar::duration(real_s).c_str());
     std::printf("  %-32s %12s\n", "emulated samples/s", "");
-    std::printf("  %-32s %12.2f\n", "this run (actors)",
-                steps_run * plan.global_batch() / std::max(virtual_s, 1e-30));
+    const double this_run = steps_run * plan.global_batch() / std::max(virtual_s, 1e-30);
+    std::printf("  %-32s %12.2f\n", "this run (actors)", this_run);
+    print_scripted(r, done, script, this_run);
   }
   runtime::sim_options so;
   so.steps = 1;
   const auto predicted = runtime::simulate(job.cluster, r.profile.model(), r.profile, plan, {}, so);
-  std::printf("  %-32s %12.2f\n", "simulator, this plan", predicted.samples_per_s);
+  std::printf("  %-32s %12.2f%s\n", "simulator, this plan", predicted.samples_per_s,
+              script.empty() ? "" : "  (no script)");
   if (!r.report)
     return;
   for (const auto& s : r.report->strategies)
@@ -206,6 +249,11 @@ int run_job(const run_options& o) {
   script_log injected(dir, script, job.cluster);
   injected.on_event([&watch](int step, const auto& e) { watch.injected(step, e); });
 
+  // On a terminal the progress bar is redrawn in place: a log line (an injected event, an
+  // adapter's decision) clears it first, so that each stands on a line of its own and the
+  // bar comes back below it at the next step.
+  if (::isatty(::fileno(stdout)) == 1)
+    spdlog::set_pattern("\r\033[K%+");
   interrupt_flag interrupted;
   run_view view(steps.steps_done(), job.train.steps, job.time, r.plan.global_batch(),
                 r.plan.model.context, injected);
@@ -213,7 +261,8 @@ int run_job(const run_options& o) {
   const auto done = run_steps(steps, files, view, interrupted);
   steps.write_trace(dir / "trace.json", job.cluster, injected.instants());
   print_summary(r, done, interrupted.raised(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                script);
   std::printf("wrote %s: %s, plan.json, trace.json%s\n", dir.string().c_str(),
               files.names().c_str(), injected.empty() ? "" : ", events.csv");
   return interrupted.raised() ? 130 : 0;

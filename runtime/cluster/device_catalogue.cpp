@@ -57,6 +57,22 @@ std::vector<device_spec> make_catalogue() {
       // bf16 (Volta), so bf16 runs at the fp32 rate; 8 GB LPDDR4x at 59.7 GB/s.
       {"Jetson-Xavier-NX", "NVIDIA Jetson Xavier NX 8GB", device_class::embedded_gpu, 0.845 * tera,
        0.845 * tera, 8 * gib, 59.7 * giga},
+      // Jetson TX2 8GB data sheet: 256-core Pascal GPU at 1.3 GHz = 665.6 GFLOPS fp32 (1.33
+      // TFLOPS fp16); no bf16 (Pascal), so bf16 runs at the fp32 rate; 8 GB 128-bit LPDDR4
+      // at 59.7 GB/s, shared with the CPU.
+      {"Jetson-TX2", "NVIDIA Jetson TX2 8GB", device_class::embedded_gpu, 665.6 * giga,
+       665.6 * giga, 8 * gib, 59.7 * giga},
+      // Jetson Nano data sheet: 128-core Maxwell GPU at 921.6 MHz = 236 GFLOPS fp32 (the
+      // datasheet's 472 GFLOPS is fp16); no bf16 (Maxwell), so bf16 runs at the fp32 rate;
+      // 4 GB 64-bit LPDDR4 at 25.6 GB/s, shared with the CPU.
+      {"Jetson-Nano", "NVIDIA Jetson Nano 4GB", device_class::embedded_gpu, 236 * giga, 236 * giga,
+       4 * gib, 25.6 * giga},
+      // Raspberry Pi 4 Model B product brief: BCM2711, 4 x Cortex-A72 at 1.5 GHz, 4 GB
+      // LPDDR4-3200 on a 32-bit bus (12.8 GB/s). A Cortex-A72 core issues one 4-lane fp32
+      // NEON FMA per cycle (two 64-bit FP pipes): 8 FLOP x 1.5 GHz x 4 cores = 48 GFLOP/s
+      // fp32 peak for the board; no bf16 units.
+      {"Raspberry-Pi-4", "Raspberry Pi 4 Model B 4GB (4 x Cortex-A72)", device_class::cpu,
+       48 * giga, 48 * giga, 4 * gib, 12.8 * giga},
       // One core of a modern x86 server with AVX2 + FMA: 2 FMA ports x 8 fp32 lanes x 2 FLOP
       // x ~3 GHz = 96 GFLOP/s peak (OpenBLAS sgemm reaches 70-90% of it); no bf16 units
       // assumed. Memory and bandwidth are one core's share of a typical host: 16 GiB and
@@ -93,6 +109,10 @@ constexpr struct {
     {"agxorin", "Jetson-AGX-Orin"},
     {"orin", "Jetson-AGX-Orin"},
     {"xaviernx", "Jetson-Xavier-NX"},
+    {"tx2", "Jetson-TX2"},
+    {"raspberrypi4", "Raspberry-Pi-4"},
+    {"rpi4", "Raspberry-Pi-4"},
+    {"pi4", "Raspberry-Pi-4"},
     {"x86core", "CPU"},
 };
 

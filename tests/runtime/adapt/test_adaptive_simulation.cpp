@@ -128,3 +128,49 @@ BOOST_AUTO_TEST_CASE(the_static_run_is_the_simulators) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(default_job)
+
+// The default job (configs/default.toml): the planner's plan for the small model at batch
+// 32 on edge-end.toml under default-script.toml, with the policy the running job's
+// adapter uses (no re-plan). The link end0<->end2 that pipeline 0 uses falls to 20 Mbps
+// from 20 s to 40 s: the adapter answers with int8 on that boundary (and micro-batches
+// moved to pipeline 1) and restores the starting plan after the recovery, and the run is
+// faster than the static plan under the same script.
+BOOST_AUTO_TEST_CASE(the_default_script_is_answered_and_then_undone) {
+  const cluster c = load_cluster(cluster_file("edge-end"));
+  const model_spec model = make_model_spec(*model_preset("small"), "small");
+  const profile_table profile{model};
+  planner_options po;
+  po.model_name = "small";
+  po.global_batch = 32;
+  const plan p = plan_training(c, profile, po).best;
+  const auto script = load_link_timeline(configs_dir() / "default-script.toml", c);
+  adaptive_options o;
+  o.steps = 300;
+  o.policy.allow_replan = false;
+  const auto r = simulate_adaptive(c, model, profile, p, script, o);
+  std::vector<const adaptive_step*> decided;
+  for (const auto& s : r.adaptive)
+    if (s.decision && s.decision->kind != decision_kind::keep)
+      decided.push_back(&s);
+  BOOST_TEST_REQUIRE(decided.size() == 2u);
+  BOOST_TEST((decided[0]->decision->kind == decision_kind::compression));
+  BOOST_TEST(decided[0]->start_s < 20.0);
+  BOOST_TEST(decided[0]->start_s + decided[0]->step_s > 20.0);
+  BOOST_TEST(decided[0]->decision->predicted_gain() > 2.0);
+  BOOST_TEST((decided[1]->decision->kind == decision_kind::restore));
+  BOOST_TEST(decided[1]->start_s + decided[1]->step_s > 40.0);
+  // During the drop (from the step after the decision to 40 s): the adapted steps are at
+  // least twice as fast as the static plan's.
+  BOOST_TEST(mean_rate(r.adaptive, 21.0, 40.0) > 2.0 * mean_rate(r.fixed, 21.0, 40.0));
+  const auto total = [](const std::vector<adaptive_step>& steps) {
+    double t = 0;
+    for (const auto& s : steps)
+      t += s.step_s;
+    return t;
+  };
+  BOOST_TEST(total(r.fixed) > 1.15 * total(r.adaptive));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -9,7 +9,8 @@ BOOST_AUTO_TEST_SUITE(device_catalogue_suite)
 
 BOOST_AUTO_TEST_CASE(every_required_kind_is_present_with_sane_figures) {
   for (const char* kind : {"H100-SXM", "A100-40GB", "A100-80GB", "V100", "RTX3090", "RTX4090",
-                           "A10", "L4", "T4", "Jetson-AGX-Orin", "Jetson-Xavier-NX", "CPU"}) {
+                           "A10", "L4", "T4", "Jetson-AGX-Orin", "Jetson-Xavier-NX", "Jetson-TX2",
+                           "Jetson-Nano", "Raspberry-Pi-4", "CPU"}) {
     auto spec = find_device_kind(kind);
     BOOST_TEST_REQUIRE(spec.has_value(), kind);
     BOOST_TEST(spec->kind == kind);
@@ -34,6 +35,19 @@ BOOST_AUTO_TEST_CASE(datasheet_figures) {
   BOOST_TEST(rtx.mem_bandwidth_Bps == 936e9);
   BOOST_TEST(find_device_kind("H100-SXM")->bf16_flops == 989e12);
   BOOST_TEST(find_device_kind("T4")->fp32_flops == 8.1e12);
+  // The default job's devices (configs/clusters/edge-end.toml): fp32 rates from the GPU
+  // cores and clocks of the Jetson data sheets, the Pi 4's from 4 Cortex-A72 cores at
+  // 1.5 GHz issuing one 4-lane FMA a cycle.
+  auto nano = *find_device_kind("Jetson-Nano");
+  BOOST_TEST(nano.fp32_flops == 236e9);
+  BOOST_TEST(nano.memory_bytes == 4.0 * (1 << 30));
+  BOOST_TEST(nano.mem_bandwidth_Bps == 25.6e9);
+  BOOST_TEST((nano.cls == device_class::embedded_gpu));
+  BOOST_TEST(find_device_kind("Jetson-TX2")->fp32_flops == 665.6e9);
+  auto pi = *find_device_kind("Raspberry-Pi-4");
+  BOOST_TEST(pi.fp32_flops == 4 * 1.5e9 * 8);
+  BOOST_TEST(pi.mem_bandwidth_Bps == 12.8e9);
+  BOOST_TEST((pi.cls == device_class::cpu));
   auto cpu = *find_device_kind("CPU");
   BOOST_TEST(cpu.fp32_flops >= 50e9);
   BOOST_TEST(cpu.fp32_flops <= 100e9);
@@ -48,6 +62,10 @@ BOOST_AUTO_TEST_CASE(lookup_ignores_case_spaces_and_dashes_and_accepts_aliases) 
   BOOST_TEST(find_device_kind("h100")->kind == "H100-SXM");
   BOOST_TEST(find_device_kind("jetson agx orin")->kind == "Jetson-AGX-Orin");
   BOOST_TEST(find_device_kind("a10")->kind == "A10");
+  BOOST_TEST(find_device_kind("Raspberry Pi 4")->kind == "Raspberry-Pi-4");
+  BOOST_TEST(find_device_kind("rpi4")->kind == "Raspberry-Pi-4");
+  BOOST_TEST(find_device_kind("jetson tx2")->kind == "Jetson-TX2");
+  BOOST_TEST(find_device_kind("tx2")->kind == "Jetson-TX2");
 }
 
 BOOST_AUTO_TEST_CASE(ambiguous_and_unknown_names_match_nothing) {

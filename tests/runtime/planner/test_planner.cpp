@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 using namespace deepcee::runtime;
@@ -128,6 +130,44 @@ BOOST_AUTO_TEST_CASE(dp_on_the_testbeds_cloud_alone_is_much_faster_than_across_t
   BOOST_TEST(alone.sim.samples_per_s > 5 * all.sim.samples_per_s,
              alone.sim.samples_per_s << " vs " << all.sim.samples_per_s);
   BOOST_TEST(r.best_sim.samples_per_s >= alone.sim.samples_per_s);
+}
+
+namespace {
+/// The regions the devices of a plan lie in.
+std::set<int> regions_of(const cluster& c, const plan& p) {
+  std::set<int> out;
+  for (const auto& pp : p.pipelines)
+    for (const auto& st : pp.stages)
+      for (int d : st.devices)
+        out.insert(c.devices.at(size_t(d)).region);
+  return out;
+}
+} // namespace
+
+// The default job's cluster (configs/default.toml): for the small model at batch 32 the
+// planner's own plan spans the edge and the end site and beats the best plan on either
+// site alone by 1.3x (README "The default job"); over a 40 ms link it keeps to one site.
+BOOST_AUTO_TEST_CASE(the_default_jobs_plan_spans_both_sites_because_it_pays) {
+  const auto file = deepcee::test::cluster_file("edge-end");
+  cluster c = load_cluster(file);
+  planner_report r = run(c, "small", 32);
+  validate_plan(r.best, static_cast<int>(c.devices.size()), "edge-end");
+  BOOST_TEST(regions_of(c, r.best).size() == 2u);
+  BOOST_TEST(r.best.excluded.empty());
+  BOOST_TEST(r.best_sim.samples_per_s >= 1.3 * best_baseline(r),
+             r.best_sim.samples_per_s << " vs " << best_baseline(r));
+
+  std::stringstream text;
+  text << std::ifstream(file).rdbuf();
+  std::string wan = text.str();
+  const std::string near = "latency = \"10ms\"";
+  const auto at = wan.find(near);
+  BOOST_REQUIRE(at != std::string::npos);
+  wan.replace(at, near.size(), "latency = \"40ms\"");
+  cluster far = parse_cluster(wan, "edge-end-40ms");
+  planner_report f = run(far, "small", 32);
+  BOOST_TEST(regions_of(far, f.best).size() == 1u);
+  BOOST_TEST(f.best_sim.samples_per_s < r.best_sim.samples_per_s);
 }
 
 BOOST_AUTO_TEST_CASE(a_device_behind_a_very_slow_link_is_excluded_with_a_reason) {
