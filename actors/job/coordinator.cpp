@@ -236,9 +236,9 @@ caf::result<int64_t> on_injection(self_ptr self, script_update& u) {
     return make_error(error_code::bad_input, e.what());
   }
   if (st.next_step > st.job->train.steps) // the next boundary is step next_step's start
-    return make_error(error_code::bad_input, "the job has started its last step (" +
-                                                 std::to_string(st.job->train.steps) +
-                                                 "): no step boundary is left");
+    return make_error(error_code::internal, "the job has started its last step (" +
+                                                std::to_string(st.job->train.steps) +
+                                                "): no step boundary is left");
   auto answer = self->make_response_promise<int64_t>();
   st.injections.push_back({std::move(u.script), answer});
   return answer;
