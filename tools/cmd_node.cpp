@@ -13,6 +13,7 @@
 #include "runtime/cluster/cluster_fingerprint.hpp"
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/job_token.hpp"
+#include "runtime/io/link_timeline_toml.hpp"
 #include "runtime/io/metrics_writer.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/plan/job_config.hpp"
@@ -23,6 +24,7 @@
 #include "tools/job_watch.hpp"
 #include "tools/node_process.hpp"
 #include "tools/run_directory.hpp"
+#include "tools/script_log.hpp"
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
@@ -34,6 +36,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -86,6 +89,30 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
   return s;
 }
 
+/// How the coordinator's node reads what `deepcee inject` sends against the job's cluster:
+/// a script (parse_injected_events), or --event lines, the k-th named "--event:k".
+actors::script_parser injected_events_parser(const runtime::cluster& c) {
+  return [c](const std::string& source, const std::string& text) {
+    if (source != "--event")
+      return runtime::parse_injected_events(text, c, source);
+    runtime::link_timeline all;
+    std::istringstream lines(text);
+    std::string line;
+    for (int k = 1; std::getline(lines, line); ++k) {
+      try {
+        all = runtime::merged(all, runtime::parse_event_option(line, c));
+      } catch (const runtime::input_error& e) {
+        std::string what = e.what();
+        const std::string first = "--event:1:";
+        if (what.starts_with(first))
+          what = "--event:" + std::to_string(k) + ":" + what.substr(first.size());
+        throw runtime::input_error(what);
+      }
+    }
+    return all;
+  };
+}
+
 /// Ends the job on every node: they watch the registry and exit with its reason.
 class job_end {
 public:
@@ -130,9 +157,9 @@ actors::node_registry_actor publish_registry(caf::actor_system& sys, node_setup&
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
   s.deployment.clock_s = s.context->real_now_s(); // the members' clocks follow this one
-  auto registry =
-      actors::spawn_node_registry(sys, s.deployment, runtime::cluster_fingerprint(s.job.cluster),
-                                  names, s.context->layout, local, timeout, beats);
+  auto registry = actors::spawn_node_registry(
+      sys, s.deployment, runtime::cluster_fingerprint(s.job.cluster), names, s.context->layout,
+      local, timeout, beats, injected_events_parser(s.job.cluster));
   guard.add(registry);
   const auto host = host_of(me);
   listen_on(sys, me, net, [&](uint16_t port, const char* at) {
@@ -161,6 +188,9 @@ actors::wired_job wire_nodes(caf::actor_system& sys, const node_setup& s,
   auto wired = actors::wire_job(sys, s.context, std::move(wiring),
                                 std::chrono::seconds(o.step_timeout_s), guard);
   self->send(beats, actors::stop_atom_v, caf::actor_cast<caf::actor>(wired.coordinator));
+  // From now on `deepcee inject` reaches the coordinator through the registry.
+  self->send(registry, actors::wire_atom_v,
+             caf::actor_cast<caf::strong_actor_ptr>(wired.coordinator));
   return wired;
 }
 
@@ -185,13 +215,18 @@ class node_view : public step_view {
 public:
   /// `beats`: this node's heartbeat actor, which passes each step on to the other nodes
   /// (their progress line).
+  /// `script`: the job's events, scripted and injected, reported with each step's row.
   node_view(runtime::time_mode time, int global_batch, int context, int total,
-            actors::heartbeat_actor beats)
+            actors::heartbeat_actor beats, script_log& script)
       : time_(time), global_batch_(global_batch), total_(total),
         beats_(std::move(beats)), clock_{std::string(runtime::to_string(time)),
-                                         double(global_batch), double(context)} {}
+                                         double(global_batch), double(context)},
+        script_(script) {}
 
+  /// A killed node stops the job before the row of the step it broke is written.
   runtime::metric_row row(const step_record& r, double elapsed_s) override {
+    if (auto kill = script_.step_done(r.step, r.end_s))
+      throw runtime::job_stopped(kill_message(*kill));
     return metrics_row(r, elapsed_s, clock_);
   }
   void step_done(const step_record& r, double) override {
@@ -222,15 +257,18 @@ private:
   int total_;
   actors::heartbeat_actor beats_;
   metrics_clock clock_;
+  script_log& script_;
 };
 
 /// The closing lines: the final checkpoint and the run directory.
-void print_closing(const run_files& files, int done, const std::filesystem::path& dir) {
+void print_closing(const run_files& files, int done, const std::filesystem::path& dir,
+                   bool events) {
   if (files.weights())
     std::printf("checkpoint at step %d: %s\n", done, files.checkpoint().string().c_str());
   else
     std::printf("dry mode: no weights, no checkpoint\n");
-  std::printf("wrote %s: %s, plan.json, trace.json\n", dir.string().c_str(), files.names().c_str());
+  std::printf("wrote %s: %s, plan.json, trace.json%s\n", dir.string().c_str(),
+              files.names().c_str(), events ? ", events.csv" : "");
 }
 
 int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o,
@@ -251,7 +289,11 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto dir = make_run_directory(o.out, s.job.train.out, "node");
   runtime::save_plan(s.plan, dir / "plan.json");
   run_files files(dir, s.job.train, o.metrics, s.job.time != runtime::time_mode::dry);
-  node_view view(s.job.time, s.plan.global_batch(), s.plan.model.context, files.steps(), beats);
+  script_log events(dir, s.context->cluster->timeline(), s.job.cluster);
+  events.on_event([&watch](int step, const auto& e) { watch.injected(step, e); });
+  steps.log_script(&events);
+  node_view view(s.job.time, s.plan.global_batch(), s.plan.model.context, files.steps(), beats,
+                 events);
   interrupt_flag interrupted;
   loop_outcome done;
   try {
@@ -259,8 +301,8 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   } catch (const step_failed& e) {
     end.finish(e.what());
   }
-  steps.write_trace(dir / "trace.json", s.job.cluster);
-  print_closing(files, done.steps_done, dir);
+  steps.write_trace(dir / "trace.json", s.job.cluster, events.instants());
+  print_closing(files, done.steps_done, dir, !events.empty());
   if (interrupted.raised()) {
     end.interrupted("Ctrl-C after step " + std::to_string(done.steps_done) +
                     (files.weights() ? ", checkpoint saved" : ""));

@@ -247,6 +247,7 @@ int run_job(const run_options& o) {
   runtime::save_plan(r.plan, dir / "plan.json");
   run_files files(dir, job.train, o.metrics, job.time != runtime::time_mode::dry);
   script_log injected(dir, script, job.cluster);
+  steps.log_script(&injected);
   injected.on_event([&watch](int step, const auto& e) { watch.injected(step, e); });
 
   // On a terminal the progress bar is redrawn in place: a log line (an injected event, an

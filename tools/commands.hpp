@@ -18,5 +18,6 @@ command_action add_simulate_command(CLI::App& app);
 command_action add_node_command(CLI::App& app);
 command_action add_inspect_command(CLI::App& app);
 command_action add_profile_command(CLI::App& app);
+command_action add_inject_command(CLI::App& app);
 
 } // namespace deepcee::tools

@@ -89,6 +89,9 @@ step_record job_steps::step() {
   if (!r)
     throw std::runtime_error(reason_text(sys_, r.error()));
   ++done_;
+  if (script_)
+    for (const auto& u : r->injected)
+      script_->injected(u.script);
   show_new_decisions();
   if (watch_ && watch_->on())
     watch_->stepped(

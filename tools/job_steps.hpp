@@ -6,6 +6,7 @@
 #include "runtime/io/trace_writer.hpp"
 #include "runtime/plan/job_config.hpp"
 #include "tools/job_watch.hpp"
+#include "tools/script_log.hpp"
 #include "tools/step_loop.hpp"
 
 #include <caf/actor_system.hpp>
@@ -54,6 +55,9 @@ public:
 
   /// Publishes each step (and validation) to `w` from now on (nullptr: to none).
   void watch(job_watch* w) { watch_ = w; }
+  /// Tells `log` of the events injected into the job (`deepcee inject`) at each step's
+  /// start, before the step is returned (nullptr: none).
+  void log_script(script_log* log) { script_ = log; }
 
   const std::vector<actors::step_result>& traced() const { return traced_; }
   /// trace.json (actors/job/run_trace.hpp): the traced steps and the adapter's link samples
@@ -76,6 +80,7 @@ private:
   double clock_s_ = 0; ///< the last step's end in virtual time (0 in wall time)
   std::vector<actors::step_result> traced_;
   job_watch* watch_ = nullptr;
+  script_log* script_ = nullptr;
   int64_t shown_ = 0; ///< the last decision shown (adapt_record::sequence)
 };
 

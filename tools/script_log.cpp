@@ -1,18 +1,37 @@
 #include "tools/script_log.hpp"
 
 #include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 namespace deepcee::tools {
 
 script_log::script_log(const std::filesystem::path& dir, const runtime::link_timeline& script,
                        const runtime::cluster& c)
-    : events_(script.describe(c)) {
+    : dir_(dir), cluster_(c), events_(script.describe(c)) {
   std::erase_if(events_, [](const auto& e) { return e.at_step.has_value(); });
-  if (events_.empty())
+  if (!events_.empty())
+    open_csv();
+}
+
+void script_log::open_csv() {
+  if (csv_)
     return;
-  csv_.emplace(dir / "events.csv", runtime::metrics_format::csv);
+  csv_.emplace(dir_ / "events.csv", runtime::metrics_format::csv);
   csv_->declare_columns(columns());
+}
+
+void script_log::injected(const runtime::link_timeline& due) {
+  auto more = due.describe(cluster_);
+  std::erase_if(more, [](const auto& e) { return e.at_step.has_value(); });
+  if (more.empty())
+    return;
+  open_csv();
+  events_.insert(events_.end(), more.begin(), more.end());
+  // The unreported ones in time order; at one time, the script's before the injected.
+  std::stable_sort(events_.begin() + static_cast<std::ptrdiff_t>(next_), events_.end(),
+                   [](const auto& a, const auto& b) { return a.at_s < b.at_s; });
 }
 
 const std::vector<std::string>& script_log::columns() {

@@ -22,6 +22,9 @@ public:
   script_log(const std::filesystem::path& dir, const runtime::link_timeline& script,
              const runtime::cluster& c);
 
+  /// Adds events injected into the running job (`deepcee inject`) that took effect at a
+  /// step's start (their times resolved): reported like the script's own.
+  void injected(const runtime::link_timeline& due);
   /// Reports the events up to `end_s` not reported yet; returns the kill among them, if any
   /// (the caller stops the job).
   std::optional<runtime::described_event> step_done(int step, double end_s);
@@ -36,6 +39,10 @@ public:
   static const std::vector<std::string>& columns();
 
 private:
+  void open_csv();
+
+  std::filesystem::path dir_;
+  runtime::cluster cluster_;
   std::vector<runtime::described_event> events_;
   size_t next_ = 0;
   std::optional<runtime::metrics_writer> csv_;

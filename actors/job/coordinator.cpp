@@ -26,8 +26,17 @@ using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
 
 using messages::error_code;
 
+/// Refuses every injection that waits: the job cannot take them any more.
+void refuse_injections(self_ptr self, error_code code, const std::string& why) {
+  auto& st = self->state;
+  for (auto& i : st.injections)
+    i.answer.deliver(make_error(code, why));
+  st.injections.clear();
+}
+
 void fail_step(self_ptr self, error_code code, const std::string& why) {
   auto& st = self->state;
+  refuse_injections(self, code, why);
   if (st.pending) {
     st.pending->deliver(make_error(code, why));
     if (st.failed.empty()) // its stages may hold half-reduced gradients, rings, pieces
@@ -126,8 +135,8 @@ void start_stages(self_ptr self) {
 /// stage that still counts the old micro-batches.
 void rebalance_then_start(self_ptr self, rebalance order) {
   auto& st = self->state;
-  st.plan = st.job->plan_after(order); // checked when it was ordered
-  st.cluster = st.job->cluster->with_plan(st.plan);
+  st.plan = st.job->plan_after(order);         // checked when it was ordered
+  st.cluster = st.cluster->with_plan(st.plan); // under the script in force
   const auto step = order.effective_step;
   auto acks = std::make_shared<size_t>(0);
   for (auto& stage : st.stages)
@@ -141,6 +150,98 @@ void rebalance_then_start(self_ptr self, rebalance order) {
             [=](caf::error& e) {
               fail_step(self, code_of(e).value_or(error_code::internal), self->system().render(e));
             });
+}
+
+/// Starts the step once its allocation is in force (`order`: a rebalance from this step on).
+void allocate_then_start(self_ptr self, std::optional<rebalance> order) {
+  if (order)
+    rebalance_then_start(self, std::move(*order));
+  else
+    start_stages(self);
+}
+
+/// The injected events due at this step's start (runtime::take_injected), taken off the
+/// waiting injections; those left with none are `answered` once the events are in force.
+runtime::link_timeline take_due(coordinator_state& st, double start_s,
+                                std::vector<caf::typed_response_promise<int64_t>>& answered) {
+  runtime::link_timeline due;
+  const int next = static_cast<int>(st.result.step - 1); // take_injected counts from 0
+  for (auto it = st.injections.begin(); it != st.injections.end();) {
+    auto split = runtime::take_injected(it->events, next, start_s);
+    due = runtime::merged(due, split.due);
+    it->events = std::move(split.pending);
+    if (it->events.empty()) {
+      answered.push_back(std::move(it->answer));
+      it = st.injections.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return due;
+}
+
+/// Puts the injected events due now in force on every stage (each passes them to its
+/// pipes) before the step starts, then answers their injectors with the step.
+void inject_then_start(self_ptr self, std::optional<rebalance> order) {
+  auto& st = self->state;
+  std::vector<caf::typed_response_promise<int64_t>> answered;
+  const double start_s = st.job->wall() ? st.job->real_now_s() : st.clock_s;
+  auto due = take_due(st, start_s, answered);
+  if (due.empty()) {
+    allocate_then_start(self, std::move(order));
+    return;
+  }
+  const auto step = st.result.step;
+  st.script = runtime::merged(st.script, due);
+  st.cluster = st.cluster->with_plan(st.plan, st.script);
+  st.result.injected.push_back({step, std::move(due)});
+  const script_update update{step, st.script};
+  auto acks = std::make_shared<size_t>(0);
+  auto waiting =
+      std::make_shared<std::vector<caf::typed_response_promise<int64_t>>>(std::move(answered));
+  for (auto& stage : st.stages)
+    self->request(stage, caf::infinite, update)
+        .then(
+            [=](int64_t) {
+              auto& s = self->state;
+              if (++*acks != s.stages.size())
+                return;
+              for (auto& a : *waiting)
+                a.deliver(step);
+              waiting->clear();
+              if (s.pending && s.result.step == step)
+                allocate_then_start(self, order);
+            },
+            [=](caf::error& e) {
+              for (auto& a : *waiting)
+                a.deliver(e);
+              waiting->clear();
+              fail_step(self, code_of(e).value_or(error_code::internal), self->system().render(e));
+            });
+}
+
+/// An injection (`deepcee inject`): checked against the cluster, then kept for the next
+/// step boundary. The answer is the step from which its events are in force.
+caf::result<int64_t> on_injection(self_ptr self, script_update& u) {
+  auto& st = self->state;
+  if (!st.lost.empty())
+    return make_error(error_code::peer_down, st.lost);
+  if (!st.failed.empty())
+    return make_error(error_code::internal, st.failed);
+  if (u.script.empty())
+    return make_error(error_code::bad_input, "the injection holds no event");
+  try {
+    runtime::check_fits(u.script, st.job->cluster->hardware());
+  } catch (const std::exception& e) {
+    return make_error(error_code::bad_input, e.what());
+  }
+  if (st.next_step > st.job->train.steps) // the next boundary is step next_step's start
+    return make_error(error_code::internal, "the job has started its last step (" +
+                                                std::to_string(st.job->train.steps) +
+                                                "): no step boundary is left");
+  auto answer = self->make_response_promise<int64_t>();
+  st.injections.push_back({std::move(u.script), answer});
+  return answer;
 }
 
 void peer_lost(self_ptr self, const caf::down_msg& down) {
@@ -180,6 +281,7 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
   st.job = std::move(job);
   st.plan = st.job->plan;
   st.cluster = st.job->cluster;
+  st.script = st.cluster->timeline();
   st.stages = std::move(stages);
   if (!stage_nodes.empty())
     for (size_t k = 0; k < st.stages.size(); ++k)
@@ -213,14 +315,13 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         st.result.step = step;
         st.reports.assign(st.stages.size(), std::nullopt);
         st.next_step = step + 1;
+        std::optional<rebalance> order;
         if (auto it = st.ordered.upper_bound(step); it != st.ordered.begin()) {
-          auto order = std::prev(it)->second;
+          order = std::prev(it)->second;
           st.ordered.erase(st.ordered.begin(), it);
-          order.effective_step = step;
-          rebalance_then_start(self, std::move(order));
-        } else {
-          start_stages(self);
+          order->effective_step = step;
         }
+        inject_then_start(self, std::move(order));
         st.pending = self->make_response_promise<step_result>();
         if (st.step_timeout.count() > 0)
           self->delayed_send(self, st.step_timeout, timeout_atom_v, step);
@@ -238,6 +339,7 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         st.ordered[at] = std::move(r);
         return at;
       },
+      [=](script_update& u) -> caf::result<int64_t> { return on_injection(self, u); },
       [=](wire_atom, const caf::strong_actor_ptr& adapter) {
         self->state.adapter = caf::actor_cast<adapter_actor>(adapter);
       },

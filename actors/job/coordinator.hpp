@@ -38,6 +38,14 @@ struct coordinator_state {
   std::shared_ptr<runtime::virtual_cluster> cluster;
   std::map<int64_t, rebalance> ordered;
   int64_t next_step = 1; ///< the first step that has not started
+  /// The script in force (the job's, step events resolved, with the injected events merged
+  /// in), and injected events still waiting for their step with who asked.
+  runtime::link_timeline script;
+  struct injection {
+    runtime::link_timeline events;
+    caf::typed_response_promise<int64_t> answer;
+  };
+  std::vector<injection> injections;
   adapter_actor adapter; ///< reads every step's result (its monitor: the op times)
 
   std::optional<caf::typed_response_promise<step_result>> pending;
@@ -47,6 +55,11 @@ struct coordinator_state {
   int64_t dropped = 0; ///< reports naming no stage of the job
 };
 
+/// Injected events (a `script_update`) wait for the next step boundary: before that step's
+/// step_start, the due ones (runtime::take_injected) join the script in force, which every
+/// stage gets (and its pipes from it) and acknowledges; then the injector is answered with
+/// the step, and the step's result carries the events (step_result::injected). Step events
+/// of a later step wait for theirs; the answer comes once the last of them is in force.
 /// A `rebalance` orders an allocation from its effective step on (the first step that has
 /// not started, when that one has): the answer is the step it takes effect at. Before that
 /// step's step_start every stage gets the rebalance and acknowledges it.

@@ -88,6 +88,24 @@ bool speaks_for(self_ptr self, size_t n) {
   return from == self->node() || !asked || from == asked;
 }
 
+/// `deepcee inject`: the events, read against the job's cluster, go to the coordinator,
+/// whose answer (the step they are in force from, or why not) is the injector's.
+caf::result<int64_t> inject(self_ptr self, const std::string& source, const std::string& text) {
+  auto& s = self->state;
+  if (!s.parse)
+    return refuse("this job takes no injected events");
+  if (!s.coordinator)
+    return make_error(messages::error_code::internal,
+                      "the job has not started its steps yet: try again once it runs");
+  runtime::link_timeline events;
+  try {
+    events = s.parse(source, text);
+  } catch (const std::exception& e) {
+    return refuse(e.what());
+  }
+  return self->delegate(s.coordinator, script_update{0, std::move(events)});
+}
+
 std::string other_cluster(const std::string& node) {
   return "node '" + node + "' read a different cluster than the coordinator's node";
 }
@@ -95,10 +113,11 @@ std::string other_cluster(const std::string& node) {
 node_registry_actor::behavior_type
 registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
                   std::vector<std::string> names, runtime::node_layout layout, local_part local,
-                  std::chrono::milliseconds timeout, heartbeat_actor beats) {
+                  std::chrono::milliseconds timeout, heartbeat_actor beats, script_parser parse) {
   self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.beats = std::move(beats);
+  st.parse = std::move(parse);
   st.deployment = std::move(deployment);
   st.cluster = std::move(cluster);
   st.node_names = std::move(names);
@@ -236,6 +255,13 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           self->quit(make_error(messages::error_code::internal, why)); // the job's own failure
       },
       [=](stop_atom, interrupt_atom, std::string& why) { self->quit(job_interrupted(why)); },
+      [=](wire_atom, const caf::strong_actor_ptr& coordinator) {
+        if (sender_node(self) == self->node()) // never another process's
+          self->state.coordinator = caf::actor_cast<coordinator_actor>(coordinator);
+      },
+      [=](inject_atom, const std::string& source, const std::string& text) -> caf::result<int64_t> {
+        return inject(self, source, text);
+      },
   };
 }
 
@@ -244,9 +270,11 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
 node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
                                         std::string cluster, std::vector<std::string> node_names,
                                         const runtime::node_layout& layout, const local_part& local,
-                                        std::chrono::milliseconds timeout, heartbeat_actor beats) {
+                                        std::chrono::milliseconds timeout, heartbeat_actor beats,
+                                        script_parser parse) {
   return sys.spawn(registry_behavior, std::move(deployment), std::move(cluster),
-                   std::move(node_names), layout, local, timeout, std::move(beats));
+                   std::move(node_names), layout, local, timeout, std::move(beats),
+                   std::move(parse));
 }
 
 namespace {

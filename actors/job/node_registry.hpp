@@ -8,11 +8,18 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace deepcee::actors {
+
+/// Reads the events `deepcee inject` sends: a script's text, read from `source`, or
+/// `--event` lines (one event each) when `source` is "--event". Throws input_error
+/// "FILE:LINE: what" against the job's cluster.
+using script_parser =
+    std::function<runtime::link_timeline(const std::string& source, const std::string& text)>;
 
 /// Who must join and what has: `expected` holds the flat stage indices each remote node
 /// owns and `expected_devices` the slots of its devices apart from their stages
@@ -35,18 +42,21 @@ struct node_registry_state {
   std::optional<caf::typed_response_promise<stage_wiring>> waiting;
   std::string failure; ///< set once the timeout passed or a node was refused
   messages::error_code failure_code = messages::error_code::bad_input; ///< with `failure`
-  heartbeat_actor beats; ///< learns each joined node's heartbeat actor (may be empty)
+  heartbeat_actor beats;         ///< learns each joined node's heartbeat actor (may be empty)
+  script_parser parse;           ///< empty: the job takes no injected events
+  coordinator_actor coordinator; ///< where injected events go, once the job is wired
 };
 
 /// `layout` says which node runs each stage and device; `local`'s are there at once. The
 /// other nodes that run some ask for `deployment` and join within `timeout`; a node whose
 /// cluster fingerprint differs from `cluster` fails the job. `beats`, when given, is told
-/// each joined node's heartbeat actor.
+/// each joined node's heartbeat actor. `parse` reads injected events (empty: the job takes
+/// none); they go to the coordinator that `(wire, coordinator)` from this process names.
 node_registry_actor spawn_node_registry(caf::actor_system& sys, job_deployment deployment,
                                         std::string cluster, std::vector<std::string> node_names,
                                         const runtime::node_layout& layout, const local_part& local,
                                         std::chrono::milliseconds timeout,
-                                        heartbeat_actor beats = {});
+                                        heartbeat_actor beats = {}, script_parser parse = {});
 
 /// The registry's exit reason after `(stop, interrupt, why)`: the coordinator's node was
 /// interrupted (Ctrl-C) and saved what it could; the other nodes tell it from a failure.

@@ -40,6 +40,21 @@ const runtime::transfer_part& part_of(const pipe_state& st, const pipe_request& 
   return parts[static_cast<size_t>(r.part)];
 }
 
+/// The latest entry of `m` at or before `step`, or `fallback`.
+template <class T>
+const T& in_force(const std::map<int64_t, T>& m, int64_t step, const T& fallback) {
+  auto it = m.upper_bound(step);
+  return it == m.begin() ? fallback : std::prev(it)->second;
+}
+
+/// Rebuilds the emulated cluster of the allocation that starts at `step` from the plan and
+/// the script in force then.
+void rebuild(pipe_state& s, int64_t step) {
+  const auto& plan = in_force(s.plans, step, s.job->plan);
+  const auto& script = in_force(s.scripts, step, s.job->cluster->timeline());
+  s.allocations[step] = s.job->cluster->with_plan(plan, script);
+}
+
 /// Commits every transfer that no sender can precede any more, in the link's order.
 void commit_ready(self_ptr self) {
   auto& st = self->state;
@@ -110,12 +125,25 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
       },
       [=](const messages::rebalance& r) {
         auto& s = self->state;
-        if (s.allocations.count(r.effective_step))
+        if (s.plans.count(r.effective_step))
           return; // another sender's copy
         try {
-          s.allocations[r.effective_step] = s.job->cluster->with_plan(s.job->plan_after(r));
+          s.plans[r.effective_step] = s.job->plan_after(r);
+          rebuild(s, r.effective_step);
         } catch (const std::exception& e) {
           report(self, r.effective_step, 0, 0, e.what());
+        }
+      },
+      [=](const script_update& u) {
+        auto& s = self->state;
+        if (s.scripts.count(u.step))
+          return; // another sender's copy
+        try {
+          runtime::check_fits(u.script, s.job->cluster->hardware());
+          s.scripts[u.step] = u.script;
+          rebuild(s, u.step);
+        } catch (const std::exception& e) {
+          report(self, u.step, 0, 0, e.what());
         }
       },
       [=](const send_horizon& h) {

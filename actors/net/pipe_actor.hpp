@@ -33,6 +33,10 @@ struct pipe_state {
   /// (its senders forward the rebalance before their first request of that step): a
   /// request's part is the one of its step's allocation.
   std::map<int64_t, std::shared_ptr<const runtime::virtual_cluster>> allocations;
+  /// What each allocation is built from: the plans the adapter ordered and the scripts of
+  /// injected events (script_update), by the step they start at.
+  std::map<int64_t, runtime::plan> plans;
+  std::map<int64_t, runtime::link_timeline> scripts;
 };
 
 /// Spawns the pipe of `link`; `stages` in flat order. A malformed request or a broken

@@ -52,6 +52,20 @@ public:
     for (const auto& p : my_pipes_)
       self->send(pipes_.at(static_cast<size_t>(p.pipe)), r);
   }
+  /// Takes the parts of `cluster`, which the script `u` (injected events) set from its step
+  /// on, and forwards `u` to the pipes this stage sends on, before its first request of
+  /// that step. A script changes link times, never which links a stage sends on.
+  template <class Self>
+  void rescript(Self* self, const job_context& job, const runtime::virtual_cluster& cluster,
+                const script_update& u) {
+    if (!active_)
+      return;
+    const auto before = my_pipes_;
+    init(job, cluster, pipeline_, stage_);
+    my_pipes_ = before; // with the promises sent so far
+    for (const auto& p : my_pipes_)
+      self->send(pipes_.at(static_cast<size_t>(p.pipe)), u);
+  }
   /// The pipes of the job, in runtime::shared_links order (stage_wiring::pipes).
   void wire(const std::vector<caf::strong_actor_ptr>& pipes);
   bool active() const { return active_; }

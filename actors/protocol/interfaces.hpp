@@ -18,13 +18,13 @@ namespace deepcee::actors {
 /// sends activations to the next stage and gradients to the previous one directly, then
 /// exchanges gradient shares with the other holders of its layers. Between steps, `snapshot`
 /// answers with its layers' weights and moments (checkpoints) and `restore` loads them.
-using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>,
-                                     caf::reacts_to<tensor_msg>, caf::reacts_to<gradient_share>,
-                                     caf::replies_to<optimize_order>::with<int64_t>,
-                                     caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
-                                     caf::replies_to<snapshot_atom>::with<stage_snapshot>,
-                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>,
-                                     caf::replies_to<rebalance>::with<int64_t>>;
+using stage_actor = caf::typed_actor<
+    caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>, caf::reacts_to<tensor_msg>,
+    caf::reacts_to<gradient_share>, caf::replies_to<optimize_order>::with<int64_t>,
+    caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
+    caf::replies_to<snapshot_atom>::with<stage_snapshot>,
+    caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>,
+    caf::replies_to<rebalance>::with<int64_t>, caf::replies_to<script_update>::with<int64_t>>;
 
 /// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
 /// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
@@ -69,7 +69,7 @@ using group_actor = caf::typed_actor<
 /// pipelines): it orders their transfers by send time with conservative synchronisation
 /// and tells each receiver when its part arrives (pipe_actor.hpp).
 using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to<send_horizon>,
-                                    caf::reacts_to<rebalance>>;
+                                    caf::reacts_to<rebalance>, caf::reacts_to<script_update>>;
 
 /// Drives the job: starts steps, collects the stages' reports, decides the global norm and
 /// learning rate and orders the optimizer step.
@@ -78,11 +78,15 @@ using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to
 /// naming the stages it still waits for. `stop` (from the heartbeat actor: a node fell
 /// silent) fails the running step and every later one with the given reason. A failed step
 /// fails every later one too: its stages may hold half-reduced gradients (no recovery yet).
+/// A `script_update` injects its events (`deepcee inject`; its step is ignored): they take
+/// effect at the next step boundary (runtime::take_injected), and the answer, once every
+/// stage has them, is the step (from 1) they are in force from.
 using coordinator_actor = caf::typed_actor<
     caf::replies_to<step_atom, int64_t>::with<step_result>,
     caf::replies_to<restore_atom, double>::with<double>, caf::reacts_to<stage_report>,
     caf::reacts_to<timeout_atom, int64_t>, caf::reacts_to<stop_atom, std::string>,
-    caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>>;
+    caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>,
+    caf::replies_to<script_update>::with<int64_t>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp): receives every link sample and
 /// every step's result (answered once read: the coordinator ends the step then), keeps per-link
@@ -105,12 +109,18 @@ using adapter_actor = caf::typed_actor<
 /// registry quits with the reason (empty: success), which the other nodes watch for;
 /// `(stop, interrupt, why)` ends it because the coordinator's node was interrupted
 /// (node_registry.hpp: job_interrupted).
+/// `(inject, source, text)` is `deepcee inject`: a script (TOML, read from `source`), or
+/// `--event` lines when `source` is "--event", parsed against the job's cluster and passed
+/// to the coordinator, which `(wire, coordinator)` from this process names; the answer is
+/// the coordinator's.
 using node_registry_actor =
     caf::typed_actor<caf::replies_to<deployment_request>::with<job_deployment>,
                      caf::replies_to<joining_node>::with<int32_t>, caf::reacts_to<error_report>,
                      caf::replies_to<await_atom>::with<stage_wiring>, caf::reacts_to<timeout_atom>,
                      caf::reacts_to<stop_atom, std::string>,
-                     caf::reacts_to<stop_atom, interrupt_atom, std::string>>;
+                     caf::reacts_to<stop_atom, interrupt_atom, std::string>,
+                     caf::reacts_to<wire_atom, caf::strong_actor_ptr>,
+                     caf::replies_to<inject_atom, std::string, std::string>::with<int64_t>>;
 
 /// One per node of a multi-process job (actors/heartbeat_actor.hpp): beats to its peers
 /// every interval and reports a peer it has not heard from within the timeout.

@@ -133,6 +133,9 @@ struct step_result {
   std::vector<int32_t> op_stage;        ///< flat stage index of each op
   int64_t dropped = 0;                  ///< malformed messages the stages dropped so far
   std::vector<finish_span> finish;      ///< after compute_end_s, until end_s
+  /// The events injected into the job (`deepcee inject`) that took effect at this step's
+  /// start, as one script_update of this step: none, or one.
+  std::vector<messages::script_update> injected;
 };
 
 /// One op (runtime::op_kind) on some samples of a micro-batch: from the stage to its group
@@ -198,7 +201,7 @@ typename Inspector::result_type inspect(Inspector& f, finish_span& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
   return f(caf::meta::type_name("step_result"), x.step, x.loss, x.grad_norm, x.lr, x.start_s,
-           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped, x.finish);
+           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped, x.finish, x.injected);
 }
 
 template <class Inspector>

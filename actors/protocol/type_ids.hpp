@@ -76,6 +76,7 @@ CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::adapt_record>))
 CAF_ADD_ATOM(deepcee, deepcee::actors, decisions_atom, "decisions")
 // A running job's script once events were injected (`deepcee inject`).
 CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
+CAF_ADD_ATOM(deepcee, deepcee::actors, inject_atom, "inject")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

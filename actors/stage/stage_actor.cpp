@@ -231,6 +231,8 @@ void adopt_allocation(self_ptr self, int64_t step) {
   const auto& cluster = *st.allocation->cluster;
   st.ops = cluster.schedule(st.pipeline).stages.at(static_cast<size_t>(st.stage));
   st.costs = cluster.stage(st.pipeline, st.stage);
+  if (st.allocation->script)
+    st.sync.rescript(self, *st.job, cluster, *st.allocation->script);
   if (st.allocation->order)
     st.sync.rebase(self, *st.job, cluster, *st.allocation->order);
   if (st.group && st.allocation->order)
@@ -250,10 +252,36 @@ int64_t on_rebalance(self_ptr self, const rebalance& r) {
                                 ", which has started");
   auto next = std::make_shared<stage_allocation>();
   next->plan = st.job->plan_after(r);
-  next->cluster = st.job->cluster->with_plan(next->plan);
+  const auto& before = allocation_at(st, r.effective_step);
+  next->cluster = before.cluster->with_plan(next->plan); // under the script in force
   next->order = r;
+  if (st.ordered.count(r.effective_step))
+    next->script = before.script;
   st.ordered[r.effective_step] = std::move(next);
   return r.effective_step;
+}
+
+/// The coordinator's script from step `u.step` on (events were injected), between steps:
+/// the allocation of that step is rebuilt under it, taken when the step starts, and the
+/// stage's pipes get the script then, before its first request of the step.
+int64_t on_script_update(self_ptr self, const script_update& u) {
+  auto& st = self->state;
+  if (st.phase == stage_phase::computing || st.phase == stage_phase::reducing)
+    throw std::logic_error("a script update for step " + std::to_string(u.step) +
+                           " came while step " + std::to_string(st.step) + " runs");
+  if (u.step <= st.step)
+    throw std::invalid_argument("a script update for step " + std::to_string(u.step) +
+                                ", which has started");
+  runtime::check_fits(u.script, st.job->cluster->hardware());
+  const auto& before = allocation_at(st, u.step);
+  auto next = std::make_shared<stage_allocation>();
+  next->plan = before.plan;
+  next->cluster = before.cluster->with_plan(next->plan, u.script);
+  if (st.ordered.count(u.step))
+    next->order = before.order;
+  next->script = u;
+  st.ordered[u.step] = std::move(next);
+  return u.step;
 }
 
 void start_step(self_ptr self, const step_start& order) {
@@ -412,14 +440,25 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           return make_error(messages::error_code::bad_input, where(self->state) + ": " + e.what());
         }
       },
+      [=](const script_update& u) -> caf::result<int64_t> {
+        try {
+          return on_script_update(self, u);
+        } catch (const std::exception& e) {
+          return make_error(messages::error_code::bad_input, where(self->state) + ": " + e.what());
+        }
+      },
   };
 }
 
 } // namespace
 
-const runtime::plan& plan_at(const stage_state& st, int64_t step) {
+const stage_allocation& allocation_at(const stage_state& st, int64_t step) {
   auto it = st.ordered.upper_bound(step);
-  return it == st.ordered.begin() ? st.allocation->plan : std::prev(it)->second->plan;
+  return it == st.ordered.begin() ? *st.allocation : *std::prev(it)->second;
+}
+
+const runtime::plan& plan_at(const stage_state& st, int64_t step) {
+  return allocation_at(st, step).plan;
 }
 
 stage_actor spawn_stage(caf::actor_system& sys, std::shared_ptr<job_context> job, int pipeline,

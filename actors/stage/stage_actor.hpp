@@ -41,6 +41,8 @@ struct stage_allocation {
   runtime::plan plan;
   std::shared_ptr<const runtime::virtual_cluster> cluster;
   std::optional<messages::rebalance> order; ///< what set it; none: the job's plan
+  /// The script in force from its step on, when injected events set it (with `order` or not).
+  std::optional<messages::script_update> script;
 };
 
 /// Where a stage is in its life. The messages each phase takes:
@@ -95,6 +97,8 @@ struct stage_state {
   std::map<int64_t, std::vector<gradient_share>> shares;
 };
 
+/// The allocation in force at `step` (the current step's or one ordered for a later step).
+const stage_allocation& allocation_at(const stage_state& st, int64_t step);
 /// The plan in force at `step` (the current step's or one ordered for a later step).
 const runtime::plan& plan_at(const stage_state& st, int64_t step);
 

@@ -206,6 +206,43 @@ injection_split take_injected(const link_timeline& injected, int next_step, doub
           link_timeline(std::move(links_later), std::move(devices_later), std::move(nodes_later))};
 }
 
+namespace {
+
+bool within(int index, size_t count) {
+  return index >= 0 && static_cast<size_t>(index) < count;
+}
+
+bool endpoint_fits(const link_endpoint& e, const cluster& c) {
+  switch (e.what) {
+  case link_endpoint::scope::region:
+    return within(e.index, c.regions.size());
+  case link_endpoint::scope::node:
+    return within(e.index, c.nodes.size());
+  case link_endpoint::scope::device:
+    return within(e.index, c.devices.size());
+  }
+  return false;
+}
+
+[[noreturn]] void does_not_fit(const char* what, int64_t line) {
+  throw std::invalid_argument("the event of line " + std::to_string(line) + " names a " + what +
+                              " the cluster does not have");
+}
+
+} // namespace
+
+void check_fits(const link_timeline& t, const cluster& c) {
+  for (const auto& ch : t.changes())
+    if (!endpoint_fits(ch.a, c) || (!ch.any_peer && !endpoint_fits(ch.b, c)))
+      does_not_fit("region, node or device", ch.line);
+  for (const auto& d : t.device_changes())
+    if (!within(d.device, c.devices.size()))
+      does_not_fit("device", d.line);
+  for (const auto& n : t.node_changes())
+    if (!within(n.node, c.nodes.size()))
+      does_not_fit("node", n.line);
+}
+
 link_timeline merged(const link_timeline& script, const link_timeline& more) {
   // The constructor's stable sort by time keeps `script`'s events first at equal times.
   return link_timeline(concatenated(script.changes(), more.changes()),

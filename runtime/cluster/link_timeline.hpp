@@ -139,6 +139,11 @@ struct injection_split {
 /// its own boundary. Throws std::invalid_argument on a negative step or a non-finite start.
 injection_split take_injected(const link_timeline& injected, int next_step, double start_s);
 
+/// Throws std::invalid_argument naming the first event (by its line) whose region, node or
+/// device index is not one of `c`'s: a script that arrived in a message is checked so
+/// before it is used.
+void check_fits(const link_timeline& t, const cluster& c);
+
 /// `script` extended by `more`: every event of both, in time order, and at one time the
 /// events of `script` before those of `more` (what came later wins, as within one file).
 link_timeline merged(const link_timeline& script, const link_timeline& more);

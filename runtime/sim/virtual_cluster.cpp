@@ -126,6 +126,16 @@ std::unique_ptr<virtual_cluster> virtual_cluster::with_plan(const plan& p) const
                                            impl_->timeline, impl_->greedy);
 }
 
+std::unique_ptr<virtual_cluster> virtual_cluster::with_plan(const plan& p,
+                                                            const link_timeline& timeline) const {
+  return std::make_unique<virtual_cluster>(impl_->c, impl_->model, *impl_->profile, p, timeline,
+                                           impl_->greedy);
+}
+
+const link_timeline& virtual_cluster::timeline() const {
+  return impl_->timeline;
+}
+
 const pipeline_schedule& virtual_cluster::schedule(int pipeline) const {
   // Replicated pipelines share the first one's schedule (the world keeps an empty one in
   // their own slot), so the schedule is the one their stages point to.

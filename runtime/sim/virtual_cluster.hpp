@@ -88,6 +88,12 @@ public:
   /// over the same cluster: what the runtime switches to when the adapter changes the
   /// allocation. Throws as the constructor does.
   std::unique_ptr<virtual_cluster> with_plan(const plan& p) const;
+  /// The same emulated cluster running `p` under `timeline` instead of its own script: what
+  /// a running job switches to when events are injected (`deepcee inject`). Throws as the
+  /// constructor does.
+  std::unique_ptr<virtual_cluster> with_plan(const plan& p, const link_timeline& timeline) const;
+  /// The script it follows (step events resolved).
+  const link_timeline& timeline() const;
   /// What it was built from: the adapter's monitor and policy start from these.
   const cluster& hardware() const;
   const model_spec& model() const;

@@ -3,6 +3,7 @@
 // job with one line.
 #include "tests/actors/actor_test_util.hpp"
 
+#include "actors/protocol/errors.hpp"
 #include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/io/cluster_toml.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
@@ -11,6 +12,7 @@
 #include "tests/support/clusters.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include <cmath>
 #include <string>
@@ -161,6 +163,59 @@ BOOST_AUTO_TEST_CASE(a_killed_node_stops_the_job_with_one_line) {
     BOOST_TEST(std::string(e.what()).find("node e0 was killed at") != std::string::npos);
     BOOST_TEST(std::string(e.what()).find('\n') == std::string::npos);
   }
+}
+
+// `deepcee inject` in one process: the same events sent to the running job's coordinator
+// (a script_update) instead of given at its start take effect at their step boundaries, the
+// step times follow the simulator under the script as if it had been there from the start,
+// each step's result names what took effect at its start, the injector is answered once the
+// last event is in force, and an injection that names no device of the cluster is refused
+// while the job goes on.
+BOOST_AUTO_TEST_CASE(injected_events_take_effect_at_their_step_boundaries) {
+  const auto c = test_cluster();
+  const auto plan = one_pipeline();
+  const int steps = 7;
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const auto script = runtime::parse_link_timeline(mixed_script, c, "mixed.toml");
+  const auto want = predicted(c, profile, plan, script, steps, follows::static_plan);
+  const auto calm = predicted(c, profile, plan, {}, steps, follows::static_plan);
+  system_fixture f;
+  actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
+                        std::chrono::minutes(2), static_run);
+  caf::scoped_actor injector{f.sys};
+  const auto first = job.step();
+  BOOST_TEST(first.injected.empty());
+  // A device the cluster does not have: refused, and the job goes on.
+  injector->send(job.coordinator(),
+                 messages::script_update{0, runtime::link_timeline({}, {{0, {}, 99, 2.0, 7}})});
+  injector->receive([](int64_t step) { BOOST_ERROR("accepted for step " << step); },
+                    [](caf::error& e) {
+                      BOOST_TEST_MESSAGE("refused: " << to_string(e));
+                      BOOST_TEST((actors::code_of(e) == messages::error_code::bad_input));
+                    });
+  injector->send(job.coordinator(), messages::script_update{0, runtime::parse_injected_events(
+                                                                   mixed_script, c, "mixed.toml")});
+  for (int k = 1; k < steps; ++k) {
+    const auto r = job.step();
+    const bool boundary = r.step == 2 || r.step == 4 || r.step == 6;
+    BOOST_TEST(r.injected.size() == (boundary ? 1u : 0u), "step " << r.step);
+    for (const auto& u : r.injected) {
+      BOOST_TEST(u.step == r.step);
+      for (const auto& e : u.script.describe(c))
+        BOOST_TEST(e.at_s == r.start_s, "step " << r.step << ": " << e.text);
+    }
+    const double measured = r.end_s - r.start_s;
+    BOOST_TEST_MESSAGE("injected step " << r.step << ": runtime " << measured * 1e3
+                                        << " ms, simulator " << want[size_t(k)] * 1e3
+                                        << " ms, calm " << calm[size_t(k)] * 1e3 << " ms");
+    BOOST_CHECK_MESSAGE(std::abs(measured - want[size_t(k)]) <= 0.02 * want[size_t(k)],
+                        "step " << r.step << ": runtime " << measured << " s, simulator "
+                                << want[size_t(k)] << " s");
+  }
+  int64_t answered = 0;
+  injector->receive([&](int64_t step) { answered = step; },
+                    [](caf::error& e) { BOOST_ERROR("refused: " << to_string(e)); });
+  BOOST_TEST(answered == 6); // in force once its last event (step 6) is
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -211,6 +211,51 @@ slowdown = 3
   BOOST_CHECK_THROW(take_injected(injected, -1, 0.0), std::invalid_argument);
 }
 
+// A script that came in a message (script_update) is checked against the receiver's cluster:
+// an index of a region, node or device it does not have is refused, naming the event's line.
+BOOST_AUTO_TEST_CASE(a_script_from_a_message_must_fit_the_cluster) {
+  const auto c = deepcee::test::actors_test_cluster();
+  BOOST_CHECK_NO_THROW(check_fits(script(R"([[change]]
+at = 1
+between = ["cloud", "e0/2"]
+bandwidth = 80
+[[device]]
+at = 1
+device = "e0/2"
+slowdown = 2
+[[node]]
+at = 1
+node = "e0"
+action = "stop"
+)"),
+                                  c));
+  const auto refused = [&](const link_timeline& t, const std::string& what) {
+    try {
+      check_fits(t, c);
+      BOOST_ERROR("accepted: " << what);
+    } catch (const std::invalid_argument& e) {
+      BOOST_TEST(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  };
+  link_change far_region;
+  far_region.a = {link_endpoint::scope::region, 0};
+  far_region.b = {link_endpoint::scope::region, static_cast<int>(c.regions.size())};
+  far_region.bandwidth_Bps = 1e6;
+  far_region.line = 4;
+  refused(link_timeline({far_region}), "line 4 names a region, node or device");
+  link_change far_device = far_region;
+  far_device.b = {link_endpoint::scope::device, static_cast<int>(c.devices.size())};
+  refused(link_timeline({far_device}), "line 4");
+  // With `of` (any peer) only the first end counts.
+  link_change any_peer = far_device;
+  any_peer.any_peer = true;
+  BOOST_CHECK_NO_THROW(check_fits(link_timeline({any_peer}), c));
+  refused(link_timeline({}, {{0, {}, static_cast<int>(c.devices.size()), 2.0, 9}}),
+          "line 9 names a device");
+  refused(link_timeline({}, {}, {{0, {}, static_cast<int>(c.nodes.size()), node_action::kill, 5}}),
+          "line 5 names a node");
+}
+
 BOOST_AUTO_TEST_CASE(one_event_on_the_command_line) {
   const auto c = deepcee::test::actors_test_cluster();
   const auto one = parse_event_option(R"(device = { device = "e0/1", slowdown = 3, step = 4 })", c);

@@ -1,0 +1,206 @@
+// deepcee inject ADDR SCRIPT | --event '...': sends fluctuation and fault events to a running
+// job's coordinator node (`deepcee node`) and returns once they are in force. The client
+// reaches the node through its gate with the job's token, as the other nodes do, and speaks
+// only to the node's registry, which reads the events against the job's cluster and passes
+// them to the coordinator; the coordinator answers after the step boundary at which they
+// took effect (runtime::take_injected: a time or step that has passed, or none, means the
+// next boundary).
+#include "actors/job/node_registry.hpp"
+#include "actors/protocol/errors.hpp"
+#include "actors/protocol/type_ids.hpp"
+#include "runtime/base/errors.hpp"
+#include "runtime/gate/gate.hpp"
+#include "runtime/io/job_token.hpp"
+#include "tools/commands.hpp"
+#include "tools/job_steps.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace deepcee::tools {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct inject_options {
+  std::string addr;
+  std::optional<std::string> script;
+  std::vector<std::string> events;
+  std::optional<std::string> token_file;
+  bool insecure = false;
+  double connect_timeout_s = 3;
+  double timeout_s = 120;
+};
+
+/// HOST:PORT, or an input_error naming it.
+runtime::gate::endpoint parse_addr(const std::string& addr) {
+  const auto colon = addr.rfind(':');
+  const auto bad = [&](const std::string& why) {
+    throw runtime::input_error(addr + ": " + why + " (give HOST:PORT, the coordinator's node's)");
+  };
+  if (colon == std::string::npos || colon == 0)
+    bad("no host and port");
+  const auto port_text = addr.substr(colon + 1);
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos)
+    bad("'" + port_text + "' is not a port");
+  const int port = std::stoi(port_text);
+  if (port < 1 || port > 65535)
+    bad("port " + port_text + " is outside 1..65535");
+  return {addr.substr(0, colon), static_cast<uint16_t>(port)};
+}
+
+/// What goes to the registry: (source, text) of the script, or the --event lines.
+std::pair<std::string, std::string> request_of(const inject_options& o) {
+  if (o.script.has_value() == !o.events.empty())
+    throw runtime::input_error("give a SCRIPT or --event, one of them");
+  if (o.script) {
+    std::ifstream in(*o.script);
+    if (!in)
+      runtime::fail_input(*o.script, 0, "cannot be read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return {*o.script, text.str()};
+  }
+  std::string lines;
+  for (const auto& e : o.events) {
+    if (e.find('\n') != std::string::npos)
+      throw runtime::input_error("--event: one line each ('" + e.substr(0, e.find('\n')) + "...')");
+    lines += e + "\n";
+  }
+  return {"--event", lines};
+}
+
+/// The job's registry at `at`, through `tunnel` when the job has a token. Gives up after
+/// `timeout` (nothing listening) or at once when the node's gate refused the token.
+actors::node_registry_actor connect(caf::actor_system& sys, const std::string& addr,
+                                    const runtime::gate::endpoint& at,
+                                    const runtime::gate::tunnel* tunnel, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
+  const std::string host = tunnel ? "127.0.0.1" : at.host;
+  const uint16_t port = tunnel ? tunnel->local_port() : at.port;
+  while (true) {
+    if (auto r = sys.middleman().remote_actor<actors::node_registry_actor>(host, port))
+      return *r;
+    if (tunnel && !tunnel->refusal().empty())
+      throw std::runtime_error(tunnel->refusal());
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error(addr + ": no job's coordinator node answers there");
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+struct inject_answer {
+  std::optional<int64_t> step;
+  caf::error refusal;
+  std::string gone; ///< the node went away before it answered
+};
+
+/// Asks the registry and waits for its answer, its end or `timeout`: a blocking request
+/// alone would wait out the whole timeout when the node goes away meanwhile.
+inject_answer ask(caf::actor_system& sys, const actors::node_registry_actor& registry,
+                  const std::pair<std::string, std::string>& request, double timeout_s) {
+  caf::scoped_actor self{sys};
+  auto waiter = caf::actor_cast<caf::actor>(self);
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
+  sys.spawn([waiter, registry, request, timeout](caf::event_based_actor* a) {
+    a->monitor(registry);
+    a->set_down_handler([a, waiter](caf::down_msg& d) {
+      a->send(waiter, actors::stop_atom_v, a->system().render(d.reason));
+      a->quit();
+    });
+    a->request(registry, timeout, actors::inject_atom_v, request.first, request.second)
+        .then(
+            [a, waiter](int64_t step) {
+              a->send(waiter, step);
+              a->quit();
+            },
+            [a, waiter](caf::error& e) {
+              a->send(waiter, std::move(e));
+              a->quit();
+            });
+  });
+  inject_answer out;
+  self->receive([&](int64_t step) { out.step = step; },
+                [&](caf::error& e) { out.refusal = std::move(e); },
+                [&](actors::stop_atom, std::string& why) { out.gone = std::move(why); });
+  return out;
+}
+
+int run_inject(const inject_options& o) {
+  const auto at = parse_addr(o.addr);
+  const auto request = request_of(o);
+  auto token = o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, std::nullopt);
+  if (!token && !o.insecure)
+    throw runtime::input_error("the job's token is needed: --token-file FILE (or the "
+                               "environment's DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN), or "
+                               "--insecure for a job that runs without one");
+  actors::system_config cfg;
+  configure_actors(cfg);
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.enable-automatic-connections", false);
+  std::unique_ptr<runtime::gate::tunnel> tunnel;
+  if (token) {
+    runtime::gate::gate_settings s;
+    s.token = *token;
+    tunnel = std::make_unique<runtime::gate::tunnel>(std::move(s), "of the job", at);
+  }
+  caf::actor_system sys{cfg};
+  const auto registry = connect(sys, o.addr, at, tunnel.get(), o.connect_timeout_s);
+  const auto answer = ask(sys, registry, request, o.timeout_s);
+  if (answer.step) {
+    std::printf("injected into the job at %s: in force from step %lld\n", o.addr.c_str(),
+                static_cast<long long>(*answer.step));
+    return 0;
+  }
+  if (!answer.gone.empty())
+    throw std::runtime_error(o.addr + ": the node went away before the events were in force (" +
+                             answer.gone + ")");
+  const auto why = actors::reason_text(sys, answer.refusal);
+  if (actors::code_of(answer.refusal) == messages::error_code::bad_input)
+    throw runtime::input_error(why); // the script's FILE:LINE, or why the job takes none now
+  throw std::runtime_error(o.addr + ": " + why);
+}
+
+} // namespace
+
+command_action add_inject_command(CLI::App& app) {
+  auto o = std::make_shared<inject_options>();
+  CLI::App* cmd = app.add_subcommand(
+      "inject", "Send fluctuation and fault events to a running job (`deepcee node`'s "
+                "coordinator) and return once they are in force");
+  cmd->add_option("addr", o->addr, "HOST:PORT of the job's coordinator node")->required();
+  cmd->add_option("script", o->script,
+                  "Events (TOML, the syntax of [inject] script; `at` and `step` optional)");
+  cmd->add_option("--event", o->events,
+                  "One event instead of a script, e.g. 'change = { between = [\"cloud\", "
+                  "\"edge\"], bandwidth_scale = 0.1 }' (repeatable)");
+  cmd->add_option("--token-file", o->token_file,
+                  "File holding the job's token (else DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN)");
+  cmd->add_flag("--insecure", o->insecure,
+                "The job runs without a token (deepcee node --insecure)");
+  cmd->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to try reaching the node")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", o->timeout_s,
+                  "Seconds to wait until the events are in force (the next step boundary)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  return [o] { return run_inject(*o); };
+}
+
+} // namespace deepcee::tools
