@@ -10,7 +10,9 @@
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/gate/gate.hpp"
+#include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/job_token.hpp"
+#include "runtime/io/link_timeline_toml.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_steps.hpp"
 
@@ -21,6 +23,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -40,6 +43,7 @@ struct inject_options {
   std::optional<std::string> script;
   std::vector<std::string> events;
   std::optional<std::string> token_file;
+  std::optional<std::string> job; ///< the job's file: events checked here, its token_file
   bool insecure = false;
   double connect_timeout_s = 3;
   double timeout_s = 120;
@@ -144,7 +148,14 @@ inject_answer ask(caf::actor_system& sys, const actors::node_registry_actor& reg
 int run_inject(const inject_options& o) {
   const auto at = parse_addr(o.addr);
   const auto request = request_of(o);
-  auto token = o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, std::nullopt);
+  std::optional<std::filesystem::path> job_token_file;
+  if (o.job) {
+    // Read as the coordinator's node will read them: bad events never leave this process.
+    const auto job = runtime::load_job_config(*o.job);
+    runtime::parse_injection(request.first, request.second, job.cluster);
+    job_token_file = job.token_file;
+  }
+  auto token = o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, job_token_file);
   if (!token && !o.insecure)
     throw runtime::input_error("the job's token is needed: --token-file FILE (or the "
                                "environment's DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN), or "
@@ -191,6 +202,9 @@ command_action add_inject_command(CLI::App& app) {
                   "\"edge\"], bandwidth_scale = 0.1 }' (repeatable)");
   cmd->add_option("--token-file", o->token_file,
                   "File holding the job's token (else DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN)");
+  cmd->add_option("--job", o->job,
+                  "The job's file: the events are checked against its cluster before anything "
+                  "is sent, and its [security] token_file is used");
   cmd->add_flag("--insecure", o->insecure,
                 "The job runs without a token (deepcee node --insecure)");
   cmd->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to try reaching the node")

@@ -89,27 +89,10 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
   return s;
 }
 
-/// How the coordinator's node reads what `deepcee inject` sends against the job's cluster:
-/// a script (parse_injected_events), or --event lines, the k-th named "--event:k".
+/// How the coordinator's node reads what `deepcee inject` sends against the job's cluster.
 actors::script_parser injected_events_parser(const runtime::cluster& c) {
   return [c](const std::string& source, const std::string& text) {
-    if (source != "--event")
-      return runtime::parse_injected_events(text, c, source);
-    runtime::link_timeline all;
-    std::istringstream lines(text);
-    std::string line;
-    for (int k = 1; std::getline(lines, line); ++k) {
-      try {
-        all = runtime::merged(all, runtime::parse_event_option(line, c));
-      } catch (const runtime::input_error& e) {
-        std::string what = e.what();
-        const std::string first = "--event:1:";
-        if (what.starts_with(first))
-          what = "--event:" + std::to_string(k) + ":" + what.substr(first.size());
-        throw runtime::input_error(what);
-      }
-    }
-    return all;
+    return runtime::parse_injection(source, text, c);
   };
 }
 

@@ -231,6 +231,25 @@ link_timeline parse_event_option(std::string_view text, const cluster& c) {
   return link_timeline({}, {}, {reader.node(t)});
 }
 
+link_timeline parse_injection(const std::string& source, std::string_view text, const cluster& c) {
+  if (source != "--event")
+    return parse_injected_events(text, c, source);
+  link_timeline all;
+  size_t k = 1;
+  for (size_t begin = 0; begin < text.size(); ++k) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    try {
+      all = merged(all, parse_event_option(text.substr(begin, end - begin), c));
+    } catch (const input_error& e) {
+      const std::string what = e.what(), first = "--event:1:";
+      throw input_error("--event:" + std::to_string(k) + ":" +
+                        (what.starts_with(first) ? what.substr(first.size()) : what));
+    }
+    begin = end + 1;
+  }
+  return all;
+}
+
 link_timeline load_link_timeline(const std::filesystem::path& path, const cluster& c) {
   return parse_link_timeline(read_bounded_file(path, max_config_bytes, "link timeline"), c, path);
 }

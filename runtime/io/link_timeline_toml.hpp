@@ -3,6 +3,7 @@
 #include "runtime/cluster/link_timeline.hpp"
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 namespace deepcee::runtime {
@@ -46,5 +47,10 @@ link_timeline parse_injected_events(std::string_view toml_text, const cluster& c
 ///     change = { between = ["cloud", "edge"], bandwidth_scale = 0.1 }
 /// Every problem is an input_error "--event:1: what".
 link_timeline parse_event_option(std::string_view text, const cluster& c);
+
+/// What `deepcee inject` sends, as the coordinator's node (and the client, given the job)
+/// reads it: from `source` "--event", one event per line (parse_event_option, the k-th
+/// named "--event:k"); from any other source, a script (parse_injected_events).
+link_timeline parse_injection(const std::string& source, std::string_view text, const cluster& c);
 
 } // namespace deepcee::runtime

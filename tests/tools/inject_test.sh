@@ -155,8 +155,14 @@ refuse "unknown event" 2 "bad-event.toml:1:" "$addr" "$work/bad-event.toml"
 refuse "unknown event on the command line" 2 "^deepcee inject: --event:2:" "$addr" \
   --event "$drop" --event 'flood = { node = "n1" }'
 
-# The drop, at the next step boundary.
-if timeout 60 "$deepcee" inject "$addr" --event "$drop" >"$work/inject.out" 2>"$work/inject.err"; then
+# Given the job's file, the client reads the events itself: a bad one is refused before
+# anything is sent (here to an address where nothing listens, which would otherwise take
+# the connect timeout and fail with exit 1).
+refuse "unknown device, checked by the client" 2 "^deepcee inject: .*bad-device.toml:3:" \
+  127.0.0.1:1 "$work/bad-device.toml" --job "$work/job.toml"
+
+# The drop, at the next step boundary (the client checks it against the job's file first).
+if timeout 60 "$deepcee" inject "$addr" --job "$work/job.toml" --event "$drop" >"$work/inject.out" 2>"$work/inject.err"; then
   at=$(sed -n 's/.*in force from step \([0-9]*\)$/\1/p' "$work/inject.out")
   [[ -n $at ]] || fail "inject: no step in '$(cat "$work/inject.out")'"
   echo "injected: $(cat "$work/inject.out")"

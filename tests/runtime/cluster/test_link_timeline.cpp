@@ -288,6 +288,30 @@ node = { node = "e0", action = "stop" })")
                  .find("s.toml:1: a [[node]] needs 'at'") == 0);
 }
 
+// What `deepcee inject` sends: --event lines, each one event, the k-th named in errors; any
+// other source is a script.
+BOOST_AUTO_TEST_CASE(an_injection_is_events_or_a_script) {
+  const auto c = deepcee::test::actors_test_cluster();
+  const auto two = parse_injection("--event",
+                                   "device = { device = \"e0/1\", slowdown = 3 }\n"
+                                   "node = { node = \"e0\", action = \"stop\" }\n",
+                                   c);
+  BOOST_TEST(two.device_changes().size() == 1u);
+  BOOST_TEST(two.node_changes().size() == 1u);
+  try {
+    parse_injection("--event", "node = { node = \"e0\", action = \"stop\" }\nflood = {}\n", c);
+    BOOST_ERROR("an unknown second event was accepted");
+  } catch (const input_error& e) {
+    BOOST_TEST(std::string(e.what()).starts_with("--event:2:"), e.what());
+  }
+  const auto script =
+      parse_injection("events.toml", "[[device]]\ndevice = \"e0/1\"\nslowdown = 2\n", c);
+  BOOST_TEST(script.device_changes().size() == 1u);
+  BOOST_CHECK_THROW(
+      parse_injection("events.toml", "[[device]]\ndevice = \"x9/1\"\nslowdown = 2\n", c),
+      input_error);
+}
+
 BOOST_AUTO_TEST_CASE(bad_scripts_name_file_and_line) {
   BOOST_TEST(error_of("[[device]]\nat = 1\ndevice = \"mars/0\"\nslowdown = 2\n")
                  .find("s.toml:3: unknown device 'mars/0'") == 0);
