@@ -151,10 +151,6 @@ void device_worker::set_recompute(bool on) {
   worker_->set_recompute(on);
 }
 
-size_t device_worker::held_bytes() const {
-  return worker_->held_bytes();
-}
-
 size_t device_worker::gradient_size() const {
   size_t n = 0;
   for (auto* p : by_layer_)

@@ -42,8 +42,6 @@ public:
   void backward_weight(int micro);
   /// Activation recomputation for the F ops from now on (kernels::stage_worker).
   void set_recompute(bool on);
-  /// Bytes the stage's layers hold for micro-batches between F and W on this device.
-  size_t held_bytes() const;
 
   /// Values of every gradient, layer by layer, each layer's parameters in model order.
   size_t gradient_size() const;
