@@ -188,8 +188,7 @@ int64_t model_spec::transfer_bytes(int micro_batch, compression c) const {
   return values * fp32;
 }
 
-double recompute_kept_bytes(const model_spec& model, int first_layer, int last_layer,
-                            int samples) {
+double recompute_kept_bytes(const model_spec& model, int first_layer, int last_layer, int samples) {
   const double rows = double(samples) * double(model.config.context);
   const double token_ids = rows * 4.0; // i32
   double kept = first_layer == 0 ? token_ids : double(samples) * model.boundary_bytes_per_sample();

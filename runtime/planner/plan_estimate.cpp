@@ -73,7 +73,8 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
       sc.activation_bytes = std::max(sc.activation_bytes, fig.act_until_b);
       sc.weight_grad_bytes = std::max(sc.weight_grad_bytes, fig.act_until_w);
       // A recomputing stage's rebuilt activations come on top of what it keeps, during B.
-      limit = std::min(limit, c.devices[size_t(d)].usable_memory_bytes() - state - fig.rebuilt_bytes);
+      limit =
+          std::min(limit, c.devices[size_t(d)].usable_memory_bytes() - state - fig.rebuilt_bytes);
     }
     sc.memory_limit = std::max(limit, 0.0);
     sc.activation_bytes = std::max(sc.activation_bytes, 1.0);
@@ -179,8 +180,7 @@ void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
                                     fig.act_until_w / cost.weight_grad_bytes);
       // A recomputing stage holds one micro-batch's rebuilt activations while its B runs:
       // counted on top of its peak (an upper bound; the simulator counts it at each B).
-      double need =
-          state + timing.peak_bytes[size_t(s)] * std::min(1.0, scale) + fig.rebuilt_bytes;
+      double need = state + timing.peak_bytes[size_t(s)] * std::min(1.0, scale) + fig.rebuilt_bytes;
       const double usable = memory_fraction * c.devices[size_t(d)].memory_bytes;
       if (need > usable) {
         e.fits = false;

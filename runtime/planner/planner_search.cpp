@@ -468,8 +468,7 @@ void rank(std::vector<search_candidate>& pool) {
 /// tightest device cannot keep, next to its state, the activations (until B and until W) of
 /// the micro-batches its schedule may hold at once (every one of its pipeline's under
 /// greedy, which holds as many as fit). Recomputing elsewhere would only cost time.
-std::vector<std::pair<size_t, size_t>> memory_bound_stages(const cost_cache& costs,
-                                                           const plan& p) {
+std::vector<std::pair<size_t, size_t>> memory_bound_stages(const cost_cache& costs, const plan& p) {
   std::vector<std::pair<size_t, size_t>> out;
   for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
     const auto& pp = p.pipelines[pi];
@@ -495,9 +494,10 @@ constexpr size_t max_recompute_refinements = 16;
 /// it did not or run faster (a greedy schedule then holds more micro-batches at once);
 /// recomputation that a fitting plan does not need is given back stage by stage where
 /// that is not slower. None when nothing binds or it does not pay.
-std::optional<std::pair<plan, plan_estimate>>
-recompute_variant(search_state& s, const plan& p, const plan_estimate& plain) {
-  if (!s.x.options.recompute || (plain.fits && p.pipelines.front().schedule != schedule_kind::greedy))
+std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s, const plan& p,
+                                                                const plan_estimate& plain) {
+  if (!s.x.options.recompute ||
+      (plain.fits && p.pipelines.front().schedule != schedule_kind::greedy))
     return std::nullopt; // a fixed schedule that fits gains nothing from recomputing
   const auto bound = memory_bound_stages(s.x.costs, p);
   if (bound.empty())

@@ -192,7 +192,8 @@ BOOST_AUTO_TEST_CASE(a_plan_without_recompute_keys_reads_as_no_recomputation) {
   for (const auto& pp : q.pipelines)
     for (const auto& st : pp.stages)
       BOOST_TEST(!st.recompute);
-  BOOST_TEST(plan_from_json(plan_to_json(sample_plan()), "new.json").pipelines[0].stages[1].recompute);
+  BOOST_TEST(
+      plan_from_json(plan_to_json(sample_plan()), "new.json").pipelines[0].stages[1].recompute);
 }
 
 BOOST_AUTO_TEST_CASE(rows_between_stages_are_the_overlaps_of_sample_ranges) {

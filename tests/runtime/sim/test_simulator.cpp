@@ -387,8 +387,8 @@ BOOST_FIXTURE_TEST_CASE(gpipe_holds_more_activations_than_1f1b, fixture) {
 BOOST_FIXTURE_TEST_CASE(a_recomputing_stage_keeps_inputs_and_runs_f_again_before_b, fixture) {
   const auto c = free_links_cluster(4);
   const auto cuts = even_cuts(config.n_layer + 2, 4);
-  const auto plain = pipeline_plan_of(config, {{0}, {1}, {2}, {3}}, cuts, 2, 8,
-                                      schedule_kind::one_f_one_b);
+  const auto plain =
+      pipeline_plan_of(config, {{0}, {1}, {2}, {3}}, cuts, 2, 8, schedule_kind::one_f_one_b);
   auto with = plain;
   with.pipelines[0].stages[1].recompute = true;
   const auto a = simulate(c, spec, profile, plain);
