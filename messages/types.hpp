@@ -309,11 +309,11 @@ struct device_rows {
   int first_sample = 0; ///< in the global batch
   int samples = 0;      ///< at least 1
   float loss_scale = 0.0f;
-  bool recompute = false;       ///< F: keep only the input until B (activation recomputation)
   std::vector<int32_t> tokens;  ///< the first stage's F: [samples, T], else empty
   std::vector<int32_t> targets; ///< the last stage's F: [samples, T], else empty
   std::vector<float> input;     ///< [samples, T, C], or empty
   int64_t output_values = 0;    ///< what the answer carries: samples * T * C, or 0
+  bool recompute = false;       ///< F: keep only the input until B (activation recomputation)
   friend bool operator==(const device_rows&, const device_rows&) = default;
 };
 

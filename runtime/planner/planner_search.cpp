@@ -466,8 +466,8 @@ void rank(std::vector<search_candidate>& pool) {
 
 /// Level 7, activation recomputation: the stages of `p` whose memory binds, where its
 /// tightest device cannot keep, next to its state, the activations (until B and until W) of
-/// the micro-batches its schedule may hold at once (every one of its pipeline's under
-/// greedy, which holds as many as fit). Recomputing elsewhere would only cost time.
+/// the micro-batches its schedule holds at once (micro_batches_held: greedy as ZB-H1, the
+/// most it needs to keep its stages busy). Recomputing elsewhere would only cost time.
 std::vector<std::pair<size_t, size_t>> memory_bound_stages(const cost_cache& costs, const plan& p) {
   std::vector<std::pair<size_t, size_t>> out;
   for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
@@ -475,9 +475,7 @@ std::vector<std::pair<size_t, size_t>> memory_bound_stages(const cost_cache& cos
     const int stages = static_cast<int>(pp.stages.size());
     const auto sc = pipeline_costs(costs, p, static_cast<int>(pi), link_model::real);
     for (int st = 0; st < stages; ++st) {
-      const int held = pp.schedule == schedule_kind::greedy
-                           ? pp.micro_batches
-                           : micro_batches_held(pp.schedule, st, stages, pp.micro_batches);
+      const int held = micro_batches_held(pp.schedule, st, stages, pp.micro_batches);
       const auto& c = sc[size_t(st)];
       if (c.memory_limit < held * (c.activation_bytes + c.weight_grad_bytes))
         out.emplace_back(pi, size_t(st));
@@ -496,19 +494,48 @@ constexpr size_t max_recompute_refinements = 16;
 /// that is not slower. None when nothing binds or it does not pay.
 std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s, const plan& p,
                                                                 const plan_estimate& plain) {
-  if (!s.x.options.recompute ||
-      (plain.fits && p.pipelines.front().schedule != schedule_kind::greedy))
-    return std::nullopt; // a fixed schedule that fits gains nothing from recomputing
+  const bool greedy = p.pipelines.front().schedule == schedule_kind::greedy;
+  // A fixed schedule that fits gains nothing from recomputing; a greedy one that does not
+  // cannot hold one micro-batch somewhere, and a recomputing stage needs as much for one
+  // (its input and the rebuilt rest while B runs).
+  if (!s.x.options.recompute || plain.fits != greedy)
+    return std::nullopt;
   const auto bound = memory_bound_stages(s.x.costs, p);
   if (bound.empty())
     return std::nullopt;
   plan q = p;
   for (const auto& [pi, st] : bound)
     q.pipelines[pi].stages[st].recompute = true;
+  // Its own bound (B now costs F more) may already lose to the best plan so far.
+  if (lower_bound(s.x.costs, q) > search_prune_factor * s.best_step)
+    return std::nullopt;
+  // A fixed schedule keeps its held micro-batches between F and B at once (the warm-up):
+  // a device that cannot keep even that much with recomputation, next to its state and what
+  // it rebuilds, cannot fit (the estimate's need is at least that).
+  if (!plain.fits) {
+    const cluster& c = s.x.costs.cl();
+    for (const auto& pp : q.pipelines) {
+      const int stages = static_cast<int>(pp.stages.size());
+      for (int st = 0; st < stages; ++st) {
+        const stage_plan& sp = pp.stages[size_t(st)];
+        const int held = micro_batches_held(pp.schedule, st, stages, pp.micro_batches);
+        const double state = s.x.costs.range_state(sp.first_layer, sp.last_layer);
+        for (size_t k = 0; k < sp.devices.size(); ++k) {
+          const stage_figures fig = s.x.costs.stage(sp.devices[k], sp.first_layer, sp.last_layer,
+                                                    sp.samples[k], sp.recompute);
+          const double usable =
+              s.x.options.memory_fraction * c.devices[size_t(sp.devices[k])].memory_bytes;
+          if (state + held * fig.act_until_b + fig.rebuilt_bytes > usable)
+            return std::nullopt;
+        }
+      }
+    }
+  }
   const double fraction = s.x.options.memory_fraction;
   plan_estimate e = estimate_plan(s.x.costs, q, link_model::real, fraction);
   ++s.out.estimated;
-  if (!better(e, plain))
+  // Neither fits: the one that comes closer (the error names the smallest need found).
+  if (e.fits ? !better(e, plain) : plain.fits || !e.shortfall.closer_than(plain.shortfall))
     return std::nullopt;
   if (!plain.fits && e.fits && bound.size() <= max_recompute_refinements)
     for (const auto& [pi, st] : bound) {
