@@ -1,6 +1,7 @@
 #include "runtime/planner/planner_search.hpp"
 
 #include "runtime/base/units.hpp"
+#include "runtime/schedule/op_readiness.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -506,26 +507,49 @@ std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s,
   plan q = p;
   for (const auto& [pi, st] : bound)
     q.pipelines[pi].stages[st].recompute = true;
-  // Its own bound (B now costs F more) may already lose to the best plan so far.
-  if (lower_bound(s.x.costs, q) > search_prune_factor * s.best_step)
+  // Its own bound (B now costs F more) may already lose to the best plan so far, or, for a
+  // plan that fits already, to the plan itself: its stages' busiest compute alone
+  // (compute_bound_s) takes as long as the plan's pipelines. The all-reduce and the
+  // optimizer, the same for both, come on top of it.
+  const double compute_s = compute_bound_s(s.x.costs, q);
+  if (lower_bound(s.x.costs, q) > search_prune_factor * s.best_step ||
+      compute_s + plain.allreduce_s + plain.optimizer_s > search_prune_factor * s.best_step ||
+      (plain.fits && compute_s >= plain.pipeline_s))
     return std::nullopt;
-  // A fixed schedule keeps its held micro-batches between F and B at once (the warm-up):
-  // a device that cannot keep even that much with recomputation, next to its state and what
-  // it rebuilds, cannot fit (the estimate's need is at least that).
+  // Greedy admits a micro-batch when the larger of its two sizes fits a stage's memory
+  // (admits_forward), the rebuilt activations set aside: where one does not, it cannot run.
+  if (greedy)
+    for (int pi = 0; pi < static_cast<int>(q.pipelines.size()); ++pi)
+      for (const auto& c : pipeline_costs(s.x.costs, q, pi, link_model::real))
+        if (!admits_forward(in_flight{}, c))
+          return std::nullopt;
+  // A fixed schedule's peak follows from its op order alone (time_schedule counts the
+  // micro-batches held after each op): a device whose state, peak with recomputation and
+  // rebuilt activations exceed its memory cannot fit, and the estimate would say so too
+  // (it prices each device at the stage's peak scaled by its share, at least this).
   if (!plain.fits) {
     const cluster& c = s.x.costs.cl();
     for (const auto& pp : q.pipelines) {
       const int stages = static_cast<int>(pp.stages.size());
+      const pipeline_schedule sched = make_schedule(pp.schedule, stages, pp.micro_batches);
       for (int st = 0; st < stages; ++st) {
+        std::set<std::pair<int, int>> states; // (held until B, held until W) after each op
+        in_flight held;
+        for (const auto& op : sched.stages[size_t(st)]) {
+          held.count(op.kind);
+          states.emplace(held.forward_held, held.backward_held);
+        }
         const stage_plan& sp = pp.stages[size_t(st)];
-        const int held = micro_batches_held(pp.schedule, st, stages, pp.micro_batches);
         const double state = s.x.costs.range_state(sp.first_layer, sp.last_layer);
         for (size_t k = 0; k < sp.devices.size(); ++k) {
           const stage_figures fig = s.x.costs.stage(sp.devices[k], sp.first_layer, sp.last_layer,
                                                     sp.samples[k], sp.recompute);
+          double peak = 0;
+          for (const auto& [fb, bw] : states)
+            peak = std::max(peak, fb * fig.act_until_b + bw * fig.act_until_w);
           const double usable =
               s.x.options.memory_fraction * c.devices[size_t(sp.devices[k])].memory_bytes;
-          if (state + held * fig.act_until_b + fig.rebuilt_bytes > usable)
+          if (state + peak + fig.rebuilt_bytes > usable)
             return std::nullopt;
         }
       }
