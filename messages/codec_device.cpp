@@ -60,6 +60,7 @@ std::vector<uint8_t> encode(const device_rows& m) {
     detail::fill_list(s.initTargets(static_cast<unsigned>(m.targets.size())), m.targets);
     set_floats(s.initInput(input_bytes), m.input);
     s.setOutputValues(m.output_values);
+    s.setRecompute(m.recompute);
   });
 }
 
@@ -75,6 +76,7 @@ result<device_rows> decode_device_rows(std::span<const uint8_t> bytes) {
         m.samples = s.getSamples();
         m.loss_scale = s.getLossScale();
         m.output_values = s.getOutputValues();
+        m.recompute = s.getRecompute();
         checker c(kind);
         c.require(m.kind >= 0 && m.kind <= 2, "kind",
                   "is no op kind (" + std::to_string(m.kind) + ")");

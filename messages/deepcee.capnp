@@ -280,6 +280,7 @@ struct DeviceRows {
   targets @6 :List(Int32);   # the last stage's F: [samples, T], else empty
   input @7 :Data;            # Float32 [samples, T, C], or empty
   outputValues @8 :Int64;    # what the answer carries: samples * T * C, or 0
+  recompute @9 :Bool;        # F: keep only the input until B, which runs F again first
 }
 
 # A DeviceRows' answer: the last stage's F loss sum (else 0) and the rows written.

@@ -313,6 +313,7 @@ struct device_rows {
   std::vector<int32_t> targets; ///< the last stage's F: [samples, T], else empty
   std::vector<float> input;     ///< [samples, T, C], or empty
   int64_t output_values = 0;    ///< what the answer carries: samples * T * C, or 0
+  bool recompute = false;       ///< F: keep only the input until B (activation recomputation)
   friend bool operator==(const device_rows&, const device_rows&) = default;
 };
 

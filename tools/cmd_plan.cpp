@@ -21,6 +21,7 @@ struct plan_options {
   std::optional<int> batch;
   std::optional<std::string> json, trace, profile;
   int top_k = 0;
+  bool no_recompute = false;
 };
 
 /// "  OUT OF MEMORY: cloud0/0 needs 145.3 GB of 21.6 GB" for a row that does not fit
@@ -54,6 +55,7 @@ int run_plan(const plan_options& o) {
   po.model_name = o.model;
   po.source = o.cluster;
   po.simulate_top_k = o.top_k;
+  po.recompute = !o.no_recompute;
   if (o.batch) {
     if (*o.batch < 1 || *o.batch > runtime::max_batch)
       runtime::fail_input(o.cluster, 0,
@@ -143,6 +145,8 @@ command_action add_plan_command(CLI::App& app) {
   cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of one step here");
   cmd->add_option("--profile", o->profile, "Measured profile (TOML) overriding estimates");
   cmd->add_option("--top-k", o->top_k, "Candidates the simulator scores (0: by cluster size)");
+  cmd->add_flag("--no-recompute", o->no_recompute,
+                "Never recompute activations (plans keep every activation until B)");
   return [o] { return run_plan(*o); };
 }
 

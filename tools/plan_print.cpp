@@ -71,6 +71,8 @@ void print_plan(std::FILE* out, const runtime::cluster& c, const runtime::model_
       if (s + 1 < pp.stages.size())
         std::fprintf(out, ", sends %s",
                      std::string(runtime::to_string(st.send_compression)).c_str());
+      if (st.recompute)
+        std::fprintf(out, ", recomputes");
       std::fprintf(out, "\n");
     }
   }

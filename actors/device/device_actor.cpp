@@ -39,6 +39,7 @@ device_worker& worker(self_ptr self) {
 double run(device_worker& w, const device_work& work) {
   switch (static_cast<runtime::op_kind>(work.kind)) {
   case runtime::op_kind::forward:
+    w.set_recompute(work.recompute);
     return w.forward(work.micro, work.input, work.batch.get(), work.first_sample, work.samples,
                      work.loss_scale, work.output);
   case runtime::op_kind::backward_input:
@@ -72,6 +73,7 @@ device_output run_rows(device_worker& w, const runtime::model_config& model, int
   work.micro = rows.micro_batch;
   work.samples = samples; // its samples are the whole batch here: first_sample 0
   work.loss_scale = rows.loss_scale;
+  work.recompute = rows.recompute;
   work.batch = std::make_shared<const runtime::token_batch>(
       runtime::token_batch{samples, model.context, rows.tokens, rows.targets});
   work.input = rows.input;

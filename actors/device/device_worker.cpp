@@ -147,6 +147,10 @@ void device_worker::backward_weight(int micro) {
   worker_->backward_weight(micro);
 }
 
+void device_worker::set_recompute(bool on) {
+  worker_->set_recompute(on);
+}
+
 size_t device_worker::gradient_size() const {
   size_t n = 0;
   for (auto* p : by_layer_)

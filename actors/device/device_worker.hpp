@@ -40,6 +40,8 @@ public:
   void backward_input(int micro, std::span<const float> grad_output, int samples,
                       std::span<float> out);
   void backward_weight(int micro);
+  /// Activation recomputation for the F ops from now on (kernels::stage_worker).
+  void set_recompute(bool on);
 
   /// Values of every gradient, layer by layer, each layer's parameters in model order.
   size_t gradient_size() const;

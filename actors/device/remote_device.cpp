@@ -68,6 +68,7 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
   r.first_sample = work.first_sample;
   r.samples = work.samples;
   r.loss_scale = work.loss_scale;
+  r.recompute = work.recompute;
   if (static_cast<runtime::op_kind>(work.kind) == runtime::op_kind::forward && work.batch) {
     const auto at = static_cast<size_t>(int64_t{work.first_sample} * context);
     const auto n = static_cast<size_t>(int64_t{work.samples} * context);

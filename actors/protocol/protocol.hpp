@@ -149,7 +149,8 @@ struct device_work {
   int32_t micro = 0;
   int32_t first_sample = 0; ///< in the global batch
   int32_t samples = 0;
-  float loss_scale = 0; ///< the last stage's F: 1 / tokens of the global batch
+  float loss_scale = 0;   ///< the last stage's F: 1 / tokens of the global batch
+  bool recompute = false; ///< F: keep only the input until B, which runs F again first
   std::shared_ptr<const runtime::token_batch> batch; ///< first and last stages
   std::shared_ptr<const void> input_owner;
   std::span<const float> input; ///< [samples, T, C], or empty

@@ -130,6 +130,7 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
   work.samples = plan.micro_batch_size;
   work.loss_scale =
       1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * plan.model.context);
+  work.recompute = plan.pipelines[size_t(st.pipeline)].stages[size_t(st.stage)].recompute;
   work.batch = st.batch;
   if (input) {
     work.input = values_of(*input);

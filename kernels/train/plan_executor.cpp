@@ -49,9 +49,11 @@ plan_executor::plan_executor(backend& be, const runtime::plan& plan,
     auto& stages = stages_.emplace_back();
     for (const auto& stage : pipe.stages) {
       auto& st = stages.emplace_back();
-      for (size_t j = 0; j < stage.devices.size(); ++j)
+      for (size_t j = 0; j < stage.devices.size(); ++j) {
         st.devices.push_back(std::make_unique<stage_worker>(
             be, config.model, stage.first_layer, stage.last_layer, config.seed, config.optimizer));
+        st.devices.back()->set_recompute(stage.recompute);
+      }
     }
     int p = static_cast<int>(pipe.stages.size());
     schedules_.push_back(

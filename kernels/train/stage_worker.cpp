@@ -1,5 +1,7 @@
 #include "kernels/train/stage_worker.hpp"
 
+#include "kernels/gpt/micro_state.hpp"
+
 namespace deepcee::kernels {
 
 stage_worker::stage_worker(backend& be, const runtime::model_config& model, int first_layer,
@@ -10,11 +12,29 @@ stage_worker::stage_worker(backend& be, const runtime::model_config& model, int 
 
 tensor stage_worker::forward(int micro, const tensor& input, const tensor* targets,
                              float loss_scale) {
-  return model_.forward(micro, input, targets, loss_scale);
+  tensor out = model_.forward(micro, input, targets, loss_scale);
+  if (recompute_) {
+    // Callers never modify a tensor after passing it (layer.hpp), so sharing is keeping.
+    model_.forget(micro);
+    kept_[micro] = {input, targets ? *targets : tensor{}, loss_scale};
+  }
+  return out;
 }
 
 tensor stage_worker::backward_input(int micro, const tensor& grad_output) {
+  if (auto it = kept_.find(micro); it != kept_.end()) {
+    const kept_input k = std::move(it->second);
+    kept_.erase(it);
+    model_.forward(micro, k.input, k.targets.empty() ? nullptr : &k.targets, k.loss_scale);
+  }
   return model_.backward_input(micro, grad_output);
+}
+
+size_t stage_worker::held_bytes() const {
+  size_t n = model_.saved_bytes();
+  for (const auto& [micro, k] : kept_)
+    n += tensor_bytes({&k.input, &k.targets});
+  return n;
 }
 
 void stage_worker::backward_weight(int micro) {

@@ -1,5 +1,6 @@
 #include "runtime/base/model_spec.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace deepcee::runtime {
@@ -185,6 +186,27 @@ int64_t model_spec::transfer_bytes(int micro_batch, compression c) const {
     return values + rows * fp32;
   }
   return values * fp32;
+}
+
+double recompute_kept_bytes(const model_spec& model, int first_layer, int last_layer, int samples) {
+  const double rows = double(samples) * double(model.config.context);
+  const double token_ids = rows * 4.0; // i32
+  double kept = first_layer == 0 ? token_ids : double(samples) * model.boundary_bytes_per_sample();
+  if (last_layer == static_cast<int>(model.layers.size()))
+    kept += token_ids; // the targets
+  return kept;
+}
+
+stage_figures with_recompute(const stage_figures& plain, bool recompute, const model_spec& model,
+                             int first_layer, int last_layer, int samples) {
+  if (!recompute)
+    return plain;
+  stage_figures out = plain;
+  const double kept = recompute_kept_bytes(model, first_layer, last_layer, samples);
+  out.act_until_b = std::min(plain.act_until_b, kept);
+  out.rebuilt_bytes = plain.act_until_b - out.act_until_b;
+  out.b_s = plain.b_s + plain.f_s;
+  return out;
 }
 
 model_spec make_model_spec(const model_config& config, std::string name) {

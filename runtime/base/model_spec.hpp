@@ -86,6 +86,30 @@ struct model_spec {
   int64_t transfer_bytes(int micro_batch, compression c) const;
 };
 
+/// A stage's figures on one device for one micro-batch: its layers' op seconds and
+/// activation bytes summed (profile costs at the device's share of the samples).
+struct stage_figures {
+  double f_s = 0, b_s = 0, w_s = 0;
+  double act_until_b = 0;   ///< kept from the end of F until B
+  double act_until_w = 0;   ///< kept from the end of B until W
+  double rebuilt_bytes = 0; ///< recomputation: rebuilt before B and held only while B runs
+};
+
+/// Bytes a recomputing stage keeps per micro-batch between F and B: its input (the token
+/// ids [n, T] i32 on the stage with the embedding, else the previous stage's activation
+/// [n, T, C] fp32) and, on the stage with the head, the targets [n, T] i32 its B needs.
+double recompute_kept_bytes(const model_spec& model, int first_layer, int last_layer, int samples);
+
+/// THE rule of activation recomputation, used by the planner's estimate and memory check,
+/// the simulator and the runtime's virtual time (which takes the simulator's op times):
+/// a recomputing stage keeps only recompute_kept_bytes between F and B instead of its
+/// layers' act_until_b, and its B first runs the forward again (b_s + f_s; the input is
+/// kept decoded, so no codec pass repeats), holding the rebuilt activations (the rest of
+/// act_until_b) while B runs. What B keeps for W is unchanged. Without recomputation the
+/// figures stay as they are.
+stage_figures with_recompute(const stage_figures& plain, bool recompute, const model_spec& model,
+                             int first_layer, int last_layer, int samples);
+
 /// Builds the spec; sizes must be positive and d_model divisible by n_head.
 model_spec make_model_spec(const model_config& config, std::string name = "");
 

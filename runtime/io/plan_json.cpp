@@ -21,7 +21,8 @@
 ///       "pipelines": [
 ///         {"micro_batches": 8, "schedule": "zb-h1",
 ///          "stages": [{"devices": [0, 1], "samples": [3, 1],
-///                      "first_layer": 0, "last_layer": 7, "send_compression": "fp16"}]}
+///                      "first_layer": 0, "last_layer": 7, "send_compression": "fp16",
+///                      "recompute": true}]}                  // optional, false if absent
 ///       ],
 ///       "excluded": [{"device": 9, "reason": "link to cloud 100 Mbps cannot feed it"}]
 ///     }
@@ -69,6 +70,15 @@ struct reader {
                       const std::string& where) const {
     return obj.contains(key) ? text(obj, key, where) : fallback;
   }
+  bool flag_or(const json& obj, const std::string& key, bool fallback,
+               const std::string& where) const {
+    if (!obj.contains(key))
+      return fallback;
+    const auto& v = at(obj, key, where);
+    if (!v.is_boolean())
+      fail(where + "." + key, "expected true or false");
+    return v.get<bool>();
+  }
   const json& array(const json& obj, const std::string& key, const std::string& where) const {
     const auto& v = at(obj, key, where);
     if (!v.is_array())
@@ -105,12 +115,16 @@ std::string plan_to_json(const plan& p) {
   json pipes = json::array();
   for (const auto& pp : p.pipelines) {
     json stages = json::array();
-    for (const auto& st : pp.stages)
-      stages.push_back({{"devices", st.devices},
-                        {"samples", st.samples},
-                        {"first_layer", st.first_layer},
-                        {"last_layer", st.last_layer},
-                        {"send_compression", std::string(to_string(st.send_compression))}});
+    for (const auto& st : pp.stages) {
+      json stage = {{"devices", st.devices},
+                    {"samples", st.samples},
+                    {"first_layer", st.first_layer},
+                    {"last_layer", st.last_layer},
+                    {"send_compression", std::string(to_string(st.send_compression))}};
+      if (st.recompute) // absent reads as false: plans without recomputation stay as they were
+        stage["recompute"] = true;
+      stages.push_back(std::move(stage));
+    }
     pipes.push_back({{"micro_batches", pp.micro_batches},
                      {"schedule", to_string(pp.schedule)},
                      {"stages", std::move(stages)}});
@@ -173,6 +187,7 @@ plan plan_from_json(const std::string& text, const std::filesystem::path& source
         r.fail(sw + ".send_compression",
                "unknown compression \"" + comp + "\" (none, fp16, bf16, int8)");
       st.send_compression = *c;
+      st.recompute = r.flag_or(stages[si], "recompute", false, sw);
       pp.stages.push_back(std::move(st));
     }
     p.pipelines.push_back(std::move(pp));

@@ -84,6 +84,19 @@ double cost_cache::range_activation(int device, int first, int last, int samples
   return range_act_until_b(device, first, last, samples) +
          range_act_until_w(device, first, last, samples);
 }
+stage_figures cost_cache::stage(int device, int first, int last, int samples,
+                                bool recompute) const {
+  const auto& p = get(device, samples);
+  const size_t a = size_t(first), z = size_t(last);
+  stage_figures plain;
+  plain.f_s = p.f[z] - p.f[a];
+  plain.b_s = p.b[z] - p.b[a];
+  plain.w_s = p.w[z] - p.w[a];
+  plain.act_until_b = p.act_b[z] - p.act_b[a];
+  plain.act_until_w = p.act_w[z] - p.act_w[a];
+  return with_recompute(plain, recompute, profiles_->model(), first, last, samples);
+}
+
 double cost_cache::range_state(int first, int last) const {
   return state_prefix_[size_t(last)] - state_prefix_[size_t(first)];
 }

@@ -30,6 +30,9 @@ public:
   double range_activation(int device, int first, int last, int samples) const;
   double range_act_until_b(int device, int first, int last, int samples) const;
   double range_act_until_w(int device, int first, int last, int samples) const;
+  /// Layers [first, last) on `device` for `samples` samples as a stage that recomputes or
+  /// not (with_recompute, the rule the simulator applies too).
+  stage_figures stage(int device, int first, int last, int samples, bool recompute) const;
   /// Weights, gradients and AdamW state of layers [first, last).
   double range_state(int first, int last) const;
   /// Samples per second of the whole model on one device at `samples` per micro-batch,

@@ -66,14 +66,15 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
       // Compressed boundaries: the device's encode and decode passes (codec_cost.hpp).
       const auto codec =
           stage_codec_s(c.devices[size_t(d)], spec, in, out_comp, n, costs.profiles().options());
-      sc.f = std::max(sc.f, costs.range_f(d, st.first_layer, st.last_layer, n) + codec.f);
-      sc.b = std::max(sc.b, costs.range_b(d, st.first_layer, st.last_layer, n) + codec.b);
-      sc.w = std::max(sc.w, costs.range_w(d, st.first_layer, st.last_layer, n));
-      sc.activation_bytes = std::max(sc.activation_bytes,
-                                     costs.range_act_until_b(d, st.first_layer, st.last_layer, n));
-      sc.weight_grad_bytes = std::max(sc.weight_grad_bytes,
-                                      costs.range_act_until_w(d, st.first_layer, st.last_layer, n));
-      limit = std::min(limit, c.devices[size_t(d)].usable_memory_bytes() - state);
+      const stage_figures fig = costs.stage(d, st.first_layer, st.last_layer, n, st.recompute);
+      sc.f = std::max(sc.f, fig.f_s + codec.f);
+      sc.b = std::max(sc.b, fig.b_s + codec.b);
+      sc.w = std::max(sc.w, fig.w_s);
+      sc.activation_bytes = std::max(sc.activation_bytes, fig.act_until_b);
+      sc.weight_grad_bytes = std::max(sc.weight_grad_bytes, fig.act_until_w);
+      // A recomputing stage's rebuilt activations come on top of what it keeps, during B.
+      limit =
+          std::min(limit, c.devices[size_t(d)].usable_memory_bytes() - state - fig.rebuilt_bytes);
     }
     sc.memory_limit = std::max(limit, 0.0);
     sc.activation_bytes = std::max(sc.activation_bytes, 1.0);
@@ -174,10 +175,12 @@ void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
       int d = st.devices[i], n = st.samples[i];
       if (!seen.emplace(costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes).second)
         continue;
-      const double scale = std::max(
-          costs.range_act_until_b(d, st.first_layer, st.last_layer, n) / cost.activation_bytes,
-          costs.range_act_until_w(d, st.first_layer, st.last_layer, n) / cost.weight_grad_bytes);
-      double need = state + timing.peak_bytes[size_t(s)] * std::min(1.0, scale);
+      const stage_figures fig = costs.stage(d, st.first_layer, st.last_layer, n, st.recompute);
+      const double scale = std::max(fig.act_until_b / cost.activation_bytes,
+                                    fig.act_until_w / cost.weight_grad_bytes);
+      // A recomputing stage holds one micro-batch's rebuilt activations while its B runs:
+      // counted on top of its peak (an upper bound; the simulator counts it at each B).
+      double need = state + timing.peak_bytes[size_t(s)] * std::min(1.0, scale) + fig.rebuilt_bytes;
       const double usable = memory_fraction * c.devices[size_t(d)].memory_bytes;
       if (need > usable) {
         e.fits = false;

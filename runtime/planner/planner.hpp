@@ -37,6 +37,9 @@ struct planner_options {
   /// Encodings tried for transfers between nodes: across regions, and on every hop between
   /// nodes of a region (the runtime executes a plan's send_compression on any hop).
   std::vector<compression> compressions{compression::none, compression::bf16, compression::int8};
+  /// Try activation recomputation per stage (stage_plan::recompute) where memory binds: a
+  /// plan keeps it only where it then fits, or runs faster with more micro-batches in flight.
+  bool recompute = true;
   /// Candidates the simulator scores after the closed-form ranking; 0 chooses by cluster
   /// size (the simulator's cost grows with devices and micro-batches).
   int simulate_top_k = 0;

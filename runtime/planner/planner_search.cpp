@@ -1,6 +1,7 @@
 #include "runtime/planner/planner_search.hpp"
 
 #include "runtime/base/units.hpp"
+#include "runtime/schedule/op_readiness.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -464,14 +465,136 @@ void rank(std::vector<search_candidate>& pool) {
                    [](const auto& a, const auto& b) { return better(a.est, b.est); });
 }
 
-/// Prices plan `p` unless its lower bound rules it out, and keeps it; it is also the best
-/// plan of each network group it uses when it fits and is faster than the last. Returns
-/// false when it was priced and does not fit memory.
-bool consider(search_state& s, plan p, const std::vector<int>& used_groups) {
+/// Level 7, activation recomputation: the stages of `p` whose memory binds, where its
+/// tightest device cannot keep, next to its state, the activations (until B and until W) of
+/// the micro-batches its schedule holds at once (micro_batches_held: greedy as ZB-H1, the
+/// most it needs to keep its stages busy). Recomputing elsewhere would only cost time.
+std::vector<std::pair<size_t, size_t>> memory_bound_stages(const cost_cache& costs, const plan& p) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
+    const auto& pp = p.pipelines[pi];
+    const int stages = static_cast<int>(pp.stages.size());
+    const auto sc = pipeline_costs(costs, p, static_cast<int>(pi), link_model::real);
+    for (int st = 0; st < stages; ++st) {
+      const int held = micro_batches_held(pp.schedule, st, stages, pp.micro_batches);
+      const auto& c = sc[size_t(st)];
+      if (c.memory_limit < held * (c.activation_bytes + c.weight_grad_bytes))
+        out.emplace_back(pi, size_t(st));
+    }
+  }
+  return out;
+}
+
+/// Stages whose recomputation a plan that fits only with it may try to give back one by
+/// one (each an estimate): deeper plans keep it where memory bound.
+constexpr size_t max_recompute_refinements = 16;
+
+/// `p` with recomputation on the stages where memory binds, when that makes it fit where
+/// it did not or run faster (a greedy schedule then holds more micro-batches at once);
+/// recomputation that a fitting plan does not need is given back stage by stage where
+/// that is not slower. None when nothing binds or it does not pay.
+std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s, const plan& p,
+                                                                const plan_estimate& plain) {
+  const bool greedy = p.pipelines.front().schedule == schedule_kind::greedy;
+  // A fixed schedule that fits gains nothing from recomputing; a greedy one that does not
+  // cannot hold one micro-batch somewhere, and a recomputing stage needs as much for one
+  // (its input and the rebuilt rest while B runs).
+  if (!s.x.options.recompute || plain.fits != greedy)
+    return std::nullopt;
+  const auto bound = memory_bound_stages(s.x.costs, p);
+  if (bound.empty())
+    return std::nullopt;
+  plan q = p;
+  for (const auto& [pi, st] : bound)
+    q.pipelines[pi].stages[st].recompute = true;
+  // Its own bound (B now costs F more) may already lose to the best plan so far, or, for a
+  // plan that fits already, to the plan itself: its stages' busiest compute alone
+  // (compute_bound_s) takes as long as the plan's pipelines. The all-reduce and the
+  // optimizer, the same for both, come on top of it.
+  const double compute_s = compute_bound_s(s.x.costs, q);
+  if (lower_bound(s.x.costs, q) > search_prune_factor * s.best_step ||
+      compute_s + plain.allreduce_s + plain.optimizer_s > search_prune_factor * s.best_step ||
+      (plain.fits && compute_s >= plain.pipeline_s))
+    return std::nullopt;
+  // Greedy admits a micro-batch when the larger of its two sizes fits a stage's memory
+  // (admits_forward), the rebuilt activations set aside: where one does not, it cannot run.
+  if (greedy)
+    for (int pi = 0; pi < static_cast<int>(q.pipelines.size()); ++pi)
+      for (const auto& c : pipeline_costs(s.x.costs, q, pi, link_model::real))
+        if (!admits_forward(in_flight{}, c))
+          return std::nullopt;
+  // A fixed schedule's peak follows from its op order alone (time_schedule counts the
+  // micro-batches held after each op): a device whose state, peak with recomputation and
+  // rebuilt activations exceed its memory cannot fit, and the estimate would say so too
+  // (it prices each device at the stage's peak scaled by its share, at least this).
+  if (!plain.fits) {
+    const cluster& c = s.x.costs.cl();
+    for (const auto& pp : q.pipelines) {
+      const int stages = static_cast<int>(pp.stages.size());
+      const pipeline_schedule sched = make_schedule(pp.schedule, stages, pp.micro_batches);
+      for (int st = 0; st < stages; ++st) {
+        std::set<std::pair<int, int>> states; // (held until B, held until W) after each op
+        in_flight held;
+        for (const auto& op : sched.stages[size_t(st)]) {
+          held.count(op.kind);
+          states.emplace(held.forward_held, held.backward_held);
+        }
+        const stage_plan& sp = pp.stages[size_t(st)];
+        const double state = s.x.costs.range_state(sp.first_layer, sp.last_layer);
+        for (size_t k = 0; k < sp.devices.size(); ++k) {
+          const stage_figures fig = s.x.costs.stage(sp.devices[k], sp.first_layer, sp.last_layer,
+                                                    sp.samples[k], sp.recompute);
+          double peak = 0;
+          for (const auto& [fb, bw] : states)
+            peak = std::max(peak, fb * fig.act_until_b + bw * fig.act_until_w);
+          const double usable =
+              s.x.options.memory_fraction * c.devices[size_t(sp.devices[k])].memory_bytes;
+          if (state + peak + fig.rebuilt_bytes > usable)
+            return std::nullopt;
+        }
+      }
+    }
+  }
+  const double fraction = s.x.options.memory_fraction;
+  plan_estimate e = estimate_plan(s.x.costs, q, link_model::real, fraction);
+  ++s.out.estimated;
+  // Neither fits: the one that comes closer (the error names the smallest need found).
+  if (e.fits ? !better(e, plain) : plain.fits || !e.shortfall.closer_than(plain.shortfall))
+    return std::nullopt;
+  if (!plain.fits && e.fits && bound.size() <= max_recompute_refinements)
+    for (const auto& [pi, st] : bound) {
+      q.pipelines[pi].stages[st].recompute = false;
+      plan_estimate without = estimate_plan(s.x.costs, q, link_model::real, fraction);
+      ++s.out.estimated;
+      if (without.fits && without.step_s <= e.step_s)
+        e = without;
+      else
+        q.pipelines[pi].stages[st].recompute = true;
+    }
+  return std::make_pair(std::move(q), e);
+}
+
+/// Whether a priced plan fits memory: as built, and as kept (with recomputation where it
+/// paid, recompute_variant).
+struct considered {
+  bool plain_fits = true;
+  bool fits = true;
+};
+
+/// Prices plan `p` unless its lower bound rules it out (the bound of `p` without
+/// recomputation, which only adds to B, holds for the variant too), and keeps it or its
+/// variant with recomputation where that is better; the kept plan is also the best plan of
+/// each network group it uses when it fits and is faster than the last.
+considered consider(search_state& s, plan p, const std::vector<int>& used_groups) {
   if (lower_bound(s.x.costs, p) > search_prune_factor * s.best_step)
-    return true;
+    return {};
   plan_estimate e = estimate_plan(s.x.costs, p, link_model::real, s.x.options.memory_fraction);
   ++s.out.estimated;
+  const bool plain_fits = e.fits;
+  if (auto v = recompute_variant(s, p, e)) {
+    p = std::move(v->first);
+    e = v->second;
+  }
   if (e.fits) {
     for (int g : used_groups) {
       if (e.samples_per_s > s.out.best_rate_with_group[size_t(g)]) {
@@ -489,7 +612,7 @@ bool consider(search_state& s, plan p, const std::vector<int>& used_groups) {
     rank(s.pool);
     s.pool.resize(pool_cut_per_kept * s.keep);
   }
-  return fits;
+  return {plain_fits, fits};
 }
 
 /// Level 6 when memory is short: a micro-batch size and compression for which no fixed
@@ -517,7 +640,7 @@ void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>
       ok.inter_node = comps[k].second;
       // The split for one micro-batch in flight is the easiest to fit: when it does not, a
       // split for more cannot either.
-      if (!consider(s, with_encodings(s.x.costs, *base, s.x.batch, ok), used_groups) &&
+      if (!consider(s, with_encodings(s.x.costs, *base, s.x.batch, ok), used_groups).fits &&
           cap == greedy_in_flight_caps[0])
         live[k] = 0;
     }
@@ -557,7 +680,8 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
         plan p =
             k == 0 ? *base
                    : with_encodings(s.x.costs, *base, batch, layout_options(options, b, comps[k]));
-        fitted[k] = consider(s, std::move(p), used_groups) || fitted[k];
+        // Greedy schedules are still tried where only recomputation made it fit.
+        fitted[k] = consider(s, std::move(p), used_groups).plain_fits || fitted[k];
       }
     }
     std::vector<std::pair<compression, compression>> unfit;

@@ -51,10 +51,11 @@ struct search_outcome {
 /// devices), never spanning two network groups; (5) micro-batch size (every divisor of the
 /// batch, skipped only when a bound for every plan of that size already loses); (6) schedule
 /// (greedy where no fixed one fits memory) and compression of cross-region hops and of hops between
-/// nodes. Layers are balanced per pipeline by the dynamic program of partition.hpp under memory;
-/// samples and micro-batches are proportional to speed. A shape whose lower bound (micro-batches
-/// times its slowest stage) already exceeds search_prune_factor times the best estimate so far is
-/// not priced.
+/// nodes; (7) activation recomputation on the stages whose memory binds, kept where the plan
+/// then fits or runs faster (planner_options::recompute). Layers are balanced per pipeline by the
+/// dynamic program of partition.hpp under memory; samples and micro-batches are proportional to
+/// speed. A shape whose lower bound (micro-batches times its slowest stage) already exceeds
+/// search_prune_factor times the best estimate so far is not priced.
 search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int global_batch,
                                  const planner_options& options, size_t keep);
 

@@ -7,15 +7,18 @@ namespace deepcee::runtime::sim_detail {
 namespace {
 
 /// Largest activation bytes a device of the stage holds at once, following the op list:
-/// act_until_b from F to B, act_until_w from B to W.
-double peak_activations(const std::vector<schedule_op>& ops, double act_b, double act_w) {
+/// act_until_b from F to B, act_until_w from B to W; a recomputing stage also holds the
+/// `rebuilt` activations of the micro-batch whose B runs, while it runs.
+double peak_activations(const std::vector<schedule_op>& ops, double act_b, double act_w,
+                        double rebuilt) {
   double fb = 0, bw = 0, peak = 0;
   for (const auto& op : ops) {
     if (op.kind == op_kind::forward)
       fb += 1;
-    else if (op.kind == op_kind::backward_input)
+    else if (op.kind == op_kind::backward_input) {
+      peak = std::max(peak, fb * act_b + bw * act_w + rebuilt);
       fb -= 1, bw += 1;
-    else
+    } else
       bw -= 1;
     peak = std::max(peak, fb * act_b + bw * act_w);
   }
@@ -63,7 +66,7 @@ void fill_stats(world& w, const plan& p, const profile_table& profile, sim_resul
       ds.optimizer_s = opt[d] / steps;
       ds.utilization = r.step_time_s > 0 ? ds.compute_s / r.step_time_s : 0.0;
       ds.state_bytes = st.state;
-      ds.peak_activation_bytes = peak_activations(ops, st.act_b[k], st.act_w[k]);
+      ds.peak_activation_bytes = peak_activations(ops, st.act_b[k], st.act_w[k], st.rebuilt[k]);
       ds.peak_bytes = ds.state_bytes + ds.peak_activation_bytes;
       ds.memory_bytes = dev.memory_bytes;
       ds.out_of_memory = ds.peak_bytes > dev.usable_memory_bytes();

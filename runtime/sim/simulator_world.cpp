@@ -217,14 +217,19 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
         const auto codec =
             stage_codec_s(dev, model, in, last ? compression::none : sp.send_compression,
                           sp.samples[k], profile.options());
-        st.dev_f.push_back(it->second.f + codec.f);
-        st.dev_b.push_back(it->second.b + codec.b);
-        st.dev_w.push_back(it->second.w);
-        st.act_b.push_back(it->second.act_b);
-        st.act_w.push_back(it->second.act_w);
+        // Recomputation (model_spec.hpp's with_recompute, the planner's rule too).
+        const stage_figures fig = with_recompute(
+            {it->second.f, it->second.b, it->second.w, it->second.act_b, it->second.act_w, 0},
+            sp.recompute, model, sp.first_layer, sp.last_layer, sp.samples[k]);
+        st.dev_f.push_back(fig.f_s + codec.f);
+        st.dev_b.push_back(fig.b_s + codec.b);
+        st.dev_w.push_back(fig.w_s);
+        st.act_b.push_back(fig.act_until_b);
+        st.act_w.push_back(fig.act_until_w);
+        st.rebuilt.push_back(fig.rebuilt_bytes);
         st.f = std::max(st.f, st.dev_f.back());
         st.b = std::max(st.b, st.dev_b.back());
-        st.w = std::max(st.w, it->second.w);
+        st.w = std::max(st.w, fig.w_s);
       }
       w.stages.push_back(std::move(st));
     }
@@ -277,8 +282,8 @@ std::vector<stage_cost> stage_costs_of(world& w, int index, double at_s) {
     sc.weight_grad_bytes = *std::max_element(st.act_w.begin(), st.act_w.end());
     sc.memory_limit = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < st.devices.size(); ++k) {
-      const double free =
-          w.c->devices[static_cast<size_t>(st.devices[k])].usable_memory_bytes() - st.state;
+      const double free = w.c->devices[static_cast<size_t>(st.devices[k])].usable_memory_bytes() -
+                          st.state - st.rebuilt[k];
       const double scale = st.act_b[k] > 0 ? sc.activation_bytes / st.act_b[k] : 1.0;
       sc.memory_limit = std::min(sc.memory_limit, free * scale);
     }

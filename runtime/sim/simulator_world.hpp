@@ -33,6 +33,7 @@ struct stage_rt {
   std::vector<int> samples;
   std::vector<double> dev_f, dev_b, dev_w; ///< per device of the stage
   std::vector<double> act_b, act_w;        ///< per device: activation bytes per micro-batch
+  std::vector<double> rebuilt;             ///< per device: recomputed activations held while B runs
   double f = 0, b = 0, w = 0;              ///< slowest device
   double state = 0;             ///< weights, gradients, AdamW moments of the stage's layers
   std::vector<part> act_parts;  ///< F activations to the next stage

@@ -74,6 +74,12 @@ BOOST_AUTO_TEST_CASE(every_device_message_round_trips_bit_for_bit) {
   BOOST_TEST((*r == rows));
   BOOST_TEST(same_bits(r->input, rows.input));
   BOOST_TEST(std::signbit(r->input[0])); // -0 stays -0 (== alone would not tell)
+  BOOST_TEST(!r->recompute);
+  rows.recompute = true; // a recomputing stage's F on another node
+  const auto rr = decode_device_rows(encode(rows));
+  BOOST_REQUIRE_MESSAGE(rr.ok(), why(rr));
+  BOOST_TEST(rr->recompute);
+  BOOST_TEST((*rr == rows));
 
   const device_output output{-1.0e-3, awkward_values()};
   const auto o = decode_device_output(encode(output));

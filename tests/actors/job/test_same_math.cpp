@@ -14,9 +14,13 @@ using namespace deepcee::actors::test;
 
 namespace {
 
-void check_same_losses(runtime::schedule_kind kind) {
+/// The two-pipeline plan, with activation recomputation on every stage when `recompute`.
+void check_same_losses(runtime::schedule_kind kind, bool recompute = false) {
   constexpr int steps = 30;
-  const auto plan = two_pipeline_plan(kind);
+  auto plan = two_pipeline_plan(kind);
+  for (auto& pp : plan.pipelines)
+    for (auto& st : pp.stages)
+      st.recompute = recompute;
   const auto train = train_for(plan, steps);
   const auto corpus = test_corpus();
   const auto cluster = test_cluster();
@@ -61,6 +65,14 @@ BOOST_AUTO_TEST_CASE(zb_h2) {
 }
 BOOST_AUTO_TEST_CASE(greedy) {
   check_same_losses(runtime::schedule_kind::greedy);
+}
+// Every stage drops its activations after F and runs F again before B (first stage with
+// the embedding and intra-stage data parallelism, middle, last with the head).
+BOOST_AUTO_TEST_CASE(one_f_one_b_recomputing) {
+  check_same_losses(runtime::schedule_kind::one_f_one_b, true);
+}
+BOOST_AUTO_TEST_CASE(zb_h1_recomputing) {
+  check_same_losses(runtime::schedule_kind::zb_h1, true);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

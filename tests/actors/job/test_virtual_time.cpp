@@ -118,6 +118,15 @@ std::vector<scenario> scenarios() {
   out.push_back({"3 pipelines sharing two nodes' interfaces on a 2 Mbps LAN, zb-h1 + greedy",
                  shared_nic_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::greedy),
                  deepcee::test::slow_lan_two_nodes_cluster()});
+  // Activation recomputation: the recomputing stages' B runs their F again first.
+  auto recomputing = one_pipeline(runtime::schedule_kind::one_f_one_b);
+  recomputing.pipelines[0].stages[1].recompute = true;
+  recomputing.pipelines[0].stages[2].recompute = true;
+  out.push_back({"1 pipeline x 3 stages, 1f1b, stages 1-2 recompute", recomputing});
+  auto recomputing_zb = two_pipeline_plan(runtime::schedule_kind::zb_h1);
+  recomputing_zb.pipelines[0].stages[0].recompute = true;
+  recomputing_zb.pipelines[1].stages[1].recompute = true;
+  out.push_back({"2 pipelines (3 + 2 stages), zb-h1, two stages recompute", recomputing_zb});
   out.push_back(
       {"3 pipelines sharing a 100 Mbps WAN both ways, zb-h1 + 1f1b",
        shared_wan_plan(runtime::schedule_kind::zb_h1, runtime::schedule_kind::one_f_one_b)});

@@ -100,6 +100,33 @@ BOOST_AUTO_TEST_CASE(activation_bytes_by_hand) {
   BOOST_TEST(emb.act_until_w == 4 * b * T * (1 + C));
 }
 
+BOOST_AUTO_TEST_CASE(a_recomputing_stage_keeps_its_input_and_pays_a_second_forward) {
+  model_spec m = preset_spec("small");
+  const double C = 128, T = 128, b = 2;
+  const stage_figures plain{1.0, 2.0, 3.0, 5e6, 4e6, 0};
+  // Without recomputation nothing changes.
+  const stage_figures same = with_recompute(plain, false, m, 1, 3, 2);
+  BOOST_TEST(same.b_s == 2.0);
+  BOOST_TEST(same.act_until_b == 5e6);
+  BOOST_TEST(same.rebuilt_bytes == 0);
+  // Blocks 1-2: the input activation [b, T, C] fp32 is kept; B runs F again first.
+  const stage_figures mid = with_recompute(plain, true, m, 1, 3, 2);
+  BOOST_TEST(mid.act_until_b == 4 * b * T * C);
+  BOOST_TEST(mid.rebuilt_bytes == 5e6 - 4 * b * T * C);
+  BOOST_TEST(mid.f_s == 1.0);
+  BOOST_TEST(mid.b_s == 3.0);
+  BOOST_TEST(mid.w_s == 3.0);
+  BOOST_TEST(mid.act_until_w == 4e6); // what W needs is kept as before
+  // The embedding's stage keeps the token ids; the head's also its targets.
+  BOOST_TEST(recompute_kept_bytes(m, 0, 2, 2) == 4 * b * T);
+  BOOST_TEST(recompute_kept_bytes(m, 3, 6, 2) == 4 * b * T * C + 4 * b * T);
+  BOOST_TEST(recompute_kept_bytes(m, 0, 6, 2) == 2 * 4 * b * T);
+  // Never more than the stage would keep anyway.
+  const stage_figures tiny{1.0, 2.0, 3.0, 100.0, 50.0, 0};
+  BOOST_TEST(with_recompute(tiny, true, m, 1, 3, 2).act_until_b == 100.0);
+  BOOST_TEST(with_recompute(tiny, true, m, 1, 3, 2).rebuilt_bytes == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(work_is_linear_in_the_micro_batch) {
   model_spec m = preset_spec("gpt2-124m");
   for (const auto& l : m.layers) {

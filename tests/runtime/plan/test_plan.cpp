@@ -24,7 +24,7 @@ plan sample_plan() {
   a.micro_batches = 3;
   a.schedule = schedule_kind::zb_h1;
   a.stages.push_back({{0, 1}, {3, 1}, 0, 2, compression::int8});
-  a.stages.push_back({{2}, {4}, 2, 4, compression::none});
+  a.stages.push_back({{2}, {4}, 2, 4, compression::none, true}); // recomputes
   pipeline_plan b;
   b.micro_batches = 2;
   b.schedule = schedule_kind::greedy;
@@ -59,7 +59,8 @@ bool same(const plan& x, const plan& y) {
     for (size_t s = 0; s < a.stages.size(); ++s) {
       const auto &u = a.stages[s], &v = b.stages[s];
       if (u.devices != v.devices || u.samples != v.samples || u.first_layer != v.first_layer ||
-          u.last_layer != v.last_layer || u.send_compression != v.send_compression)
+          u.last_layer != v.last_layer || u.send_compression != v.send_compression ||
+          u.recompute != v.recompute)
         return false;
     }
   }
@@ -95,6 +96,7 @@ BOOST_AUTO_TEST_CASE(json_round_trip) {
   const auto text = plan_to_json(p);
   BOOST_TEST(has(text, "\"zb-h1\""));
   BOOST_TEST(has(text, "\"int8\""));
+  BOOST_TEST(has(text, "\"recompute\": true"));
   const auto q = plan_from_json(text, "x.json");
   BOOST_TEST(same(p, q));
   BOOST_TEST(plan_to_json(q) == text);
@@ -173,8 +175,25 @@ BOOST_AUTO_TEST_CASE(json_errors_name_the_path) {
   BOOST_TEST(has(replaced("\"deepcee-plan\"", "\"other\""), "not a deepcee plan"));
   BOOST_TEST(has(replaced("\"samples\": [\n", "\"samples\": [\"a\",\n"),
                  "pipelines[0].stages[0].samples[0]: expected an integer"));
+  BOOST_TEST(has(replaced("\"recompute\": true", "\"recompute\": 1"),
+                 "pipelines[0].stages[1].recompute: expected true or false"));
   // Validation runs on load too.
   BOOST_TEST(has(replaced("\"micro_batches\": 3", "\"micro_batches\": 0"), "micro_batches"));
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_without_recompute_keys_reads_as_no_recomputation) {
+  // Plans written before recomputation existed have no "recompute": they read as false,
+  // and a plan without recomputing stages is written without the key.
+  plan p = sample_plan();
+  p.pipelines[0].stages[1].recompute = false;
+  const auto text = plan_to_json(p);
+  BOOST_TEST(!has(text, "recompute"));
+  const auto q = plan_from_json(text, "old.json");
+  for (const auto& pp : q.pipelines)
+    for (const auto& st : pp.stages)
+      BOOST_TEST(!st.recompute);
+  BOOST_TEST(
+      plan_from_json(plan_to_json(sample_plan()), "new.json").pipelines[0].stages[1].recompute);
 }
 
 BOOST_AUTO_TEST_CASE(rows_between_stages_are_the_overlaps_of_sample_ranges) {

@@ -18,11 +18,13 @@ using namespace deepcee::runtime;
 
 namespace {
 
-planner_report plan_for(const cluster& c, const std::string& model, int batch = 0) {
+planner_report plan_for(const cluster& c, const std::string& model, int batch = 0,
+                        bool recompute = true) {
   profile_table profiles(make_model_spec(*model_preset(model), model));
   planner_options o;
   o.model_name = model;
   o.global_batch = batch;
+  o.recompute = recompute;
   o.source = "test-cluster";
   return plan_training(c, profiles, o);
 }
@@ -70,9 +72,13 @@ BOOST_AUTO_TEST_SUITE(planner_memory)
 
 BOOST_AUTO_TEST_CASE(a_7b_model_on_the_testbed_gets_a_plan_that_fits_every_device) {
   // No fixed schedule of a few deep stages holds a 7B model with 2048-token samples in
-  // 24 GB cards: the planner must go deeper and keep fewer micro-batches in flight.
+  // 24 GB cards: without recomputation the planner must go deeper and keep fewer
+  // micro-batches in flight.
   cluster c = load_cluster(deepcee::test::cluster_file("deepcee-testbed"));
-  planner_report r = plan_for(c, "7b");
+  planner_report r = plan_for(c, "7b", 0, false);
+  for (const auto& pp : r.best.pipelines)
+    for (const auto& st : pp.stages)
+      BOOST_TEST(!st.recompute);
   check_fits(c, r);
   check_rows(r);
   size_t deepest = 0;
@@ -84,6 +90,36 @@ BOOST_AUTO_TEST_CASE(a_7b_model_on_the_testbed_gets_a_plan_that_fits_every_devic
   for (const auto& row : r.strategies)
     if (row.strategy != "deepcee" && row.chosen && row.sim.out_of_memory)
       BOOST_TEST(worst_shortfall(c, row.sim).device >= 0, row.strategy);
+}
+
+BOOST_AUTO_TEST_CASE(recomputation_fits_the_7b_model_in_fewer_stages_and_runs_faster) {
+  // Recomputing stages keep one 2048-token input per micro-batch (32 MiB) instead of its
+  // activations (GBs per block): the plan fits with more micro-batches in flight.
+  cluster c = load_cluster(deepcee::test::cluster_file("deepcee-testbed"));
+  planner_report without = plan_for(c, "7b", 0, false);
+  planner_report with = plan_for(c, "7b", 0, true);
+  check_fits(c, with);
+  check_rows(with);
+  int recomputing = 0;
+  for (const auto& pp : with.best.pipelines)
+    for (const auto& st : pp.stages)
+      recomputing += st.recompute ? 1 : 0;
+  BOOST_TEST(recomputing > 0);
+  BOOST_TEST(with.best_sim.samples_per_s > without.best_sim.samples_per_s);
+  // The planner keeps recomputation only where it pays: the same plan without it on any
+  // one of its recomputing stages runs out of memory or simulates no faster.
+  const model_spec model = make_model_spec(with.best.model, "7b");
+  profile_table profiles(model);
+  for (size_t pi = 0; pi < with.best.pipelines.size(); ++pi)
+    for (size_t s = 0; s < with.best.pipelines[pi].stages.size(); ++s) {
+      if (!with.best.pipelines[pi].stages[s].recompute)
+        continue;
+      plan less = with.best;
+      less.pipelines[pi].stages[s].recompute = false;
+      const sim_result r = simulate(c, model, profiles, less);
+      BOOST_TEST((r.out_of_memory || r.samples_per_s <= with.best_sim.samples_per_s * 1.0001),
+                 "stage " << s << ": " << r.samples_per_s);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_model_that_needs_more_than_eight_stages_gets_them) {

@@ -384,6 +384,37 @@ BOOST_FIXTURE_TEST_CASE(gpipe_holds_more_activations_than_1f1b, fixture) {
   BOOST_TEST(one_f.devices[0].state_bytes > 0);
 }
 
+BOOST_FIXTURE_TEST_CASE(a_recomputing_stage_keeps_inputs_and_runs_f_again_before_b, fixture) {
+  const auto c = free_links_cluster(4);
+  const auto cuts = even_cuts(config.n_layer + 2, 4);
+  const auto plain =
+      pipeline_plan_of(config, {{0}, {1}, {2}, {3}}, cuts, 2, 8, schedule_kind::one_f_one_b);
+  auto with = plain;
+  with.pipelines[0].stages[1].recompute = true;
+  const auto a = simulate(c, spec, profile, plain);
+  const auto r = simulate(c, spec, profile, with);
+  // Stage 1 (blocks 2-3 of 6): B costs its F on top; F and W stay.
+  BOOST_TEST(r.stages[0][1].f_s == a.stages[0][1].f_s);
+  BOOST_TEST(r.stages[0][1].b_s == a.stages[0][1].b_s + a.stages[0][1].f_s, tt::tolerance(1e-12));
+  BOOST_TEST(r.stages[0][1].w_s == a.stages[0][1].w_s);
+  BOOST_TEST(r.stages[0][0].b_s == a.stages[0][0].b_s);
+  BOOST_TEST(r.step_time_s > a.step_time_s);
+  // 1F1B keeps 3 micro-batches on stage 1: their inputs [2, T, C] instead of their
+  // activations, plus one micro-batch rebuilt while its B runs.
+  double act_b = 0, act_w = 0;
+  for (int l = cuts[1]; l < cuts[2]; ++l) {
+    act_b += double(profile.cost(c.devices[1], l, 2).act_until_b);
+    act_w += double(profile.cost(c.devices[1], l, 2).act_until_w);
+  }
+  const double input = 2.0 * double(spec.boundary_bytes_per_sample());
+  BOOST_TEST(a.devices[1].peak_activation_bytes == 3 * act_b, tt::tolerance(1e-12));
+  BOOST_TEST(r.devices[1].peak_activation_bytes == 3 * input + (act_b - input),
+             tt::tolerance(1e-12));
+  BOOST_TEST(r.devices[1].peak_activation_bytes < 0.6 * a.devices[1].peak_activation_bytes);
+  BOOST_TEST(r.devices[0].peak_activation_bytes == a.devices[0].peak_activation_bytes);
+  (void)act_w;
+}
+
 BOOST_FIXTURE_TEST_CASE(out_of_memory_is_flagged, fixture) {
   auto c = free_links_cluster(2);
   c.devices[1].memory_bytes = 1e6;
