@@ -68,6 +68,11 @@ struct device {
   double fp32_flops = 0;
   double bf16_flops = 0;
   double mem_bandwidth_Bps = 0;
+  /// How many times slower than its figures the device runs now (1: as they say). Only an
+  /// estimated cluster sets it (environment_monitor::estimated_cluster): every op time
+  /// profile_table::cost gives for the device, measured or estimated, is multiplied by it,
+  /// as a slowdown stretches the whole op (launches included) in virtual time.
+  double slowdown = 1;
 
   double peak_flops(precision p) const { return p == precision::bf16 ? bf16_flops : fp32_flops; }
   /// What training may fill: the rest holds the CUDA context, communication buffers and
