@@ -155,7 +155,7 @@ set key bottom right
 set xlabel "virtual time (s)"
 set ylabel "samples/s (emulated, dry time)"
 set title "${name} on ${target}: deepcee run, static vs adaptive"
-set yrange [0:*]
+set logscale y
 $(cut -f1 "$base.events" | while read -r t; do echo "set arrow from $t, graph 0 to $t, graph 1 nohead dt 2 lc rgb 'gray40'"; done)
 plot "< grep ^static, $base.csv" using 3:5 with steps lw 2 title "static (runtime)", \
      "< grep ^adaptive, $base.csv" using 3:5 with steps lw 2 title "adaptive (runtime)", \

@@ -112,11 +112,7 @@ layer_cost profile_table::cost(std::string_view kind, int layer, int micro_batch
 }
 
 layer_cost profile_table::cost(const device& dev, int layer, int micro_batch) const {
-  auto c = cost_with(figures_of(dev), layer, micro_batch);
-  c.f_s *= dev.slowdown;
-  c.b_s *= dev.slowdown;
-  c.w_s *= dev.slowdown;
-  return c;
+  return cost_with(figures_of(dev), layer, micro_batch);
 }
 
 layer_cost profile_table::cost_with(const device_spec& figures, int layer, int micro_batch) const {
