@@ -46,7 +46,7 @@ resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool a
     job.train.seed = *o.seed;
   if (o.plan)
     job.plan_path = std::filesystem::absolute(*o.plan);
-  runtime::validate(job.train, "command line");
+  runtime::validate_job_train(job, "command line");
   runtime::require_fits_host(job.train, runtime::probe_host(), runtime::batch_use::spread);
   auto corpus = std::make_shared<const runtime::text_corpus>(
       runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));

@@ -91,16 +91,12 @@ std::string drifted(const runtime::environment_monitor& m) {
   return out.empty() ? "nothing drifted" : out;
 }
 
-/// The monitor saw a drift begin or end: the policy decides on the estimated cluster.
-void decide(self_ptr self) {
+/// The policy's decision `d` at the end of the latest step: logged, and ordered unless it
+/// keeps the plan.
+void decided(self_ptr self, const runtime::adapt_decision& d) {
   auto& st = self->state;
-  st.monitor->acknowledge();
-  const auto& vc = *st.job->cluster;
-  const auto d = runtime::choose_adaptation(st.monitor->estimated_cluster(), vc.model(),
-                                            vc.profile(), st.latest, st.job->plan,
-                                            st.monitor->affected_devices(), st.options.policy);
   auto r = record_of(d, st.last_step);
-  r.reason = drifted(*st.monitor) + ": " + r.reason;
+  r.reason = drifted(st.adapter->monitor()) + ": " + r.reason;
   if (d.kind == runtime::decision_kind::keep) {
     keep(st, std::move(r));
     return;
@@ -138,37 +134,39 @@ void on_sample(self_ptr self, const link_sample& s) {
   l.bandwidth_Bps = l.busy_s > 0 ? l.bytes / l.busy_s : 0.0;
   if (st.samples.size() < st.max_samples)
     st.samples.push_back(s);
-  if (!st.monitor || !emulated_links(*st.job))
+  if (!st.adapter || !emulated_links(*st.job))
     return;
   st.last_step = std::max(st.last_step, s.step);
-  st.monitor->observe({s.from, s.to, s.bytes, s.start, s.drained, s.end});
-  if (st.options.react && st.monitor->changed())
-    decide(self);
+  st.adapter->observe({s.from, s.to, s.bytes, s.start, s.drained, s.end});
 }
 
-/// Each stage's compute in the step (environment_monitor::observe_stage_compute).
+/// The step ended: each stage's compute (where op times are the cluster's: virtual and dry
+/// time), then the policy if a drift began or ended (runtime::step_adapter::end_step).
 void on_step(self_ptr self, const step_result& r) {
   auto& st = self->state;
   st.last_step = std::max(st.last_step, r.step);
-  if (!st.monitor || st.job->wall())
+  if (!st.adapter)
     return;
-  // The op times the monitor expects are those of the plan that ran this step.
+  // The plan that ran this step.
   if (auto it = st.ordered.upper_bound(r.step); it != st.ordered.begin()) {
     st.in_force = std::prev(it)->second;
     st.ordered.erase(st.ordered.begin(), it);
-    st.monitor->rebase(st.in_force);
   }
-  std::map<int32_t, double> by_stage;
-  for (size_t k = 0; k < r.ops.size() && k < r.op_stage.size(); ++k)
-    by_stage[r.op_stage[k]] += r.ops[k].end - r.ops[k].start;
-  for (const auto& [flat, seconds] : by_stage) {
-    const auto [p, s] = st.job->stage_at(static_cast<size_t>(flat));
-    st.monitor->observe_stage_compute(
-        st.in_force.pipelines.at(static_cast<size_t>(p)).stages.at(static_cast<size_t>(s)).devices,
-        seconds);
+  std::vector<std::vector<double>> compute;
+  if (!st.job->wall()) {
+    compute.resize(st.in_force.pipelines.size());
+    for (size_t p = 0; p < compute.size(); ++p)
+      compute[p].assign(st.in_force.pipelines[p].stages.size(), 0.0);
+    for (size_t k = 0; k < r.ops.size() && k < r.op_stage.size(); ++k) {
+      const auto [p, s] = st.job->stage_at(static_cast<size_t>(r.op_stage[k]));
+      compute.at(static_cast<size_t>(p)).at(static_cast<size_t>(s)) +=
+          r.ops[k].end - r.ops[k].start;
+    }
+  } else if (!emulated_links(*st.job)) {
+    return;
   }
-  if (st.options.react && st.monitor->changed())
-    decide(self);
+  if (auto d = st.adapter->end_step(st.in_force, compute, st.latest, st.options.react))
+    decided(self, *d);
 }
 
 adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job_context> job,
@@ -180,7 +178,8 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
     st.latest = job->plan;
     st.in_force = job->plan;
     const auto& vc = *job->cluster;
-    st.monitor.emplace(vc.hardware(), vc.profile(), job->plan, st.options.band, st.options.window);
+    st.adapter.emplace(vc.hardware(), vc.model(), vc.profile(), job->plan, st.options.band,
+                       st.options.window, st.options.policy);
   }
   st.job = std::move(job);
   return {

@@ -5,6 +5,7 @@
 #include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/adapt/drift_tracker.hpp"
 #include "runtime/adapt/environment_monitor.hpp"
+#include "runtime/adapt/step_adapter.hpp"
 #include "runtime/schedule/op_readiness.hpp"
 
 #include <deque>
@@ -35,16 +36,17 @@ struct adapter_options {
 };
 
 /// The dynamic environment adapter. Every link sample feeds its per-link statistics (the
-/// run's trace) and its environment_monitor; every step's result feeds the monitor the
-/// stages' compute times. When the monitor reports that a link or device entered or left
-/// drift, the policy (runtime::choose_adaptation) decides on the estimated cluster; a
-/// decision other than keep is ordered from the coordinator as a rebalance for the next
-/// step. Each decision is logged (spdlog info) and kept, the latest `max_decisions` of them.
+/// run's trace) and its monitor; every step's result feeds the monitor the stages' compute
+/// times. At the step's end, when a link or device entered or left drift during it, the
+/// policy (runtime::choose_adaptation) decides on the estimated cluster: the one rule of
+/// runtime::step_adapter, which simulate_adaptive runs too. A decision other than keep is
+/// ordered from the coordinator as a rebalance for the next step. Each decision is logged (spdlog
+/// info) and kept, the latest `max_decisions` of them.
 struct adapter_state {
   static inline const char* name = "adapter";
   std::shared_ptr<job_context> job; ///< none: statistics only
   adapter_options options;
-  std::optional<runtime::environment_monitor> monitor;
+  std::optional<runtime::step_adapter> adapter;
   runtime::plan latest;                     ///< the plan ordered last (the policy's current plan)
   runtime::plan in_force;                   ///< the plan of the last step that ran (the monitor's)
   std::map<int64_t, runtime::plan> ordered; ///< by the step each takes effect at

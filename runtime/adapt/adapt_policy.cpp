@@ -227,9 +227,18 @@ std::optional<candidate> replan(const scorer& score, const cluster& estimated,
                                 const plan& current, planner_options opts) {
   opts.global_batch = current.global_batch();
   opts.model_name = current.model_name;
+  // The planner groups devices by their figures: a slow device's slowdown goes into them.
+  cluster slowed = estimated;
+  for (auto& d : slowed.devices)
+    if (d.slowdown != 1) {
+      d.fp32_flops /= d.slowdown;
+      d.bf16_flops /= d.slowdown;
+      d.mem_bandwidth_Bps /= d.slowdown;
+      d.slowdown = 1;
+    }
   planner_report report;
   try {
-    report = plan_training(estimated, profile, opts);
+    report = plan_training(slowed, profile, opts);
   } catch (const input_error&) {
     return std::nullopt;
   }

@@ -1,4 +1,5 @@
 #include "runtime/adapt/adaptive_simulation.hpp"
+#include "runtime/adapt/step_adapter.hpp"
 
 #include "runtime/base/splitmix.hpp"
 #include "runtime/sim/simulator.hpp"
@@ -71,11 +72,14 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     t += dt;
   }
 
-  environment_monitor monitor(c, profile, p, options.band);
+  // A step event is a time: where the static plan's step starts, as a running job resolves
+  // its script (make_job_context). The network does not know how fast the job goes, so
+  // static and adaptive runs meet each change at the same moment.
+  const link_timeline known = resolve_by_simulation(c, model, profile, p, timeline, options.steps);
+  step_adapter adapter(c, model, profile, p, options.band, 9, options.policy);
   plan current = p;
   std::optional<adapt_decision> pending;
   uint64_t sample_index = 0;
-  std::vector<double> step_starts; // when each step's compute starts: where step events land
   t = 0;
   for (int k = 0; k < options.steps; ++k) {
     adaptive_step step;
@@ -85,15 +89,15 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     if (pending) {
       current = pending->next;
       move_s = pending->move_s;
-      monitor.rebase(current);
       pending.reset();
     }
     sim_options one;
     one.start_s = t + move_s;
-    step_starts.push_back(one.start_s);
-    const link_timeline known = timeline.resolve_steps(step_starts);
+    one.record_transfers = true;
     const auto r = simulate(c, model, profile, current, known, one);
-    for (auto o : observed_transfers(c, model, current, known, one.start_s, r.step_time_s)) {
+    // The transfers as the runtime's pipes and stages report them, in the order sent.
+    for (const auto& x : r.transfers) {
+      link_observation o{x.from, x.to, x.bytes, x.start_s, x.drained_s, x.arrival_s};
       if (options.sample_noise > 0) {
         const double drain = (o.drained_s - o.start_s) *
                              noise_factor(options.sample_noise, options.seed, sample_index++);
@@ -102,19 +106,18 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
         o.drained_s = o.start_s + drain;
         o.arrival_s = o.drained_s + latency;
       }
-      monitor.observe(o);
+      adapter.observe(o);
     }
-    for (const auto& d : r.devices)
-      monitor.observe_step_compute(d.device, d.compute_s);
+    std::vector<std::vector<double>> compute(r.stages.size());
+    for (size_t pi = 0; pi < r.stages.size(); ++pi)
+      for (const auto& st : r.stages[pi])
+        compute[pi].push_back(st.compute_s);
     step.step_s = move_s + r.step_time_s;
     step.samples_per_s = batch / step.step_s;
-    if (monitor.changed()) {
-      monitor.acknowledge();
-      auto d = choose_adaptation(monitor.estimated_cluster(), model, profile, current, p,
-                                 monitor.affected_devices(), options.policy);
-      if (d.kind != decision_kind::keep)
-        pending = d;
-      step.decision = std::move(d);
+    if (auto d = adapter.end_step(current, compute, current)) {
+      if (d->kind != decision_kind::keep)
+        pending = *d;
+      step.decision = std::move(*d);
     }
     t += step.step_s;
     out.adaptive.push_back(std::move(step));

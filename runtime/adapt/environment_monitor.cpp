@@ -164,11 +164,7 @@ cluster environment_monitor::estimated_cluster() const {
   }
   for (const auto& [dev, t] : devices_)
     if (t.drifted()) {
-      auto& d = c.devices.at(static_cast<size_t>(dev));
-      const double s = t.estimate();
-      d.fp32_flops /= s;
-      d.bf16_flops /= s;
-      d.mem_bandwidth_Bps /= s;
+      c.devices.at(static_cast<size_t>(dev)).slowdown = t.estimate();
     }
   return c;
 }

@@ -75,10 +75,9 @@ public:
   /// Devices on drifted links or drifted themselves, ascending.
   std::vector<int> affected_devices() const;
   /// The cluster with every drifted estimate in force: a directed device-pair override per
-  /// drifted link, and a drifted device's figures divided by its slowdown. Links and
-  /// devices within their bands keep the cluster's figures, so noise changes nothing.
-  /// (A measured profile's entries are taken as they are, so a slowdown reaches the
-  /// simulator through the roofline estimates only.)
+  /// drifted link, and a drifted device's slowdown (device::slowdown: its op times, measured
+  /// or estimated, launches included, stretched as the virtual clock stretches them). Links
+  /// and devices within their bands keep the cluster's figures, so noise changes nothing.
   cluster estimated_cluster() const;
   const cluster& assumed_cluster() const { return cluster_; }
 

@@ -68,6 +68,13 @@ struct device {
   double fp32_flops = 0;
   double bf16_flops = 0;
   double mem_bandwidth_Bps = 0;
+  /// How many times slower than its figures the device runs now (1: as they say). Only an
+  /// estimated cluster sets it (environment_monitor::estimated_cluster). The simulator
+  /// stretches the device's ops by it as it stretches them under a script's slowdown (the
+  /// whole op, launches included, the schedules still built from the nominal op times: what
+  /// the running job does). The planner does not read it (the adapter's re-plan folds it
+  /// into the figures).
+  double slowdown = 1;
 
   double peak_flops(precision p) const { return p == precision::bf16 ? bf16_flops : fp32_flops; }
   /// What training may fill: the rest holds the CUDA context, communication buffers and

@@ -30,4 +30,9 @@ namespace deepcee::runtime {
 /// Every problem is an input_error naming the file (and the line where toml++ gives one).
 job_config load_job_config(const std::filesystem::path& path);
 
+/// The job's [train] rules (validate), except that dry time, which computes no token,
+/// takes a model of any vocabulary.
+void validate_job_train(const job_config& job,
+                        const std::filesystem::path& source = "train config");
+
 } // namespace deepcee::runtime

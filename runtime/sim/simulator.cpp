@@ -41,8 +41,10 @@ struct event {
 class step_engine {
 public:
   step_engine(world& w, const sim_options& options, sim_result& r, std::vector<double>& device_busy,
-              std::vector<double>& device_ar, std::vector<double>& device_opt)
-      : w_(w), opt_(options), r_(r), busy_(device_busy), ar_(device_ar), optim_(device_opt) {}
+              std::vector<double>& device_ar, std::vector<double>& device_opt,
+              std::vector<double>& stage_busy)
+      : w_(w), opt_(options), r_(r), busy_(device_busy), ar_(device_ar), optim_(device_opt),
+        stage_busy_(stage_busy) {}
 
   /// Runs a step from t0; returns the time the last device's optimizer ends.
   double run(double t0, std::vector<double>& stage_end);
@@ -62,6 +64,7 @@ private:
   std::vector<double>& busy_;
   std::vector<double>& ar_;
   std::vector<double>& optim_;
+  std::vector<double>& stage_busy_;
   std::vector<stage_run> runs_;
   std::priority_queue<event, std::vector<event>, std::greater<>> queue_;
 };
@@ -100,10 +103,13 @@ double step_engine::send(const part& pt, double t, const char* what, int micro) 
     w_.resources[static_cast<size_t>(k)].free_at = start + drain;
   link.bytes += pt.bytes;
   link.busy += drain;
+  const double arrival = start + drain + params_at(h, start).latency_s;
+  if (opt_.record_transfers)
+    r_.transfers.push_back({pt.from, pt.to, pt.bytes, start, start + drain, arrival});
   if (opt_.trace)
     trace(std::string(what) + std::to_string(micro), r_.device_count + pt.route, start,
           start + drain);
-  return start + drain + params_at(h, start).latency_s;
+  return arrival;
 }
 
 void step_engine::complete(int s, double t) {
@@ -112,6 +118,7 @@ void step_engine::complete(int s, double t) {
   const auto op = run.list.next();
   run.running = false;
   run.free_at = t;
+  stage_busy_[static_cast<size_t>(s)] += t - run.op_start;
   for (size_t d = 0; d < st.devices.size(); ++d) {
     const double dt = w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, op.kind));
     busy_[static_cast<size_t>(st.devices[d])] += dt;
@@ -209,6 +216,7 @@ sim_result simulate(const cluster& c, const model_spec& model, const profile_tab
   r.device_count = static_cast<int>(c.devices.size());
   const size_t nd = c.devices.size();
   std::vector<double> busy(nd, 0.0), ar(nd, 0.0), opt(nd, 0.0), stage_end, first_end;
+  std::vector<double> stage_busy(w.stages.size(), 0.0);
   double t = options.start_s;
   // Step events become times as their steps start (link_timeline::resolve_steps).
   std::vector<double> step_starts;
@@ -219,7 +227,7 @@ sim_result simulate(const cluster& c, const model_spec& model, const profile_tab
       resolved = timeline.resolve_steps(step_starts);
       w.set_timeline(resolved);
     }
-    step_engine engine(w, options, r, busy, ar, opt);
+    step_engine engine(w, options, r, busy, ar, opt, stage_busy);
     const double end = engine.run(t, stage_end);
     if (k == 0)
       first_end = stage_end;
@@ -228,6 +236,11 @@ sim_result simulate(const cluster& c, const model_spec& model, const profile_tab
   }
   sim_detail::fill_stats(w, p, profile, r, busy, ar, opt, first_end, options.start_s,
                          t - options.start_s);
+  for (size_t s = 0; s < w.stages.size(); ++s) {
+    const auto& st = w.stages[s];
+    r.stages[static_cast<size_t>(st.pipeline)][static_cast<size_t>(st.stage)].compute_s =
+        stage_busy[s] / static_cast<double>(options.steps);
+  }
   return r;
 }
 

@@ -68,8 +68,11 @@ public:
 
 struct sim_options {
   int steps = 1;
-  double start_s = 0;    ///< time of the first step on the timeline's clock
-  bool trace = false;    ///< keep every event for write_chrome_trace
+  double start_s = 0; ///< time of the first step on the timeline's clock
+  bool trace = false; ///< keep every event for write_chrome_trace
+  /// Keep every pipeline transfer (sim_result::transfers): what the runtime's pipes and
+  /// stages report to the adapter as link samples.
+  bool record_transfers = false;
   greedy_options greedy; ///< for pipelines with schedule_kind::greedy
 };
 
@@ -116,6 +119,20 @@ struct stage_stats {
   double comm_to_next_s = 0;        ///< slowest activation transfer to the next stage, no queueing
   double bubble_ratio = 0;          ///< mean over its devices of (step - compute) / step
   double compute_end_s = 0;         ///< last op's end, relative to the step's start (first step)
+  /// Its ops' durations summed (each as long as its slowest device), per step (mean): what
+  /// the runtime times of a stage and the adapter reads (observe_stage_compute).
+  double compute_s = 0;
+};
+
+/// One pipeline transfer between devices: the link took it at `start_s` (after the FIFO
+/// wait), its last byte left at `drained_s`, it arrived at `arrival_s`.
+struct transfer_record {
+  int from = 0;
+  int to = 0;
+  double bytes = 0;
+  double start_s = 0;
+  double drained_s = 0;
+  double arrival_s = 0;
 };
 
 /// One interval of the trace. track < device count: that device; otherwise link
@@ -141,6 +158,8 @@ struct sim_result {
   std::vector<link_stats> links;     ///< every link that carried bytes
   int device_count = 0;              ///< the cluster's, for trace tracks
   std::vector<trace_event> events;   ///< only with sim_options::trace
+  /// In the order they were sent; only with sim_options::record_transfers.
+  std::vector<transfer_record> transfers;
 };
 
 /// The schedule a pipeline runs: make_schedule for the fixed kinds, make_greedy_schedule

@@ -76,7 +76,9 @@ void world::set_timeline(const link_timeline& t) {
 
 double world::work_time(int device, double start_s, double work_s) const {
   const auto& rates = device_rates[static_cast<size_t>(device)];
-  const double dt = work_duration(rates, start_s, work_s);
+  // device::slowdown (an estimated cluster's) stretches the work as a script's slowdown does.
+  const double dt =
+      work_duration(rates, start_s, work_s * c->devices[static_cast<size_t>(device)].slowdown);
   if (std::isfinite(dt))
     return dt;
   const auto& node = c->nodes[static_cast<size_t>(c->devices[static_cast<size_t>(device)].node)];

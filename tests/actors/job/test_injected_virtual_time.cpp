@@ -3,6 +3,7 @@
 // job with one line.
 #include "tests/actors/actor_test_util.hpp"
 
+#include "actors/job/adapter_actor.hpp"
 #include "actors/protocol/errors.hpp"
 #include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/io/cluster_toml.hpp"
@@ -14,6 +15,7 @@
 #include <boost/test/unit_test.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -27,35 +29,57 @@ namespace {
 /// adapter's decisions (`simulate --timeline --adaptive`), once the runtime follows them.
 enum class follows { static_plan, adaptive };
 
-/// The static comparison runs the job with the adapter's policy off.
-const actors::run_mode static_run{runtime::time_mode::virtual_time, false, false};
+/// The static comparison runs the job with the adapter's policy off, the adaptive one with
+/// it on (and re-plans off, as in jobs).
+actors::run_mode run_mode_of(follows mode) {
+  return {runtime::time_mode::virtual_time, false, mode == follows::adaptive};
+}
 
-/// The predicted step times of `steps` steps of `plan` under `script`.
-std::vector<double> predicted(const runtime::cluster& c, const runtime::profile_table& profile,
-                              const runtime::plan& plan, const runtime::link_timeline& script,
-                              int steps, follows mode) {
+/// A decision as "step N: kind" (steps from 1, as the runtime counts them).
+using decision_list = std::vector<std::string>;
+
+struct prediction {
+  std::vector<double> step_s;
+  decision_list decisions;
+};
+
+/// The predicted step times (and the adapter's decisions) of `steps` steps of `plan` under
+/// `script`.
+prediction predicted(const runtime::cluster& c, const runtime::profile_table& profile,
+                     const runtime::plan& plan, const runtime::link_timeline& script, int steps,
+                     follows mode) {
+  prediction out;
   if (mode == follows::static_plan) {
     runtime::sim_options so;
     so.steps = steps;
-    return runtime::simulate(c, profile.model(), profile, plan, script, so).step_times_s;
+    out.step_s = runtime::simulate(c, profile.model(), profile, plan, script, so).step_times_s;
+    return out;
   }
   runtime::adaptive_options ao;
   ao.steps = steps;
-  std::vector<double> out;
+  ao.policy = actors::adapter_options{}.policy;
   for (const auto& s :
-       runtime::simulate_adaptive(c, profile.model(), profile, plan, script, ao).adaptive)
-    out.push_back(s.step_s);
+       runtime::simulate_adaptive(c, profile.model(), profile, plan, script, ao).adaptive) {
+    out.step_s.push_back(s.step_s);
+    if (s.decision)
+      out.decisions.push_back("step " + std::to_string(s.step + 1) + ": " +
+                              std::string(runtime::to_string(s.decision->kind)));
+  }
   return out;
 }
 
 /// Runs `steps` steps of `plan` under `script` and checks each step's virtual time.
+/// Under follows::adaptive the runtime's decisions must also be the simulator's, at the
+/// same steps, and there must be one other than keep (or the adaptive comparison would be
+/// the static one).
 void check_under_script(const std::string& name, const runtime::cluster& c,
                         const runtime::plan& plan, const std::string& script_text, int steps,
                         follows mode) {
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
   const auto script = runtime::parse_link_timeline(script_text, c, name);
-  const auto want = predicted(c, profile, plan, script, steps, mode);
-  const auto calm = predicted(c, profile, plan, {}, steps, mode);
+  const auto prediction = predicted(c, profile, plan, script, steps, mode);
+  const auto& want = prediction.step_s;
+  const auto calm = predicted(c, profile, plan, {}, steps, mode).step_s;
   // The script must matter, or the comparison would prove nothing.
   bool changed = false;
   for (int k = 0; k < steps; ++k)
@@ -63,7 +87,7 @@ void check_under_script(const std::string& name, const runtime::cluster& c,
   BOOST_CHECK_MESSAGE(changed, name << ": the script changes no step by more than 10%");
   system_fixture f;
   actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
-                        std::chrono::minutes(2), static_run, script);
+                        std::chrono::minutes(2), run_mode_of(mode), script);
   for (int k = 0; k < steps; ++k) {
     const auto r = job.step();
     const double measured = r.end_s - r.start_s;
@@ -74,6 +98,21 @@ void check_under_script(const std::string& name, const runtime::cluster& c,
                         name << " step " << k + 1 << ": runtime " << measured << " s, simulator "
                              << want[size_t(k)] << " s");
   }
+  if (mode != follows::adaptive)
+    return;
+  decision_list got;
+  for (const auto& d : job.decisions()) {
+    BOOST_TEST_MESSAGE(name << ": " << actors::describe(d));
+    got.push_back("step " + std::to_string(d.step) + ": " + d.kind);
+  }
+  BOOST_CHECK_MESSAGE(got == prediction.decisions, name << ": the runtime decided " << got.size()
+                                                        << " times, the simulator "
+                                                        << prediction.decisions.size() << " times");
+  for (size_t k = 0; k < std::min(got.size(), prediction.decisions.size()); ++k)
+    BOOST_CHECK_EQUAL(got[k], prediction.decisions[k]);
+  BOOST_CHECK_MESSAGE(std::any_of(got.begin(), got.end(),
+                                  [](const std::string& d) { return d.find(": keep") == d.npos; }),
+                      name << ": the adapter changed nothing");
 }
 
 runtime::plan one_pipeline() {
@@ -117,8 +156,7 @@ seed = 3
 BOOST_AUTO_TEST_SUITE(injected_virtual_time)
 
 BOOST_AUTO_TEST_CASE(runtime_follows_the_simulator_under_a_script) {
-  // follows::adaptive joins this list once the runtime applies the adapter's decisions.
-  for (const auto mode : {follows::static_plan}) {
+  for (const auto mode : {follows::static_plan, follows::adaptive}) {
     check_under_script("1 pipeline x 3 stages", test_cluster(), one_pipeline(), mixed_script, 7,
                        mode);
     check_under_script(
@@ -143,6 +181,35 @@ action = "resume"
 )",
         4, mode);
   }
+}
+
+// Two pipelines that both cross the WAN: the link of pipeline 0's cloud->edge hop drops 10x
+// and recovers (drop); pipeline 0's edge device slows 300x (slow: the tiny model's
+// compute is short beside the WAN's latency). The adapter moves
+// micro-batches (or changes the hop's compression) and restores the plan afterwards, and
+// the runtime's steps and decisions are the simulator's.
+BOOST_AUTO_TEST_CASE(the_adaptive_runtime_follows_simulate_adaptive) {
+  const auto plan = two_pipeline_plan(runtime::schedule_kind::one_f_one_b);
+  check_under_script("drop", deepcee::test::slow_wan_cluster(), plan, R"([[change]]
+step = 2
+between = ["c0/2", "e0/0"]
+bandwidth_scale = 0.1
+[[change]]
+step = 6
+between = ["c0/2", "e0/0"]
+bandwidth_scale = 10
+)",
+                     12, follows::adaptive);
+  check_under_script("slow", test_cluster(), plan, R"([[device]]
+step = 2
+device = "e0/0"
+slowdown = 300
+[[device]]
+step = 6
+device = "e0/0"
+slowdown = 1
+)",
+                     12, follows::adaptive);
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_node_stops_the_job_with_one_line) {
