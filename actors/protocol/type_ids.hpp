@@ -76,6 +76,12 @@ CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::adapt_record>))
 CAF_ADD_ATOM(deepcee, deepcee::actors, decisions_atom, "decisions")
 // A running job's script once events were injected (`deepcee inject`).
 CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
+// Re-plans: the order (adapter -> coordinator -> adapter), and a new stage taking its
+// layers' state from the old stages (stage_actor.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::replan_order))
+CAF_ADD_ATOM(deepcee, deepcee::actors, move_atom, "move")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::job_in_force))
+CAF_ADD_ATOM(deepcee, deepcee::actors, plan_atom, "plan")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 
