@@ -164,11 +164,11 @@ void wire_and_move(coordinator_self self, const std::shared_ptr<replan_work>& w)
   auto left = std::make_shared<size_t>(stages.size());
   auto done = std::make_shared<bool>(false);
   for (size_t k = 0; k < stages.size(); ++k) {
-    std::vector<caf::strong_actor_ptr> holders;
+    layer_holders holders;
+    holders.step = w->order.effective_step - 1;
     for (int old : w->sources.at(k))
-      holders.push_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages.at(size_t(old))));
-    self->request(stages[k], caf::infinite, move_atom_v, std::move(holders),
-                  w->order.effective_step - 1)
+      holders.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages.at(size_t(old))));
+    self->request(stages[k], caf::infinite, move_atom_v, std::move(holders))
         .then(
             [=](int64_t bytes) {
               w->received += static_cast<double>(bytes);

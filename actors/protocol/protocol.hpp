@@ -123,6 +123,14 @@ struct job_in_force {
   std::vector<caf::strong_actor_ptr> stages;
 };
 
+/// A re-plan's order to a new stage: take each of its layers (in order, from its first) from
+/// the old stage named for it, as they are after `step` steps. CAF-serialized (it holds actor
+/// handles), like stage_wiring.
+struct layer_holders {
+  std::vector<caf::strong_actor_ptr> stages;
+  int64_t step = 0;
+};
+
 /// Handles of a stage's peers, sent once after every actor exists (stages name each other).
 struct stage_wiring {
   std::vector<caf::strong_actor_ptr> stages; ///< flat: pipeline by pipeline, stage by stage
@@ -212,6 +220,11 @@ typename Inspector::result_type inspect(Inspector& f, adapt_record& x) {
 }
 
 /// Actor handles only: CAF's own addressing, CAF-serialized.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, layer_holders& x) {
+  return f(caf::meta::type_name("layer_holders"), x.stages, x.step);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
   return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes,

@@ -80,6 +80,7 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
 // layers' state from the old stages (stage_actor.hpp).
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::replan_order))
 CAF_ADD_ATOM(deepcee, deepcee::actors, move_atom, "move")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::layer_holders))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::job_in_force))
 CAF_ADD_ATOM(deepcee, deepcee::actors, plan_atom, "plan")
 

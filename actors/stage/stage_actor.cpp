@@ -408,8 +408,9 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [=](snapshot_atom, int32_t layer) -> caf::result<stage_snapshot> {
         return answer_layer_snapshot(self, layer);
       },
-      [=](move_atom, std::vector<caf::strong_actor_ptr> sources, int64_t step)
-          -> caf::result<int64_t> { return take_layers(self, std::move(sources), step); },
+      [=](move_atom, layer_holders& from) -> caf::result<int64_t> {
+        return take_layers(self, std::move(from.stages), from.step);
+      },
       [=](const rebalance& r) -> caf::result<int64_t> {
         try {
           return on_rebalance(self, r);
