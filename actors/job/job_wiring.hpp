@@ -47,7 +47,7 @@ struct local_part {
   std::vector<device_actor> devices;
   /// Across node processes: the node's replanner (node_replanner.hpp), which spawns its part
   /// of a re-plan.
-  node_replanner_actor replanner;
+  node_replanner_actor replanner{};
 };
 
 /// Spawns node `node`'s part of `job`: every stage when the job is not laid out on nodes
