@@ -40,10 +40,10 @@ adapt_record* find_record(adapter_state& st, int64_t sequence) {
   return nullptr;
 }
 
-/// Orders `next` (a plan of the job's layout) from the coordinator for the step after the
-/// latest one seen, and keeps `r` at once (the log's order is the order of decisions); the
-/// coordinator's answer sets the step it takes effect at (a later one when that step has
-/// started meanwhile).
+/// Orders `next` from the coordinator (a rebalance when it keeps the layout of the plan ordered
+/// last, else a re-plan) for the step after the latest one seen, and keeps `r` at once (the log's
+/// order is the order of decisions); the coordinator's answer sets the step it takes effect at (a
+/// later one when that step has started meanwhile).
 void order(self_ptr self, const runtime::plan& next, adapt_record r) {
   auto& st = self->state;
   const bool replan = !runtime::same_layout(st.latest, next);
