@@ -4,6 +4,7 @@
 // loss stays single-device training's), each later step's virtual time is the simulator's
 // for the new plan, and the move's time is what the policy predicts (state_move_seconds).
 #include "tests/actors/actor_test_util.hpp"
+#include "tests/support/clusters.hpp"
 
 #include "actors/job/adapter_actor.hpp"
 #include "actors/job/job_wiring.hpp"
@@ -62,9 +63,9 @@ int stage_count(const runtime::plan& p) {
 /// force, and the move's time (the clock between steps at - 1 and at) against
 /// state_move_seconds.
 void check_replanned(const runtime::plan& plan, const runtime::plan& next, int at,
-                     actors::run_mode mode = {}, int steps = all_steps) {
+                     actors::run_mode mode = {}, int steps = all_steps,
+                     const runtime::cluster& cluster = test_cluster()) {
   const bool dry = mode.time == runtime::time_mode::dry;
-  const auto cluster = test_cluster();
   const auto train = train_for(plan, steps);
   const auto corpus = test_corpus();
   const auto spec = runtime::make_model_spec(plan.model);
@@ -160,6 +161,20 @@ BOOST_AUTO_TEST_CASE(two_pipelines_become_one_and_a_device_is_left_out) {
   next.pipelines[0].stages = {stage({0, 1}, {1, 1}, 0, 2), stage({2}, {2}, 2, 3),
                               stage({4}, {2}, 3, 4)};
   check_replanned(plan, next, 10);
+}
+
+BOOST_AUTO_TEST_CASE(a_replan_between_plans_that_share_wan_pipes) {
+  // Three pipelines share each WAN direction (one pipe actor each); the new plan drops the
+  // third and moves the other two's boundaries: its own pipes carry its transfers.
+  const auto plan =
+      shared_wan_plan(runtime::schedule_kind::one_f_one_b, runtime::schedule_kind::gpipe);
+  auto next = plan;
+  next.pipelines.resize(2);
+  next.pipelines[0].micro_batches = 5; // 4 + 3 + 3 -> 5 + 5: the global batch stays 20
+  next.pipelines[1].micro_batches = 5;
+  next.pipelines[0].stages = {stage({0}, {2}, 0, 1), stage({4}, {2}, 1, 4)};
+  next.pipelines[1].stages = {stage({5}, {2}, 0, 3), stage({2}, {2}, 3, 4)};
+  check_replanned(plan, next, 6, {}, 15, deepcee::test::slow_wan_cluster());
 }
 
 BOOST_AUTO_TEST_CASE(a_replan_in_dry_time_moves_nothing_but_keeps_the_time) {
