@@ -23,14 +23,19 @@ std::vector<adapt_order> read_adapt_orders(const std::vector<std::string>& args,
                           "expected STEP:PLAN with STEP >= 1, got \"" + arg + "\"");
     const std::string file = arg.substr(colon + 1);
     o.plan = runtime::load_plan(file);
-    if (!runtime::same_layout(job_plan, o.plan))
+    if (runtime::same_layout(job_plan, o.plan)) {
+      try {
+        runtime::with_allocation(job_plan, runtime::allocation_of(o.plan));
+      } catch (const std::invalid_argument& e) {
+        runtime::fail_input(file, 0, e.what());
+      }
+    } else if (o.plan.global_batch() != job_plan.global_batch()) {
+      // A re-plan (other layers, stages, pipelines or devices) keeps the global batch; the
+      // job checks the rest (its model, its cluster's devices) when it is ordered.
       runtime::fail_input(file, 0,
-                          "moves layers or devices of the job's plan (only micro-batch counts, "
-                          "device splits and compressions may change while a job runs)");
-    try {
-      runtime::with_allocation(job_plan, runtime::allocation_of(o.plan));
-    } catch (const std::invalid_argument& e) {
-      runtime::fail_input(file, 0, e.what());
+                          "a re-plan must keep the job's global batch " +
+                              std::to_string(job_plan.global_batch()) + " (it has " +
+                              std::to_string(o.plan.global_batch()) + ")");
     }
     out.push_back(std::move(o));
   }

@@ -11,10 +11,11 @@
 #include <vector>
 
 /// `--adapt-to STEP:PLAN` of `deepcee run` and `deepcee node` (the coordinator's node): the
-/// job runs PLAN (a plan of its own layout with other micro-batch counts, device splits or
-/// compressions) from step STEP on, ordered through the adapter as its policy orders its
-/// decisions. A way to make each kind of decision happen at a known step (tests, and
-/// experiments that compare allocations).
+/// job runs PLAN from step STEP on, ordered through the adapter as its policy orders its
+/// decisions: a plan of its own layout with other micro-batch counts, device splits or
+/// compressions, or a re-plan that moves layers (another partition, other stages, pipelines
+/// or devices; the same model and global batch). A way to make each kind of decision happen at a
+/// known step (tests, and experiments that compare allocations).
 namespace deepcee::tools {
 
 struct adapt_order {
@@ -22,8 +23,8 @@ struct adapt_order {
   runtime::plan plan;
 };
 
-/// Reads each "STEP:FILE". Bad input (no step, a step below 1, a plan that moves layers or
-/// changes the global batch of `job_plan`) is an input_error naming the file or the option.
+/// Reads each "STEP:FILE". Bad input (no step, a step below 1, a plan that changes the global
+/// batch of `job_plan`) is an input_error naming the file or the option.
 std::vector<adapt_order> read_adapt_orders(const std::vector<std::string>& args,
                                            const runtime::plan& job_plan);
 

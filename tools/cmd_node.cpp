@@ -8,6 +8,7 @@
 #include "actors/job/local_job.hpp"
 #include "actors/job/node_deployment.hpp"
 #include "actors/job/node_registry.hpp"
+#include "actors/job/node_replanner.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/cluster/cluster_fingerprint.hpp"
@@ -334,7 +335,11 @@ int run_node(const node_options& o) {
   actors::actor_guard guard{sys};
   if (!s)
     return run_member(sys, job, *me, net, guard);
-  const auto local = actors::spawn_local_part(sys, s->context, s->me, guard);
+  auto local = actors::spawn_local_part(sys, s->context, s->me, guard);
+  local.replanner = actors::spawn_node_replanner(
+      sys, s->job.cluster, s->job.cluster.nodes.at(static_cast<size_t>(s->me)).name, s->me,
+      s->job.script, s->context->epoch);
+  guard.add(local.replanner);
   return run_coordinator(sys, *s, o, local, net, guard);
 }
 

@@ -27,31 +27,33 @@ namespace {
 /// The whole model's weights and moments as gathered from the stages after step `step`.
 class gathered_weights : public step_weights {
 public:
-  gathered_weights(std::vector<kernels::parameter_state> params, const actors::job_context& job,
-                   int step, double clock_s, job_watch* watch)
-      : params_(std::move(params)), job_(job), step_(step), clock_s_(clock_s), watch_(watch) {}
+  gathered_weights(std::vector<kernels::parameter_state> params,
+                   std::shared_ptr<const actors::job_context> job, int step, double clock_s,
+                   job_watch* watch)
+      : params_(std::move(params)), job_(std::move(job)), step_(step), clock_s_(clock_s),
+        watch_(watch) {}
 
   /// The whole model on one CPU backend, over the batches `deepcee train` and `deepcee eval`
   /// use.
   double validation_loss() override {
-    const auto& train = job_.train;
+    const auto& train = job_->train;
     auto be = kernels::make_backend({});
     kernels::gpt_model model(*be, train.model, train.seed);
     kernels::load_parameter_states(params_, *be, model, nullptr, "the stages' weights");
     const double loss =
-        kernels::evaluate(*be, model, *job_.corpus, train.batch, train.eval_batches, train.seed);
+        kernels::evaluate(*be, model, *job_->corpus, train.batch, train.eval_batches, train.seed);
     if (watch_)
       watch_->validated(step_, loss);
     return loss;
   }
 
   void save(const std::filesystem::path& file) override {
-    kernels::save_checkpoint(file, params_, {step_, job_.train.model, job_.train.seed, clock_s_});
+    kernels::save_checkpoint(file, params_, {step_, job_->train.model, job_->train.seed, clock_s_});
   }
 
 private:
   std::vector<kernels::parameter_state> params_;
-  const actors::job_context& job_;
+  std::shared_ptr<const actors::job_context> job_;
   int step_;
   double clock_s_;
   job_watch* watch_;
@@ -128,8 +130,10 @@ void job_steps::show_new_decisions() {
 }
 
 std::unique_ptr<step_weights> job_steps::weights() {
+  // A re-plan's stages once it is in force.
+  const auto now = actors::job_now(sys_, job_, wait_);
   return std::make_unique<gathered_weights>(
-      actors::gather_parameters(sys_, *job_.job, job_.stages, wait_), *job_.job, done_, clock_s_,
+      actors::gather_parameters(sys_, *now.job, now.stages, wait_), now.job, done_, clock_s_,
       watch_);
 }
 
@@ -144,7 +148,8 @@ std::vector<actors::link_summary> job_steps::link_totals() const {
 
 void job_steps::restore(const kernels::checkpoint_contents& c,
                         const std::filesystem::path& source) {
-  actors::restore_stages(sys_, *job_.job, job_.stages, c.params, c.info.step, source, wait_);
+  const auto now = actors::job_now(sys_, job_, wait_);
+  actors::restore_stages(sys_, *now.job, now.stages, c.params, c.info.step, source, wait_);
   actors::restore_clock(sys_, job_.coordinator, c.info.clock_s, wait_);
   done_ = c.info.step;
 }
@@ -163,7 +168,9 @@ void job_steps::write_trace(const std::filesystem::path& file, const runtime::cl
   for (const auto& i : injected)
     if (i.at_s <= trace_end)
       shown.push_back(i);
-  actors::write_run_trace(out, job_.job->plan, cluster, traced_, samples, shown);
+  // The stage tracks of the plan in force at the end (a re-plan's stages are numbered alike).
+  actors::write_run_trace(out, actors::job_now(sys_, job_, wait_).job->plan, cluster, traced_,
+                          samples, shown);
 }
 
 } // namespace deepcee::tools

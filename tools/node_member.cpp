@@ -6,6 +6,7 @@
 // still gathers pipeline 0's stages, wherever they run, for its final checkpoint.
 #include "actors/job/node_deployment.hpp"
 #include "actors/job/node_registry.hpp"
+#include "actors/job/node_replanner.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "runtime/cluster/cluster_fingerprint.hpp"
 #include "tools/interrupt_flag.hpp"
@@ -231,6 +232,10 @@ void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
   join.devices = ctx.layout.apart_on(m.index);
   for (const auto& device : part.devices)
     joining.device_handles.push_back(caf::actor_cast<caf::strong_actor_ptr>(device));
+  const auto replanner = actors::spawn_node_replanner(m.sys, m.job.cluster, m.me.name, m.index,
+                                                      m.job.script, ctx.epoch);
+  guard.add(replanner);
+  joining.replanner = caf::actor_cast<caf::strong_actor_ptr>(replanner);
   std::fprintf(stderr,
                "node %s: runs the plan and [train] settings of the coordinator's node %s "
                "(%s time, seed %llu, %d steps)\n",

@@ -40,39 +40,45 @@ adapt_record* find_record(adapter_state& st, int64_t sequence) {
   return nullptr;
 }
 
-/// Orders `next` (a plan of the job's layout) from the coordinator for the step after the
-/// latest one seen, and keeps `r` at once (the log's order is the order of decisions); the
-/// coordinator's answer sets the step it takes effect at (a later one when that step has
-/// started meanwhile).
+/// Orders `next` from the coordinator (a rebalance when it keeps the layout of the plan ordered
+/// last, else a re-plan) for the step after the latest one seen, and keeps `r` at once (the log's
+/// order is the order of decisions); the coordinator's answer sets the step it takes effect at (a
+/// later one when that step has started meanwhile).
 void order(self_ptr self, const runtime::plan& next, adapt_record r) {
   auto& st = self->state;
+  const bool replan = !runtime::same_layout(st.latest, next);
+  const auto at = st.last_step + 1;
   const auto a = runtime::allocation_of(next);
-  messages::rebalance msg{a.micro_batches, st.last_step + 1, a.samples, a.compressions};
+  const messages::rebalance msg{a.micro_batches, at, a.samples, a.compressions};
+  if (!replan)
+    r.allocation = msg;
   st.latest = next;
-  r.effective_step = msg.effective_step;
-  r.allocation = msg;
+  r.effective_step = at;
   keep(st, std::move(r));
   const auto sequence = st.decided;
-  self->request(st.coordinator, caf::infinite, std::move(msg))
-      .then(
-          [=](int64_t at) {
-            auto& s = self->state;
-            s.ordered[at] = next;
-            if (auto* kept = find_record(s, sequence); kept && kept->effective_step != at) {
-              kept->effective_step = at;
-              spdlog::info("adapter: decision {} in force from step {}", sequence, at);
-            }
-          },
-          [=](caf::error& e) {
-            auto& s = self->state;
-            const auto why = self->system().render(e);
-            spdlog::warn("adapter: decision {} not applied: {}", sequence, why);
-            s.latest = s.ordered.empty() ? s.in_force : s.ordered.rbegin()->second;
-            if (auto* kept = find_record(s, sequence)) {
-              kept->effective_step = -1;
-              kept->reason += "; not applied: " + why;
-            }
-          });
+  const auto answered = [=](int64_t in_force) {
+    auto& s = self->state;
+    s.ordered[in_force] = next;
+    if (auto* kept = find_record(s, sequence); kept && kept->effective_step != in_force) {
+      kept->effective_step = in_force;
+      spdlog::info("adapter: decision {} in force from step {}", sequence, in_force);
+    }
+  };
+  const auto refused = [=](caf::error& e) {
+    auto& s = self->state;
+    const auto why = self->system().render(e);
+    spdlog::warn("adapter: decision {} not applied: {}", sequence, why);
+    s.latest = s.ordered.empty() ? s.in_force : s.ordered.rbegin()->second;
+    if (auto* kept = find_record(s, sequence)) {
+      kept->effective_step = -1;
+      kept->reason += "; not applied: " + why;
+    }
+  };
+  if (replan)
+    self->request(st.coordinator, caf::infinite, replan_order{next, at, nullptr, 0, 0})
+        .then(answered, refused);
+  else
+    self->request(st.coordinator, caf::infinite, msg).then(answered, refused);
 }
 
 /// What the monitor sees drifted, for the decision's reason: "link 2->4 bandwidth x0.10,
@@ -101,9 +107,10 @@ void decided(self_ptr self, const runtime::adapt_decision& d) {
     keep(st, std::move(r));
     return;
   }
-  if (!runtime::same_layout(st.job->plan, d.next) || !st.coordinator) {
-    r.reason += st.coordinator ? "; not applied: a re-plan moves layers, which a running job "
-                                 "does not do yet"
+  const bool moves = !runtime::same_layout(st.latest, d.next);
+  if ((moves && !st.options.policy.allow_replan) || !st.coordinator) {
+    r.reason += st.coordinator ? "; not applied: a re-plan moves layers, which this job does "
+                                 "not do (a node of it cannot spawn a new plan's part)"
                                : "; not applied: no coordinator";
     keep(st, std::move(r));
     return;
@@ -169,6 +176,71 @@ void on_step(self_ptr self, const step_result& r) {
     decided(self, *d);
 }
 
+/// adapt_to: `next` from step `at` on as a decision of kind "ordered" (kept once the
+/// coordinator answers with the step it takes effect at), through `ask` (the order).
+template <class Ask>
+caf::result<int64_t> ordered_by_caller(self_ptr self, const runtime::plan& next, int64_t at,
+                                       Ask ask) {
+  auto& st = self->state;
+  auto promise = self->make_response_promise<int64_t>();
+  adapt_record rec;
+  rec.step = st.last_step;
+  rec.kind = "ordered";
+  rec.reason = "adapt_to from step " + std::to_string(at);
+  st.latest = next;
+  ask().then(
+      [=](int64_t in_force) mutable {
+        rec.effective_step = in_force;
+        self->state.ordered[in_force] = next;
+        keep(self->state, rec);
+        promise.deliver(in_force);
+      },
+      [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
+/// adapt_to of an allocation of the running layout (a rebalance, resplit or compression).
+caf::result<int64_t> adapt_to_allocation(self_ptr self, rebalance r) {
+  auto& st = self->state;
+  if (!st.coordinator || !st.job)
+    return make_error(messages::error_code::internal, "adapter: no job to adapt");
+  runtime::plan next;
+  try {
+    next = st.job->plan_after(r);
+  } catch (const std::exception& e) {
+    return make_error(messages::error_code::bad_input, std::string("adapt_to: ") + e.what());
+  }
+  const auto at = r.effective_step;
+  return ordered_by_caller(
+      self, next, at, [=] { return self->request(self->state.coordinator, caf::infinite, r); });
+}
+
+/// adapt_to of a plan that moves layers: a re-plan.
+caf::result<int64_t> adapt_to_plan(self_ptr self, replan_order r) {
+  auto& st = self->state;
+  if (!st.coordinator || !st.job)
+    return make_error(messages::error_code::internal, "adapter: no job to adapt");
+  const auto next = r.plan;
+  const auto at = r.effective_step;
+  return ordered_by_caller(
+      self, next, at, [=] { return self->request(self->state.coordinator, caf::infinite, r); });
+}
+
+/// A re-plan is in force: the adapter reads the new job's stages, and its monitor expects
+/// the new plan's op times (its link and device estimates stay).
+void follow_replan(self_ptr self, replan_order r) {
+  auto& st = self->state;
+  if (!r.job)
+    return;
+  st.job = std::move(r.job);
+  st.latest = r.plan;
+  st.in_force = r.plan;
+  st.ordered.erase(st.ordered.begin(), st.ordered.upper_bound(r.effective_step));
+  spdlog::info("adapter: following the re-plan in force from step {} ({:.0f} bytes moved in "
+               "{:.4g} s)",
+               r.effective_step, r.bytes, r.move_s);
+}
+
 adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job_context> job,
                                               adapter_options options) {
   self->set_default_handler(drop_unexpected);
@@ -202,35 +274,17 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
       [=](wire_atom, const caf::strong_actor_ptr& coordinator) {
         self->state.coordinator = caf::actor_cast<coordinator_actor>(coordinator);
       },
-      // adapt_to: the allocation `r` from step r.effective_step on, as a decision of kind
-      // "ordered"; the answer is the step it takes effect at.
-      [=](rebalance& r) -> caf::result<int64_t> {
+      [=](rebalance& r) { return adapt_to_allocation(self, std::move(r)); },
+      [=](replan_order& r) -> caf::result<int64_t> {
         auto& st = self->state;
-        if (!st.coordinator || !st.job)
-          return make_error(messages::error_code::internal, "adapter: no job to adapt");
-        runtime::plan next;
-        try {
-          next = st.job->plan_after(r);
-        } catch (const std::exception& e) {
-          return make_error(messages::error_code::bad_input, std::string("adapt_to: ") + e.what());
+        if (st.job && runtime::same_layout(st.latest, r.plan)) {
+          const auto a = runtime::allocation_of(r.plan);
+          return adapt_to_allocation(self, messages::rebalance{a.micro_batches, r.effective_step,
+                                                               a.samples, a.compressions});
         }
-        auto promise = self->make_response_promise<int64_t>();
-        adapt_record rec;
-        rec.step = st.last_step;
-        rec.kind = "ordered";
-        rec.reason = "adapt_to from step " + std::to_string(r.effective_step);
-        st.latest = next;
-        self->request(st.coordinator, caf::infinite, std::move(r))
-            .then(
-                [=](int64_t at) mutable {
-                  rec.effective_step = at;
-                  self->state.ordered[at] = next;
-                  keep(self->state, rec);
-                  promise.deliver(at);
-                },
-                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
-        return promise;
+        return adapt_to_plan(self, std::move(r));
       },
+      [=](move_atom, replan_order& r) { follow_replan(self, std::move(r)); },
   };
 }
 

@@ -25,13 +25,10 @@ struct adapter_options {
   bool react = true;
   runtime::drift_band band;
   size_t window = 9; ///< the monitor's median window
-  /// Re-plans move layers between stages, which the running job does not do yet: the
-  /// policy chooses among rebalance, resplit, compression and restore.
-  runtime::policy_options policy = [] {
-    runtime::policy_options o;
-    o.allow_replan = false;
-    return o;
-  }();
+  /// Re-plans move layers between stages (coordinator_replan.hpp); a job that cannot (one
+  /// laid out on several node processes) turns them off, and the policy then chooses among
+  /// rebalance, resplit, compression and restore.
+  runtime::policy_options policy;
   size_t max_decisions = 64; ///< the most recent ones kept for `decisions`
 };
 
@@ -44,7 +41,7 @@ struct adapter_options {
 /// info) and kept, the latest `max_decisions` of them.
 struct adapter_state {
   static inline const char* name = "adapter";
-  std::shared_ptr<job_context> job; ///< none: statistics only
+  std::shared_ptr<job_context> job; ///< none: statistics only; a re-plan's once in force
   adapter_options options;
   std::optional<runtime::step_adapter> adapter;
   runtime::plan latest;                     ///< the plan ordered last (the policy's current plan)

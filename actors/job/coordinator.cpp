@@ -1,4 +1,5 @@
 #include "actors/job/coordinator.hpp"
+#include "actors/job/coordinator_replan.hpp"
 
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire_format.hpp"
@@ -269,12 +270,10 @@ std::string missing_stages(const coordinator_state& st) {
   return (reported ? "no optimizer acknowledgement among " : "no report from ") + out;
 }
 
-coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
-                                                      std::shared_ptr<job_context> job,
-                                                      std::vector<stage_actor> stages,
-                                                      std::vector<std::string> stage_nodes,
-                                                      std::chrono::milliseconds step_timeout,
-                                                      std::vector<caf::strong_actor_ptr> devices) {
+coordinator_actor::behavior_type coordinator_behavior(
+    self_ptr self, std::shared_ptr<job_context> job, std::vector<stage_actor> stages,
+    std::vector<std::string> stage_nodes, std::chrono::milliseconds step_timeout,
+    std::vector<caf::strong_actor_ptr> devices, std::vector<caf::strong_actor_ptr> replanners) {
   self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.step_timeout = step_timeout;
@@ -290,6 +289,8 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
   for (size_t slot = 0; slot < devices.size(); ++slot)
     if (devices[slot])
       st.watched.emplace_back(devices[slot], st.job->slot_node_name(static_cast<int>(slot)));
+  st.devices_apart = std::move(devices);
+  st.replanners = std::move(replanners);
   self->set_down_handler([=](caf::down_msg& down) { peer_lost(self, down); });
   for (const auto& w : st.watched)
     self->monitor(w.first);
@@ -315,17 +316,30 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         st.result.step = step;
         st.reports.assign(st.stages.size(), std::nullopt);
         st.next_step = step + 1;
-        std::optional<rebalance> order;
-        if (auto it = st.ordered.upper_bound(step); it != st.ordered.begin()) {
-          order = std::prev(it)->second;
-          st.ordered.erase(st.ordered.begin(), it);
-          order->effective_step = step;
+        // Pending before anything starts: a re-plan that fails at once fails this step.
+        auto promise = self->make_response_promise<step_result>();
+        st.pending = promise;
+        if (auto it = st.replans.upper_bound(step); it != st.replans.begin()) {
+          auto order = std::prev(it)->second;
+          st.replans.erase(st.replans.begin(), it);
+          // Rebalances ordered for the old plan up to this step are replaced by the new plan.
+          st.ordered.erase(st.ordered.begin(), st.ordered.upper_bound(step));
+          order.effective_step = step;
+          replan_then(
+              self, std::move(order), [=] { inject_then_start(self, std::nullopt); },
+              [=](error_code code, const std::string& why) { fail_step(self, code, why); });
+        } else {
+          std::optional<rebalance> order;
+          if (auto it = st.ordered.upper_bound(step); it != st.ordered.begin()) {
+            order = std::prev(it)->second;
+            st.ordered.erase(st.ordered.begin(), it);
+            order->effective_step = step;
+          }
+          inject_then_start(self, std::move(order));
         }
-        inject_then_start(self, std::move(order));
-        st.pending = self->make_response_promise<step_result>();
         if (st.step_timeout.count() > 0)
           self->delayed_send(self, st.step_timeout, timeout_atom_v, step);
-        return *st.pending;
+        return promise;
       },
       [=](rebalance& r) -> caf::result<int64_t> {
         auto& st = self->state;
@@ -340,6 +354,25 @@ coordinator_actor::behavior_type coordinator_behavior(self_ptr self,
         return at;
       },
       [=](script_update& u) -> caf::result<int64_t> { return on_injection(self, u); },
+      [=](replan_order& r) -> caf::result<int64_t> {
+        auto& st = self->state;
+        try {
+          check_replan(*st.job, r.plan, st.replanners);
+        } catch (const std::exception& e) {
+          return make_error(error_code::bad_input, std::string("re-plan: ") + e.what());
+        }
+        r.effective_step = std::max(r.effective_step, st.next_step);
+        const auto at = r.effective_step;
+        st.replans[at] = std::move(r);
+        return at;
+      },
+      [=](plan_atom) {
+        auto& st = self->state;
+        job_in_force out{st.job, {}};
+        for (const auto& s : st.stages)
+          out.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+        return out;
+      },
       [=](wire_atom, const caf::strong_actor_ptr& adapter) {
         self->state.adapter = caf::actor_cast<adapter_actor>(adapter);
       },
@@ -402,9 +435,10 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_
                                     std::vector<stage_actor> stages,
                                     std::vector<std::string> stage_nodes,
                                     std::chrono::milliseconds step_timeout,
-                                    const std::vector<caf::strong_actor_ptr>& devices_apart) {
+                                    const std::vector<caf::strong_actor_ptr>& devices_apart,
+                                    const std::vector<caf::strong_actor_ptr>& replanners) {
   return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes),
-                   step_timeout, devices_apart);
+                   step_timeout, devices_apart, replanners);
 }
 
 } // namespace deepcee::actors

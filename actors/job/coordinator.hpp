@@ -37,7 +37,13 @@ struct coordinator_state {
   runtime::plan plan;
   std::shared_ptr<runtime::virtual_cluster> cluster;
   std::map<int64_t, rebalance> ordered;
-  int64_t next_step = 1; ///< the first step that has not started
+  std::map<int64_t, replan_order> replans; ///< re-plans ordered, by the step they start at
+  /// The pipes of the plan a re-plan put in force (linked to the coordinator; the job's
+  /// first pipes are its wiring's).
+  std::vector<caf::strong_actor_ptr> replanned_pipes;
+  std::vector<caf::strong_actor_ptr> devices_apart; ///< by slot: stage_wiring's `devices`
+  std::vector<caf::strong_actor_ptr> replanners;    ///< by node: stage_wiring's `replanners`
+  int64_t next_step = 1;                            ///< the first step that has not started
   /// The script in force (the job's, step events resolved, with the injected events merged
   /// in), and injected events still waiting for their step with who asked.
   runtime::link_timeline script;
@@ -69,6 +75,8 @@ struct coordinator_state {
 /// device actor in `devices_apart` (by slot: the stage_wiring's `devices`): one that goes
 /// away (its node disconnected or died) fails the running step and every later one with a
 /// message naming that node, instead of leaving the step waiting.
+/// `replanners` (a multi-process job: stage_wiring's, by node) spawn each node's part of a
+/// re-plan.
 /// With a `step_timeout`, a step that outlives it fails naming the stages (and nodes) it
 /// still waits for: a hung peer is an error, not a hang.
 /// Sets `coordinator`'s virtual clock to a resumed checkpoint's `clock_s` (waiting at most
@@ -80,6 +88,7 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_
                                     std::vector<stage_actor> stages,
                                     std::vector<std::string> stage_nodes = {},
                                     std::chrono::milliseconds step_timeout = {},
-                                    const std::vector<caf::strong_actor_ptr>& devices_apart = {});
+                                    const std::vector<caf::strong_actor_ptr>& devices_apart = {},
+                                    const std::vector<caf::strong_actor_ptr>& replanners = {});
 
 } // namespace deepcee::actors

@@ -37,17 +37,22 @@ std::vector<int32_t> stages_here(const job_context& job, int node) {
 
 local_part spawn_local_part(caf::actor_system& sys, const std::shared_ptr<job_context>& job,
                             int node, actor_guard& guard) {
+  return spawn_local_part(sys, job, node, [&](caf::strong_actor_ptr a) { guard.add(a); });
+}
+
+local_part spawn_local_part(caf::actor_system& sys, const std::shared_ptr<job_context>& job,
+                            int node, const std::function<void(caf::strong_actor_ptr)>& keep) {
   local_part part;
   part.node = node;
   for (int32_t k : stages_here(*job, node)) {
     const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(k));
     part.stages.push_back(spawn_stage(sys, job, pipeline, stage));
-    guard.add(part.stages.back());
+    keep(caf::actor_cast<caf::strong_actor_ptr>(part.stages.back()));
   }
   part.devices = spawn_devices_apart(sys, job, node);
   for (const auto& d : part.devices)
     if (d)
-      guard.add(d);
+      keep(caf::actor_cast<caf::strong_actor_ptr>(d));
   return part;
 }
 
@@ -55,6 +60,15 @@ stage_wiring wiring_of(const local_part& part) {
   stage_wiring wiring;
   for (const auto& s : part.stages)
     wiring.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  return wiring;
+}
+
+stage_wiring complete_wiring(stage_wiring wiring, const coordinator_actor& coordinator,
+                             const adapter_actor& adapter,
+                             std::vector<caf::strong_actor_ptr> pipes) {
+  wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(coordinator);
+  wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(adapter);
+  wiring.pipes = std::move(pipes);
   return wiring;
 }
 
@@ -66,24 +80,41 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
     out.stages.push_back(caf::actor_cast<stage_actor>(stage));
   adapter_options adapting;
   adapting.react = out.job->mode.adapt;
+  // A re-plan spawns the new plan's stages beside the coordinator, or through each node's
+  // replanner across node processes.
+  adapting.policy.allow_replan = out.job->layout.empty() || !wiring.replanners.empty();
   out.adapter = spawn_adapter(sys, out.job, adapting);
   guard.add(out.adapter);
   out.coordinator = spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,
-                                      wiring.devices);
+                                      wiring.devices, wiring.replanners);
   guard.add(out.coordinator);
   // Shared links' pipes live beside the coordinator; stages on every node reach them
   // through the wiring.
   out.pipes = spawn_pipes(sys, out.job, out.stages, out.coordinator, out.adapter);
   for (const auto& pipe : out.pipes)
     guard.add(pipe);
-  wiring.coordinator = caf::actor_cast<caf::strong_actor_ptr>(out.coordinator);
-  wiring.adapter = caf::actor_cast<caf::strong_actor_ptr>(out.adapter);
-  wiring.pipes = out.pipes;
+  wiring = complete_wiring(std::move(wiring), out.coordinator, out.adapter, out.pipes);
   caf::scoped_actor self{sys};
   self->send(out.adapter, wire_atom_v, wiring.coordinator);
   self->send(out.coordinator, wire_atom_v, wiring.adapter);
   for (auto& stage : out.stages)
     self->send(stage, wiring);
+  return out;
+}
+
+running_job job_now(caf::actor_system& sys, const wired_job& wired,
+                    std::chrono::milliseconds wait) {
+  running_job out{wired.job, wired.stages};
+  caf::scoped_actor self{sys};
+  self->request(wired.coordinator, wait, plan_atom_v)
+      .receive(
+          [&](job_in_force& now) {
+            out.job = std::move(now.job);
+            out.stages.clear();
+            for (const auto& s : now.stages)
+              out.stages.push_back(caf::actor_cast<stage_actor>(s));
+          },
+          [](caf::error&) {});
   return out;
 }
 
@@ -104,12 +135,10 @@ caf::expected<step_result> request_step(caf::actor_system& sys,
 caf::expected<int64_t> adapt_to(caf::actor_system& sys, const adapter_actor& adapter,
                                 const runtime::plan& next, int64_t at_step,
                                 std::chrono::milliseconds wait) {
-  const auto a = runtime::allocation_of(next);
   caf::scoped_actor self{sys};
   std::optional<int64_t> at;
   caf::error error;
-  self->request(adapter, wait,
-                messages::rebalance{a.micro_batches, at_step, a.samples, a.compressions})
+  self->request(adapter, wait, replan_order{next, at_step, nullptr, 0, 0})
       .receive([&](int64_t step) { at = step; }, [&](caf::error& e) { error = std::move(e); });
   if (at)
     return *at;

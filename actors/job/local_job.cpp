@@ -74,12 +74,14 @@ step_result local_job::step() {
 }
 
 std::vector<kernels::parameter_state> local_job::gather_parameters() {
-  return actors::gather_parameters(sys_, *wired_.job, wired_.stages, timeout_);
+  const auto now = job_now(sys_, wired_, timeout_);
+  return actors::gather_parameters(sys_, *now.job, now.stages, timeout_);
 }
 
 void local_job::restore(const std::vector<kernels::parameter_state>& params, int step,
                         double clock_s, const std::filesystem::path& source) {
-  restore_stages(sys_, *wired_.job, wired_.stages, params, step, source, timeout_);
+  const auto now = job_now(sys_, wired_, timeout_);
+  restore_stages(sys_, *now.job, now.stages, params, step, source, timeout_);
   restore_clock(sys_, wired_.coordinator, clock_s, timeout_);
   steps_done_ = step;
 }

@@ -131,6 +131,9 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
   }
   st.wiring.stages.resize(layout.stage_node.size());
   st.wiring.devices.resize(layout.slot_node.size());
+  st.wiring.replanners.resize(st.node_names.size());
+  st.wiring.replanners.at(static_cast<size_t>(local.node)) =
+      caf::actor_cast<caf::strong_actor_ptr>(local.replanner);
   const auto stages = layout.stages_on(local.node);
   for (size_t i = 0; i < stages.size(); ++i)
     st.wiring.stages[static_cast<size_t>(stages[i])] =
@@ -206,6 +209,7 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
         for (size_t i = 0; i < j.devices.size(); ++i)
           s.wiring.devices[static_cast<size_t>(j.devices[i])] =
               std::move(joining.device_handles[i]);
+        s.wiring.replanners[n] = std::move(joining.replanner);
         s.joined[n] = true;
         if (s.beats && joining.heartbeat)
           self->send(s.beats, peer_atom_v, j.node, std::move(joining.heartbeat));

@@ -17,14 +17,19 @@ namespace deepcee::actors {
 /// One pipeline stage: runs its schedule's op list for its layers on its device group,
 /// sends activations to the next stage and gradients to the previous one directly, then
 /// exchanges gradient shares with the other holders of its layers. Between steps, `snapshot`
-/// answers with its layers' weights and moments (checkpoints) and `restore` loads them.
-using stage_actor = caf::typed_actor<
-    caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>, caf::reacts_to<tensor_msg>,
-    caf::reacts_to<gradient_share>, caf::replies_to<optimize_order>::with<int64_t>,
-    caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
-    caf::replies_to<snapshot_atom>::with<stage_snapshot>,
-    caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>,
-    caf::replies_to<rebalance>::with<int64_t>, caf::replies_to<script_update>::with<int64_t>>;
+/// answers with its layers' weights and moments (checkpoints; with a layer: that layer's
+/// alone) and `restore` loads them; `move` (a re-plan's new stage) takes its layers from the
+/// old stages named, one per layer, and answers with the bytes received.
+using stage_actor = caf::typed_actor<caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>,
+                                     caf::reacts_to<tensor_msg>, caf::reacts_to<gradient_share>,
+                                     caf::replies_to<optimize_order>::with<int64_t>,
+                                     caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
+                                     caf::replies_to<snapshot_atom>::with<stage_snapshot>,
+                                     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>,
+                                     caf::replies_to<rebalance>::with<int64_t>,
+                                     caf::replies_to<snapshot_atom, int32_t>::with<stage_snapshot>,
+                                     caf::replies_to<move_atom, layer_holders>::with<int64_t>,
+                                     caf::replies_to<script_update>::with<int64_t>>;
 
 /// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
 /// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
@@ -81,25 +86,32 @@ using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to
 /// A `script_update` injects its events (`deepcee inject`; its step is ignored): they take
 /// effect at the next step boundary (runtime::take_injected), and the answer, once every
 /// stage has them, is the step (from 1) they are in force from.
+/// A `replan_order` (from the adapter) runs another plan from its step on: the new plan's
+/// stages take their layers from the old ones before that step starts (coordinator_replan.hpp);
+/// `plan` answers with the job in force and its stages.
 using coordinator_actor = caf::typed_actor<
     caf::replies_to<step_atom, int64_t>::with<step_result>,
     caf::replies_to<restore_atom, double>::with<double>, caf::reacts_to<stage_report>,
     caf::reacts_to<timeout_atom, int64_t>, caf::reacts_to<stop_atom, std::string>,
     caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>,
-    caf::replies_to<script_update>::with<int64_t>>;
+    caf::replies_to<script_update>::with<int64_t>, caf::replies_to<replan_order>::with<int64_t>,
+    caf::replies_to<plan_atom>::with<job_in_force>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp): receives every link sample and
 /// every step's result (answered once read: the coordinator ends the step then), keeps per-link
 /// statistics and its monitor's estimates, and when the monitor reports drift asks the policy and
 /// orders its decision from the coordinator. A `rebalance` is adapt_to: the given allocation from
-/// the given step on (answered with the step it takes effect at). `decisions` answers with its
-/// recent decisions; `wire` names the coordinator.
+/// the given step on (answered with the step it takes effect at); a `replan_order` is adapt_to
+/// of any plan (a rebalance when it keeps the layout, else a re-plan). `decisions` answers with
+/// its recent decisions; `wire` names the coordinator; `(move, replan_order)` from the
+/// coordinator: a re-plan is in force, the adapter follows its job.
 using adapter_actor = caf::typed_actor<
     caf::reacts_to<link_sample>, caf::replies_to<links_atom>::with<std::vector<link_summary>>,
     caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
     caf::replies_to<step_result>::with<int64_t>, caf::replies_to<rebalance>::with<int64_t>,
     caf::replies_to<decisions_atom>::with<std::vector<adapt_record>>,
-    caf::reacts_to<wire_atom, caf::strong_actor_ptr>>;
+    caf::reacts_to<wire_atom, caf::strong_actor_ptr>, caf::replies_to<replan_order>::with<int64_t>,
+    caf::reacts_to<move_atom, replan_order>>;
 
 /// Published by the coordinator's node of a multi-process job: every other node first asks
 /// it for the job's deployment (plan, training settings, time mode), then joins with its
@@ -121,6 +133,11 @@ using node_registry_actor =
                      caf::reacts_to<stop_atom, interrupt_atom, std::string>,
                      caf::reacts_to<wire_atom, caf::strong_actor_ptr>,
                      caf::replies_to<inject_atom, std::string, std::string>::with<int64_t>>;
+
+/// One per node of a multi-process job (node_replanner.hpp): given the deployment of a re-plan
+/// addressed to its node, spawns the node's stages (and devices apart) of the new plan and
+/// answers with them: `stages` in the node's flat order, `devices` in its slot order.
+using node_replanner_actor = caf::typed_actor<caf::replies_to<job_deployment>::with<stage_wiring>>;
 
 /// One per node of a multi-process job (actors/heartbeat_actor.hpp): beats to its peers
 /// every interval and reports a peer it has not heard from within the timeout.

@@ -69,6 +69,7 @@ struct joining_node {
   caf::strong_actor_ptr heartbeat;            ///< the node's heartbeat actor (may be empty)
   /// The device actors of join.devices: its devices that serve stages of other nodes.
   std::vector<caf::strong_actor_ptr> device_handles;
+  caf::strong_actor_ptr replanner; ///< spawns the node's part of a re-plan (node_replanner.hpp)
 };
 
 /// What the adapter knows about one link.
@@ -99,6 +100,37 @@ struct adapt_record {
   messages::rebalance allocation; ///< what was ordered (empty on keep)
 };
 
+struct job_context;
+
+/// A re-plan: the job runs `plan` (another layer partition, other stages or pipelines, the
+/// same model and global batch) from step `effective_step` on. From the adapter (its policy,
+/// or adapt_to) to the coordinator, which answers with the step it takes effect at; from the
+/// coordinator back to the adapter once it is in force, with the job it runs now (`job`),
+/// the bytes the stages moved and the virtual seconds the move took. It stays in the
+/// coordinator's process, where the adapter runs too.
+struct replan_order {
+  runtime::plan plan;
+  int64_t effective_step = 0;
+  std::shared_ptr<job_context> job;
+  double bytes = 0;
+  double move_s = 0;
+};
+
+/// The job the coordinator runs now (its plan, with a re-plan's once in force) and its
+/// stages in flat order: what checkpoints and traces read between steps.
+struct job_in_force {
+  std::shared_ptr<job_context> job;
+  std::vector<caf::strong_actor_ptr> stages;
+};
+
+/// A re-plan's order to a new stage: take each of its layers (in order, from its first) from
+/// the old stage named for it, as they are after `step` steps. CAF-serialized (it holds actor
+/// handles), like stage_wiring.
+struct layer_holders {
+  std::vector<caf::strong_actor_ptr> stages;
+  int64_t step = 0;
+};
+
 /// Handles of a stage's peers, sent once after every actor exists (stages name each other).
 struct stage_wiring {
   std::vector<caf::strong_actor_ptr> stages; ///< flat: pipeline by pipeline, stage by stage
@@ -108,6 +140,9 @@ struct stage_wiring {
   /// Per device slot (runtime::node_layout::slot): the device actor of a stage's device that
   /// runs on another node than its stage; empty for the others (the group spawns them).
   std::vector<caf::strong_actor_ptr> devices;
+  /// Per node of a multi-process job: the actor that spawns its part of a re-plan
+  /// (node_replanner.hpp); empty in one process.
+  std::vector<caf::strong_actor_ptr> replanners;
 };
 
 /// A finished step as the coordinator reports it.
@@ -172,7 +207,8 @@ typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
 /// The join as its Cap'n Proto bytes; the handles CAF-serialized beside them.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, joining_node& x) {
-  return f(caf::meta::type_name("joining_node"), x.join, x.handles, x.heartbeat, x.device_handles);
+  return f(caf::meta::type_name("joining_node"), x.join, x.handles, x.heartbeat, x.device_handles,
+           x.replanner);
 }
 
 template <class Inspector>
@@ -189,9 +225,14 @@ typename Inspector::result_type inspect(Inspector& f, adapt_record& x) {
 
 /// Actor handles only: CAF's own addressing, CAF-serialized.
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, layer_holders& x) {
+  return f(caf::meta::type_name("layer_holders"), x.stages, x.step);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
   return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes,
-           x.devices);
+           x.devices, x.replanners);
 }
 
 template <class Inspector>
@@ -213,6 +254,16 @@ typename Inspector::result_type inspect(Inspector& f, device_work& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, device_buffers& x) {
   return inspect_in_process(f, x, "device_buffers");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, replan_order& x) {
+  return inspect_in_process(f, x, "replan_order");
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_in_force& x) {
+  return inspect_in_process(f, x, "job_in_force");
 }
 
 } // namespace deepcee::actors

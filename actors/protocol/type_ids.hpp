@@ -77,6 +77,13 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, decisions_atom, "decisions")
 // A running job's script once events were injected (`deepcee inject`).
 CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
 CAF_ADD_ATOM(deepcee, deepcee::actors, inject_atom, "inject")
+// Re-plans: the order (adapter -> coordinator -> adapter), and a new stage taking its
+// layers' state from the old stages (stage_actor.hpp).
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::replan_order))
+CAF_ADD_ATOM(deepcee, deepcee::actors, move_atom, "move")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::layer_holders))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::job_in_force))
+CAF_ADD_ATOM(deepcee, deepcee::actors, plan_atom, "plan")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -434,6 +434,12 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         return answer_restore(self, snapshot);
       },
+      [=](snapshot_atom, int32_t layer) -> caf::result<stage_snapshot> {
+        return answer_layer_snapshot(self, layer);
+      },
+      [=](move_atom, layer_holders& from) -> caf::result<int64_t> {
+        return take_layers(self, std::move(from.stages), from.step);
+      },
       [=](const rebalance& r) -> caf::result<int64_t> {
         try {
           return on_rebalance(self, r);

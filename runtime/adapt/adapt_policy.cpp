@@ -1,4 +1,5 @@
 #include "runtime/adapt/adapt_policy.hpp"
+#include "runtime/adapt/state_move.hpp"
 
 #include "runtime/base/errors.hpp"
 #include "runtime/sim/simulator.hpp"
@@ -262,31 +263,7 @@ std::string describe(const candidate& c) {
 
 double state_move_seconds(const cluster& c, const model_spec& model, const plan& from,
                           const plan& to) {
-  std::map<int, std::set<int>> held; // layer -> devices holding it in `from`
-  for (const auto& pipe : from.pipelines)
-    for (const auto& st : pipe.stages)
-      for (int layer = st.first_layer; layer < st.last_layer; ++layer)
-        held[layer].insert(st.devices.begin(), st.devices.end());
-  double slowest = 0;
-  for (const auto& pipe : to.pipelines)
-    for (const auto& st : pipe.stages)
-      for (int d : st.devices) {
-        double receive = 0;
-        for (int layer = st.first_layer; layer < st.last_layer; ++layer) {
-          const auto& holders = held[layer];
-          if (holders.count(d))
-            continue;
-          const auto& spec = model.layers.at(static_cast<size_t>(layer));
-          // Weights and both AdamW moments move; gradients are rebuilt by the next step.
-          const double bytes = static_cast<double>(spec.param_bytes + spec.optimizer_bytes);
-          double fastest = never;
-          for (int h : holders)
-            fastest = std::min(fastest, c.link_between(h, d).transfer_time(bytes));
-          receive += fastest;
-        }
-        slowest = std::max(slowest, receive);
-      }
-  return slowest;
+  return plan_state_moves(c, model, from, to).seconds;
 }
 
 adapt_decision choose_adaptation(const cluster& estimated, const model_spec& model,

@@ -1,5 +1,7 @@
 #include "runtime/adapt/environment_monitor.hpp"
 
+#include "runtime/cluster/codec_cost.hpp"
+
 #include <cmath>
 #include <set>
 
@@ -22,7 +24,10 @@ environment_monitor::environment_monitor(cluster c, const profile_table& profile
 void environment_monitor::rebase(const plan& p) {
   expected_.clear();
   for (const auto& pipe : p.pipelines)
-    for (const auto& st : pipe.stages)
+    for (size_t si = 0; si < pipe.stages.size(); ++si) {
+      const auto& st = pipe.stages[si];
+      const bool last = si + 1 == pipe.stages.size();
+      const compression in = si > 0 ? pipe.stages[si - 1].send_compression : compression::none;
       for (size_t k = 0; k < st.devices.size(); ++k) {
         expected_ops e;
         e.micro_batches = pipe.micro_batches;
@@ -33,8 +38,16 @@ void environment_monitor::rebase(const plan& p) {
           e.b += cost.b_s;
           e.w += cost.w_s;
         }
+        // A compressed boundary's encode and decode passes are part of the op times the
+        // emulated cluster gives (as the simulator's world adds them), not a drift.
+        const auto codec = stage_codec_s(dev, profile_->model(), in,
+                                         last ? compression::none : st.send_compression,
+                                         st.samples[k], profile_->options());
+        e.f += codec.f;
+        e.b += codec.b;
         expected_[st.devices[k]] = e;
       }
+    }
 }
 
 environment_monitor::link_trackers& environment_monitor::trackers_of(int from, int to) {

@@ -272,6 +272,38 @@ print(f"adapter allocations across nodes (rebalance, resplit, compression): wors
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
 
+# 1e. A re-plan across processes, ordered at step 10 with --adapt-to: pipeline 0's last
+#     stage (n1's Jetson) takes block 2 over from its middle stage (n0's T4). Its weights and
+#     AdamW moments come peer to peer from the nearest holder, pipeline 1's last stage on n2,
+#     not through n0; every node spawns its part of the new plan, the old stages stop, and
+#     the losses stay single-device training's.
+python3 - "$work/plan-1f1b.json" "$work/plan-replan.json" <<'PY'
+import copy, json, sys
+plan = json.load(open(sys.argv[1]))
+stages = plan["pipelines"][0]["stages"]
+assert [(s["first_layer"], s["last_layer"]) for s in stages] == [(0, 1), (1, 3), (3, 4)]
+stages[1]["last_layer"] = 2
+stages[2]["first_layer"] = 2
+json.dump(plan, open(sys.argv[2], "w"), indent=1)
+PY
+write_job "$work/job-replan.toml" $steps 7 10 "$work/plan-1f1b.json"
+run_nodes "$work/job-replan.toml" replan "re-plan across nodes" --adapt-to "10:$work/plan-replan.json"
+grep -q "re-plan before step 10: 2 pipeline(s): \[0-1 | 1-3 | 3-4\], \[0-2 | 2-4\] -> 2 pipeline(s): \[0-1 | 1-2 | 2-4\]" "$work/replan-n0.log" ||
+  fail "re-plan across nodes: no re-plan before step 10 in: $(grep -i re-plan "$work/replan-n0.log")"
+grep -q "spawned 1 stage(s) of the re-plan" "$work/replan-n1.log" ||
+  fail "re-plan across nodes: n1 spawned no stage of the new plan: $(tail -3 "$work/replan-n1.log")"
+grep '^step ' "$work/replan-n0.log" | awk '{print $2","$4}' >"$work/nodes-replan.csv"
+python3 - "$work/single/metrics.csv" "$work/nodes-replan.csv" $steps <<'PY' || fail "re-plan across nodes: losses differ"
+import csv, sys
+want = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
+got = {int(s): float(l) for s, l in (line.strip().split(",") for line in open(sys.argv[2]))}
+steps = int(sys.argv[3])
+assert len(got) == steps, f"{len(got)} steps from the nodes, expected {steps}"
+worst = max(abs(got[k] - want[k]) / abs(want[k]) for k in range(1, steps + 1))
+print(f"re-plan across nodes (a block moves from n0 to n1, its state from n2): worst relative loss difference over {steps} steps {worst:.2e}")
+sys.exit(0 if worst <= 1e-3 else 1)
+PY
+
 # expect_failure LOG PATTERN: one line from deepcee that matches.
 expect_line() {
   local got

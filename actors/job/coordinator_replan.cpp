@@ -1,0 +1,288 @@
+#include "actors/job/coordinator_replan.hpp"
+
+#include "actors/job/job_wiring.hpp"
+#include "actors/job/node_deployment.hpp"
+#include "actors/net/pipe_actor.hpp"
+#include "runtime/adapt/state_move.hpp"
+#include "runtime/plan/plan_allocation.hpp"
+
+#include <caf/exit_reason.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+namespace deepcee::actors {
+
+namespace {
+
+using failure_fn = std::function<void(messages::error_code, std::string)>;
+
+/// The job of this process running `next`: the same training, data, time mode and clock
+/// zero, the emulated cluster for `next` under `script` (the one in force: the job's with the
+/// injected events merged in), laid out on the nodes when the job runs as several processes.
+std::shared_ptr<job_context> replanned_context(const job_context& job, const runtime::plan& next,
+                                               const runtime::link_timeline& script) {
+  auto out = std::make_shared<job_context>();
+  out->plan = next;
+  out->train = job.train;
+  out->corpus = job.corpus;
+  out->cluster = job.cluster->with_plan(next, script);
+  out->mode = job.mode;
+  out->local_index = job.local_index;
+  out->ring_chunk_values = job.ring_chunk_values;
+  out->epoch = job.epoch;
+  if (!job.layout.empty())
+    out->place_on_nodes(job.cluster->hardware());
+  return out;
+}
+
+/// "2 pipelines: [0-1 | 1-3 | 3-4], [0-2 | 2-4]": each stage's layers.
+std::string stages_of(const runtime::plan& p) {
+  std::string out = std::to_string(p.pipelines.size()) + " pipeline(s):";
+  for (size_t q = 0; q < p.pipelines.size(); ++q) {
+    out += q == 0 ? " [" : ", [";
+    const auto& stages = p.pipelines[q].stages;
+    for (size_t s = 0; s < stages.size(); ++s)
+      out += (s == 0 ? "" : " | ") + std::to_string(stages[s].first_layer) + "-" +
+             std::to_string(stages[s].last_layer);
+    out += "]";
+  }
+  return out;
+}
+
+void stop(coordinator_self self, const caf::strong_actor_ptr& a) {
+  if (!a)
+    return;
+  self->unlink_from(caf::actor_cast<caf::actor_addr>(a));
+  self->send_exit(caf::actor_cast<caf::actor>(a), caf::exit_reason::user_shutdown);
+}
+
+/// What a re-plan has made so far.
+struct replan_work {
+  replan_order order;
+  std::shared_ptr<job_context> job;
+  runtime::state_moves moves;
+  std::vector<std::vector<int>> sources; ///< per new flat stage, per layer: an old flat stage
+  stage_wiring wiring;                   ///< the new stages (flat) and devices apart (slots)
+  std::vector<caf::strong_actor_ptr> pipes;
+  std::function<void()> then;
+  failure_fn failed;
+  double received = 0; ///< bytes the new stages received from the old ones
+};
+
+/// Every actor the re-plan spawned stops: it failed, the old plan goes on failing the step.
+void abandon(coordinator_self self, const replan_work& w, messages::error_code code,
+             const std::string& why) {
+  for (const auto& a : w.wiring.stages)
+    stop(self, a);
+  for (const auto& a : w.wiring.devices)
+    stop(self, a);
+  for (const auto& a : w.pipes)
+    stop(self, a);
+  w.failed(code, "re-plan before step " + std::to_string(w.order.effective_step) + ": " + why);
+}
+
+/// The old plan's actors stop and the coordinator runs the new job from now on, watching
+/// its actors on other nodes.
+void switch_to(coordinator_self self, replan_work& w) {
+  auto& st = self->state;
+  for (const auto& [actor, node] : st.watched)
+    self->demonitor(caf::actor_cast<caf::actor_addr>(actor));
+  st.watched.clear();
+  for (auto& old : st.stages)
+    stop(self, caf::actor_cast<caf::strong_actor_ptr>(old));
+  for (auto& old : st.devices_apart)
+    stop(self, old);
+  for (auto& old : st.replanned_pipes)
+    stop(self, old);
+  st.job = w.job;
+  st.plan = w.job->plan;
+  st.cluster = w.job->cluster;
+  st.stages.clear();
+  for (const auto& s : w.wiring.stages)
+    st.stages.push_back(caf::actor_cast<stage_actor>(s));
+  st.devices_apart = w.wiring.devices;
+  st.replanned_pipes = w.pipes;
+  st.reports.assign(st.stages.size(), std::nullopt);
+  if (!st.job->stage_nodes.empty())
+    for (size_t k = 0; k < st.stages.size(); ++k)
+      st.watched.emplace_back(w.wiring.stages[k], st.job->stage_nodes.at(k));
+  for (size_t slot = 0; slot < st.devices_apart.size(); ++slot)
+    if (st.devices_apart[slot])
+      st.watched.emplace_back(st.devices_apart[slot],
+                              st.job->slot_node_name(static_cast<int>(slot)));
+  for (const auto& w2 : st.watched)
+    self->monitor(w2.first);
+}
+
+/// Every new stage has its layers: the switch, the clock, the log and the adapter.
+void moved(coordinator_self self, const std::shared_ptr<replan_work>& w) {
+  auto& st = self->state;
+  const std::string from = stages_of(st.plan), to = stages_of(w->order.plan);
+  switch_to(self, *w);
+  const double before = st.clock_s;
+  if (!w->job->wall())
+    st.clock_s += w->moves.seconds;
+  st.result.finish.push_back(
+      {fmt::format("re-plan: {} -> {}, {:.4g} MB over links", from, to, w->moves.bytes / 1e6), -1,
+       before, st.clock_s});
+  spdlog::info("re-plan before step {}: {} -> {}; {:.0f} bytes over the cluster's links, {:.0f} "
+               "bytes between stage actors, {:.4g} s",
+               w->order.effective_step, from, to, w->moves.bytes, w->received, w->moves.seconds);
+  auto notice = w->order;
+  notice.job = w->job;
+  notice.bytes = w->moves.bytes;
+  notice.move_s = w->moves.seconds;
+  if (st.adapter)
+    self->send(st.adapter, move_atom_v, std::move(notice));
+  w->then();
+}
+
+/// The new stages are spawned everywhere: they get the wiring, then take their layers from
+/// the old stages, peer to peer.
+void wire_and_move(coordinator_self self, const std::shared_ptr<replan_work>& w) {
+  auto& st = self->state;
+  std::vector<stage_actor> stages;
+  for (const auto& s : w->wiring.stages)
+    stages.push_back(caf::actor_cast<stage_actor>(s));
+  try {
+    w->pipes = spawn_pipes(self->system(), w->job, stages, self, st.adapter);
+  } catch (const std::exception& e) {
+    abandon(self, *w, messages::error_code::internal, e.what());
+    return;
+  }
+  for (const auto& p : w->pipes)
+    self->link_to(caf::actor_cast<caf::actor_addr>(p));
+  auto wiring = w->wiring;
+  wiring.replanners = st.replanners;
+  wiring = complete_wiring(std::move(wiring), self, st.adapter, w->pipes);
+  for (auto& stage : stages)
+    self->send(stage, wiring);
+  auto left = std::make_shared<size_t>(stages.size());
+  auto done = std::make_shared<bool>(false);
+  for (size_t k = 0; k < stages.size(); ++k) {
+    layer_holders holders;
+    holders.step = w->order.effective_step - 1;
+    for (int old : w->sources.at(k))
+      holders.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages.at(size_t(old))));
+    self->request(stages[k], caf::infinite, move_atom_v, std::move(holders))
+        .then(
+            [=](int64_t bytes) {
+              w->received += static_cast<double>(bytes);
+              if (--*left == 0 && !*done) {
+                *done = true;
+                moved(self, w);
+              }
+            },
+            [=](caf::error& e) {
+              if (!std::exchange(*done, true))
+                abandon(self, *w, code_of(e).value_or(messages::error_code::internal),
+                        self->system().render(e));
+            });
+  }
+}
+
+/// Across node processes: each node's replanner spawns its part from the new deployment.
+void spawn_on_nodes(coordinator_self self, const std::shared_ptr<replan_work>& w) {
+  auto& st = self->state;
+  const auto& layout = w->job->layout;
+  w->wiring.stages.resize(layout.stage_node.size());
+  w->wiring.devices.resize(layout.slot_node.size());
+  std::vector<int> nodes;
+  for (int n = 0; n < static_cast<int>(w->job->node_names.size()); ++n)
+    if (layout.runs_on(n))
+      nodes.push_back(n);
+  auto left = std::make_shared<size_t>(nodes.size());
+  auto done = std::make_shared<bool>(false);
+  for (int n : nodes) {
+    auto d = make_deployment("re-plan", w->job->plan, w->job->train, w->job->mode);
+    d.node = w->job->node_names.at(static_cast<size_t>(n));
+    const auto replanner =
+        caf::actor_cast<node_replanner_actor>(st.replanners.at(static_cast<size_t>(n)));
+    self->request(replanner, caf::infinite, std::move(d))
+        .then(
+            [=](stage_wiring& part) {
+              const auto stages = layout.stages_on(n);
+              const auto slots = layout.apart_on(n);
+              if (part.stages.size() != stages.size() || part.devices.size() != slots.size()) {
+                if (!std::exchange(*done, true))
+                  abandon(self, *w, messages::error_code::internal,
+                          "node " + w->job->node_names[size_t(n)] +
+                              " spawned other stages than the plan gives it");
+                return;
+              }
+              for (size_t i = 0; i < stages.size(); ++i)
+                w->wiring.stages[size_t(stages[i])] = std::move(part.stages[i]);
+              for (size_t i = 0; i < slots.size(); ++i)
+                w->wiring.devices[size_t(slots[i])] = std::move(part.devices[i]);
+              if (--*left == 0 && !*done)
+                wire_and_move(self, w);
+            },
+            [=](caf::error& e) {
+              if (!std::exchange(*done, true))
+                abandon(self, *w, code_of(e).value_or(messages::error_code::internal),
+                        self->system().render(e));
+            });
+  }
+}
+
+} // namespace
+
+void check_replan(const job_context& job, const runtime::plan& next,
+                  const std::vector<caf::strong_actor_ptr>& replanners) {
+  const auto& a = next.model;
+  const auto& b = job.plan.model;
+  if (a.n_layer != b.n_layer || a.d_model != b.d_model || a.n_head != b.n_head ||
+      a.context != b.context || a.vocab != b.vocab)
+    throw std::invalid_argument("a re-plan must keep the job's model");
+  if (next.global_batch() != job.plan.global_batch())
+    throw std::invalid_argument("a re-plan must keep the global batch " +
+                                std::to_string(job.plan.global_batch()) + " (it has " +
+                                std::to_string(next.global_batch()) + ")");
+  const auto& c = job.cluster->hardware();
+  runtime::validate_plan(next, static_cast<int>(c.devices.size()), "re-plan");
+  if (job.layout.empty())
+    return;
+  // The nodes of the new plan must be nodes of the job, with a replanner and connected.
+  const auto layout = runtime::layout_of(c, next);
+  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n)
+    if (layout.runs_on(n) &&
+        (!job.layout.runs_on(n) || size_t(n) >= replanners.size() || !replanners[size_t(n)]))
+      throw std::invalid_argument("node " + c.nodes[size_t(n)].name +
+                                  " runs nothing of the job, so a re-plan cannot give it work");
+}
+
+void replan_then(coordinator_self self, replan_order order, std::function<void()> then,
+                 std::function<void(messages::error_code, std::string)> failed) {
+  auto& st = self->state;
+  auto w = std::make_shared<replan_work>();
+  w->order = std::move(order);
+  w->then = std::move(then);
+  w->failed = std::move(failed);
+  try {
+    check_replan(*st.job, w->order.plan, st.replanners);
+    const auto& vc = *st.cluster;
+    w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), st.plan, w->order.plan);
+    w->sources = runtime::layer_sources(st.plan, w->order.plan, w->moves);
+    w->job = replanned_context(*st.job, w->order.plan, st.script);
+    if (!w->job->layout.empty()) {
+      spawn_on_nodes(self, w);
+      return;
+    }
+    // One process: the new stages are spawned here, linked to the coordinator.
+    const auto part = spawn_local_part(self->system(), w->job, 0, [&](caf::strong_actor_ptr a) {
+      self->link_to(caf::actor_cast<caf::actor_addr>(a));
+    });
+    w->wiring = wiring_of(part);
+  } catch (const std::exception& e) {
+    abandon(self, *w, messages::error_code::bad_input, e.what());
+    return;
+  }
+  wire_and_move(self, w);
+}
+
+} // namespace deepcee::actors
