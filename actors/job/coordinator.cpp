@@ -121,7 +121,6 @@ void start_stages(self_ptr self) {
   auto& st = self->state;
   if (st.job->wall())
     st.clock_s = st.job->real_now_s();
-  st.result.start_s = st.clock_s;
   step_start order;
   order.step = st.result.step;
   order.start_time = st.clock_s;
@@ -314,6 +313,10 @@ coordinator_actor::behavior_type coordinator_behavior(
           return make_error(error_code::internal, st.failed);
         st.result = step_result{};
         st.result.step = step;
+        // The step starts at its boundary: what happens there before its ops (a re-plan's
+        // move, an allocation or injection put in force) is part of its time, as in
+        // runtime::simulate_adaptive.
+        st.result.start_s = st.job->wall() ? st.job->real_now_s() : st.clock_s;
         st.reports.assign(st.stages.size(), std::nullopt);
         st.next_step = step + 1;
         // Pending before anything starts: a re-plan that fails at once fails this step.

@@ -30,7 +30,7 @@ namespace {
 enum class follows { static_plan, adaptive };
 
 /// The static comparison runs the job with the adapter's policy off, the adaptive one with
-/// it on (and re-plans off, as in jobs).
+/// it on (re-plans included, as in jobs).
 actors::run_mode run_mode_of(follows mode) {
   return {runtime::time_mode::virtual_time, false, mode == follows::adaptive};
 }
@@ -244,11 +244,11 @@ BOOST_AUTO_TEST_CASE(injected_events_take_effect_at_their_step_boundaries) {
   const int steps = 7;
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
   const auto script = runtime::parse_link_timeline(mixed_script, c, "mixed.toml");
-  const auto want = predicted(c, profile, plan, script, steps, follows::static_plan);
-  const auto calm = predicted(c, profile, plan, {}, steps, follows::static_plan);
+  const auto want = predicted(c, profile, plan, script, steps, follows::static_plan).step_s;
+  const auto calm = predicted(c, profile, plan, {}, steps, follows::static_plan).step_s;
   system_fixture f;
   actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
-                        std::chrono::minutes(2), static_run);
+                        std::chrono::minutes(2), run_mode_of(follows::static_plan));
   caf::scoped_actor injector{f.sys};
   const auto first = job.step();
   BOOST_TEST(first.injected.empty());
