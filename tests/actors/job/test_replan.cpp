@@ -93,16 +93,16 @@ void check_replanned(const runtime::plan& plan, const runtime::plan& next, int a
       BOOST_CHECK_MESSAGE(rel <= 1e-3, "step " << k << ": actors " << got.loss << ", single device "
                                                << want.loss);
     }
-    const double sim = k < at ? before : after;
+    // The re-plan's step starts at its boundary and holds the move (as simulate_adaptive
+    // charges it): the simulator's step of the new plan plus state_move_seconds.
+    const double sim = (k < at ? before : after) + (k == at ? move_s : 0.0);
     BOOST_CHECK_MESSAGE(std::abs((got.end_s - got.start_s) - sim) <= 0.02 * sim,
                         "step " << k << " took " << got.end_s - got.start_s
                                 << " s, the simulator says " << sim << " s");
     BOOST_CHECK_EQUAL(stages_that_ran(got), stage_count(k < at ? plan : next));
     const double gap = got.start_s - last_end;
-    const double want_gap = k == at ? move_s : 0.0;
-    BOOST_CHECK_MESSAGE(std::abs(gap - want_gap) <= 1e-9 * std::max(1.0, move_s),
-                        "step " << k << " started " << gap << " s after the previous one ended, "
-                                << "expected " << want_gap << " s");
+    BOOST_CHECK_MESSAGE(std::abs(gap) <= 1e-9,
+                        "step " << k << " started " << gap << " s after the previous one ended");
     const bool traced = std::any_of(got.finish.begin(), got.finish.end(),
                                     [](const auto& s) { return s.name.rfind("re-plan", 0) == 0; });
     BOOST_CHECK_EQUAL(traced, k == at);
