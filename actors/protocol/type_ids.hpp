@@ -76,6 +76,8 @@ CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::adapt_record>))
 CAF_ADD_ATOM(deepcee, deepcee::actors, decisions_atom, "decisions")
 // A running job's script once events were injected (`deepcee inject`).
 CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
+// A stage's op held back in wall time by a script's slowdown or stop (stage_actor.cpp).
+CAF_ADD_ATOM(deepcee, deepcee::actors, slowed_atom, "slowed")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -43,9 +43,6 @@ struct stage_device_cost {
 
 } // namespace
 
-namespace {
-
-/// The pair's history under the timeline, drained no faster than the nodes' interfaces.
 std::vector<link_timeline::piece> capped_history(const cluster& c, const link_timeline& t, int x,
                                                  int y) {
   auto out = t.history(c, x, y);
@@ -54,8 +51,6 @@ std::vector<link_timeline::piece> capped_history(const cluster& c, const link_ti
     piece.params.bandwidth_Bps = std::min(piece.params.bandwidth_Bps, cap);
   return out;
 }
-
-} // namespace
 
 int world::pair_of(int x, int y) {
   auto [it, fresh] = pair_index.emplace(key_of(x, y), static_cast<int>(histories.size()));
