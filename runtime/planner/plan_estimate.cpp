@@ -65,7 +65,7 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
         continue;
       // Compressed boundaries: the device's encode and decode passes (codec_cost.hpp).
       const auto codec =
-          stage_codec_s(c.devices[size_t(d)], spec, in, out_comp, n, costs.profiles().options());
+          stage_codec_s(c.devices[size_t(d)], spec, in, out_comp, n, costs.profiles());
       sc.f = std::max(sc.f, costs.range_f(d, st.first_layer, st.last_layer, n) + codec.f);
       sc.b = std::max(sc.b, costs.range_b(d, st.first_layer, st.last_layer, n) + codec.b);
       sc.w = std::max(sc.w, costs.range_w(d, st.first_layer, st.last_layer, n));

@@ -209,9 +209,8 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
           it = cache.emplace(key, sum).first;
         }
         // Compressed boundaries: this device's encode and decode passes (codec_cost.hpp).
-        const auto codec =
-            stage_codec_s(dev, model, in, last ? compression::none : sp.send_compression,
-                          sp.samples[k], profile.options());
+        const auto codec = stage_codec_s(
+            dev, model, in, last ? compression::none : sp.send_compression, sp.samples[k], profile);
         st.dev_f.push_back(it->second.f + codec.f);
         st.dev_b.push_back(it->second.b + codec.b);
         st.dev_w.push_back(it->second.w);
