@@ -108,6 +108,15 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
     }
     vs.act_parts = parts_of(w, st.act_parts);
     vs.grad_parts = parts_of(w, st.grad_parts);
+    for (size_t o = 0; o < w.stages.size(); ++o) {
+      const auto& other = w.stages[o];
+      if (other.pipeline == st.pipeline || other.last_layer <= st.first_layer ||
+          st.last_layer <= other.first_layer)
+        continue;
+      const int x = st.devices.front(), y = other.devices.front();
+      vs.share_parts[static_cast<int>(o)] = {
+          x, y, -1, 0.0, w.histories[static_cast<size_t>(w.pair_of(x, y))], w.resources_of(x, y)};
+    }
     impl_->stages[static_cast<size_t>(st.pipeline)].push_back(std::move(vs));
     impl_->flat[static_cast<size_t>(st.pipeline)].push_back(static_cast<int>(s));
   }
@@ -154,6 +163,8 @@ virtual_stage virtual_cluster::retimed(int pipeline, int stage,
   for (auto* parts : {&out.act_parts, &out.grad_parts, &out.ring_parts})
     for (auto& part : *parts)
       part.history = sim_detail::capped_history(c, resolved, part.from, part.to);
+  for (auto& [stage_index, part] : out.share_parts)
+    part.history = sim_detail::capped_history(c, resolved, part.from, part.to);
   for (size_t d = 0; d < out.devices.size(); ++d)
     out.rates.at(d) = resolved.device_history(c, out.devices[d]);
   return out;

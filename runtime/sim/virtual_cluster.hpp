@@ -8,6 +8,7 @@
 #include "runtime/schedule/schedule.hpp"
 #include "runtime/sim/simulator.hpp"
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct virtual_stage {
   /// j to device j + 1 (mod n), as the runtime's rings run (by place), its `bytes` 0 (a
   /// round's chunk sets them): what shaped wall time queues a ring chunk on.
   std::vector<transfer_part> ring_parts;
+  /// The exchange of gradient shares with the holders of its layers in other pipelines: per
+  /// such stage (by flat index, pipeline by pipeline), the transfer from this stage's first
+  /// device to that stage's first device, its `bytes` 0 (a share sets them).
+  std::map<int, transfer_part> share_parts;
 
   double op_time(op_kind k) const {
     return k == op_kind::forward ? f : k == op_kind::backward_input ? b : w;
