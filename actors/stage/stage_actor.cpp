@@ -145,12 +145,14 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
 }
 
 /// Wall time: how much longer than its measured time an op started at `start_s` (real
-/// seconds) lasts under the script's slowdowns and node stops, as virtual
-/// time has its devices take (virtual_stage::op_duration): its devices' nominal work is
-/// what the op took for real. 0 without a script. Throws job_stopped when a device's node
+/// seconds) lasts under the script's slowdowns and node stops, as virtual time has its
+/// devices take (virtual_stage::op_duration): its devices' nominal work is what the op took
+/// for real. 0 where no script touches its devices. Throws job_stopped when a device's node
 /// stops for good or is killed first.
 double held_back_s(const stage_state& st, double start_s) {
-  if (!st.job->wall() || st.job->script.empty())
+  const bool scripted = std::any_of(st.costs.rates.begin(), st.costs.rates.end(),
+                                    [](const auto& r) { return r.size() > 1; });
+  if (!st.job->wall() || !scripted)
     return 0;
   const double took = std::max(0.0, st.job->real_now_s() - start_s);
   double slowed = took;
@@ -208,9 +210,10 @@ void end_held_op(self_ptr self, uint64_t epoch) {
   advance(self);
 }
 
-/// Wall time: the script's events that are known at the start of step `step` (its step
-/// events resolved at the real starts of the steps so far) time this stage's links and
-/// device rates from now on.
+/// Wall time under a script with step events: the events known at the start of step
+/// `step` (its step events resolved at the real starts of the steps so far, not where the
+/// simulator predicts them) time this stage's links and device rates from now on. Time
+/// events need nothing: the emulated cluster has them where wall time meets them.
 void retime_for_script(self_ptr self, int64_t step, double start_s) {
   auto& st = self->state;
   const auto index = static_cast<size_t>(std::max<int64_t>(step - 1, 0)); // from 0
@@ -318,7 +321,7 @@ void start_step(self_ptr self, const step_start& order) {
     throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
                            std::to_string(st.step) + " runs");
   adopt_allocation(self, order.step);
-  if (st.job->wall() && !st.job->script.empty())
+  if (st.job->wall() && st.job->script.has_step_events())
     retime_for_script(self, order.step, order.start_time);
   const auto& plan = st.allocation->plan;
   const int m = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
