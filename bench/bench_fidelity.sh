@@ -4,7 +4,9 @@
 # configs/clusters/cpu-loopback.toml says. This node is profiled first (deepcee profile);
 # each plan then runs as a multi-process job (tools/run_local_cluster.sh) and is simulated
 # from that profile; the table gives the simulator's step time beside the median measured
-# wall step (the first step, which warms the caches and the connections, left out).
+# wall step (the first step, which warms the caches and the connections, left out), the
+# error (simulated / measured - 1), how many plans are within 10%, and the load average
+# before and after (other users' work moves both sides).
 #   bench/bench_fidelity.sh [DEEPCEE] [STEPS] [THREADS]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,7 +85,10 @@ write_plan pipe2-zbh1-int8 zb-h1 2 4 "0:2:0:3:int8" "1:2:3:6:none"
 write_plan dp2 1f1b 4 2 "0+1:2+2:0:6:none"
 plans=${PLANS:-pipe2-1f1b pipe2-gpipe pipe2-zbh1-int8 dp2}
 
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "load average at the start: $(load) (1, 5, 15 min; this machine has $(nproc) cores)"
 printf '%-18s %14s %14s %9s\n' plan "simulated" "measured" "error"
+within=0 count=0
 for plan in $plans; do
   write_job "$plan"
   "$here/tools/run_local_cluster.sh" "$deepcee" "$work/$plan.toml" "$work/logs-$plan" \
@@ -98,4 +103,8 @@ for plan in $plans; do
             'BEGIN {print v * (u == "ms" ? 1e-3 : u == "us" ? 1e-6 : 1)}')
   awk -v p="$plan" -v s="$sim_s" -v m="$measured" \
     'BEGIN {printf "%-18s %11.1f ms %11.1f ms %+8.1f%%\n", p, s * 1e3, m * 1e3, (s / m - 1) * 100}'
+  count=$((count + 1))
+  awk -v s="$sim_s" -v m="$measured" 'BEGIN {exit !(s / m - 1 <= 0.1 && s / m - 1 >= -0.1)}' &&
+    within=$((within + 1))
 done
+echo "within 10%: $within of $count plans; load average at the end: $(load)"

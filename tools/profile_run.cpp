@@ -1,11 +1,13 @@
 #include "tools/profile_run.hpp"
 
+#include "messages/codec_timing.hpp"
 #include "runtime/base/units.hpp"
 #include "runtime/cluster/profile_fingerprint.hpp"
 #include "runtime/io/profile_toml.hpp"
 #include "tools/progress.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace deepcee::tools {
 
@@ -32,7 +34,25 @@ runtime::measured_profile measure_this_node(const kernels::profile_request& requ
                              runtime::format_bytes(double(t.act_until_w)));
       });
   bar.finish();
+  add_codec_costs(p, request);
   return p;
+}
+
+void add_codec_costs(runtime::measured_profile& p, const kernels::profile_request& request) {
+  // A stage boundary [b, T, C] at the largest micro-batch measured: one row per token.
+  const int b = *std::max_element(request.micro_batches.begin(), request.micro_batches.end());
+  const int64_t rows = int64_t{b} * request.model.context, cols = request.model.d_model;
+  const std::pair<runtime::compression, messages::tensor_dtype> kinds[] = {
+      {runtime::compression::fp16, messages::tensor_dtype::f16},
+      {runtime::compression::bf16, messages::tensor_dtype::bf16},
+      {runtime::compression::int8, messages::tensor_dtype::int8}};
+  for (const auto& [comp, dtype] : kinds) {
+    const auto t = messages::time_codec(dtype, rows, cols);
+    // The runtime encodes and decodes on the host for every device (the devices write fp32
+    // into the message's payload), so each device kind of this node gets the host's figure.
+    for (const auto& d : p.devices)
+      p.codecs.push_back({d.kind, comp, t.encode_s_per_byte, t.decode_s_per_byte, 0});
+  }
 }
 
 runtime::measured_profile auto_profile(const runtime::job_config& job, std::FILE* out) {

@@ -13,9 +13,15 @@ namespace deepcee::tools {
 std::string build_identity();
 
 /// Measures this node's devices as `request` says, with progress on `out` (redrawn on a
-/// terminal, plain lines otherwise), one line for each device skipped.
+/// terminal, plain lines otherwise), one line for each device skipped; then the host's
+/// codec passes (add_codec_costs).
 runtime::measured_profile measure_this_node(const kernels::profile_request& request,
                                             std::FILE* out);
+
+/// Times the runtime's fp16, bf16 and int8 encode and decode passes on this host
+/// (messages::time_codec, over the model's boundary tensor at the largest micro-batch of
+/// `request`) and adds them to `p` as [[codec]] rows for each of its devices.
+void add_codec_costs(runtime::measured_profile& p, const kernels::profile_request& request);
 
 /// The profile a job with profile = "auto" runs with: the cached file
 /// `<train.out>/profiles/<fingerprint>.toml` when there is one for this node's devices, the

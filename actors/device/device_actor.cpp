@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -90,8 +91,17 @@ void pump(self_ptr self) {
   while (st.ring && !st.ring->done()) {
     if (!st.sent_round) {
       auto c = st.ring->outgoing();
-      self->send(caf::actor_cast<device_actor>(st.next),
-                 ring_chunk{st.ring_step, c.round, std::move(c.values)});
+      const auto next = caf::actor_cast<device_actor>(st.next);
+      if (st.hop) { // leaves when the link model says its last byte arrives
+        st.hop->bytes = static_cast<double>(c.values.size() * sizeof(float));
+        const double now = st.job->real_now_s();
+        const double arrival = st.job->shaped.send(*st.hop, now).arrival_s;
+        const auto wait = std::chrono::duration<double>(std::max(0.0, arrival - now));
+        self->delayed_send(next, std::chrono::duration_cast<std::chrono::microseconds>(wait),
+                           ring_chunk{st.ring_step, c.round, std::move(c.values)});
+      } else {
+        self->send(next, ring_chunk{st.ring_step, c.round, std::move(c.values)});
+      }
       st.sent_round = true;
     }
     auto it = std::find_if(st.early.begin(), st.early.end(), [&](const ring_chunk& c) {
@@ -183,6 +193,12 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
                                             int pipeline, int stage, int index) {
   auto& st = self->state;
   st.ring_chunk_values = job->ring_chunk_values;
+  st.job = job;
+  if (job->wall() && job->mode.shape_links) {
+    const auto& parts = job->cluster->stage(pipeline, stage).ring_parts;
+    if (static_cast<size_t>(index) < parts.size())
+      st.hop = parts[static_cast<size_t>(index)];
+  }
   st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage) +
              " device " + std::to_string(index);
   const int flat = job->flat_index(pipeline, stage);

@@ -22,7 +22,8 @@ namespace deepcee::actors {
 struct device_state {
   static inline const char* name = "device";
 
-  std::string where;                     ///< "pipeline p stage s device j", for errors
+  std::string where; ///< "pipeline p stage s device j", for errors
+  std::shared_ptr<const job_context> job;
   std::unique_ptr<device_worker> worker; ///< none when its backend failed at start:
   std::string broken;                    ///< then why, the answer to every request
   caf::actor next;                       ///< the next device of the ring
@@ -33,6 +34,9 @@ struct device_state {
   bool sent_round = false;      ///< this round's chunk has gone to `next`
   bool answer_sums = false;     ///< the reduce answers with the sums (rank 0)
   size_t ring_chunk_values = 1; ///< job_context's
+  /// Shaped wall time: this device's hop of the ring (virtual_stage::ring_parts), on
+  /// which each round's chunk waits in the process's link FIFOs before it leaves.
+  std::optional<runtime::transfer_part> hop;
   caf::typed_response_promise<gradient_values> reduced;
   /// Rounds that came from the previous device before this one could apply them: the
   /// rounds of at most two steps (runtime::early_chunk_refusal).

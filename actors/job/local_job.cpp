@@ -36,6 +36,7 @@ std::shared_ptr<job_context> make_job_context(const runtime::cluster& c,
   job->cluster = std::make_shared<runtime::virtual_cluster>(
       c, profile.model(), profile, plan,
       runtime::resolve_by_simulation(c, profile.model(), profile, plan, script, train.steps));
+  job->script = script;
   job->mode = mode;
   std::vector<int> seen(c.nodes.size(), 0);
   for (const auto& d : c.devices)

@@ -21,7 +21,8 @@
 namespace deepcee::actors {
 
 /// How a job's actors keep time (DESIGN: Time). `shape_links` (wall mode only) makes every
-/// stage-to-stage transfer wait on the sender side as the cluster's link model says.
+/// transfer between devices (stage-to-stage tensors, all-reduce ring chunks) wait on the
+/// sender side as the cluster's link model says.
 struct run_mode {
   runtime::time_mode time = runtime::time_mode::virtual_time;
   bool shape_links = false;
@@ -41,9 +42,12 @@ struct tensor_path_counts {
   std::atomic<int64_t> payload_copies{0};
 };
 
-/// Shaped wall time's links: one FIFO per link for every stage of this process, so that two
-/// stages sending on one link (a WAN crossed by two pipelines) share its bandwidth. Stages
-/// on other nodes keep their own: they cannot see each other's sends.
+/// Shaped wall time's links: one FIFO per network resource (network_path.hpp: a node's
+/// interface each way, a WAN path, a node's internal link) for every transfer this process
+/// sends, activations, gradients and all-reduce ring chunks alike, so that two stages
+/// sending on one link (a WAN crossed by two pipelines) or a stage and a device's ring
+/// share its bandwidth. Senders on other nodes keep their own: they cannot see each other's
+/// sends.
 class shaped_links {
 public:
   runtime::transfer_times send(const runtime::transfer_part& part, double send_s) {
@@ -65,6 +69,9 @@ struct job_context {
   runtime::train_config train;
   std::shared_ptr<const runtime::text_corpus> corpus;
   std::shared_ptr<runtime::virtual_cluster> cluster; ///< op and link times, schedules
+  /// The job's script as given, its step events unresolved: wall time resolves them at the
+  /// steps' real starts (`cluster` has them where the simulator predicts the steps start).
+  runtime::link_timeline script;
   run_mode mode;
   /// Per cluster device: its place among its node's devices, which picks its GPU when the
   /// job runs on real ones ([train] device = "cuda"; device_backend).

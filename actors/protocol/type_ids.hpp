@@ -84,6 +84,8 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, move_atom, "move")
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::layer_holders))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::job_in_force))
 CAF_ADD_ATOM(deepcee, deepcee::actors, plan_atom, "plan")
+// A stage's op held back in wall time by a script's slowdown or stop (stage_actor.cpp).
+CAF_ADD_ATOM(deepcee, deepcee::actors, slowed_atom, "slowed")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

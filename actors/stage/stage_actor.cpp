@@ -19,6 +19,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <span>
@@ -143,6 +145,27 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
   return work;
 }
 
+/// Wall time: how much longer than its measured time an op started at `start_s` (real
+/// seconds) lasts under the script's slowdowns and node stops, as virtual time has its
+/// devices take (virtual_stage::op_duration): its devices' nominal work is what the op took
+/// for real. 0 where no script touches its devices. Throws job_stopped when a device's node
+/// stops for good or is killed first.
+double held_back_s(const stage_state& st, double start_s) {
+  const bool scripted = std::any_of(st.costs.rates.begin(), st.costs.rates.end(),
+                                    [](const auto& r) { return r.size() > 1; });
+  if (!st.job->wall() || !scripted)
+    return 0;
+  const double took = std::max(0.0, st.job->real_now_s() - start_s);
+  double slowed = took;
+  for (size_t d = 0; d < st.costs.rates.size(); ++d) {
+    const double one = runtime::work_duration(st.costs.rates[d], start_s, took);
+    if (!std::isfinite(one))
+      throw runtime::job_stopped(runtime::stopped_message(st.costs.rates[d], st.costs.nodes.at(d)));
+    slowed = std::max(slowed, one);
+  }
+  return slowed - took;
+}
+
 /// Hands `op` to the group; its answer ends the op and runs what can run next.
 void start_on_group(self_ptr self, const runtime::schedule_op& op, double start, double end,
                     const std::shared_ptr<received_tensor>& input,
@@ -157,8 +180,16 @@ void start_on_group(self_ptr self, const runtime::schedule_op& op, double start,
             auto& s = self->state;
             if (s.epoch != epoch || s.phase != stage_phase::computing)
               return; // an answer of an abandoned step
-            s.op_running = false;
             try {
+              if (const double extra = held_back_s(s, start); extra > 0) {
+                s.held = stage_state::held_op{start, end, loss, std::move(out)};
+                self->delayed_send(self,
+                                   std::chrono::duration_cast<std::chrono::microseconds>(
+                                       std::chrono::duration<double>(extra)),
+                                   slowed_atom_v, epoch);
+                return; // the op runs on until then
+              }
+              s.op_running = false;
               complete_op(self, start, end, loss, std::move(out));
               advance(self);
             } catch (const std::exception& e) {
@@ -166,6 +197,34 @@ void start_on_group(self_ptr self, const runtime::schedule_op& op, double start,
             }
           },
           group_failure{self});
+}
+
+/// The held op's time is up: it ends now, and the list goes on.
+void end_held_op(self_ptr self, uint64_t epoch) {
+  auto& s = self->state;
+  if (s.epoch != epoch || s.phase != stage_phase::computing || !s.held)
+    return; // an op of an abandoned step
+  auto held = std::move(*s.held);
+  s.held.reset();
+  s.op_running = false;
+  complete_op(self, held.start, held.end, held.loss, std::move(held.out));
+  advance(self);
+}
+
+/// Wall time under a script with step events: the events known at the start of step
+/// `step` (its step events resolved at the real starts of the steps so far, not where the
+/// simulator predicts them) time this stage's links and device rates from now on. Time
+/// events need nothing: the emulated cluster has them where wall time meets them.
+void retime_for_script(self_ptr self, int64_t step, double start_s) {
+  auto& st = self->state;
+  const auto index = static_cast<size_t>(std::max<int64_t>(step - 1, 0)); // from 0
+  // Steps this stage did not see start (a resumed job) began before this one.
+  while (st.wall_starts.size() < index)
+    st.wall_starts.push_back(start_s);
+  st.wall_starts.resize(index + 1, start_s);
+  st.wall_starts[index] = start_s;
+  st.costs = st.allocation->cluster->retimed(st.pipeline, st.stage,
+                                             st.job->script.resolve_steps(st.wall_starts));
 }
 
 /// Starts the ops of the list in order for as long as their inputs are there, one at a time
@@ -291,6 +350,8 @@ void start_step(self_ptr self, const step_start& order) {
     throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
                            std::to_string(st.step) + " runs");
   adopt_allocation(self, order.step);
+  if (st.job->wall() && st.job->script.has_step_events())
+    retime_for_script(self, order.step, order.start_time);
   const auto& plan = st.allocation->plan;
   const int m = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
   if (order.micro_batches != runtime::allocation_of(plan).micro_batches)
@@ -440,6 +501,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [=](move_atom, layer_holders& from) -> caf::result<int64_t> {
         return take_layers(self, std::move(from.stages), from.step);
       },
+      [=](slowed_atom, uint64_t epoch) { guarded(self, [&] { end_held_op(self, epoch); }); },
       [=](const rebalance& r) -> caf::result<int64_t> {
         try {
           return on_rebalance(self, r);

@@ -7,6 +7,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -64,7 +66,21 @@ void send_shares(stage_self self) {
                                st.job->stage_name(k) + " are " +
                                std::to_string(share.values.size()) +
                                " values, more than one message between nodes carries");
-    self->send(peer, std::move(share));
+    const auto part = st.costs.share_parts.find(k);
+    if (st.job->wall() && st.job->mode.shape_links && part != st.costs.share_parts.end()) {
+      // Shaped wall time: the share waits on this process's link FIFOs as a transfer from
+      // this stage's first device to the peer's, then leaves.
+      auto timed = part->second;
+      timed.bytes = static_cast<double>(share.values.size() * sizeof(float));
+      const double now = st.job->real_now_s();
+      const double wait = std::max(0.0, st.job->shaped.send(timed, now).arrival_s - now);
+      self->delayed_send(peer,
+                         std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::duration<double>(wait)),
+                         std::move(share));
+    } else {
+      self->send(peer, std::move(share));
+    }
   }
 }
 

@@ -8,9 +8,12 @@
 /// is encoded where it leaves and decoded where it arrives, both ways: stage s's F encodes
 /// its activations and stage s + 1's F decodes them; stage s + 1's B encodes the input
 /// gradient and stage s's B decodes it. Each is an elementwise pass over the boundary
-/// tensor, priced by the roofline of the device's memory bandwidth plus one launch per pass
-/// (the device class's launch_s). The simulator, the planner's estimates and the runtime's
-/// virtual time (which takes the simulator's op times) all add these same seconds.
+/// tensor. Where the profile measured the device kind's codec (profile.hpp's
+/// measured_codec: `deepcee profile` times the runtime's own encode and decode), a pass
+/// costs its measured seconds per byte of the fp32 tensor; otherwise it is priced by the
+/// roofline of the device's memory bandwidth plus one launch per pass (the device class's
+/// launch_s). The simulator, the planner's estimates and the runtime's virtual time (which
+/// takes the simulator's op times) all add these same seconds.
 namespace deepcee::runtime {
 
 /// Seconds to encode (fp32 to `c`) or decode (`c` to fp32) `samples` samples' boundary
@@ -19,9 +22,9 @@ namespace deepcee::runtime {
 /// scale per row; bf16/fp16 read once and write half; decoding reads the encoded bytes and
 /// writes fp32.
 double encode_s(const device& dev, const model_spec& model, compression c, int samples,
-                const estimate_options& options);
+                const profile_table& profile);
 double decode_s(const device& dev, const model_spec& model, compression c, int samples,
-                const estimate_options& options);
+                const profile_table& profile);
 
 /// The extra F and B seconds of a stage's device that holds `samples` rows, with the
 /// stage's incoming boundary encoded as `in` (the previous stage's send_compression; none
@@ -30,6 +33,6 @@ struct codec_seconds {
   double f = 0, b = 0;
 };
 codec_seconds stage_codec_s(const device& dev, const model_spec& model, compression in,
-                            compression out, int samples, const estimate_options& options);
+                            compression out, int samples, const profile_table& profile);
 
 } // namespace deepcee::runtime

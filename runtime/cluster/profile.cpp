@@ -104,6 +104,13 @@ profile_table::profile_table(model_spec model, estimate_options options, measure
                    ", but the plan uses " + std::string(to_string(options_.prec)));
 }
 
+const measured_codec* profile_table::codec(std::string_view kind, compression comp) const {
+  for (const auto& c : measured_.codecs)
+    if (c.device_kind == kind && c.comp == comp)
+      return &c;
+  return nullptr;
+}
+
 layer_cost profile_table::cost(std::string_view kind, int layer, int micro_batch) const {
   auto spec = find_device_kind(kind);
   if (!spec)

@@ -82,6 +82,17 @@ struct measured_link {
   int64_t line = 0;
 };
 
+/// What compressing the boundary tensor costs on a device, measured by `deepcee profile` on
+/// the runtime's own passes (messages::encode_tensor from fp32 into a message of that
+/// encoding, messages::decompress back to fp32): seconds per byte of the fp32 tensor.
+struct measured_codec {
+  std::string device_kind; ///< canonical catalogue kind
+  compression comp = compression::int8;
+  double encode_s_per_byte = 0;
+  double decode_s_per_byte = 0;
+  int64_t line = 0;
+};
+
 /// A measured profile file (TOML):
 ///
 ///     model = "gpt2-124m"     # optional: must match the planned model when given
@@ -102,6 +113,17 @@ struct measured_link {
 /// micro-batch size of each device, and the links between the nodes ([[link]]). See
 /// configs/profiles/cpu-small-measured.toml. A file without `format_version` is a
 /// hand-written partial profile, read as above.
+///
+/// Either kind may give the measured cost of compressed transfers (codec_cost.hpp uses it
+/// instead of the datasheet roofline), per device kind and encoding; a versioned file that
+/// has them declares their count (`codecs = 3`, so truncation is caught; a file written
+/// before they were measured has neither and is read as it was):
+///
+///     [[codec]]
+///     device = "CPU"
+///     compression = "int8"   # fp16 | bf16 | int8
+///     encode = 1.1e-10       # seconds per byte of the fp32 tensor
+///     decode = 4.0e-11
 struct measured_profile {
   std::filesystem::path source;
   int format_version = 0; ///< 0: hand-written, unversioned
@@ -113,6 +135,7 @@ struct measured_profile {
   std::optional<precision> prec;
   int64_t precision_line = 0;
   std::vector<measured_entry> entries;
+  std::vector<measured_codec> codecs;
 };
 
 /// Per-layer costs of one model on any device, estimated by the roofline unless the
@@ -137,6 +160,9 @@ public:
   const model_spec& model() const { return model_; }
   const estimate_options& options() const { return options_; }
   const measured_profile& measured() const { return measured_; }
+  /// The measured codec cost of `comp` on device kind `kind` (catalogue kind, matched as the
+  /// entries are), or null when the profile has none.
+  const measured_codec* codec(std::string_view kind, compression comp) const;
 
 private:
   layer_cost cost_with(const device_spec& figures, int layer, int micro_batch) const;

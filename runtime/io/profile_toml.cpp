@@ -121,9 +121,41 @@ measured_link read_link(const fs::path& file, const toml::table& t) {
   return l;
 }
 
-/// A versioned file's header: the counts it declares, so that truncation is caught.
+measured_codec read_codec(const fs::path& file, const toml::table& t) {
+  check_keys(file, t, {"device", "compression", "encode", "decode"}, "[[codec]]");
+  measured_codec c;
+  c.line = line_of(t);
+  for (const char* key : {"device", "compression", "encode", "decode"})
+    if (!t.get(key))
+      fail_at(file, t, std::string("[[codec]] needs '") + key + "'");
+  const toml::node& dev = *t.get("device");
+  const std::string kind = get_string(file, dev, "device");
+  auto spec = find_device_kind(kind);
+  if (!spec)
+    fail_at(file, dev, "unknown device kind '" + kind + "' (known: " + known_device_kinds() + ")");
+  c.device_kind = spec->kind;
+  const toml::node& comp = *t.get("compression");
+  const std::string name = get_string(file, comp, "compression");
+  const auto parsed = parse_compression(name);
+  if (!parsed || *parsed == compression::none)
+    fail_at(file, comp, "unknown compression '" + name + "' (expected fp16, bf16 or int8)");
+  c.comp = *parsed;
+  auto per_byte = [&](const char* key) {
+    const toml::node& n = *t.get(key);
+    const double v = get_quantity(file, n, key, parse_duration, 1.0, "1.1e-10 (seconds per byte)");
+    if (!(v >= 0) || !std::isfinite(v))
+      fail_at(file, n, std::string(key) + " must be seconds per byte, not negative");
+    return v;
+  };
+  c.encode_s_per_byte = per_byte("encode");
+  c.decode_s_per_byte = per_byte("decode");
+  return c;
+}
+
+/// A versioned file's header: the counts it declares, so that truncation is caught (a file
+/// written before codecs were measured declares none and has none).
 struct declared_counts {
-  int64_t entries = 0, links = 0;
+  int64_t entries = 0, links = 0, codecs = 0;
 };
 
 /// The keys a versioned file must have, and its format version.
@@ -144,6 +176,8 @@ declared_counts read_version_header(const fs::path& source, const toml::table& r
   declared_counts n;
   n.entries = get_integer(source, *root.get("entries"), "entries");
   n.links = get_integer(source, *root.get("links"), "links");
+  if (const auto* codecs = root.get("codecs"))
+    n.codecs = get_integer(source, *codecs, "codecs");
   return n;
 }
 
@@ -158,11 +192,22 @@ void check_complete(const fs::path& source, const measured_profile& p, const dec
     fail_input(source, 0,
                "truncated or edited: " + std::to_string(p.links.size()) + " [[link]] of the " +
                    std::to_string(n.links) + " it declares");
+  if (int64_t(p.codecs.size()) != n.codecs)
+    fail_input(source, 0,
+               "truncated or edited: " + std::to_string(p.codecs.size()) + " [[codec]] of the " +
+                   std::to_string(n.codecs) + " it declares");
+  const auto named = [&](const std::string& kind) {
+    return std::any_of(p.devices.begin(), p.devices.end(),
+                       [&](const measured_device& d) { return d.kind == kind; });
+  };
   for (const auto& e : p.entries)
-    if (std::none_of(p.devices.begin(), p.devices.end(),
-                     [&](const measured_device& d) { return d.kind == e.device_kind; }))
+    if (!named(e.device_kind))
       fail_input(source, e.line,
                  "an entry for device " + e.device_kind + ", which no [[device]] names");
+  for (const auto& c : p.codecs)
+    if (!named(c.device_kind))
+      fail_input(source, c.line,
+                 "a codec for device " + c.device_kind + ", which no [[device]] names");
   for (const auto& d : p.devices)
     for (layer_kind k : {layer_kind::embedding, layer_kind::block, layer_kind::head})
       for (int b : d.micro_batches)
@@ -179,8 +224,8 @@ void check_complete(const fs::path& source, const measured_profile& p, const dec
 measured_profile parse_measured_profile(std::string_view toml_text, const fs::path& source) {
   toml::table root = parse_text(toml_text, source);
   check_keys(source, root,
-             {"format_version", "model", "precision", "fingerprint", "entries", "links", "device",
-              "entry", "link"},
+             {"format_version", "model", "precision", "fingerprint", "entries", "links", "codecs",
+              "device", "entry", "link", "codec"},
              "the profile file");
   measured_profile p;
   p.source = source;
@@ -188,7 +233,7 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
   if (root.get("format_version"))
     declared = read_version_header(source, root, p);
   else
-    for (const char* key : {"fingerprint", "entries", "links", "device", "link"})
+    for (const char* key : {"fingerprint", "entries", "links", "codecs", "device", "link"})
       if (const auto* n = root.get(key))
         fail_at(source, *n,
                 std::string("'") + key + "' belongs to a versioned profile: add format_version = " +
@@ -245,6 +290,17 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
           fail_input(source, l.line, "a second [[link]] from " + l.from + " to " + l.to);
       p.links.push_back(std::move(l));
     }
+  if (const auto* codecs = tables("codec"))
+    for (const auto& item : *codecs) {
+      measured_codec c = read_codec(source, *item.as_table());
+      for (const auto& prior : p.codecs)
+        if (prior.device_kind == c.device_kind && prior.comp == c.comp)
+          fail_input(source, c.line,
+                     "a second [[codec]] for " + c.device_kind + " " +
+                         std::string(to_string(c.comp)) + " (first at line " +
+                         std::to_string(prior.line) + ")");
+      p.codecs.push_back(std::move(c));
+    }
   if (p.format_version)
     check_complete(source, p, declared);
   return p;
@@ -273,14 +329,15 @@ std::string toml_string(std::string_view s) {
 
 std::string format_measured_profile(const measured_profile& p) {
   std::string s;
-  s +=
-      "# Written by deepcee profile: see the README, `deepcee profile`. Seconds, bytes, bytes/s.\n";
+  s += "# Written by deepcee profile: see the README, `deepcee profile`. Seconds, bytes, bytes/s; "
+       "codecs: seconds per fp32 byte.\n";
   s += "format_version = " + std::to_string(profile_format_version) + "\n";
   s += "model = " + toml_string(p.model) + "\n";
   s += "precision = " + toml_string(to_string(p.prec.value_or(precision::fp32))) + "\n";
   s += "fingerprint = " + toml_string(p.fingerprint) + "\n";
   s += "entries = " + std::to_string(p.entries.size()) + "\n";
   s += "links = " + std::to_string(p.links.size()) + "\n";
+  s += "codecs = " + std::to_string(p.codecs.size()) + "\n";
   for (const auto& d : p.devices) {
     s += "\n[[device]]\nkind = " + toml_string(d.kind) + "\nidentity = " + toml_string(d.identity) +
          "\nmicro_batches = [";
@@ -298,6 +355,11 @@ std::string format_measured_profile(const measured_profile& p) {
     if (e.act_until_w)
       s += "act_until_w = " + std::to_string(*e.act_until_w) + "\n";
   }
+  for (const auto& c : p.codecs)
+    s += "\n[[codec]]\ndevice = " + toml_string(c.device_kind) +
+         "\ncompression = " + toml_string(to_string(c.comp)) +
+         "\nencode = " + number(c.encode_s_per_byte) + "\ndecode = " + number(c.decode_s_per_byte) +
+         "\n";
   for (const auto& l : p.links)
     s += "\n[[link]]\nfrom = " + toml_string(l.from) + "\nto = " + toml_string(l.to) +
          "\nlatency = " + number(l.latency_s) + "\nbandwidth = " + number(l.bandwidth_Bps) + "\n";

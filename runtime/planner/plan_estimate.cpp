@@ -65,7 +65,7 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
         continue;
       // Compressed boundaries: the device's encode and decode passes (codec_cost.hpp).
       const auto codec =
-          stage_codec_s(c.devices[size_t(d)], spec, in, out_comp, n, costs.profiles().options());
+          stage_codec_s(c.devices[size_t(d)], spec, in, out_comp, n, costs.profiles());
       const stage_figures fig = costs.stage(d, st.first_layer, st.last_layer, n, st.recompute);
       sc.f = std::max(sc.f, fig.f_s + codec.f);
       sc.b = std::max(sc.b, fig.b_s + codec.b);

@@ -43,9 +43,6 @@ struct stage_device_cost {
 
 } // namespace
 
-namespace {
-
-/// The pair's history under the timeline, drained no faster than the nodes' interfaces.
 std::vector<link_timeline::piece> capped_history(const cluster& c, const link_timeline& t, int x,
                                                  int y) {
   auto out = t.history(c, x, y);
@@ -54,8 +51,6 @@ std::vector<link_timeline::piece> capped_history(const cluster& c, const link_ti
     piece.params.bandwidth_Bps = std::min(piece.params.bandwidth_Bps, cap);
   return out;
 }
-
-} // namespace
 
 int world::pair_of(int x, int y) {
   auto [it, fresh] = pair_index.emplace(key_of(x, y), static_cast<int>(histories.size()));
@@ -216,9 +211,8 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
           it = cache.emplace(key, sum).first;
         }
         // Compressed boundaries: this device's encode and decode passes (codec_cost.hpp).
-        const auto codec =
-            stage_codec_s(dev, model, in, last ? compression::none : sp.send_compression,
-                          sp.samples[k], profile.options());
+        const auto codec = stage_codec_s(
+            dev, model, in, last ? compression::none : sp.send_compression, sp.samples[k], profile);
         // Recomputation (model_spec.hpp's with_recompute, the planner's rule too).
         const stage_figures fig = with_recompute(
             {it->second.f, it->second.b, it->second.w, it->second.act_b, it->second.act_w, 0},

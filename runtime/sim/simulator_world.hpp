@@ -113,6 +113,11 @@ struct world {
   std::vector<int> resources_of(int x, int y);
 };
 
+/// The directed pair's history under `t`, drained no faster than the two nodes'
+/// interfaces allow (nic_cap_between).
+std::vector<link_timeline::piece> capped_history(const cluster& c, const link_timeline& t, int x,
+                                                 int y);
+
 /// Lays out stages, their op costs (profile at each device's share), schedules and
 /// transfer parts.
 world build_world(const cluster& c, const model_spec& model, const profile_table& profile,

@@ -99,8 +99,24 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
       vs.rates.push_back(w.device_rates[static_cast<size_t>(d)]);
       vs.nodes.push_back(c.nodes[static_cast<size_t>(c.devices[static_cast<size_t>(d)].node)].name);
     }
+    vs.devices = st.devices;
+    const size_t n = st.devices.size();
+    for (size_t j = 0; j < n && n > 1; ++j) {
+      const int x = st.devices[j], y = st.devices[(j + 1) % n];
+      vs.ring_parts.push_back(
+          {x, y, -1, 0.0, w.histories[static_cast<size_t>(w.pair_of(x, y))], w.resources_of(x, y)});
+    }
     vs.act_parts = parts_of(w, st.act_parts);
     vs.grad_parts = parts_of(w, st.grad_parts);
+    for (size_t o = 0; o < w.stages.size(); ++o) {
+      const auto& other = w.stages[o];
+      if (other.pipeline == st.pipeline || other.last_layer <= st.first_layer ||
+          st.last_layer <= other.first_layer)
+        continue;
+      const int x = st.devices.front(), y = other.devices.front();
+      vs.share_parts[static_cast<int>(o)] = {
+          x, y, -1, 0.0, w.histories[static_cast<size_t>(w.pair_of(x, y))], w.resources_of(x, y)};
+    }
     impl_->stages[static_cast<size_t>(st.pipeline)].push_back(std::move(vs));
     impl_->flat[static_cast<size_t>(st.pipeline)].push_back(static_cast<int>(s));
   }
@@ -148,6 +164,20 @@ const pipeline_schedule& virtual_cluster::schedule(int pipeline) const {
 
 const virtual_stage& virtual_cluster::stage(int pipeline, int stage) const {
   return impl_->stages.at(static_cast<size_t>(pipeline)).at(static_cast<size_t>(stage));
+}
+
+virtual_stage virtual_cluster::retimed(int pipeline, int stage,
+                                       const link_timeline& resolved) const {
+  virtual_stage out = this->stage(pipeline, stage);
+  const auto& c = impl_->c;
+  for (auto* parts : {&out.act_parts, &out.grad_parts, &out.ring_parts})
+    for (auto& part : *parts)
+      part.history = sim_detail::capped_history(c, resolved, part.from, part.to);
+  for (auto& [stage_index, part] : out.share_parts)
+    part.history = sim_detail::capped_history(c, resolved, part.from, part.to);
+  for (size_t d = 0; d < out.devices.size(); ++d)
+    out.rates.at(d) = resolved.device_history(c, out.devices[d]);
+  return out;
 }
 
 double virtual_cluster::finish_step(const std::vector<std::vector<double>>& stage_end,

@@ -8,6 +8,7 @@
 #include "runtime/schedule/schedule.hpp"
 #include "runtime/sim/simulator.hpp"
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,15 @@ struct virtual_stage {
   std::vector<double> dev_f, dev_b, dev_w;
   std::vector<std::vector<device_piece>> rates;
   std::vector<std::string> nodes; ///< per device: its node's name, for job_stopped
+  std::vector<int> devices;       ///< the cluster's device ids, by place
+  /// With several devices: per place j, the hop of the stage's ring all-reduce from device
+  /// j to device j + 1 (mod n), as the runtime's rings run (by place), its `bytes` 0 (a
+  /// round's chunk sets them): what shaped wall time queues a ring chunk on.
+  std::vector<transfer_part> ring_parts;
+  /// The exchange of gradient shares with the holders of its layers in other pipelines: per
+  /// such stage (by flat index, pipeline by pipeline), the transfer from this stage's first
+  /// device to that stage's first device, its `bytes` 0 (a share sets them).
+  std::map<int, transfer_part> share_parts;
 
   double op_time(op_kind k) const {
     return k == op_kind::forward ? f : k == op_kind::backward_input ? b : w;
@@ -102,6 +112,11 @@ public:
   /// The op lists the simulator runs (greedy ones over the same stage costs).
   const pipeline_schedule& schedule(int pipeline) const;
   const virtual_stage& stage(int pipeline, int stage) const;
+  /// That stage under `resolved` instead of the timeline it was built with: every part's
+  /// link history and every device's rates recomputed from it (as the simulator's world
+  /// computes them), its op costs unchanged. Wall time resolves a script's step events at
+  /// the steps' real starts and times its links and slowdowns by this.
+  virtual_stage retimed(int pipeline, int stage, const link_timeline& resolved) const;
 
   /// All-reduce buckets and the optimizer of a step whose stages ended their last op at
   /// `stage_end[pipeline][stage]`: the simulator's finish_step. Returns the step's end.

@@ -33,6 +33,10 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 grep -q '^format_version = 1$' "$p" || fail "no format_version in $p"
 [[ $(grep -c '^\[\[entry\]\]' "$p") == 6 ]] || fail "expected 6 entries in $p"
+# The host's fp16, bf16 and int8 codec passes, per device measured.
+grep -q '^compression = "int8"$' "$p" || fail "no int8 [[codec]] in $p"
+[[ $(grep -c '^\[\[codec\]\]' "$p") == $(sed -n 's/^codecs = //p' "$p") ]] ||
+  fail "the [[codec]] rows of $p differ from their count"
 
 # plan and simulate read it: the CPU's costs are measured ones.
 "$deepcee" plan --cluster "$cpus" --model small --profile "$p" --json "$work/plan.json" \

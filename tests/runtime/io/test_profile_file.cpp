@@ -97,6 +97,45 @@ BOOST_AUTO_TEST_CASE(a_written_profile_reads_back) {
   BOOST_TEST(table.cost("CPU", 1, 2).act_until_w == 1400);
 }
 
+BOOST_AUTO_TEST_CASE(measured_codecs_read_back_and_price_the_passes) {
+  measured_profile p = two_sizes();
+  p.codecs = {{"CPU", compression::int8, 1.25e-10, 4.5e-11, 0},
+              {"CPU", compression::fp16, 6e-11, 3e-11, 0}};
+  const std::string text = format_measured_profile(p);
+  const measured_profile q = parse_measured_profile(text, "p.toml");
+  BOOST_TEST_REQUIRE(q.codecs.size() == 2u);
+  BOOST_TEST((q.codecs[0].comp == compression::int8));
+  BOOST_TEST((q.codecs[1].comp == compression::fp16));
+  BOOST_TEST(q.codecs[0].device_kind == "CPU");
+  BOOST_TEST(q.codecs[0].encode_s_per_byte == 1.25e-10, tt::tolerance(1e-8));
+  BOOST_TEST(q.codecs[0].decode_s_per_byte == 4.5e-11, tt::tolerance(1e-8));
+  BOOST_TEST(q.codecs[1].encode_s_per_byte == 6e-11, tt::tolerance(1e-8));
+  const profile_table table(make_model_spec(*model_preset("small"), "small"), {}, q);
+  BOOST_TEST_REQUIRE(table.codec("CPU", compression::int8) != nullptr);
+  BOOST_TEST(table.codec("CPU", compression::int8)->encode_s_per_byte == 1.25e-10,
+             tt::tolerance(1e-8));
+  BOOST_TEST(table.codec("CPU", compression::bf16) == nullptr);
+  BOOST_TEST(table.codec("T4", compression::int8) == nullptr);
+  // Truncated before the second codec; a count that disagrees; a file written before codecs
+  // were measured (no count, none) still reads.
+  const std::string second = before_nth(text, "[[codec]]", 2);
+  const std::string cut = error_of(second + text.substr(text.find("[[link]]")));
+  BOOST_TEST(cut.find("p.toml") == 0u, cut);
+  BOOST_TEST(cut.find("1 [[codec]] of the 2") != std::string::npos, cut);
+  const std::string older = format_measured_profile(two_sizes());
+  BOOST_TEST(parse_measured_profile(replaced(older, "codecs = 0\n", ""), "p.toml").codecs.empty());
+  // Bad rows: one line naming the file and the row's line.
+  BOOST_TEST(error_of(replaced(text, "\"int8\"", "\"int4\"")).find("unknown compression 'int4'") !=
+             std::string::npos);
+  BOOST_TEST(error_of(replaced(text, "\"int8\"", "\"none\"")).find("p.toml:") == 0u);
+  BOOST_TEST(error_of(replaced(text, "encode = 1.25e-10", "encode = -1")).find("not negative") !=
+             std::string::npos);
+  BOOST_TEST(error_of(replaced(text, "\"fp16\"", "\"int8\"")).find("a second [[codec]]") !=
+             std::string::npos);
+  BOOST_TEST(error_of(replaced(text, "decode = 4.5e-11\n", "")).find("needs 'decode'") !=
+             std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(another_format_version_is_refused) {
   const std::string text = format_measured_profile(two_sizes());
   const std::string e = error_of(replaced(text, "format_version = 1", "format_version = 2"));

@@ -349,8 +349,8 @@ BOOST_FIXTURE_TEST_CASE(compression_costs_encode_and_decode_compute, fixture) {
                            ? (2 * plain + packed) / dev.mem_bandwidth_Bps + 2 * launch
                            : (plain + packed) / dev.mem_bandwidth_Bps + launch;
     const double dec = (plain + packed) / dev.mem_bandwidth_Bps + launch;
-    BOOST_TEST(enc == encode_s(dev, spec, comp, 2, profile.options()), tt::tolerance(1e-12));
-    BOOST_TEST(dec == decode_s(dev, spec, comp, 2, profile.options()), tt::tolerance(1e-12));
+    BOOST_TEST(enc == encode_s(dev, spec, comp, 2, profile), tt::tolerance(1e-12));
+    BOOST_TEST(dec == decode_s(dev, spec, comp, 2, profile), tt::tolerance(1e-12));
     BOOST_TEST(with[0].f_s - none[0].f_s == enc, tt::tolerance(1e-6));
     BOOST_TEST(with[0].b_s - none[0].b_s == dec, tt::tolerance(1e-6));
     BOOST_TEST(with[1].f_s - none[1].f_s == enc + dec, tt::tolerance(1e-6));
@@ -359,7 +359,37 @@ BOOST_FIXTURE_TEST_CASE(compression_costs_encode_and_decode_compute, fixture) {
     BOOST_TEST(with[2].b_s - none[2].b_s == enc, tt::tolerance(1e-6));
     BOOST_TEST(with[0].w_s == none[0].w_s);
   }
-  BOOST_TEST(encode_s(dev, spec, compression::none, 2, profile.options()) == 0.0);
+  BOOST_TEST(encode_s(dev, spec, compression::none, 2, profile) == 0.0);
+}
+
+BOOST_FIXTURE_TEST_CASE(measured_codec_cost_replaces_the_roofline, fixture) {
+  // A profile that measured int8 (not bf16) on the cluster's device kind: int8 passes cost
+  // its seconds per fp32 byte, bf16 keeps the roofline, and the simulator charges them.
+  const auto c = make_cluster(3, 1, 1, {0, inf}, {0, inf}, {1e-3, 1e8});
+  const auto& dev = c.devices[0];
+  measured_profile m;
+  m.codecs.push_back({dev.kind, compression::int8, 2e-9, 5e-10, 0});
+  const profile_table with_codec{spec, {}, m};
+  const double plain = double(spec.transfer_bytes(2, compression::none));
+  BOOST_TEST(encode_s(dev, spec, compression::int8, 2, with_codec) == plain * 2e-9,
+             tt::tolerance(1e-12));
+  BOOST_TEST(decode_s(dev, spec, compression::int8, 2, with_codec) == plain * 5e-10,
+             tt::tolerance(1e-12));
+  BOOST_TEST(encode_s(dev, spec, compression::bf16, 2, with_codec) ==
+                 encode_s(dev, spec, compression::bf16, 2, profile),
+             tt::tolerance(1e-12));
+  BOOST_TEST(encode_s(dev, spec, compression::none, 2, with_codec) == 0.0);
+  BOOST_TEST(encode_s(dev, spec, compression::int8, 0, with_codec) == 0.0);
+  const int layers = config.n_layer + 2;
+  const auto p = pipeline_plan_of(config, {{0}, {1}, {2}}, {0, 3, 6, layers}, 2, 3,
+                                  schedule_kind::one_f_one_b, compression::int8);
+  const auto measured = simulate(c, spec, with_codec, p).stages[0][1];
+  const auto estimated = simulate(c, spec, profile, p).stages[0][1];
+  const double enc = plain * 2e-9, dec = plain * 5e-10;
+  const double roofline = encode_s(dev, spec, compression::int8, 2, profile) +
+                          decode_s(dev, spec, compression::int8, 2, profile);
+  BOOST_TEST(measured.f_s - estimated.f_s == enc + dec - roofline, tt::tolerance(1e-6));
+  BOOST_TEST(measured.b_s - estimated.b_s == enc + dec - roofline, tt::tolerance(1e-6));
 }
 
 BOOST_FIXTURE_TEST_CASE(gpipe_holds_more_activations_than_1f1b, fixture) {
