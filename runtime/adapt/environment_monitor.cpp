@@ -32,19 +32,24 @@ void environment_monitor::rebase(const plan& p) {
         expected_ops e;
         e.micro_batches = pipe.micro_batches;
         const auto& dev = cluster_.devices.at(static_cast<size_t>(st.devices[k]));
+        stage_figures plain;
         for (int layer = st.first_layer; layer < st.last_layer; ++layer) {
           const auto cost = profile_->cost(dev, layer, st.samples[k]);
-          e.f += cost.f_s;
-          e.b += cost.b_s;
-          e.w += cost.w_s;
+          plain.f_s += cost.f_s;
+          plain.b_s += cost.b_s;
+          plain.w_s += cost.w_s;
         }
-        // A compressed boundary's encode and decode passes are part of the op times the
-        // emulated cluster gives (as the simulator's world adds them), not a drift.
+        // A recomputing stage's B repeats its F, and a compressed boundary's encode and
+        // decode passes are part of the op times the emulated cluster gives (as the
+        // simulator's world adds them), not a drift.
+        const auto fig = with_recompute(plain, st.recompute, profile_->model(), st.first_layer,
+                                        st.last_layer, st.samples[k]);
         const auto codec = stage_codec_s(dev, profile_->model(), in,
                                          last ? compression::none : st.send_compression,
-                                         st.samples[k], profile_->options());
-        e.f += codec.f;
-        e.b += codec.b;
+                                         st.samples[k], *profile_);
+        e.f += fig.f_s + codec.f;
+        e.b += fig.b_s + codec.b;
+        e.w += fig.w_s;
         expected_[st.devices[k]] = e;
       }
     }
