@@ -92,13 +92,24 @@ expect_error no-token "node n0: .*--token-file" -- profile --job "$work/links.to
 [[ -e $work/no-token.toml ]] && fail "a link profile without a token wrote its file"
 openssl rand -hex 32 >"$work/token"
 export DEEPCEE_TOKEN_FILE="$work/token"
-pids=()
-for n in n0 n1 n2; do
-  "$deepcee" profile --job "$work/links.toml" --name $n --micro-batches 1 --repetitions 1 \
-    --warmup 0 --no-gpu --out "$work/links-profile.toml" >"$work/links-$n.log" 2>&1 &
-  pids+=($!)
-done
-for i in 0 1 2; do wait "${pids[$i]}" || fail "profile --name n$i: $(cat "$work/links-n$i.log")"; done
+# profile_links ATTEMPT: the three nodes' link profile; fails when any node fails.
+profile_links() {
+  local pids=() n i ok=0
+  for n in n0 n1 n2; do
+    "$deepcee" profile --job "$work/links.toml" --name $n --micro-batches 1 --repetitions 1 \
+      --warmup 0 --no-gpu --out "$work/links-profile.toml" >"$work/links-$n.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1 2; do wait "${pids[$i]}" || ok=1; done
+  return $ok
+}
+# A link profile times transfers between three processes: on a machine busy with the
+# other suites it is tried twice (and says so) before it fails.
+if ! profile_links; then
+  echo "link profile failed once, tried again: $(cat "$work"/links-n*.log | grep failed | head -3)"
+  profile_links ||
+    for n in n0 n1 n2; do fail "profile --name $n: $(cat "$work/links-$n.log")"; done
+fi
 [[ $(grep -c '^\[\[link\]\]' "$work/links-profile.toml") == 6 ]] ||
   fail "expected 6 links: $(cat "$work/links-profile.toml")"
 grep -q "link to n2: latency" "$work/links-n1.log" || fail "n1 did not say its links"
