@@ -97,7 +97,7 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     const auto r = simulate(c, model, profile, current, known, one);
     // The transfers as the runtime's pipes and stages report them, in the order sent.
     for (const auto& x : r.transfers) {
-      link_observation o{x.from, x.to, x.bytes, x.start_s, x.drained_s, x.arrival_s};
+      link_observation o = x;
       if (options.sample_noise > 0) {
         const double drain = (o.drained_s - o.start_s) *
                              noise_factor(options.sample_noise, options.seed, sample_index++);

@@ -5,6 +5,7 @@
 #include "runtime/cluster/profile.hpp"
 #include "runtime/plan/plan.hpp"
 #include "runtime/schedule/schedule.hpp"
+#include "runtime/sim/simulator.hpp"
 
 #include <map>
 #include <optional>
@@ -17,14 +18,8 @@ namespace deepcee::runtime {
 /// `from` to device `to`; the link took it at `start_s` (after the FIFO wait), its last
 /// byte left at `drained_s`, it arrived at `arrival_s`. So the bandwidth it saw is
 /// bytes / (drained - start), free of queueing, and the latency arrival - drained.
-struct link_observation {
-  int from = 0;
-  int to = 0;
-  double bytes = 0;
-  double start_s = 0;
-  double drained_s = 0;
-  double arrival_s = 0;
-};
+/// The simulator records its transfers the same way (sim_options::record_transfers).
+using link_observation = transfer_record;
 
 struct link_estimate {
   int from = 0;

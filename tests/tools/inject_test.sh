@@ -25,19 +25,7 @@ export DEEPCEE_TOKEN_FILE=$work/token
 
 # Four free ports below Linux's ephemeral range (see multiprocess_test.sh); the fourth
 # stays free: nothing listens there.
-read -r p0 p1 p2 p3 < <(python3 -c '
-import random, socket
-ports = []
-while len(ports) < 4:
-    p = random.randrange(20000, 32000)
-    with socket.socket() as x:
-        try:
-            x.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-    if p not in ports:
-        ports.append(p)
-print(*ports)')
+read -r p0 p1 p2 p3 < <(python3 "$(dirname "$0")/free_ports.py" 4)
 
 mkdir -p "$work/data"
 for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"

@@ -40,19 +40,7 @@ mkdir -p "$pki"
   node old-n1 n1 ca 0 # expires the second it is made
 ) >"$work/pki.log" 2>&1 || { echo "FAIL: openssl: $(cat "$work/pki.log")"; exit 1; }
 
-read -r p0 p1 p2 < <(python3 -c '
-import random, socket
-ports = []
-while len(ports) < 3:
-    p = random.randrange(20000, 32000)
-    with socket.socket() as x:
-        try:
-            x.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-    if p not in ports:
-        ports.append(p)
-print(*ports)')
+read -r p0 p1 p2 < <(python3 "$(dirname "$0")/free_ports.py" 3)
 
 mkdir -p "$work/data"
 for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
