@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -143,10 +144,32 @@ std::vector<pipeline_layout> grid(const std::vector<int>& devs, int pipes, int s
   return out;
 }
 
+using named_layouts = std::vector<std::pair<std::string, std::vector<pipeline_layout>>>;
+
+/// Pipelines whose stages are the groups (nodes or regions), in group order: 1, 2, 4, ...
+/// of them up to the smallest group's device count, pipeline p taking every group's
+/// devices p, p + P, p + 2P, ...
+void add_group_stages(const std::map<int, std::vector<int>>& groups, const std::string& label,
+                      named_layouts& out) {
+  size_t smallest = std::numeric_limits<size_t>::max();
+  for (const auto& [group, v] : groups)
+    smallest = std::min(smallest, v.size());
+  for (size_t pipes = 1; pipes <= smallest; pipes *= 2) {
+    std::vector<pipeline_layout> l(pipes);
+    for (const auto& [group, v] : groups)
+      for (size_t p = 0; p < pipes; ++p) {
+        std::vector<int> st;
+        for (size_t k = p; k < v.size(); k += pipes)
+          st.push_back(v[k]);
+        l[p].stages.push_back(st);
+      }
+    out.emplace_back(label + layout_name(l), l);
+  }
+}
+
 /// Layouts of every kind over one device set.
-std::vector<std::pair<std::string, std::vector<pipeline_layout>>>
-layouts_of(const cluster& c, const std::vector<int>& devs, int layers) {
-  std::vector<std::pair<std::string, std::vector<pipeline_layout>>> out;
+named_layouts layouts_of(const cluster& c, const std::vector<int>& devs, int layers) {
+  named_layouts out;
   const int n = static_cast<int>(devs.size());
   // Clusters of more than 64 devices: pipeline counts and stage counts powers of two,
   // stages up to 8 (each layout costs a simulation of hundreds of devices).
@@ -174,22 +197,8 @@ layouts_of(const cluster& c, const std::vector<int>& devs, int layers) {
     by_node[c.devices[size_t(d)].node].push_back(d);
     by_region[c.devices[size_t(d)].region].push_back(d);
   }
-  if (by_node.size() > 1 && static_cast<int>(by_node.size()) <= layers) {
-    size_t smallest = devs.size();
-    for (const auto& [node, v] : by_node)
-      smallest = std::min(smallest, v.size());
-    for (size_t pipes = 1; pipes <= smallest; pipes *= 2) {
-      std::vector<pipeline_layout> l(pipes);
-      for (const auto& [node, v] : by_node)
-        for (size_t p = 0; p < pipes; ++p) {
-          std::vector<int> st;
-          for (size_t k = p; k < v.size(); k += pipes)
-            st.push_back(v[k]);
-          l[p].stages.push_back(st);
-        }
-      out.emplace_back("node-stages " + layout_name(l), l);
-    }
-  }
+  if (by_node.size() > 1 && static_cast<int>(by_node.size()) <= layers)
+    add_group_stages(by_node, "node-stages ", out);
   if (by_region.size() > 1) {
     // Per-region pipelines: each region its own pipelines of one stage per node; no
     // pipeline crosses the WAN.
@@ -212,22 +221,8 @@ layouts_of(const cluster& c, const std::vector<int>& devs, int layers) {
       }
       out.emplace_back(per_node ? "region-pipes (node stages)" : "region-pipes (dp)", l);
     }
-    // Region stages: one pipeline (or one per device of the smallest region) whose stages
-    // are the regions.
-    size_t smallest = devs.size();
-    for (const auto& [region, v] : by_region)
-      smallest = std::min(smallest, v.size());
-    for (size_t pipes = 1; pipes <= smallest; pipes *= 2) {
-      std::vector<pipeline_layout> l(pipes);
-      for (const auto& [region, v] : by_region)
-        for (size_t p = 0; p < pipes; ++p) {
-          std::vector<int> st;
-          for (size_t k = p; k < v.size(); k += pipes)
-            st.push_back(v[k]);
-          l[p].stages.push_back(st);
-        }
-      out.emplace_back("region-stages " + layout_name(l), l);
-    }
+    // Region stages: pipelines whose stages are the regions.
+    add_group_stages(by_region, "region-stages ", out);
   }
   return out;
 }

@@ -9,19 +9,7 @@ configs=$2
 cluster=$configs/clusters/cee-small.toml
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect_error() {  # NAME PATTERN -- ARGS...
-  local name=$1 pattern=$2
-  shift 3
-  local err rc
-  err=$("$deepcee" "$@" 2>&1 >/dev/null)
-  rc=$?
-  [[ $rc == 2 ]] || fail "$name: exit code $rc, expected 2 ($err)"
-  [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "$name: expected one line, got: $err"
-  [[ $err =~ $pattern ]] || fail "$name: '$err' does not match '$pattern'"
-}
+source "$(dirname "$0")/test_lib.sh"
 
 for sub in plan simulate; do
   "$deepcee" $sub --help >/dev/null || fail "deepcee $sub --help"

@@ -10,19 +10,7 @@ configs=$2
 cpus=$configs/clusters/cpu-loopback.toml
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect_error() {  # NAME PATTERN -- ARGS...
-  local name=$1 pattern=$2
-  shift 3
-  local err rc
-  err=$("$deepcee" "$@" 2>&1 >/dev/null)
-  rc=$?
-  [[ $rc == 2 ]] || fail "$name: exit code $rc, expected 2 ($err)"
-  [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "$name: expected one line, got: $err"
-  [[ $err =~ $pattern ]] || fail "$name: '$err' does not match '$pattern'"
-}
+source "$(dirname "$0")/test_lib.sh"
 
 p=$work/p.toml
 "$deepcee" profile --model small --micro-batches 1,2 --repetitions 1 --warmup 0 --out "$p" \
@@ -73,18 +61,7 @@ cluster = "$cpus"
 model = "small"
 coordinator = "n0"
 connect_timeout = 10
-[[node]]
-name = "n0"
-host = "127.0.0.1"
-port = 29617
-[[node]]
-name = "n1"
-host = "127.0.0.1"
-port = 29618
-[[node]]
-name = "n2"
-host = "127.0.0.1"
-port = 29619
+$(loopback_nodes 29617 29618 29619)
 TOML
 # Without the job's token (nor --insecure) a link profile is refused like a node.
 expect_error no-token "node n0: .*--token-file" -- profile --job "$work/links.toml" --name n0 \

@@ -11,11 +11,9 @@ deepcee=$1
 configs=$(cd "$2" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"
 
-mkdir -p "$work/data"
-for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+write_corpus "$work/data"
 # The local cluster's job (two pipelines of 3 and 2 stages) in one process.
 cat >"$work/job.toml" <<TOML
 name = "cli-run-test"

@@ -7,20 +7,7 @@ set -u
 deepcee=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect_error NAME PATTERN -- ARGS...: exit code 2, one stderr line matching PATTERN.
-expect_error() {
-  local name=$1 pattern=$2
-  shift 3
-  local err rc
-  err=$("$deepcee" "$@" 2>&1 >/dev/null)
-  rc=$?
-  [[ $rc == 2 ]] || fail "$name: exit code $rc, expected 2 ($err)"
-  [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "$name: expected one line, got: $err"
-  [[ $err =~ $pattern ]] || fail "$name: '$err' does not match '$pattern'"
-}
+source "$(dirname "$0")/test_lib.sh"
 
 # A small corpus and a tiny model, so the run takes seconds.
 mkdir -p "$work/data"

@@ -18,8 +18,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"
 (umask 077 && openssl rand -hex 32 >"$work/token" && openssl rand -hex 32 >"$work/other-token")
 export DEEPCEE_TOKEN_FILE=$work/token
 
@@ -27,8 +26,7 @@ export DEEPCEE_TOKEN_FILE=$work/token
 # stays free: nothing listens there.
 read -r p0 p1 p2 p3 < <(python3 "$(dirname "$0")/free_ports.py" 4)
 
-mkdir -p "$work/data"
-for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+write_corpus "$work/data"
 
 # A static run (adapt = false): the step times follow the script alone, as the simulator's.
 steps=1500 # about 100 steps a second: the injections land mid-run
@@ -40,18 +38,7 @@ cluster = "$configs/local-cluster/cluster.toml"
 plan = "$configs/local-cluster/plan.json"
 coordinator = "n0"
 connect_timeout = 20
-[[node]]
-name = "n0"
-host = "127.0.0.1"
-port = $p0
-[[node]]
-name = "n1"
-host = "127.0.0.1"
-port = $p1
-[[node]]
-name = "n2"
-host = "127.0.0.1"
-port = $p2
+$(loopback_nodes $p0 $p1 $p2)
 [train]
 seed = 7
 steps = $steps

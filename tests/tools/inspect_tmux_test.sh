@@ -17,11 +17,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"
 
-mkdir -p "$work/data"
-for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+write_corpus "$work/data"
 # Many steps of a tiny model: the job lives long enough to be watched (it is interrupted at
 # the end).
 cat >"$work/job.toml" <<TOML

@@ -17,8 +17,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"
 # Every node of these jobs holds the same token (runtime/gate); section 12 tries others.
 (umask 077 && openssl rand -hex 32 >"$work/token")
 export DEEPCEE_TOKEN_FILE=$work/token
@@ -27,8 +26,7 @@ export DEEPCEE_TOKEN_FILE=$work/token
 # outgoing connection may be given the very port another node is about to listen on.
 read -r p0 p1 p2 < <(python3 "$(dirname "$0")/free_ports.py" 3)
 
-mkdir -p "$work/data"
-for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+write_corpus "$work/data"
 
 # write_job FILE STEPS SEED CONNECT_TIMEOUT [PLAN [EXTRA_TOP_LEVEL_LINE]]
 write_job() {
@@ -40,18 +38,7 @@ plan = "${5:-$configs/local-cluster/plan.json}"
 coordinator = "n0"
 connect_timeout = $4
 ${6:-}
-[[node]]
-name = "n0"
-host = "127.0.0.1"
-port = $p0
-[[node]]
-name = "n1"
-host = "127.0.0.1"
-port = $p1
-[[node]]
-name = "n2"
-host = "127.0.0.1"
-port = $p2
+$(loopback_nodes $p0 $p1 $p2)
 [train]
 seed = $3
 steps = $2

@@ -15,8 +15,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"
 (umask 077 && openssl rand -hex 32 >"$work/token")
 export DEEPCEE_TOKEN_FILE=$work/token
 
@@ -42,8 +41,7 @@ mkdir -p "$pki"
 
 read -r p0 p1 p2 < <(python3 "$(dirname "$0")/free_ports.py" 3)
 
-mkdir -p "$work/data"
-for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+write_corpus "$work/data"
 
 # write_job FILE STEPS CONNECT_TIMEOUT SECURITY N0 N1 N2: N0..N2 name each node's
 # certificate file (pki/N.pem and pki/N.key, relative to the job file) in its [[node]]

@@ -24,8 +24,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"
 finish() {
   if [[ $failures -gt 0 ]]; then
     echo "$failures failure(s)"
@@ -35,8 +34,7 @@ finish() {
   exit 0
 }
 
-mkdir -p "$work/data"
-for i in $(seq 1 400); do echo "line $i: pipeline stages send activations to the next node, gradients back"; done >"$work/data/a.txt"
+write_corpus "$work/data"
 # The local cluster's job (two pipelines of 3 and 2 stages, links inside a node and across
 # the WAN): a tiny model, steps enough to outlast the test; it is stopped with Ctrl-C.
 cat >"$work/job.toml" <<TOML
