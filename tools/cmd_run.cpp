@@ -200,21 +200,6 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
                   s.error.c_str());
 }
 
-/// The job's script as the run meets it: its step events placed where the simulator
-/// predicts those steps start, which virtual and dry time follow. Wall time's steps take
-/// what they take, so a script there must give times.
-runtime::link_timeline script_of(const resolved_job& r) {
-  const auto& job = r.job;
-  if (job.time == runtime::time_mode::wall && job.script.has_step_events())
-    for (const auto& e : job.script.describe(job.cluster))
-      if (e.at_step)
-        runtime::fail_input(*job.script_path, e.line,
-                            "'step' events need time = \"virtual\" or \"dry\" (wall time's "
-                            "steps take what they take: give 'at')");
-  return runtime::resolve_by_simulation(job.cluster, r.profile.model(), r.profile, r.plan,
-                                        job.script, job.train.steps);
-}
-
 int run_job(const run_options& o) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
   const auto r = resolve_job(path, {o.steps, o.seed, o.plan, o.profile}, true);
@@ -229,7 +214,7 @@ int run_job(const run_options& o) {
   caf::actor_system sys{cfg};
   print_time_mode(job);
   const auto step_timeout = std::chrono::seconds(o.step_timeout_s);
-  const auto script = script_of(r);
+  const auto& script = job.script; // step events: at the steps' real starts (coordinator)
   actors::local_job run(sys, job.cluster, r.profile, r.plan, job.train, r.corpus, step_timeout,
                         {job.time, job.shape_links, job.adapt}, script);
   job_steps steps(sys, run.wired(), 2 * step_timeout, o.trace_steps);

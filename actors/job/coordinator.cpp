@@ -160,12 +160,15 @@ void allocate_then_start(self_ptr self, std::optional<rebalance> order) {
     start_stages(self);
 }
 
-/// The injected events due at this step's start (runtime::take_injected), taken off the
-/// waiting injections; those left with none are `answered` once the events are in force.
+/// The events due at this step's start (runtime::take_injected): the job's step events of
+/// this step, then those taken off the waiting injections (what came later wins); the
+/// injections left with none are `answered` once the events are in force.
 runtime::link_timeline take_due(coordinator_state& st, double start_s,
                                 std::vector<caf::typed_response_promise<int64_t>>& answered) {
-  runtime::link_timeline due;
   const int next = static_cast<int>(st.result.step - 1); // take_injected counts from 0
+  auto scripted = runtime::take_injected(st.scripted, next, start_s);
+  runtime::link_timeline due = std::move(scripted.due);
+  st.scripted = std::move(scripted.pending);
   for (auto it = st.injections.begin(); it != st.injections.end();) {
     auto split = runtime::take_injected(it->events, next, start_s);
     due = runtime::merged(due, split.due);
@@ -180,21 +183,25 @@ runtime::link_timeline take_due(coordinator_state& st, double start_s,
   return due;
 }
 
-/// Puts the injected events due now in force on every stage (each passes them to its
-/// pipes) before the step starts, then answers their injectors with the step.
-void inject_then_start(self_ptr self, std::optional<rebalance> order) {
+/// Puts the events due now in force on every stage (each passes them to its pipes) before
+/// the step starts, then answers their injectors with the step. After a re-plan (`replanned`)
+/// the new stages get the script in force even when nothing is due: those on other nodes
+/// were built from the job's own script.
+void inject_then_start(self_ptr self, std::optional<rebalance> order, bool replanned = false) {
   auto& st = self->state;
   std::vector<caf::typed_response_promise<int64_t>> answered;
   const double start_s = st.job->wall() ? st.job->real_now_s() : st.clock_s;
   auto due = take_due(st, start_s, answered);
-  if (due.empty()) {
+  if (due.empty() && !(replanned && !st.script.empty())) {
     allocate_then_start(self, std::move(order));
     return;
   }
   const auto step = st.result.step;
-  st.script = runtime::merged(st.script, due);
-  st.cluster = st.cluster->with_plan(st.plan, st.script);
-  st.result.injected.push_back({step, std::move(due)});
+  if (!due.empty()) {
+    st.script = runtime::merged(st.script, due);
+    st.cluster = st.cluster->with_plan(st.plan, st.script);
+    st.result.injected.push_back({step, std::move(due)});
+  }
   const script_update update{step, st.script};
   auto acks = std::make_shared<size_t>(0);
   auto waiting =
@@ -280,6 +287,7 @@ coordinator_actor::behavior_type coordinator_behavior(
   st.plan = st.job->plan;
   st.cluster = st.job->cluster;
   st.script = st.cluster->timeline();
+  st.scripted = runtime::split_step_events(st.job->script).pending;
   st.stages = std::move(stages);
   if (!stage_nodes.empty())
     for (size_t k = 0; k < st.stages.size(); ++k)
@@ -329,7 +337,7 @@ coordinator_actor::behavior_type coordinator_behavior(
           st.ordered.erase(st.ordered.begin(), st.ordered.upper_bound(step));
           order.effective_step = step;
           replan_then(
-              self, std::move(order), [=] { inject_then_start(self, std::nullopt); },
+              self, std::move(order), [=] { inject_then_start(self, std::nullopt, true); },
               [=](error_code code, const std::string& why) { fail_step(self, code, why); });
         } else {
           std::optional<rebalance> order;

@@ -44,9 +44,11 @@ struct coordinator_state {
   std::vector<caf::strong_actor_ptr> devices_apart; ///< by slot: stage_wiring's `devices`
   std::vector<caf::strong_actor_ptr> replanners;    ///< by node: stage_wiring's `replanners`
   int64_t next_step = 1;                            ///< the first step that has not started
-  /// The script in force (the job's, step events resolved, with the injected events merged
-  /// in), and injected events still waiting for their step with who asked.
+  /// The script in force (the job's time events, with its step events and the injected
+  /// events merged in as their steps started), the job's step events of steps that have not
+  /// started, and injected events still waiting for their step with who asked.
   runtime::link_timeline script;
+  runtime::link_timeline scripted;
   struct injection {
     runtime::link_timeline events;
     caf::typed_response_promise<int64_t> answer;
@@ -66,6 +68,9 @@ struct coordinator_state {
 /// stage gets (and its pipes from it) and acknowledges; then the injector is answered with
 /// the step, and the step's result carries the events (step_result::injected). Step events
 /// of a later step wait for theirs; the answer comes once the last of them is in force.
+/// The job's own step events (job_context::script) take the same way at the same boundary,
+/// before the injected ones: a step event happens when the run starts its step (after a
+/// re-plan's moves), on the job's clock in every time mode, and the stages resolve nothing.
 /// A `rebalance` orders an allocation from its effective step on (the first step that has
 /// not started, when that one has): the answer is the step it takes effect at. Before that
 /// step's step_start every stage gets the rebalance and acknowledges it.

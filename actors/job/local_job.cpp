@@ -31,11 +31,10 @@ std::shared_ptr<job_context> make_job_context(const runtime::cluster& c,
   job->train = train;
   job->train.model = plan.model;
   job->corpus = std::move(corpus);
-  // Step events land where the simulator predicts their steps start, which virtual and dry
-  // time follow; every node of a job resolves them alike.
-  job->cluster = std::make_shared<runtime::virtual_cluster>(
-      c, profile.model(), profile, plan,
-      runtime::resolve_by_simulation(c, profile.model(), profile, plan, script, train.steps));
+  // The time events from the start; the coordinator puts each step event in force when the
+  // run starts its step (coordinator.hpp), in every time mode and on every node alike.
+  job->cluster = std::make_shared<runtime::virtual_cluster>(c, profile.model(), profile, plan,
+                                                            runtime::split_step_events(script).due);
   job->script = script;
   job->mode = mode;
   std::vector<int> seen(c.nodes.size(), 0);

@@ -69,8 +69,8 @@ struct job_context {
   runtime::train_config train;
   std::shared_ptr<const runtime::text_corpus> corpus;
   std::shared_ptr<runtime::virtual_cluster> cluster; ///< op and link times, schedules
-  /// The job's script as given, its step events unresolved: wall time resolves them at the
-  /// steps' real starts (`cluster` has them where the simulator predicts the steps start).
+  /// The job's script as given. `cluster` follows its time events; the coordinator puts its
+  /// step events in force at the real starts of their steps (coordinator.hpp).
   runtime::link_timeline script;
   run_mode mode;
   /// Per cluster device: its place among its node's devices, which picks its GPU when the

@@ -168,8 +168,9 @@ struct step_result {
   std::vector<int32_t> op_stage;        ///< flat stage index of each op
   int64_t dropped = 0;                  ///< malformed messages the stages dropped so far
   std::vector<finish_span> finish;      ///< after compute_end_s, until end_s
-  /// The events injected into the job (`deepcee inject`) that took effect at this step's
-  /// start, as one script_update of this step: none, or one.
+  /// The events that took effect at this step's start, as one script_update of this step
+  /// (none, or one): the job's own step events of this step, then those injected into it
+  /// (`deepcee inject`).
   std::vector<messages::script_update> injected;
 };
 

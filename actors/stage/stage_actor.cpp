@@ -151,9 +151,7 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
 /// for real. 0 where no script touches its devices. Throws job_stopped when a device's node
 /// stops for good or is killed first.
 double held_back_s(const stage_state& st, double start_s) {
-  const bool scripted = std::any_of(st.costs.rates.begin(), st.costs.rates.end(),
-                                    [](const auto& r) { return r.size() > 1; });
-  if (!st.job->wall() || !scripted)
+  if (!st.job->wall() || !st.costs.scripted())
     return 0;
   const double took = std::max(0.0, st.job->real_now_s() - start_s);
   double slowed = took;
@@ -209,22 +207,6 @@ void end_held_op(self_ptr self, uint64_t epoch) {
   s.op_running = false;
   complete_op(self, held.start, held.end, held.loss, std::move(held.out));
   advance(self);
-}
-
-/// Wall time under a script with step events: the events known at the start of step
-/// `step` (its step events resolved at the real starts of the steps so far, not where the
-/// simulator predicts them) time this stage's links and device rates from now on. Time
-/// events need nothing: the emulated cluster has them where wall time meets them.
-void retime_for_script(self_ptr self, int64_t step, double start_s) {
-  auto& st = self->state;
-  const auto index = static_cast<size_t>(std::max<int64_t>(step - 1, 0)); // from 0
-  // Steps this stage did not see start (a resumed job) began before this one.
-  while (st.wall_starts.size() < index)
-    st.wall_starts.push_back(start_s);
-  st.wall_starts.resize(index + 1, start_s);
-  st.wall_starts[index] = start_s;
-  st.costs = st.allocation->cluster->retimed(st.pipeline, st.stage,
-                                             st.job->script.resolve_steps(st.wall_starts));
 }
 
 /// Starts the ops of the list in order for as long as their inputs are there, one at a time
@@ -350,8 +332,6 @@ void start_step(self_ptr self, const step_start& order) {
     throw std::logic_error("step " + std::to_string(order.step) + " started while step " +
                            std::to_string(st.step) + " runs");
   adopt_allocation(self, order.step);
-  if (st.job->wall() && st.job->script.has_step_events())
-    retime_for_script(self, order.step, order.start_time);
   const auto& plan = st.allocation->plan;
   const int m = plan.pipelines[static_cast<size_t>(st.pipeline)].micro_batches;
   if (order.micro_batches != runtime::allocation_of(plan).micro_batches)

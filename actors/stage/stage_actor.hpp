@@ -88,10 +88,6 @@ struct stage_state {
   std::shared_ptr<const runtime::token_batch> batch; ///< first and last stages
   std::map<int, outgoing_tensor> pending_grad_out;   ///< fused: sent when W ends
   std::vector<op_record> records;
-  /// Wall time with a script: the real start of each step so far (the script counts steps
-  /// from 0), at which its step events are resolved (runtime::link_timeline::resolve_steps);
-  /// `costs` then carries the links and device rates of that resolved script.
-  std::vector<double> wall_starts;
   /// Wall time: the op that the script's slowdown or stop holds back until `slowed` comes.
   struct held_op {
     double start = 0, end = 0, loss = 0;

@@ -13,11 +13,12 @@
 # with the script under [inject]: `adapt = false` (static) and `adapt = true` (adaptive);
 # their metrics give samples/s per step. `deepcee simulate --adaptive` adds its prediction
 # of the adaptive run (re-plans allowed, which the running job does not do yet). Writes
-# OUT_DIR/NAME-TARGET.csv (step, static, adaptive, simulated adaptive samples/s, the
-# injected event) and .png (the curves, the events marked), and prints one line per target:
-# mean samples/s during the disturbance (from 2 steps after its first event to its last)
-# and after it (from 5 steps after), and, for a script with a `# disturbed:` line, the
-# reference: the planner's plan for the disturbed cluster, simulated.
+# OUT_DIR/NAME-TARGET.csv (run, step, start, end, samples/s) and .png (the curves per
+# step, the events marked), and prints one line per target: mean samples/s during the
+# disturbance (from 2 steps after its first event to its last) and after it (from 5 steps
+# after), and, for a script with a `# disturbed:` line, the reference: the planner's plan for
+# the disturbed cluster, simulated. A script's `step = N` happens when each run starts its
+# own step N (however fast the steps before went), so the runs compare step by step.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 configs="$(cd "$here/.." && pwd)"
@@ -79,22 +80,16 @@ one() { # $1 target, $2 cluster file, $3 model, $4 batch, $5 plan ("auto" or a f
   [[ -f "$script" ]] || { echo "run.sh: no experiment '$name' ($script)" >&2; exit 2; }
   local plan
   plan="$(plan_of "$target" "$cluster" "$model" "$batch" "$5")"
-  # The static run, then the adaptive one long enough to cover the same virtual time: the
-  # network changes at the same moments for both (a script's `step = N` is where the static
-  # plan's step N starts: the runtime resolves it so), and a faster run meets them at a
-  # later step.
-  # (Up to 1.5x the undisturbed plan's speed, and the rows past the static run's end cut.)
-  local fixed adaptive end more
+  # The static run and the adaptive one, the same steps; the disturbance at the same steps.
+  local fixed adaptive
   fixed="$(run_job "$base/static" false "$cluster" "$plan" "$model" "$batch" "$script" "$steps")"
-  end="$(awk -F, '$1 ~ /^[0-9]+$/ {t = $6} END {print t}' "$fixed")"
-  more="$(awk -F, -v end="$end" '$1 == 1 {printf "%d", 1.5 * end / $5 + 5}' "$fixed")"
   adaptive="$(run_job "$base/adaptive" true "$cluster" "$plan" "$model" "$batch" "$script" \
-    "$more")"
+    "$steps")"
   "$deepcee" simulate --cluster "$cluster" --plan "$plan" --timeline "$script" \
     --steps "$steps" --adaptive > "$base/simulate.txt"
-  # Events at their virtual times (the static run's events.csv).
+  # Events at their steps (the static run's events.csv).
   awk -F, 'NR > 1 {e = $0; sub(/^[^,]*,[^,]*,/, "", e); gsub(/,/, ";", e);
-                   if ($2 in ev) ev[$2] = ev[$2] "; " e; else { ev[$2] = e; order[++n] = $2 } }
+                   if ($1 in ev) ev[$1] = ev[$1] "; " e; else { ev[$1] = e; order[++n] = $1 } }
            END {for (k = 1; k <= n; ++k) print order[k] "\t" ev[order[k]]}' \
     "$base/static/run/events.csv" > "$base.events"
   # One row per step of each run: run, step, its start and end (virtual s), samples/s. The
@@ -102,7 +97,7 @@ one() { # $1 target, $2 cluster file, $3 model, $4 batch, $5 plan ("auto" or a f
   {
     echo "run,step,start_s,end_s,samples_per_s"
     for r in static adaptive; do
-      awk -F, -v run="$r" -v end="$end" '$1 ~ /^[0-9]+$/ && $6 - $5 < end - 1e-9 {
+      awk -F, -v run="$r" '$1 ~ /^[0-9]+$/ {
                printf "%s,%d,%.6f,%.6f,%.4f\n", run, $1, $6 - $5, $6, $7 }' \
         "$base/$r/run/metrics.csv"
     done
@@ -112,19 +107,17 @@ one() { # $1 target, $2 cluster file, $3 model, $4 batch, $5 plan ("auto" or a f
            start = sec($2, $3); dur = sec($4, $5)
            printf "simulated,%d,%.6f,%.6f,%s\n", $1 + 1, start, start + dur, $6 }' "$base/simulate.txt"
   } > "$base.csv"
-  # Means during the disturbance (steps that start 2 steps of their run after its first event
-  # and end by its last) and after it (from 5 steps of the run after the last event).
+  # Means during the disturbance (from 2 steps after its first event to the step before its
+  # last) and after it (from 5 steps after the last event).
   local first last
   first="$(head -1 "$base.events" | cut -f1)"
   last="$(tail -1 "$base.events" | cut -f1)"
-  [[ "$first" == "$last" ]] && last="$end"
+  [[ "$first" == "$last" ]] && last=$((steps + 1))
   local summary
-  summary="$(awk -F, -v t0="$first" -v t1="$last" -v end="$end" '
+  summary="$(awk -F, -v s0="$first" -v s1="$last" '
     NR == 1 { next }
-    $1 != run { run = $1; seen0 = seen1 = 0 }
-    { if ($3 >= t0) ++seen0; if ($3 >= t1) ++seen1 }
-    seen0 > 2 && $4 <= t1 { d[run] += $5; dn[run]++ }
-    seen1 > 5 && t1 < end { a[run] += $5; an[run]++ }
+    $2 >= s0 + 2 && $2 < s1 { d[$1] += $5; dn[$1]++ }
+    $2 >= s1 + 5 { a[$1] += $5; an[$1]++ }
     END { if (dn["static"] && dn["adaptive"])
             printf "during: static %.1f, adaptive %.1f samples/s (%.2fx), simulated adaptive %.1f",
                    d["static"] / dn["static"], d["adaptive"] / dn["adaptive"],
@@ -152,14 +145,14 @@ set terminal pngcairo size 900,450 font ",10"
 set output "$base.png"
 set datafile separator ","
 set key bottom right
-set xlabel "virtual time (s)"
+set xlabel "step"
 set ylabel "samples/s (emulated, dry time)"
 set title "${name} on ${target}: deepcee run, static vs adaptive"
 set logscale y
 $(cut -f1 "$base.events" | while read -r t; do echo "set arrow from $t, graph 0 to $t, graph 1 nohead dt 2 lc rgb 'gray40'"; done)
-plot "< grep ^static, $base.csv" using 3:5 with steps lw 2 title "static (runtime)", \
-     "< grep ^adaptive, $base.csv" using 3:5 with steps lw 2 title "adaptive (runtime)", \
-     "< grep ^simulated, $base.csv" using 3:5 with steps dt 3 lc rgb 'gray50' title "adaptive (simulator, re-plans allowed)"
+plot "< grep ^static, $base.csv" using 2:5 with steps lw 2 title "static (runtime)", \
+     "< grep ^adaptive, $base.csv" using 2:5 with steps lw 2 title "adaptive (runtime)", \
+     "< grep ^simulated, $base.csv" using 2:5 with steps dt 3 lc rgb 'gray50' title "adaptive (simulator, re-plans allowed)"
 GP
   echo "$name $target: $summary ($base.csv, $base.png)"
 }

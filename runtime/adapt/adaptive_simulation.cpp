@@ -72,10 +72,9 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     t += dt;
   }
 
-  // A step event is a time: where the static plan's step starts, as a running job resolves
-  // its script (make_job_context). The network does not know how fast the job goes, so
-  // static and adaptive runs meet each change at the same moment.
-  const link_timeline known = resolve_by_simulation(c, model, profile, p, timeline, options.steps);
+  // A step event happens when the adapted run starts that step's ops (after a re-plan's
+  // moves), by the rule the coordinator follows at its step boundaries (take_injected).
+  auto [in_force, waiting] = split_step_events(timeline);
   step_adapter adapter(c, model, profile, p, options.band, 9, options.policy);
   plan current = p;
   std::optional<adapt_decision> pending;
@@ -94,7 +93,10 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     sim_options one;
     one.start_s = t + move_s;
     one.record_transfers = true;
-    const auto r = simulate(c, model, profile, current, known, one);
+    auto reached = take_injected(waiting, k, one.start_s);
+    in_force = merged(in_force, reached.due);
+    waiting = std::move(reached.pending);
+    const auto r = simulate(c, model, profile, current, in_force, one);
     // The transfers as the runtime's pipes and stages report them, in the order sent.
     for (const auto& x : r.transfers) {
       link_observation o = x;

@@ -51,9 +51,11 @@ std::vector<link_observation> observed_transfers(const cluster& c, const model_s
 /// The adapter in the simulator: step k runs under the timeline, and the running adapter's
 /// rule (step_adapter) reads the transfers the simulation records and each stage's compute,
 /// deciding at the step's end when a drift began or ended; its decision takes effect at the
-/// next step boundary, as the runtime applies it. A script's step events land where the
-/// static plan's steps start (resolve_by_simulation), as a running job resolves them. A
-/// re-plan's state moves are charged to the step it starts.
+/// next step boundary, as the runtime applies it. A script's step event happens when the
+/// adapted run starts its step's ops (take_injected at every boundary, as the runtime's
+/// coordinator takes it), so it meets the event at another time than the static run when
+/// decisions changed the steps before. A re-plan's state moves are charged to the step it
+/// starts (and come before its step events).
 adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
                                   const profile_table& profile, const plan& p,
                                   const link_timeline& timeline, const adaptive_options& options);

@@ -206,6 +206,18 @@ injection_split take_injected(const link_timeline& injected, int next_step, doub
           link_timeline(std::move(links_later), std::move(devices_later), std::move(nodes_later))};
 }
 
+injection_split split_step_events(const link_timeline& script) {
+  const auto part = [](const auto& events, bool stepped) {
+    auto out = events;
+    std::erase_if(out, [&](const auto& e) { return e.at_step.has_value() != stepped; });
+    return out;
+  };
+  return {link_timeline(part(script.changes(), false), part(script.device_changes(), false),
+                        part(script.node_changes(), false)),
+          link_timeline(part(script.changes(), true), part(script.device_changes(), true),
+                        part(script.node_changes(), true))};
+}
+
 namespace {
 
 bool within(int index, size_t count) {

@@ -139,6 +139,12 @@ struct injection_split {
 /// its own boundary. Throws std::invalid_argument on a negative step or a non-finite start.
 injection_split take_injected(const link_timeline& injected, int next_step, double start_s);
 
+/// A job's own script as the run starts: `due` holds its time events (in force from the
+/// start, each at its time), `pending` its step events. A run takes those with take_injected
+/// at every step boundary, as injected ones, so that a step event happens when the run
+/// really starts its step (the coordinator, simulate_adaptive), however fast it goes.
+injection_split split_step_events(const link_timeline& script);
+
 /// Throws std::invalid_argument naming the first event (by its line) whose region, node or
 /// device index is not one of `c`'s: a script that arrived in a message is checked so
 /// before it is used.

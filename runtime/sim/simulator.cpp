@@ -181,26 +181,6 @@ double step_engine::run(double t0, std::vector<double>& stage_end) {
 
 } // namespace
 
-link_timeline resolve_by_simulation(const cluster& c, const model_spec& model,
-                                    const profile_table& profile, const plan& p,
-                                    const link_timeline& script, int steps) {
-  if (!script.has_step_events())
-    return script;
-  std::vector<double> starts;
-  double t = 0;
-  for (int k = 0; k < steps; ++k) {
-    starts.push_back(t);
-    sim_options one;
-    one.start_s = t;
-    try {
-      t += simulate(c, model, profile, p, script.resolve_steps(starts), one).step_time_s;
-    } catch (const job_stopped&) {
-      break;
-    }
-  }
-  return script.resolve_steps(starts);
-}
-
 sim_result simulate(const cluster& c, const model_spec& model, const profile_table& profile,
                     const plan& p, const link_timeline& timeline, const sim_options& options) {
   validate_plan(p, static_cast<int>(c.devices.size()), "plan");

@@ -76,13 +76,6 @@ struct sim_options {
   greedy_options greedy; ///< for pipelines with schedule_kind::greedy
 };
 
-/// The script with its step events placed where the simulator predicts those steps start
-/// (the first `steps` steps of `p`; a kill ends the prediction, and later step events stay
-/// out). What a run whose clock follows the simulator (virtual and dry time) meets.
-link_timeline resolve_by_simulation(const cluster& c, const model_spec& model,
-                                    const profile_table& profile, const plan& p,
-                                    const link_timeline& script, int steps);
-
 /// A track of the trace: a device, a link inside a region (directed device pair) or a WAN
 /// pipe (directed region pair).
 enum class link_kind { device_pair, region_pair };

@@ -30,11 +30,16 @@ transfer_times link_fifo::send(const transfer_part& part, double send_s) {
   return t;
 }
 
+bool virtual_stage::scripted() const {
+  // An event at time 0 replaces the first piece rather than adding one.
+  return std::any_of(rates.begin(), rates.end(), [](const auto& r) {
+    return r.size() > 1 || (!r.empty() && (r.front().rate != 1 || r.front().killed));
+  });
+}
+
 double virtual_stage::op_duration(op_kind k, double start_s) const {
   const auto& costs = k == op_kind::forward ? dev_f : k == op_kind::backward_input ? dev_b : dev_w;
-  const bool scripted =
-      std::any_of(rates.begin(), rates.end(), [](const auto& r) { return r.size() > 1; });
-  if (!scripted || costs.size() != rates.size())
+  if (!scripted() || costs.size() != rates.size())
     return op_time(k);
   double dt = 0;
   for (size_t d = 0; d < costs.size(); ++d) {
@@ -164,20 +169,6 @@ const pipeline_schedule& virtual_cluster::schedule(int pipeline) const {
 
 const virtual_stage& virtual_cluster::stage(int pipeline, int stage) const {
   return impl_->stages.at(static_cast<size_t>(pipeline)).at(static_cast<size_t>(stage));
-}
-
-virtual_stage virtual_cluster::retimed(int pipeline, int stage,
-                                       const link_timeline& resolved) const {
-  virtual_stage out = this->stage(pipeline, stage);
-  const auto& c = impl_->c;
-  for (auto* parts : {&out.act_parts, &out.grad_parts, &out.ring_parts})
-    for (auto& part : *parts)
-      part.history = sim_detail::capped_history(c, resolved, part.from, part.to);
-  for (auto& [stage_index, part] : out.share_parts)
-    part.history = sim_detail::capped_history(c, resolved, part.from, part.to);
-  for (size_t d = 0; d < out.devices.size(); ++d)
-    out.rates.at(d) = resolved.device_history(c, out.devices[d]);
-  return out;
 }
 
 double virtual_cluster::finish_step(const std::vector<std::vector<double>>& stage_end,

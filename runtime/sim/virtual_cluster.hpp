@@ -57,6 +57,9 @@ struct virtual_stage {
   double op_time(op_kind k) const {
     return k == op_kind::forward ? f : k == op_kind::backward_input ? b : w;
   }
+  /// Whether the script touches one of its devices (a slowdown or stop at any time, the
+  /// first step's start included).
+  bool scripted() const;
   /// How long an op started at `start_s` lasts: its slowest device at its rate, as the
   /// simulator times it; op_time where the script touches none of its devices.
   /// Throws job_stopped when a device's node is killed or stops for good first.
@@ -102,7 +105,7 @@ public:
   /// a running job switches to when events are injected (`deepcee inject`). Throws as the
   /// constructor does.
   std::unique_ptr<virtual_cluster> with_plan(const plan& p, const link_timeline& timeline) const;
-  /// The script it follows (step events resolved).
+  /// The script it follows: time events (a step event is put in force as its step starts).
   const link_timeline& timeline() const;
   /// What it was built from: the adapter's monitor and policy start from these.
   const cluster& hardware() const;
@@ -112,11 +115,6 @@ public:
   /// The op lists the simulator runs (greedy ones over the same stage costs).
   const pipeline_schedule& schedule(int pipeline) const;
   const virtual_stage& stage(int pipeline, int stage) const;
-  /// That stage under `resolved` instead of the timeline it was built with: every part's
-  /// link history and every device's rates recomputed from it (as the simulator's world
-  /// computes them), its op costs unchanged. Wall time resolves a script's step events at
-  /// the steps' real starts and times its links and slowdowns by this.
-  virtual_stage retimed(int pipeline, int stage, const link_timeline& resolved) const;
 
   /// All-reduce buckets and the optimizer of a step whose stages ended their last op at
   /// `stage_end[pipeline][stage]`: the simulator's finish_step. Returns the step's end.

@@ -164,7 +164,15 @@ json.dump(plan, open(sys.argv[2], "w"), indent=1)
 PY
 spread_steps=10
 write_job "$work/job-spread.toml" $spread_steps 7 10 "$work/plan-spread.json"
+# Under a script with step events, which the coordinator puts in force when the job starts
+# those steps (the stages on every node resolve nothing): n1's device slows 2x from step 4,
+# the WAN halves from step 6.
+printf '[[device]]\nstep = 4\ndevice = "n1/0"\nslowdown = 2\n[[change]]\nstep = 6\nbetween = ["cloud", "edge"]\nbandwidth_scale = 0.5\n' >"$work/spread-script.toml"
+printf '[inject]\nscript = "%s"\n' "$work/spread-script.toml" >>"$work/job-spread.toml"
 run_nodes "$work/job-spread.toml" spread "stages across nodes"
+for s in 4 6; do
+  grep -q "step $s: injected at" "$work/spread-n0.log" || fail "stages across nodes: no event of step $s in the coordinator's log"
+done
 grep -q "node n2 joined with 1 stage(s) and 1 device(s) of others" "$work/spread-n0.log" ||
   fail "stages across nodes: n2 should join with its device of n1's stage: $(cat "$work/spread-n0.log")"
 "$deepcee" run "$work/job-spread.toml" --out "$work/one-spread" >/dev/null 2>&1 || fail "deepcee run of the spread job"
@@ -197,6 +205,9 @@ PY
 #     on how time passes).
 sed 's/^time = "virtual"/time = "wall"\nshape_links = true/' "$work/job-spread.toml" >"$work/job-spread-wall.toml"
 run_nodes "$work/job-spread-wall.toml" spread-wall "stages across nodes, wall time"
+for s in 4 6; do
+  grep -q "step $s: injected at" "$work/spread-wall-n0.log" || fail "stages across nodes, wall time: no event of step $s in the coordinator's log"
+done
 python3 - "$work/out-spread-n0/metrics.csv" "$work/out-spread-wall-n0/metrics.csv" <<'PY' || fail "stages across nodes, wall time: losses differ"
 import csv, sys
 virtual, wall = ([r["loss"] for r in csv.DictReader(open(f))] for f in sys.argv[1:3])

@@ -17,11 +17,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace deepcee;
 using namespace deepcee::actors::test;
+namespace tt = boost::test_tools;
 
 namespace {
 
@@ -210,6 +213,131 @@ device = "e0/0"
 slowdown = 1
 )",
                      12, follows::adaptive);
+}
+
+// A step event after a decision that changed the step times: the link of pipeline 0's
+// cloud->edge hop drops 10x at step 2 and the adapter re-plans, so the adapted run reaches
+// step 6 long before the static plan would; at step 6 every device slows 2x. The event
+// happens when the adapted run starts step 6 (the step's result carries it at the start of
+// its ops), every op of step 6 takes twice what it took in step 5 while step 5's took what
+// step 4's did, and the steps are simulate_adaptive's within 2%.
+BOOST_AUTO_TEST_CASE(a_step_event_after_a_decision_lands_at_the_adapted_step) {
+  const auto c = deepcee::test::slow_wan_cluster();
+  const auto plan = two_pipeline_plan(runtime::schedule_kind::one_f_one_b);
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const int steps = 8;
+  std::string text =
+      "[[change]]\nstep = 2\nbetween = [\"c0/2\", \"e0/0\"]\nbandwidth_scale = 0.1\n";
+  for (const auto& d : c.devices)
+    text += "[[device]]\nstep = 6\ndevice = \"" + d.name + "\"\nslowdown = 2\n";
+  const auto script = runtime::parse_link_timeline(text, c, "drop.toml");
+  runtime::adaptive_options ao;
+  ao.steps = steps;
+  ao.policy = actors::adapter_options{}.policy;
+  const auto sim = runtime::simulate_adaptive(c, profile.model(), profile, plan, script, ao);
+  BOOST_TEST_MESSAGE("step 6 starts at " << sim.adaptive[5].start_s << " s adapted, "
+                                         << sim.fixed[5].start_s << " s static");
+  BOOST_TEST_REQUIRE(std::abs(sim.adaptive[5].start_s - sim.fixed[5].start_s) >
+                     0.1 * sim.fixed[5].step_s);
+  system_fixture f;
+  actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
+                        std::chrono::minutes(2), run_mode_of(follows::adaptive), script);
+  // Per step: the mean duration of each (flat stage, op kind).
+  std::vector<std::map<std::pair<int, int>, double>> mean_op(steps + 1);
+  for (int k = 0; k < steps; ++k) {
+    const auto r = job.step();
+    const double want = sim.adaptive[size_t(k)].step_s;
+    BOOST_CHECK_MESSAGE(std::abs(r.end_s - r.start_s - want) <= 0.02 * want,
+                        "step " << r.step << ": runtime " << r.end_s - r.start_s << " s, simulator "
+                                << want << " s");
+    const bool boundary = r.step == 2 || r.step == 6;
+    BOOST_TEST_REQUIRE(r.injected.size() == (boundary ? 1u : 0u), "step " << r.step);
+    // Its ops start once a re-plan's moves (if one was put in force here) are done.
+    double ops_start = r.start_s;
+    for (const auto& span : r.finish)
+      if (span.name.starts_with("re-plan"))
+        ops_start = span.end_s;
+    for (const auto& u : r.injected)
+      for (const auto& e : u.script.describe(c))
+        BOOST_TEST(e.at_s == ops_start, "step " << r.step << ": " << e.text);
+    std::map<std::pair<int, int>, int> count;
+    auto& means = mean_op[size_t(r.step)];
+    for (size_t i = 0; i < r.ops.size(); ++i) {
+      const std::pair<int, int> key{r.op_stage[i], r.ops[i].kind};
+      means[key] += r.ops[i].end - r.ops[i].start;
+      ++count[key];
+    }
+    for (auto& [key, sum] : means)
+      sum /= count[key];
+  }
+  BOOST_TEST_REQUIRE(!mean_op[5].empty());
+  BOOST_TEST_REQUIRE(mean_op[4].size() == mean_op[5].size());
+  BOOST_TEST_REQUIRE(mean_op[6].size() == mean_op[5].size());
+  for (const auto& [key, five] : mean_op[5]) {
+    BOOST_TEST(mean_op[4].at(key) == five, tt::tolerance(1e-9));
+    BOOST_TEST(mean_op[6].at(key) == 2 * five, tt::tolerance(1e-9));
+  }
+}
+
+// The job's step events at the first step, at a step where an injected event lands too,
+// and beyond the run: the first one is in force from step 1's start; at step 3 the script's
+// event comes first and the injected one after it, so the injected one wins (as in one
+// file); the one of step 50 never happens. The steps are the simulator's under the script
+// with the injected event written after the script's.
+BOOST_AUTO_TEST_CASE(step_events_at_the_first_step_beside_injected_ones_and_beyond_the_run) {
+  const auto c = test_cluster();
+  const auto plan = one_pipeline();
+  const int steps = 4;
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const std::string own = R"([[device]]
+step = 1
+device = "e0/0"
+slowdown = 300
+[[device]]
+step = 3
+device = "e0/0"
+slowdown = 1
+[[change]]
+step = 50
+between = ["cloud", "edge"]
+bandwidth_scale = 0.1
+)";
+  const std::string injected = "[[device]]\nstep = 3\ndevice = \"e0/0\"\nslowdown = 100\n";
+  const auto want =
+      predicted(c, profile, plan, runtime::parse_link_timeline(own + injected, c, "both.toml"),
+                steps, follows::static_plan)
+          .step_s;
+  const auto calm = predicted(c, profile, plan, {}, steps, follows::static_plan).step_s;
+  BOOST_TEST_REQUIRE(want[0] > 1.1 * calm[0]);
+  BOOST_TEST_REQUIRE(std::abs(want[2] - want[0]) > 0.05 * want[0]);
+  system_fixture f;
+  actors::local_job job(f.sys, c, profile, plan, train_for(plan, steps), test_corpus(),
+                        std::chrono::minutes(2), run_mode_of(follows::static_plan),
+                        runtime::parse_link_timeline(own, c, "own.toml"));
+  caf::scoped_actor injector{f.sys};
+  injector->send(job.coordinator(),
+                 messages::script_update{0, runtime::parse_injected_events(injected, c, "i.toml")});
+  for (int k = 0; k < steps; ++k) {
+    const auto r = job.step();
+    const double measured = r.end_s - r.start_s;
+    BOOST_CHECK_MESSAGE(std::abs(measured - want[size_t(k)]) <= 0.02 * want[size_t(k)],
+                        "step " << r.step << ": runtime " << measured << " s, simulator "
+                                << want[size_t(k)] << " s");
+    const bool boundary = r.step == 1 || r.step == 3;
+    BOOST_TEST_REQUIRE(r.injected.size() == (boundary ? 1u : 0u), "step " << r.step);
+    if (!boundary)
+      continue;
+    const auto& events = r.injected.front().script.device_changes();
+    BOOST_TEST_REQUIRE(events.size() == (r.step == 1 ? 1u : 2u));
+    for (const auto& e : events)
+      BOOST_TEST(e.at_s == r.start_s);
+    BOOST_TEST(events.back().slowdown == (r.step == 1 ? 300.0 : 100.0)); // the injected one last
+    BOOST_TEST(r.injected.front().script.changes().empty());             // step 50's waits
+  }
+  int64_t answered = 0;
+  injector->receive([&](int64_t step) { answered = step; },
+                    [](caf::error& e) { BOOST_ERROR("refused: " << to_string(e)); });
+  BOOST_TEST(answered == 3);
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_node_stops_the_job_with_one_line) {

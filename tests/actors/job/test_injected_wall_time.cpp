@@ -1,5 +1,6 @@
 // Injection in wall time: a script's device slowdown holds each op of the device's stage
-// back by (factor - 1) times what it took, from the step it names on, and a node stop holds
+// back by (factor - 1) times what it took, from the step it names on (the coordinator puts
+// it in force when that step really starts), and a node stop holds
 // its stages' ops until the resume, as virtual time has its devices work; the losses do not
 // change, and a killed node stops the job with one line.
 #include "tests/actors/actor_test_util.hpp"
@@ -87,6 +88,20 @@ BOOST_AUTO_TEST_CASE(a_slowed_device_slows_its_stage_from_the_step_on) {
   const auto slowed = run(plan, "[[device]]\nstep = 6\ndevice = \"e0/0\"\nslowdown = 3\n", steps);
   for (size_t k = 0; k < calm.size(); ++k)
     BOOST_CHECK_EQUAL(slowed[k].loss, calm[k].loss);
+  // The coordinator put the event in force when step 6 really started (on the job's real
+  // clock), before its first op: the stages resolve nothing themselves.
+  for (const auto& r : slowed) {
+    BOOST_TEST_REQUIRE(r.injected.size() == (r.step == 6 ? 1u : 0u), "step " << r.step);
+    if (r.step != 6)
+      continue;
+    double first_op = r.end_s;
+    for (const auto& op : r.ops)
+      first_op = std::min(first_op, op.start);
+    const auto& events = r.injected.front().script.device_changes();
+    BOOST_TEST_REQUIRE(events.size() == 1u);
+    BOOST_TEST(events[0].at_s >= r.start_s);
+    BOOST_TEST(events[0].at_s <= first_op);
+  }
   // The same op may run at two paces on this host for whole steps at a time (and the host's
   // load adds to either), so each op kind's pace without the slowdown is bounded by the
   // shortest of the calm run and of steps 1-5 (the faster pace) and the longer of those two

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 using namespace deepcee::runtime;
 namespace tt = boost::test_tools;
@@ -142,6 +143,59 @@ slowdown = 2
   BOOST_TEST(h[1].params.bandwidth_Bps == 1e6 / 8);
   BOOST_TEST(known.device_history(c, 0)[1].from_s == 0.7);
   BOOST_TEST(known.device_history(c, 0)[1].rate == 0.5);
+}
+
+// A job's own script as a run takes it: its time events hold from the start, its step
+// events wait, and taken at each boundary (take_injected) they land at that step's real
+// start, however fast the steps before went; one beyond the run never lands.
+BOOST_AUTO_TEST_CASE(a_scripts_step_events_wait_for_their_steps) {
+  const auto c = deepcee::test::actors_test_cluster();
+  const auto t = script(R"([[change]]
+step = 3
+between = ["c0", "e0"]
+bandwidth = "1Mbps"
+[[device]]
+at = 0.5
+device = "c0/0"
+slowdown = 2
+[[node]]
+step = 1
+node = "e0"
+action = "stop"
+[[device]]
+step = 40
+device = "c0/1"
+slowdown = 3
+)");
+  const auto parts = split_step_events(t);
+  BOOST_TEST(!parts.due.has_step_events());
+  BOOST_TEST(parts.due.changes().empty());
+  BOOST_REQUIRE(parts.due.device_changes().size() == 1u);
+  BOOST_TEST(parts.due.device_changes()[0].at_s == 0.5);
+  BOOST_TEST(parts.due.node_changes().empty());
+  BOOST_REQUIRE(parts.pending.changes().size() == 1u);
+  BOOST_REQUIRE(parts.pending.node_changes().size() == 1u);
+  BOOST_REQUIRE(parts.pending.device_changes().size() == 1u);
+  BOOST_TEST(*parts.pending.device_changes()[0].at_step == 39);
+  // Steps that start at 0, 0.3 and 2.2 s (not where a static prediction would put them).
+  link_timeline in_force = parts.due, waiting = parts.pending;
+  const std::vector<double> starts{0.0, 0.3, 2.2, 2.9};
+  for (size_t k = 0; k < starts.size(); ++k) {
+    auto reached = take_injected(waiting, static_cast<int>(k), starts[k]);
+    in_force = merged(in_force, reached.due);
+    waiting = reached.pending;
+  }
+  BOOST_REQUIRE(in_force.node_changes().size() == 1u);
+  BOOST_TEST(in_force.node_changes()[0].at_s == 0.0); // step 1
+  const auto h = in_force.history(c, 0, 4);
+  BOOST_REQUIRE(h.size() == 2u);
+  BOOST_TEST(h[1].from_s == 2.2); // step 3's real start
+  BOOST_TEST(h[1].params.bandwidth_Bps == 1e6 / 8);
+  BOOST_TEST(in_force.device_history(c, 0)[1].from_s == 0.5);
+  // Step 40 is beyond these four steps: still waiting, nowhere in force.
+  BOOST_TEST(waiting.device_changes().size() == 1u);
+  BOOST_TEST(in_force.device_history(c, 1).size() == 1u);
+  BOOST_TEST(!in_force.has_step_events());
 }
 
 BOOST_AUTO_TEST_CASE(injected_events_apply_at_the_next_step_boundary) {
