@@ -163,10 +163,11 @@ p1["stages"] = [dict(p1["stages"][0], devices=[6, 3], samples=[1, 1], first_laye
 json.dump(plan, open(sys.argv[2], "w"), indent=1)
 PY
 spread_steps=10
-write_job "$work/job-spread.toml" $spread_steps 7 10 "$work/plan-spread.json"
 # Under a script with step events, which the coordinator puts in force when the job starts
 # those steps (the stages on every node resolve nothing): n1's device slows 2x from step 4,
-# the WAN halves from step 6.
+# the WAN halves from step 6. The adapter is off: the plan stays (the traces below draw the
+# stage tracks of the plan in force at the end).
+write_job "$work/job-spread.toml" $spread_steps 7 10 "$work/plan-spread.json" "adapt = false"
 printf '[[device]]\nstep = 4\ndevice = "n1/0"\nslowdown = 2\n[[change]]\nstep = 6\nbetween = ["cloud", "edge"]\nbandwidth_scale = 0.5\n' >"$work/spread-script.toml"
 printf '[inject]\nscript = "%s"\n' "$work/spread-script.toml" >>"$work/job-spread.toml"
 run_nodes "$work/job-spread.toml" spread "stages across nodes"
