@@ -55,11 +55,14 @@ probe_round probes_needed(const environment_monitor& monitor, const plan& in_for
                           const probe_options& options, bool watch_all) {
   probe_round round;
   const auto measured = measured_pairs(in_force);
-  for (const auto& l : monitor.links()) {
-    if (!(l.drifted || watch_all) || measured.count({l.from, l.to}) > 0)
-      continue;
-    const int n = std::max(options.transfers, 1);
-    const double fits = options.budget * step_s * l.estimated.bandwidth_Bps / n;
+  std::vector<link_estimate> probed;
+  for (const auto& l : monitor.links())
+    if ((l.drifted || watch_all) && measured.count({l.from, l.to}) == 0)
+      probed.push_back(l);
+  const int n = std::max(options.transfers, 1);
+  for (const auto& l : probed) {
+    const double fits = options.budget * step_s * l.estimated.bandwidth_Bps /
+                        (n * static_cast<double>(probed.size()));
     const double bytes = std::clamp(std::isfinite(fits) ? fits : options.max_bytes,
                                     options.min_bytes, options.max_bytes);
     round.links.push_back({l.from, l.to, std::floor(bytes), n});

@@ -30,11 +30,14 @@ struct probe_options {
   /// Transfers per link (ops per device) and round, back to back: the monitor's
   /// drift_band::min_samples, so that one round can clear a drift (or confirm it) on its own.
   int transfers = 3;
-  /// A probe's size: what drains in `budget` of the last step at the link's estimated
-  /// bandwidth, split over the round's transfers, between these bounds. The floor keeps a
-  /// probe above a few packets (its bandwidth is then a measurement, not a header's
-  /// latency); the ceiling bounds what a probe can cost on a link that got faster.
-  double min_bytes = 4096;
+  /// A probe's size: the round's transfers, one after another, drain in `budget` of the
+  /// last step at the links' estimated bandwidths (each link's share split evenly), between
+  /// these bounds. The floor keeps a probe a full packet (its bandwidth is then a drain, not
+  /// a header's latency); the ceiling bounds what a probe can cost on a link that got
+  /// faster. So a round drains in max(budget x step, transfers x links x min_bytes / the
+  /// estimated bandwidth), and holds a step by that less the plan's first F at most
+  /// (run_probes); 1% every 2 steps is at most 0.5% of the run while a disturbance lasts.
+  double min_bytes = 1024;
   double max_bytes = 256 * 1024;
   double budget = 0.01;
 };
