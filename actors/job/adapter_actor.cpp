@@ -160,7 +160,6 @@ double probe(self_ptr self, const step_result& r) {
   const auto seen =
       runtime::run_probes(vc.hardware(), vc.profile(), st.latest, st.script, round, r.end_s);
   st.adapter->observe_probes(seen);
-  st.probes += static_cast<int64_t>(seen.transfers.size() + seen.slowdowns.size());
   std::string what;
   for (const auto& l : round.links)
     what += fmt::format("{}link {}->{} {}x{:.0f} B", what.empty() ? "" : ", ", l.from, l.to,

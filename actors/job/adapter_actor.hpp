@@ -59,7 +59,6 @@ struct adapter_state {
   /// The job's script in force (step events resolved, injected events merged): the link
   /// model the active probes run on.
   runtime::link_timeline script;
-  int64_t probes = 0; ///< probe transfers and ops sent so far
 
   std::map<int, link_summary> links;
   std::map<int, double> delay_sum;
