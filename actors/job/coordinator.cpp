@@ -18,6 +18,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace deepcee::actors {
 
@@ -71,8 +72,16 @@ void step_optimized(self_ptr self) {
   }
   // The adapter reads the step before it ends: a decision that the step's transfers led to
   // reaches this actor (before the adapter's answer) before the next step can start.
+  // Its answer is how long the active probes it sends at this boundary hold the next step
+  // (runtime/adapt/active_probe.hpp): virtual time charges them to that step's start.
   self->request(st.adapter, caf::infinite, st.result)
-      .then([=](int64_t) { deliver_result(self); }, [=](caf::error&) { deliver_result(self); });
+      .then(
+          [=](double hold_s) {
+            if (!self->state.job->wall())
+              self->state.probe_hold_s = hold_s;
+            deliver_result(self);
+          },
+          [=](caf::error&) { deliver_result(self); });
 }
 
 /// Every stage reported: decide the norm, the rate and the step's virtual end.
@@ -317,6 +326,7 @@ coordinator_actor::behavior_type coordinator_behavior(
         // move, an allocation or injection put in force) is part of its time, as in
         // runtime::simulate_adaptive.
         st.result.start_s = st.job->wall() ? st.job->real_now_s() : st.clock_s;
+        st.clock_s += std::exchange(st.probe_hold_s, 0.0); // the probes go first
         st.reports.assign(st.stages.size(), std::nullopt);
         st.next_step = step + 1;
         // Pending before anything starts: a re-plan that fails at once fails this step.

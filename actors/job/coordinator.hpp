@@ -32,6 +32,7 @@ struct coordinator_state {
   std::string failed; ///< set once a step failed: no later step runs (no recovery yet)
   std::chrono::milliseconds step_timeout{0}; ///< 0: none
   double clock_s = 0;                        ///< when the next step starts (virtual)
+  double probe_hold_s = 0; ///< the adapter's probes at the next boundary hold its ops so long
   /// The allocation in force (the adapter's rebalances) and its emulated cluster, whose
   /// all-reduce and optimizer times end a step; allocations ordered for later steps.
   runtime::plan plan;

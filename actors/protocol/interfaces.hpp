@@ -100,7 +100,8 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<plan_atom>::with<job_in_force>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp): receives every link sample and
-/// every step's result (answered once read: the coordinator ends the step then), keeps per-link
+/// every step's result (answered once read, with the seconds its active probes hold the next
+/// step's start: the coordinator ends the step then), keeps per-link
 /// statistics and its monitor's estimates, and when the monitor reports drift asks the policy and
 /// orders its decision from the coordinator. A `rebalance` is adapt_to: the given allocation from
 /// the given step on (answered with the step it takes effect at); a `replan_order` is adapt_to
@@ -110,7 +111,7 @@ using coordinator_actor = caf::typed_actor<
 using adapter_actor = caf::typed_actor<
     caf::reacts_to<link_sample>, caf::replies_to<links_atom>::with<std::vector<link_summary>>,
     caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
-    caf::replies_to<step_result>::with<int64_t>, caf::replies_to<rebalance>::with<int64_t>,
+    caf::replies_to<step_result>::with<double>, caf::replies_to<rebalance>::with<int64_t>,
     caf::replies_to<decisions_atom>::with<std::vector<adapt_record>>,
     caf::reacts_to<wire_atom, caf::strong_actor_ptr>, caf::replies_to<replan_order>::with<int64_t>,
     caf::reacts_to<move_atom, replan_order>>;
