@@ -98,6 +98,13 @@ struct stage_state {
     std::optional<outgoing_tensor> out;
   };
   std::optional<held_op> held;
+  /// Shaped wall time: the optimizer step that the coordinator's order started (it came
+  /// at once, where the emulated link would take a latency) and how long it took, and the
+  /// next step's start that waits for it (control messages, runtime/sim/simulator.hpp).
+  bool optimizing = false;
+  double optimizer_started = 0, optimizer_took = 0;
+  std::optional<step_start> held_start;
+  double held_start_arrival = 0;
   std::vector<float> own_gradients; ///< the group's sum, once reduced
   int64_t dropped = 0;              ///< malformed messages so far
 

@@ -86,9 +86,12 @@ void step_engine::try_start(int s) {
   run.running = true;
   const auto& st = w_.stages[static_cast<size_t>(s)];
   const auto kind = run.list.next().kind;
-  double dt = 0; // the slowest device, each at its rate over the op (link_timeline.hpp)
+  // The slowest device, each at its rate over the op (link_timeline.hpp), one on another
+  // node than its stage with its work's round trip.
+  double dt = 0;
   for (size_t d = 0; d < st.devices.size(); ++d)
-    dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)));
+    dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)) +
+                          w_.apart_round_trip(st, d, run.op_start));
   queue_.push({run.op_start + dt, s});
 }
 
@@ -153,13 +156,15 @@ namespace {
 double step_engine::run(double t0, std::vector<double>& stage_end) {
   const size_t n = w_.stages.size();
   runs_.assign(n, {});
+  sim_detail::begin_step(w_, opt_, r_, t0, optim_);
   for (size_t s = 0; s < n; ++s) {
     const auto& st = w_.stages[s];
     const auto& schedule = w_.schedules[static_cast<size_t>(st.schedule)];
     const int m = w_.micro_batches[static_cast<size_t>(st.pipeline)];
-    runs_[s].free_at = t0;
+    const double begin = w_.step_begin(st, t0);
+    runs_[s].free_at = begin;
     runs_[s].list = op_list_run(schedule.stages[static_cast<size_t>(st.stage)],
-                                {st.prev < 0, st.next < 0, schedule.fused_backward}, m, t0);
+                                {st.prev < 0, st.next < 0, schedule.fused_backward}, m, begin);
   }
   for (size_t s = 0; s < n; ++s)
     try_start(static_cast<int>(s));
@@ -176,7 +181,7 @@ double step_engine::run(double t0, std::vector<double>& stage_end) {
                              std::to_string(st.stage) + " deadlocked");
     stage_end[s] = runs_[s].free_at;
   }
-  return sim_detail::finish_step(w_, opt_, r_, stage_end, ar_, optim_);
+  return sim_detail::finish_step(w_, opt_, r_, stage_end, ar_);
 }
 
 } // namespace
