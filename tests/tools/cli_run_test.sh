@@ -241,7 +241,8 @@ simulated=$(sed -n 's/^  simulator, this plan *\([0-9.]*\)$/\1/p' "$work/hybrid6
 # puts the static plan under the script beside this run, and the static figure is what the
 # same job measures with its adapter off.
 sed -e 's/^time = "virtual"/time = "dry"/' -e "s|^cluster = \"|cluster = \"$configs/|" \
-  -e "s|^script = \"|script = \"$configs/|" "$configs/default.toml" >"$work/default.toml"
+  -e "s|^script = \"|script = \"$configs/|" -e "s|^plan = \"plans/|plan = \"$configs/plans/|" \
+  "$configs/default.toml" >"$work/default.toml"
 "$deepcee" run "$work/default.toml" --out "$work/default" >"$work/default.log" 2>/dev/null ||
   fail "default job: $(tail -3 "$work/default.log")"
 grep -q '^    stage .* on 1 x Jetson-Nano \[edge' "$work/default.log" &&
