@@ -607,6 +607,28 @@ BOOST_FIXTURE_TEST_CASE(rejects_plans_that_do_not_fit, fixture) {
   BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
 }
 
+BOOST_FIXTURE_TEST_CASE(a_device_on_another_node_than_its_stage_pays_a_round_trip_per_op, fixture) {
+  // One stage on two devices with the same links between them: on one node, or each on its
+  // own. Apart, each op's work goes to device 1 and its answer comes back (2 alpha), and
+  // nothing else changes (the stage and the coordinator stay on device 0's node).
+  const double alpha = 2e-3, bw = 1e9;
+  const auto one = make_cluster(1, 1, 2, {alpha, bw}, {alpha, bw}, {0, inf});
+  const auto two = make_cluster(1, 2, 1, {alpha, bw}, {alpha, bw}, {0, inf});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0, 1}}, {0, layers}, 4, 2, schedule_kind::one_f_one_b);
+  sim_options traced;
+  traced.trace = true;
+  const auto together = simulate(one, spec, profile, pl, {}, traced);
+  const auto apart = simulate(two, spec, profile, pl, {}, traced);
+  int ops = 0;
+  for (const auto& e : apart.events)
+    if (e.track == 0 && e.name != "optimizer" && e.name.rfind("allreduce", 0) != 0)
+      ++ops;
+  BOOST_TEST(ops == 6); // F, B, W of two micro-batches
+  BOOST_TEST(apart.devices[1].allreduce_s == together.devices[1].allreduce_s, tt::tolerance(1e-9));
+  BOOST_TEST(apart.step_time_s == together.step_time_s + ops * 2 * alpha, tt::tolerance(1e-9));
+}
+
 BOOST_FIXTURE_TEST_CASE(a_slowed_device_stretches_its_ops_from_its_step_on, fixture) {
   const auto c = make_cluster(1, 2, 1, {0, inf}, {1e-3, 1e9}, {0, inf});
   const int layers = config.n_layer + 2;
