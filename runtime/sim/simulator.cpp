@@ -25,6 +25,7 @@ struct stage_run {
   bool running = false;
   double free_at = 0;
   double op_start = 0;
+  double trip = 0; ///< the running op's longest work-and-answer round trip
 };
 
 /// An op's end. Ends at the same time are processed in stage order (a stage has at most one
@@ -89,9 +90,12 @@ void step_engine::try_start(int s) {
   // The slowest device, each at its rate over the op (link_timeline.hpp), one on another
   // node than its stage with its work's round trip.
   double dt = 0;
-  for (size_t d = 0; d < st.devices.size(); ++d)
-    dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)) +
-                          w_.apart_round_trip(st, d, run.op_start));
+  run.trip = 0;
+  for (size_t d = 0; d < st.devices.size(); ++d) {
+    const double trip = w_.apart_round_trip(st, d, run.op_start);
+    run.trip = std::max(run.trip, trip);
+    dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)) + trip);
+  }
   queue_.push({run.op_start + dt, s});
 }
 
@@ -121,7 +125,9 @@ void step_engine::complete(int s, double t) {
   const auto op = run.list.next();
   run.running = false;
   run.free_at = t;
-  stage_busy_[static_cast<size_t>(s)] += t - run.op_start;
+  // The stage's compute (what the adapter's monitor reads): the op's span less its round
+  // trip, as the runtime's adapter counts it (runtime::stage_compute_s).
+  stage_busy_[static_cast<size_t>(s)] += stage_compute_s(t - run.op_start, run.trip);
   for (size_t d = 0; d < st.devices.size(); ++d) {
     const double dt = w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, op.kind));
     busy_[static_cast<size_t>(st.devices[d])] += dt;

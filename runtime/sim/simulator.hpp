@@ -80,6 +80,17 @@ public:
 /// empty history: both ends on one node, 0.
 double message_latency_s(const std::vector<link_timeline::piece>& link, double t_s);
 
+/// The longest work-and-answer round trip of an op of stage `st` of a plan on `c` (twice
+/// the latency between its first device and each device on another node; 0 when all are
+/// on one node), at the cluster's link latencies.
+double apart_round_trip_s(const cluster& c, const stage_plan& st);
+
+/// A stage's compute in an op that spanned `span_s` and waited `trip_s` for its devices'
+/// round trips: what the adapter's monitor reads, in the simulator and the runtime alike.
+inline double stage_compute_s(double span_s, double trip_s) {
+  return span_s > trip_s ? span_s - trip_s : 0.0;
+}
+
 struct sim_options {
   int steps = 1;
   double start_s = 0; ///< time of the first step on the timeline's clock

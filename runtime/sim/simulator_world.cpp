@@ -344,6 +344,16 @@ double message_latency_s(const std::vector<link_timeline::piece>& link, double t
   return link.empty() ? 0.0 : params_at(link, t_s).latency_s;
 }
 
+double apart_round_trip_s(const cluster& c, const stage_plan& st) {
+  double trip = 0;
+  const int lead = st.devices.at(0);
+  const auto node_of = [&](int d) { return c.devices.at(static_cast<size_t>(d)).node; };
+  for (int d : st.devices)
+    if (node_of(d) != node_of(lead))
+      trip = std::max(trip, 2.0 * c.link_between(lead, d).latency_s);
+  return trip;
+}
+
 pipeline_schedule schedule_of(const pipeline_plan& pipeline, const std::vector<stage_cost>& costs,
                               const greedy_options& options) {
   const int stages = static_cast<int>(pipeline.stages.size());
