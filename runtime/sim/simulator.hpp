@@ -55,7 +55,8 @@
 ///   one node): a stage's report (once its gradients are reduced) to the coordinator; the
 ///   step ends when the last one is in, and the coordinator sends each stage the
 ///   optimizer's order and the next step's start together. A device on another node than
-///   its stage gets each op's work and answers over its link: a round trip per op.
+///   its stage gets each op's work and answers over its link: an op of such a stage takes
+///   its slowest device's time and then the longest of these round trips.
 /// - Optimizer. AdamW per device, read weights, gradients and both moments, write weights
 ///   and moments, at the device's memory bandwidth, once the order has arrived: it begins
 ///   the next step, before the stage's first op (so every step, the first one too, is

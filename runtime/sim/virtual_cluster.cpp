@@ -38,15 +38,16 @@ double virtual_stage::op_duration(op_kind k, double start_s) const {
       std::any_of(apart.begin(), apart.end(), [](const auto& h) { return !h.empty(); });
   if ((!scripted && !round_trips) || costs.size() != rates.size())
     return op_time(k);
-  double dt = 0;
+  double dt = 0, trip = 0;
   for (size_t d = 0; d < costs.size(); ++d) {
     const double one = scripted ? work_duration(rates[d], start_s, costs[d]) : costs[d];
     if (!std::isfinite(one))
       throw job_stopped(stopped_message(rates[d], nodes.at(d)));
-    const double trip = d < apart.size() ? 2.0 * message_latency_s(apart[d], start_s) : 0.0;
-    dt = std::max(dt, one + trip);
+    if (d < apart.size())
+      trip = std::max(trip, 2.0 * message_latency_s(apart[d], start_s));
+    dt = std::max(dt, one);
   }
-  return dt;
+  return dt + trip;
 }
 
 double virtual_stage::step_begin(double t0) const {
