@@ -2,6 +2,7 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire_format.hpp"
 #include "runtime/plan/plan_allocation.hpp"
+#include "runtime/sim/simulator.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -191,10 +192,15 @@ double on_step(self_ptr self, const step_result& r) {
     compute.resize(st.in_force.pipelines.size());
     for (size_t p = 0; p < compute.size(); ++p)
       compute[p].assign(st.in_force.pipelines[p].stages.size(), 0.0);
+    // An op's span holds its devices' compute and, for a device on another node than its
+    // stage, its work's round trip (control messages, runtime/sim/simulator.hpp).
+    const auto& hardware = st.job->cluster->hardware();
     for (size_t k = 0; k < r.ops.size() && k < r.op_stage.size(); ++k) {
       const auto [p, s] = st.job->stage_at(static_cast<size_t>(r.op_stage[k]));
-      compute.at(static_cast<size_t>(p)).at(static_cast<size_t>(s)) +=
-          r.ops[k].end - r.ops[k].start;
+      const auto& stage =
+          st.in_force.pipelines.at(static_cast<size_t>(p)).stages.at(static_cast<size_t>(s));
+      compute.at(static_cast<size_t>(p)).at(static_cast<size_t>(s)) += runtime::stage_compute_s(
+          r.ops[k].end - r.ops[k].start, runtime::apart_round_trip_s(hardware, stage));
     }
   } else if (!emulated_links(*st.job)) {
     return 0;

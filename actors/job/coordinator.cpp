@@ -56,14 +56,14 @@ void deliver_result(self_ptr self) {
   st.pending.reset();
 }
 
-void step_optimized(self_ptr self) {
+/// The step has ended (every report is in and the optimizer's orders are sent): its
+/// result goes to the adapter, then to whoever asked for the step.
+void step_ended(self_ptr self) {
   auto& st = self->state;
-  if (++st.acks < static_cast<int>(st.stages.size()) || !st.pending)
-    return;
-  if (st.job->wall()) { // the all-reduce and the optimizer as they really took
+  if (st.job->wall()) { // the all-reduce and the reports as they really took
     st.result.end_s = st.job->real_now_s();
     st.result.finish.push_back(
-        {"allreduce + optimizer", -1, st.result.compute_end_s, st.result.end_s});
+        {"allreduce + reports", -1, st.result.compute_end_s, st.result.end_s});
   }
   st.clock_s = st.result.end_s;
   if (!st.adapter) {
@@ -114,15 +114,13 @@ void all_reported(self_ptr self) {
     for (auto& e : finish)
       r.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
   }
-  st.acks = 0;
+  // One message per stage, answered by nothing: the next step's start follows it on the
+  // same way, and each stage's devices step before that step's ops reach them (control
+  // messages, runtime/sim/simulator.hpp). A failed optimizer step comes as an error report.
   const optimize_order order{r.step, r.lr, r.grad_norm};
   for (auto& stage : st.stages)
-    self->request(stage, caf::infinite, order)
-        .then([=](int64_t) { step_optimized(self); },
-              [=](caf::error& e) {
-                fail_step(self, code_of(e).value_or(error_code::internal),
-                          self->system().render(e));
-              });
+    self->send(stage, order);
+  step_ended(self);
 }
 
 /// Sends the step's start to every stage, with the micro-batch counts in force.
@@ -135,8 +133,33 @@ void start_stages(self_ptr self) {
   order.start_time = st.clock_s;
   for (const auto& p : st.plan.pipelines)
     order.micro_batches.push_back(p.micro_batches);
-  for (auto& stage : st.stages)
-    self->send(stage, order);
+  if (!st.job->wall()) { // the optimizer steps that begin it, as the simulator traces them
+    std::vector<runtime::trace_event> begin;
+    try {
+      st.cluster->begin_step(st.clock_s, begin);
+    } catch (const std::exception& e) { // a node the plan uses was killed (job_stopped)
+      fail_step(self, error_code::internal, e.what());
+      return;
+    }
+    for (auto& e : begin)
+      st.result.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
+  }
+  // Shaped wall time: each start crosses the emulated link from this node to its stage's.
+  const bool shaped = st.job->wall() && st.job->mode.shape_links;
+  size_t k = 0; // flat order: pipeline by pipeline
+  for (int p = 0; p < static_cast<int>(st.plan.pipelines.size()); ++p)
+    for (int s = 0; s < static_cast<int>(st.plan.pipelines[static_cast<size_t>(p)].stages.size());
+         ++s) {
+      auto& stage = st.stages.at(k++);
+      const double wait = shaped ? st.cluster->stage(p, s).control_latency(st.clock_s) : 0;
+      if (wait > 0)
+        self->delayed_send(stage,
+                           std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::duration<double>(wait)),
+                           order);
+      else
+        self->send(stage, order);
+    }
 }
 
 /// Puts the allocation `order` in force from its step on: every stage has it (and has
@@ -406,6 +429,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       [=](stage_report& rep) {
         auto& st = self->state;
         if (!rep.error.empty()) {
+          if (!st.pending && st.failed.empty()) // an optimizer step between two steps
+            st.failed = "the job cannot go on after step " + std::to_string(st.result.step) + " (" +
+                        rep.error + ")";
           fail_step(self, rep.code, rep.error);
           return;
         }
