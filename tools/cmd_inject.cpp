@@ -4,17 +4,22 @@
 // only to the node's registry, which reads the events against the job's cluster and passes
 // them to the coordinator; the coordinator answers after the step boundary at which they
 // took effect (runtime::take_injected: a time or step that has passed, or none, means the
-// next boundary).
+// next boundary). A job with TLS certificates ([security] ca) is reached as a node reaches
+// it: the client presents the certificate of node --name from the job's file (node_tls, the
+// rule of `deepcee node` and `deepcee profile --name`) and checks that the node at ADDR
+// holds the coordinator's node's certificate.
 #include "actors/job/node_registry.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/gate/gate.hpp"
+#include "runtime/gate/tls_identity.hpp"
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/job_token.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_steps.hpp"
+#include "tools/node_network.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -43,7 +48,8 @@ struct inject_options {
   std::optional<std::string> script;
   std::vector<std::string> events;
   std::optional<std::string> token_file;
-  std::optional<std::string> job; ///< the job's file: events checked here, its token_file
+  std::optional<std::string> job;  ///< the job's file: events checked here, its token_file
+  std::optional<std::string> name; ///< the node whose certificate a TLS job's gate is shown
   bool insecure = false;
   double connect_timeout_s = 3;
   double timeout_s = 120;
@@ -89,10 +95,12 @@ std::pair<std::string, std::string> request_of(const inject_options& o) {
 }
 
 /// The job's registry at `at`, through `tunnel` when the job has a token. Gives up after
-/// `timeout` (nothing listening) or at once when the node's gate refused the token.
+/// `timeout` (nothing listening) or at once when the node's gate refused the token or the
+/// certificates (`tls`: the tunnel speaks TLS; without, a TLS job's gate refuses it too).
 actors::node_registry_actor connect(caf::actor_system& sys, const std::string& addr,
                                     const runtime::gate::endpoint& at,
-                                    const runtime::gate::tunnel* tunnel, double timeout_s) {
+                                    const runtime::gate::tunnel* tunnel, double timeout_s,
+                                    bool tls) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
   const std::string host = tunnel ? "127.0.0.1" : at.host;
@@ -100,8 +108,14 @@ actors::node_registry_actor connect(caf::actor_system& sys, const std::string& a
   while (true) {
     if (auto r = sys.middleman().remote_actor<actors::node_registry_actor>(host, port))
       return *r;
-    if (tunnel && !tunnel->refusal().empty())
-      throw std::runtime_error(tunnel->refusal());
+    if (tunnel && !tunnel->refusal().empty()) {
+      // A TLS job's gate closes a client without a certificate at its first bytes.
+      const auto why = tunnel->refusal();
+      const bool token = why.find("the job's token") != std::string::npos;
+      throw std::runtime_error(why + (tls || token ? ""
+                                                   : " (a job with TLS certificates, [security] "
+                                                     "ca, needs --job JOB --name NODE)"));
+    }
     if (std::chrono::steady_clock::now() > deadline)
       throw std::runtime_error(addr + ": no job's coordinator node answers there");
     std::this_thread::sleep_for(100ms);
@@ -149,11 +163,30 @@ int run_inject(const inject_options& o) {
   const auto at = parse_addr(o.addr);
   const auto request = request_of(o);
   std::optional<std::filesystem::path> job_token_file;
+  std::shared_ptr<const runtime::gate::tls_context> tls;
+  std::string coordinator = "of the job"; // for the tunnel's refusal line
+  if (o.name && !o.job)
+    throw runtime::input_error("--name " + *o.name + ": give the job's file too (--job JOB)");
   if (o.job) {
     // Read as the coordinator's node will read them: bad events never leave this process.
     const auto job = runtime::load_job_config(*o.job);
     runtime::parse_injection(request.first, request.second, job.cluster);
     job_token_file = job.token_file;
+    const auto& nodes = job.cluster.nodes;
+    coordinator = nodes[size_t(job.coordinator_node)].name;
+    if (job.tls) {
+      if (!o.name)
+        runtime::fail_input(job.source, 0,
+                            "the job speaks TLS ([security] ca): give --name NODE, the node of "
+                            "the job whose certificate and key this host holds");
+      int me = -1;
+      for (size_t n = 0; n < nodes.size(); ++n)
+        if (nodes[n].name == *o.name)
+          me = static_cast<int>(n);
+      if (me < 0)
+        runtime::fail_input(job.source, 0, "--name " + *o.name + ": no node of the job");
+      tls = node_tls(job, me, o.insecure);
+    }
   }
   auto token = o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, job_token_file);
   if (!token && !o.insecure)
@@ -168,10 +201,11 @@ int run_inject(const inject_options& o) {
   if (token) {
     runtime::gate::gate_settings s;
     s.token = *token;
-    tunnel = std::make_unique<runtime::gate::tunnel>(std::move(s), "of the job", at);
+    s.tls = tls;
+    tunnel = std::make_unique<runtime::gate::tunnel>(std::move(s), coordinator, at);
   }
   caf::actor_system sys{cfg};
-  const auto registry = connect(sys, o.addr, at, tunnel.get(), o.connect_timeout_s);
+  const auto registry = connect(sys, o.addr, at, tunnel.get(), o.connect_timeout_s, tls != nullptr);
   const auto answer = ask(sys, registry, request, o.timeout_s);
   if (answer.step) {
     std::printf("injected into the job at %s: in force from step %lld\n", o.addr.c_str(),
@@ -205,6 +239,9 @@ command_action add_inject_command(CLI::App& app) {
   cmd->add_option("--job", o->job,
                   "The job's file: the events are checked against its cluster before anything "
                   "is sent, and its [security] token_file is used");
+  cmd->add_option("--name", o->name,
+                  "With --job of a job with TLS certificates ([security] ca): the node of the "
+                  "job whose certificate and key to present, as `deepcee node --name` does");
   cmd->add_flag("--insecure", o->insecure,
                 "The job runs without a token (deepcee node --insecure)");
   cmd->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to try reaching the node")

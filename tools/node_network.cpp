@@ -15,23 +15,6 @@ runtime::gate::endpoint public_endpoint(const runtime::node& n) {
   return {host_of(n), static_cast<uint16_t>(n.port)};
 }
 
-/// Node `me`'s TLS identity when the job names certificates; input_error naming the file
-/// that is missing, unreadable, expired, from another CA or for another node.
-std::shared_ptr<const runtime::gate::tls_context> tls_of(const runtime::job_config& job, int me,
-                                                         bool insecure) {
-  if (!job.tls)
-    return nullptr;
-  const auto& name = job.cluster.nodes[size_t(me)].name;
-  if (insecure)
-    runtime::fail_input(job.source, 0,
-                        "node " + name +
-                            ": --insecure turns the gate off, but [security] names TLS "
-                            "certificates; use the job's token");
-  const auto files = job.tls->of(name);
-  return std::make_shared<const runtime::gate::tls_context>(
-      runtime::gate::tls_files{files.certificate, files.key, job.tls->ca}, name);
-}
-
 /// The gate's settings: refusals logged as one line each, naming the node; never the token.
 runtime::gate::gate_settings settings(const std::string& token, const std::string& node,
                                       std::shared_ptr<const runtime::gate::tls_context> tls) {
@@ -46,8 +29,23 @@ runtime::gate::gate_settings settings(const std::string& token, const std::strin
 
 } // namespace
 
+std::shared_ptr<const runtime::gate::tls_context> node_tls(const runtime::job_config& job, int me,
+                                                           bool insecure) {
+  if (!job.tls)
+    return nullptr;
+  const auto& name = job.cluster.nodes[size_t(me)].name;
+  if (insecure)
+    runtime::fail_input(job.source, 0,
+                        "node " + name +
+                            ": --insecure turns the gate off, but [security] names TLS "
+                            "certificates; use the job's token");
+  const auto files = job.tls->of(name);
+  return std::make_shared<const runtime::gate::tls_context>(
+      runtime::gate::tls_files{files.certificate, files.key, job.tls->ca}, name);
+}
+
 node_network::node_network(const runtime::job_config& job, int me, std::optional<std::string> token)
-    : job_(job), me_(me), token_(std::move(token)), tls_(tls_of(job, me, !token_)) {
+    : job_(job), me_(me), token_(std::move(token)), tls_(node_tls(job, me, !token_)) {
   if (!token_)
     return;
   const auto& nodes = job.cluster.nodes;
@@ -72,9 +70,10 @@ void node_network::open_gate(uint16_t caf_port) {
     return;
   const auto& me = job_.cluster.nodes[size_t(me_)];
   auto s = settings(*token_, me.name, tls_);
+  // Every node of the job, this one too: `deepcee inject --name` on this node's host
+  // presents this node's certificate.
   for (const auto& n : job_.cluster.nodes)
-    if (n.name != me.name)
-      s.peers.push_back(n.name);
+    s.peers.push_back(n.name);
   gate_ = std::make_unique<runtime::gate::gate>(std::move(s), public_endpoint(me), caf_port);
 }
 

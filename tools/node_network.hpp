@@ -46,6 +46,14 @@ private:
   std::unique_ptr<runtime::gate::gate> gate_;
 };
 
+/// Node `me`'s TLS identity (its certificate and key, the job's CA) when the job names
+/// certificates, else null: the one rule by which `deepcee node`, `deepcee profile --name` and
+/// `deepcee inject --name` present themselves to a job's gates. An input_error naming the
+/// file that is missing, unreadable, expired, from another CA or for another node, or the
+/// job's file when `insecure` is asked of a job with certificates.
+std::shared_ptr<const runtime::gate::tls_context> node_tls(const runtime::job_config& job, int me,
+                                                           bool insecure);
+
 /// A node's token: `token_file` (--token-file), the job file's [security] token_file or the
 /// environment (runtime::find_job_token); none with `insecure`. Neither: an input_error naming
 /// the node and how to give one.

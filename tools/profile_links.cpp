@@ -12,6 +12,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -41,6 +42,40 @@ actors::link_probe_actor reach(caf::actor_system& sys, const runtime::job_config
                         std::to_string(peer.port) + " within " +
                         runtime::format_duration(job.connect_timeout_s));
     std::this_thread::sleep_for(100ms);
+  }
+}
+
+/// Introduces this node's `probe` to `peer`'s (an earlier node, just dialled), so that the
+/// peer reaches it over this connection instead of dialling back (link_peers).
+void introduce(caf::scoped_actor& self, const actors::link_probe_actor& peer,
+               const actors::link_probe_actor& probe, const runtime::node& me,
+               const runtime::node& to) {
+  std::string error;
+  self->request(peer, 30s, actors::peer_atom_v, me.name,
+                caf::actor_cast<caf::strong_actor_ptr>(probe))
+      .receive(
+          [&](int64_t answer) {
+            if (answer < 0)
+              error = "it did not take this node's probe";
+          },
+          [&](caf::error& e) { error = self->system().render(e); });
+  if (!error.empty())
+    fail(me.name, "could not introduce itself to node " + to.name + ": " + error);
+}
+
+/// The probe of `peer`, a later node, once it has dialled this one and introduced it; fails
+/// naming it at `deadline`.
+actors::link_probe_actor introduced(const actors::link_peers& peers, const runtime::node& me,
+                                    const runtime::node& peer, clock_type::time_point deadline,
+                                    double waited_s) {
+  while (true) {
+    if (auto p = peers.find(peer.name))
+      return *p;
+    if (clock_type::now() > deadline)
+      fail(me.name, "could not reach node " + peer.name + " at " + host_of(peer) + ":" +
+                        std::to_string(peer.port) + " within " +
+                        runtime::format_duration(waited_s) + ": it did not connect to this node");
+    std::this_thread::sleep_for(20ms);
   }
 }
 
@@ -134,19 +169,34 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
   node_network net(job, me_index, std::move(token)); // outlives the actor system
   caf::actor_system sys{cfg};
   auto reports = coordinator ? std::make_shared<actors::link_reports>() : nullptr;
+  auto peers = std::make_shared<actors::link_peers>();
   actors::actor_guard guard{sys}; // ends the probe however this returns, so `sys` can end
-  auto probe = actors::spawn_link_probe(sys, reports);
+  auto probe = actors::spawn_link_probe(sys, peers, reports);
   guard.add(probe);
   listen_on(sys, me, net, [&](uint16_t port, const char* host) {
     return sys.middleman().publish(probe, port, host, true);
   });
   caf::scoped_actor self{sys};
+  // The other nodes' probes: this node dials every earlier node and introduces its own probe
+  // there; every later node dials this one and introduces its probe here. Two nodes dialling
+  // each other at once would lose both connections (link_peers). A later node dials its
+  // earlier ones one by one, each within the connect timeout.
+  const auto& nodes = job.cluster.nodes;
+  const double wait_s = job.connect_timeout_s * static_cast<double>(nodes.size());
+  const auto deadline = clock_type::now() + millis(wait_s);
+  std::vector<std::optional<actors::link_probe_actor>> probes(nodes.size());
+  for (int p = 0; p < me_index; ++p) {
+    probes[size_t(p)] = reach(sys, job, net, me, p);
+    introduce(self, *probes[size_t(p)], probe, me, nodes[size_t(p)]);
+  }
+  for (int p = me_index + 1; p < static_cast<int>(nodes.size()); ++p)
+    probes[size_t(p)] = introduced(*peers, me, nodes[size_t(p)], deadline, wait_s);
   std::vector<runtime::measured_link> links;
-  for (int p = 0; p < static_cast<int>(job.cluster.nodes.size()); ++p) {
-    const auto& peer = job.cluster.nodes[static_cast<size_t>(p)];
+  for (int p = 0; p < static_cast<int>(nodes.size()); ++p) {
+    const auto& peer = nodes[static_cast<size_t>(p)];
     if (p == me_index)
       continue;
-    const auto l = measure_to(self, reach(sys, job, net, me, p), me, peer);
+    const auto l = measure_to(self, *probes[size_t(p)], me, peer);
     std::fprintf(out, "node %s: link to %s: latency %s, bandwidth %s\n", me.name.c_str(),
                  peer.name.c_str(), runtime::format_duration(l.latency_s).c_str(),
                  runtime::format_bandwidth(l.bandwidth_Bps).c_str());
@@ -155,7 +205,7 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
   if (coordinator) {
     gather(job, me, *reports, links);
   } else {
-    const auto to = reach(sys, job, net, me, job.coordinator_node);
+    const auto to = *probes[size_t(job.coordinator_node)];
     std::string error;
     self->request(to, 30s, me.name, rows_text(links))
         .receive([](int64_t) {}, [&](caf::error& e) { error = sys.render(e); });

@@ -2,6 +2,7 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire_format.hpp"
 #include "runtime/plan/plan_allocation.hpp"
+#include "runtime/sim/simulator.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -147,13 +148,40 @@ void on_sample(self_ptr self, const link_sample& s) {
   st.adapter->observe({s.from, s.to, s.bytes, s.start, s.drained, s.end});
 }
 
+/// The active probes due at the boundary after step `r` (runtime::step_adapter::probes_due)
+/// on the plan that runs the next step: run on the job's link model at the step's end, fed
+/// to the monitor; returns how long they hold the next step's start. Virtual and dry time
+/// only: in wall time nothing sends them yet.
+double probe(self_ptr self, const step_result& r) {
+  auto& st = self->state;
+  const auto round = st.adapter->probes_due(st.in_force, st.latest, r.end_s - r.start_s);
+  if (round.empty() || st.job->wall())
+    return 0;
+  const auto& vc = *st.job->cluster;
+  const auto seen =
+      runtime::run_probes(vc.hardware(), vc.profile(), st.latest, st.script, round, r.end_s);
+  st.adapter->observe_probes(seen);
+  std::string what;
+  for (const auto& l : round.links)
+    what += fmt::format("{}link {}->{} {}x{:.0f} B", what.empty() ? "" : ", ", l.from, l.to,
+                        l.transfers, l.bytes);
+  for (const auto& d : round.devices)
+    what += fmt::format("{}device {} {} ops", what.empty() ? "" : ", ", d.device, d.ops);
+  spdlog::info("adapter: step {}: probes {} (holding the next step {:.3g} s)", r.step, what,
+               seen.hold_s);
+  return seen.hold_s;
+}
+
 /// The step ended: each stage's compute (where op times are the cluster's: virtual and dry
-/// time), then the policy if a drift began or ended (runtime::step_adapter::end_step).
-void on_step(self_ptr self, const step_result& r) {
+/// time), then the policy if a drift began or ended (runtime::step_adapter::end_step), then
+/// the probes of the boundary. Returns how long they hold the next step.
+double on_step(self_ptr self, const step_result& r) {
   auto& st = self->state;
   st.last_step = std::max(st.last_step, r.step);
+  for (const auto& u : r.injected)
+    st.script = runtime::merged(st.script, u.script);
   if (!st.adapter)
-    return;
+    return 0;
   // The plan that ran this step.
   if (auto it = st.ordered.upper_bound(r.step); it != st.ordered.begin()) {
     st.in_force = std::prev(it)->second;
@@ -164,16 +192,22 @@ void on_step(self_ptr self, const step_result& r) {
     compute.resize(st.in_force.pipelines.size());
     for (size_t p = 0; p < compute.size(); ++p)
       compute[p].assign(st.in_force.pipelines[p].stages.size(), 0.0);
+    // An op's span holds its devices' compute and, for a device on another node than its
+    // stage, its work's round trip (control messages, runtime/sim/simulator.hpp).
+    const auto& hardware = st.job->cluster->hardware();
     for (size_t k = 0; k < r.ops.size() && k < r.op_stage.size(); ++k) {
       const auto [p, s] = st.job->stage_at(static_cast<size_t>(r.op_stage[k]));
-      compute.at(static_cast<size_t>(p)).at(static_cast<size_t>(s)) +=
-          r.ops[k].end - r.ops[k].start;
+      const auto& stage =
+          st.in_force.pipelines.at(static_cast<size_t>(p)).stages.at(static_cast<size_t>(s));
+      compute.at(static_cast<size_t>(p)).at(static_cast<size_t>(s)) += runtime::stage_compute_s(
+          r.ops[k].end - r.ops[k].start, runtime::apart_round_trip_s(hardware, stage));
     }
   } else if (!emulated_links(*st.job)) {
-    return;
+    return 0;
   }
   if (auto d = st.adapter->end_step(st.in_force, compute, st.latest, st.options.react))
     decided(self, *d);
+  return st.options.react ? probe(self, r) : 0.0;
 }
 
 /// adapt_to: `next` from step `at` on as a decision of kind "ordered" (kept once the
@@ -251,15 +285,13 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
     st.in_force = job->plan;
     const auto& vc = *job->cluster;
     st.adapter.emplace(vc.hardware(), vc.model(), vc.profile(), job->plan, st.options.band,
-                       st.options.window, st.options.policy);
+                       st.options.window, st.options.policy, st.options.probes);
+    st.script = vc.timeline();
   }
   st.job = std::move(job);
   return {
       [=](const link_sample& s) { on_sample(self, s); },
-      [=](const step_result& r) {
-        on_step(self, r);
-        return r.step;
-      },
+      [=](const step_result& r) { return on_step(self, r); },
       [=](links_atom) {
         std::vector<link_summary> out;
         for (const auto& [id, l] : self->state.links)

@@ -29,6 +29,7 @@ struct adapter_options {
   /// laid out on several node processes) turns them off, and the policy then chooses among
   /// rebalance, resplit, compression and restore.
   runtime::policy_options policy;
+  runtime::probe_options probes;
   size_t max_decisions = 64; ///< the most recent ones kept for `decisions`
 };
 
@@ -38,7 +39,11 @@ struct adapter_options {
 /// policy (runtime::choose_adaptation) decides on the estimated cluster: the one rule of
 /// runtime::step_adapter, which simulate_adaptive runs too. A decision other than keep is
 /// ordered from the coordinator as a rebalance for the next step. Each decision is logged (spdlog
-/// info) and kept, the latest `max_decisions` of them.
+/// info) and kept, the latest `max_decisions` of them. While a drifted link or device is out of
+/// the plan, the rule's active probes (runtime/adapt/active_probe.hpp) run at the step
+/// boundaries it names, on the job's link model and script in force (virtual and dry time; not
+/// yet in wall time), and the step's answer to the coordinator is how long they hold the next
+/// step's start.
 struct adapter_state {
   static inline const char* name = "adapter";
   std::shared_ptr<job_context> job; ///< none: statistics only; a re-plan's once in force
@@ -51,6 +56,9 @@ struct adapter_state {
   int64_t last_step = 0; ///< the latest step a sample or result came from
   std::deque<adapt_record> decisions;
   int64_t decided = 0; ///< decisions so far
+  /// The job's script in force (step events resolved, injected events merged): the link
+  /// model the active probes run on.
+  runtime::link_timeline script;
 
   std::map<int, link_summary> links;
   std::map<int, double> delay_sum;

@@ -18,6 +18,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace deepcee::actors {
 
@@ -55,14 +56,14 @@ void deliver_result(self_ptr self) {
   st.pending.reset();
 }
 
-void step_optimized(self_ptr self) {
+/// The step has ended (every report is in and the optimizer's orders are sent): its
+/// result goes to the adapter, then to whoever asked for the step.
+void step_ended(self_ptr self) {
   auto& st = self->state;
-  if (++st.acks < static_cast<int>(st.stages.size()) || !st.pending)
-    return;
-  if (st.job->wall()) { // the all-reduce and the optimizer as they really took
+  if (st.job->wall()) { // the all-reduce and the reports as they really took
     st.result.end_s = st.job->real_now_s();
     st.result.finish.push_back(
-        {"allreduce + optimizer", -1, st.result.compute_end_s, st.result.end_s});
+        {"allreduce + reports", -1, st.result.compute_end_s, st.result.end_s});
   }
   st.clock_s = st.result.end_s;
   if (!st.adapter) {
@@ -71,8 +72,16 @@ void step_optimized(self_ptr self) {
   }
   // The adapter reads the step before it ends: a decision that the step's transfers led to
   // reaches this actor (before the adapter's answer) before the next step can start.
+  // Its answer is how long the active probes it sends at this boundary hold the next step
+  // (runtime/adapt/active_probe.hpp): virtual time charges them to that step's start.
   self->request(st.adapter, caf::infinite, st.result)
-      .then([=](int64_t) { deliver_result(self); }, [=](caf::error&) { deliver_result(self); });
+      .then(
+          [=](double hold_s) {
+            if (!self->state.job->wall())
+              self->state.probe_hold_s = hold_s;
+            deliver_result(self);
+          },
+          [=](caf::error&) { deliver_result(self); });
 }
 
 /// Every stage reported: decide the norm, the rate and the step's virtual end.
@@ -105,15 +114,13 @@ void all_reported(self_ptr self) {
     for (auto& e : finish)
       r.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
   }
-  st.acks = 0;
+  // One message per stage, answered by nothing: the next step's start follows it on the
+  // same way, and each stage's devices step before that step's ops reach them (control
+  // messages, runtime/sim/simulator.hpp). A failed optimizer step comes as an error report.
   const optimize_order order{r.step, r.lr, r.grad_norm};
   for (auto& stage : st.stages)
-    self->request(stage, caf::infinite, order)
-        .then([=](int64_t) { step_optimized(self); },
-              [=](caf::error& e) {
-                fail_step(self, code_of(e).value_or(error_code::internal),
-                          self->system().render(e));
-              });
+    self->send(stage, order);
+  step_ended(self);
 }
 
 /// Sends the step's start to every stage, with the micro-batch counts in force.
@@ -126,8 +133,33 @@ void start_stages(self_ptr self) {
   order.start_time = st.clock_s;
   for (const auto& p : st.plan.pipelines)
     order.micro_batches.push_back(p.micro_batches);
-  for (auto& stage : st.stages)
-    self->send(stage, order);
+  if (!st.job->wall()) { // the optimizer steps that begin it, as the simulator traces them
+    std::vector<runtime::trace_event> begin;
+    try {
+      st.cluster->begin_step(st.clock_s, begin);
+    } catch (const std::exception& e) { // a node the plan uses was killed (job_stopped)
+      fail_step(self, error_code::internal, e.what());
+      return;
+    }
+    for (auto& e : begin)
+      st.result.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
+  }
+  // Shaped wall time: each start crosses the emulated link from this node to its stage's.
+  const bool shaped = st.job->wall() && st.job->mode.shape_links;
+  size_t k = 0; // flat order: pipeline by pipeline
+  for (int p = 0; p < static_cast<int>(st.plan.pipelines.size()); ++p)
+    for (int s = 0; s < static_cast<int>(st.plan.pipelines[static_cast<size_t>(p)].stages.size());
+         ++s) {
+      auto& stage = st.stages.at(k++);
+      const double wait = shaped ? st.cluster->stage(p, s).control_latency(st.clock_s) : 0;
+      if (wait > 0)
+        self->delayed_send(stage,
+                           std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::duration<double>(wait)),
+                           order);
+      else
+        self->send(stage, order);
+    }
 }
 
 /// Puts the allocation `order` in force from its step on: every stage has it (and has
@@ -325,6 +357,7 @@ coordinator_actor::behavior_type coordinator_behavior(
         // move, an allocation or injection put in force) is part of its time, as in
         // runtime::simulate_adaptive.
         st.result.start_s = st.job->wall() ? st.job->real_now_s() : st.clock_s;
+        st.clock_s += std::exchange(st.probe_hold_s, 0.0); // the probes go first
         st.reports.assign(st.stages.size(), std::nullopt);
         st.next_step = step + 1;
         // Pending before anything starts: a re-plan that fails at once fails this step.
@@ -404,6 +437,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       [=](stage_report& rep) {
         auto& st = self->state;
         if (!rep.error.empty()) {
+          if (!st.pending && st.failed.empty()) // an optimizer step between two steps
+            st.failed = "the job cannot go on after step " + std::to_string(st.result.step) + " (" +
+                        rep.error + ")";
           fail_step(self, rep.code, rep.error);
           return;
         }

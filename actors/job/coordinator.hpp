@@ -17,10 +17,13 @@ namespace deepcee::actors {
 
 /// Drives the steps of a job. A step: step_start to every stage (with the micro-batch
 /// counts), one stage_report from each once its gradients are reduced, then the global
-/// norm, the learning rate and the virtual end of the step (all-reduce and optimizer
-/// times from the emulated cluster), then optimize_order to every stage; the step's result
-/// is the reply once all of them have stepped. In wall mode the step starts and ends when
-/// it really does (real seconds since the job's epoch).
+/// norm, the learning rate and the virtual end of the step (all-reduce times and the
+/// reports' way from the emulated cluster), then optimize_order to every stage, answered
+/// by nothing: the step's result is the reply at once, and the next step's start follows
+/// the order (each stage's devices step first). In wall mode the step starts and ends when
+/// it really does (real seconds since the job's epoch); with shaped links the starts and
+/// reports wait the latency of the emulated link between the coordinator's node and the
+/// stage's (control messages, runtime/sim/simulator.hpp).
 struct coordinator_state {
   static inline const char* name = "coordinator";
   std::shared_ptr<job_context> job;
@@ -32,6 +35,7 @@ struct coordinator_state {
   std::string failed; ///< set once a step failed: no later step runs (no recovery yet)
   std::chrono::milliseconds step_timeout{0}; ///< 0: none
   double clock_s = 0;                        ///< when the next step starts (virtual)
+  double probe_hold_s = 0; ///< the adapter's probes at the next boundary hold its ops so long
   /// The allocation in force (the adapter's rebalances) and its emulated cluster, whose
   /// all-reduce and optimizer times end a step; allocations ordered for later steps.
   runtime::plan plan;
@@ -59,8 +63,7 @@ struct coordinator_state {
   std::optional<caf::typed_response_promise<step_result>> pending;
   step_result result;
   std::vector<std::optional<stage_report>> reports; ///< flat order
-  int acks = 0;
-  int64_t dropped = 0; ///< reports naming no stage of the job
+  int64_t dropped = 0;                              ///< reports naming no stage of the job
 };
 
 /// Injected events (a `script_update`) wait for the next step boundary: before that step's

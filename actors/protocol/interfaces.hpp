@@ -21,17 +21,20 @@ namespace deepcee::actors {
 /// alone) and `restore` loads them; `move` (a re-plan's new stage) takes its layers from the
 /// old stages named, one per layer, and answers with the bytes received. `slowed` (from
 /// itself, in wall time) ends an op that a script's slowdown or stop held back, unless the
-/// step it belongs to (by its epoch) was abandoned.
+/// step it belongs to (by its epoch) was abandoned. `optimize_order` needs no answer: the
+/// next step's start follows it (the group steps the devices first); a failure comes as
+/// an error report. `step` (from itself, in shaped wall time) starts the held step once
+/// the optimizer's emulated time is up.
 using stage_actor = caf::typed_actor<
     caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>, caf::reacts_to<tensor_msg>,
-    caf::reacts_to<gradient_share>, caf::replies_to<optimize_order>::with<int64_t>,
-    caf::reacts_to<send_horizon>, caf::reacts_to<pipe_arrival>,
-    caf::replies_to<snapshot_atom>::with<stage_snapshot>,
+    caf::reacts_to<gradient_share>, caf::reacts_to<optimize_order>, caf::reacts_to<send_horizon>,
+    caf::reacts_to<pipe_arrival>, caf::replies_to<snapshot_atom>::with<stage_snapshot>,
     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>,
     caf::replies_to<rebalance>::with<int64_t>,
     caf::replies_to<snapshot_atom, int32_t>::with<stage_snapshot>,
     caf::replies_to<move_atom, layer_holders>::with<int64_t>,
-    caf::replies_to<script_update>::with<int64_t>, caf::reacts_to<slowed_atom, uint64_t>>;
+    caf::replies_to<script_update>::with<int64_t>, caf::reacts_to<slowed_atom, uint64_t>,
+    caf::reacts_to<step_atom, int64_t>>;
 
 /// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
 /// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
@@ -100,7 +103,8 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<plan_atom>::with<job_in_force>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp): receives every link sample and
-/// every step's result (answered once read: the coordinator ends the step then), keeps per-link
+/// every step's result (answered once read, with the seconds its active probes hold the next
+/// step's start: the coordinator ends the step then), keeps per-link
 /// statistics and its monitor's estimates, and when the monitor reports drift asks the policy and
 /// orders its decision from the coordinator. A `rebalance` is adapt_to: the given allocation from
 /// the given step on (answered with the step it takes effect at); a `replan_order` is adapt_to
@@ -110,7 +114,7 @@ using coordinator_actor = caf::typed_actor<
 using adapter_actor = caf::typed_actor<
     caf::reacts_to<link_sample>, caf::replies_to<links_atom>::with<std::vector<link_summary>>,
     caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
-    caf::replies_to<step_result>::with<int64_t>, caf::replies_to<rebalance>::with<int64_t>,
+    caf::replies_to<step_result>::with<double>, caf::replies_to<rebalance>::with<int64_t>,
     caf::replies_to<decisions_atom>::with<std::vector<adapt_record>>,
     caf::reacts_to<wire_atom, caf::strong_actor_ptr>, caf::replies_to<replan_order>::with<int64_t>,
     caf::reacts_to<move_atom, replan_order>>;

@@ -148,11 +148,19 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
 /// Wall time: how much longer than its measured time an op started at `start_s` (real
 /// seconds) lasts under the script's slowdowns and node stops, as virtual time has its
 /// devices take (virtual_stage::op_duration): its devices' nominal work is what the op took
-/// for real. 0 where no script touches its devices. Throws job_stopped when a device's node
-/// stops for good or is killed first.
+/// for real. With shaped links, also the round trip of each op's work and answer to a
+/// device on another node than the stage (control messages, runtime/sim/simulator.hpp),
+/// the longest one: the emulated link's latency each way, on top of the real messages.
+/// Throws job_stopped when a device's node stops for good or is killed first.
 double held_back_s(const stage_state& st, double start_s) {
-  if (!st.job->wall() || !st.costs.scripted())
+  if (!st.job->wall())
     return 0;
+  double trip = 0;
+  if (st.job->mode.shape_links)
+    for (const auto& link : st.costs.apart)
+      trip = std::max(trip, 2.0 * runtime::message_latency_s(link, start_s));
+  if (!st.costs.scripted())
+    return trip;
   const double took = std::max(0.0, st.job->real_now_s() - start_s);
   double slowed = took;
   for (size_t d = 0; d < st.costs.rates.size(); ++d) {
@@ -161,7 +169,7 @@ double held_back_s(const stage_state& st, double start_s) {
       throw runtime::job_stopped(runtime::stopped_message(st.costs.rates[d], st.costs.nodes.at(d)));
     slowed = std::max(slowed, one);
   }
-  return slowed - took;
+  return slowed - took + trip;
 }
 
 /// Hands `op` to the group; its answer ends the op and runs what can run next.
@@ -342,8 +350,12 @@ void start_step(self_ptr self, const step_start& order) {
   st.phase = stage_phase::computing;
   st.op_running = false;
   ++st.epoch;
-  st.list = runtime::op_list_run(st.ops, st.place, m, order.start_time);
-  st.free_at = order.start_time;
+  // Virtual and dry time: its first op may begin once the start crossed the link from the
+  // coordinator and the devices ran the previous step's optimizer (control messages,
+  // runtime/sim/simulator.hpp); wall time meets both for real.
+  const double begin = st.job->wall() ? order.start_time : st.costs.step_begin(order.start_time);
+  st.list = runtime::op_list_run(st.ops, st.place, m, begin);
+  st.free_at = begin;
   st.loss_sum = 0;
   st.records.clear();
   st.own_gradients.clear();
@@ -353,6 +365,69 @@ void start_step(self_ptr self, const step_start& order) {
         runtime::corpus_split::train, plan.global_batch(), plan.model.context, st.job->train.seed,
         static_cast<uint64_t>(order.step)));
   advance(self);
+}
+
+/// Shaped wall time: the held start begins its step once the optimizer step before it is
+/// done and, counted from the start's arrival, has taken as long as it really took (the
+/// order came at once, where the emulated link makes it arrive with the start).
+void release_held_start(self_ptr self) {
+  auto& s = self->state;
+  if (!s.held_start || s.optimizing)
+    return;
+  const double due = s.held_start_arrival + std::exchange(s.optimizer_took, 0.0);
+  const double wait = due - s.job->real_now_s();
+  if (wait <= 0) {
+    const auto order = *std::exchange(s.held_start, std::nullopt);
+    start_step(self, order);
+    return;
+  }
+  self->delayed_send(
+      self,
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(wait)),
+      step_atom_v, s.held_start->step);
+}
+
+void on_step_start(self_ptr self, const step_start& order) {
+  auto& s = self->state;
+  if (!s.job->wall() || !s.job->mode.shape_links || !s.group) {
+    start_step(self, order); // its ops reach the devices after the optimizer step
+    return;
+  }
+  s.held_start = order;
+  s.held_start_arrival = s.job->real_now_s();
+  release_held_start(self);
+}
+
+/// The coordinator's order of the optimizer step once every stage reported step
+/// `order.step`: the group steps its devices. No answer: the next step's start follows,
+/// and its ops reach each device after this step (messages between two actors keep their
+/// order); a failure comes to the coordinator as an error report.
+void on_optimize(self_ptr self, const optimize_order& order) {
+  auto& s = self->state;
+  s.activations.erase(order.step);
+  s.gradients.erase(order.step);
+  if (!s.group)
+    return;
+  s.optimizing = true;
+  s.optimizer_started = s.job->real_now_s();
+  const auto step = order.step;
+  self->request(s.group, caf::infinite, order)
+      .then(
+          [=](int64_t) {
+            auto& st = self->state;
+            st.optimizing = false;
+            st.optimizer_took = st.job->real_now_s() - st.optimizer_started;
+            try {
+              release_held_start(self);
+            } catch (const std::exception& e) {
+              report_error(self, e.what());
+            }
+          },
+          [=](caf::error& e) {
+            self->state.optimizing = false;
+            report_error(self, "the optimizer step of step " + std::to_string(step) + ": " +
+                                   reason_text(self->system(), e));
+          });
 }
 
 /// Runs a handler's work; a failure reports the error instead of killing the actor.
@@ -379,7 +454,7 @@ void on_wiring(self_ptr self, const stage_wiring& w) {
   if (s.phase == stage_phase::unwired)
     s.phase = stage_phase::idle;
   if (auto order = std::exchange(s.unwired_order, std::nullopt))
-    start_step(self, *order);
+    on_step_start(self, *order);
 }
 
 /// A malformed tensor is dropped, counted and logged: the step goes on with the well-formed
@@ -446,19 +521,19 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
           if (self->state.phase == stage_phase::unwired)
             self->state.unwired_order = order;
           else
-            start_step(self, order);
+            on_step_start(self, order);
+        });
+      },
+      [=](step_atom, int64_t step) {
+        guarded(self, [&] {
+          auto& s = self->state;
+          if (s.held_start && s.held_start->step == step)
+            start_step(self, *std::exchange(s.held_start, std::nullopt));
         });
       },
       [=](tensor_msg& msg) { guarded(self, [&] { on_tensor(self, msg); }); },
       [=](gradient_share& share) { guarded(self, [&] { on_share(self, share); }); },
-      [=](const optimize_order& order) -> caf::result<int64_t> {
-        auto& s = self->state;
-        s.activations.erase(order.step);
-        s.gradients.erase(order.step);
-        if (!s.group)
-          return order.step;
-        return self->delegate(s.group, order);
-      },
+      [=](const optimize_order& order) { guarded(self, [&] { on_optimize(self, order); }); },
       [=](const send_horizon& h) {
         guarded(self, [&] {
           self->state.sync.on_horizon(h);

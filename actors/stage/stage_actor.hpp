@@ -48,8 +48,11 @@ struct stage_allocation {
 /// Where a stage is in its life. The messages each phase takes:
 /// - unwired: a step order waits until the wiring comes (they come from different senders,
 ///   so CAF does not order them);
-/// - idle (between steps): step orders, optimize orders, snapshots and restores; inputs and
-///   gradient shares of the next step are kept for it;
+/// - idle (between steps): step orders, optimize orders (answered by nothing: the group
+///   steps the devices, and the next step's ops reach them after it; in shaped wall time a
+///   step order is held until the optimizer step is done and has taken, from the order's
+///   arrival, what it really took), snapshots and restores; inputs and gradient shares of
+///   the next step are kept for it;
 /// - computing: the op list runs; inputs, pipe messages and the group's op answers;
 /// - reducing: the op list is done; the group's reduce, gradient shares of other pipelines.
 /// A failure in any phase reports the error and returns the stage to idle.
@@ -94,6 +97,13 @@ struct stage_state {
     std::optional<outgoing_tensor> out;
   };
   std::optional<held_op> held;
+  /// Shaped wall time: the optimizer step that the coordinator's order started (it came
+  /// at once, where the emulated link would take a latency) and how long it took, and the
+  /// next step's start that waits for it (control messages, runtime/sim/simulator.hpp).
+  bool optimizing = false;
+  double optimizer_started = 0, optimizer_took = 0;
+  std::optional<step_start> held_start;
+  double held_start_arrival = 0;
   std::vector<float> own_gradients; ///< the group's sum, once reduced
   int64_t dropped = 0;              ///< malformed messages so far
 

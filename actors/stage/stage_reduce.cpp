@@ -41,7 +41,18 @@ void report_step(stage_self self, double grad_sum_squares) {
   auto& st = self->state;
   st.phase = stage_phase::idle;
   st.own_gradients.clear();
-  self->send(st.coordinator, report_of(st, grad_sum_squares));
+  // Shaped wall time: the report crosses the emulated link to the coordinator's node
+  // (control messages, runtime/sim/simulator.hpp).
+  const double now = st.job->real_now_s();
+  const double wait =
+      st.job->wall() && st.job->mode.shape_links ? st.costs.control_latency(now) : 0;
+  if (wait > 0)
+    self->delayed_send(
+        st.coordinator,
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(wait)),
+        report_of(st, grad_sum_squares));
+  else
+    self->send(st.coordinator, report_of(st, grad_sum_squares));
 }
 
 /// Sends this stage's gradient sums (over its devices) to the other holders of its layers.

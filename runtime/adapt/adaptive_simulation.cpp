@@ -2,6 +2,7 @@
 #include "runtime/adapt/step_adapter.hpp"
 
 #include "runtime/base/splitmix.hpp"
+#include "runtime/plan/plan_allocation.hpp"
 #include "runtime/sim/simulator.hpp"
 
 #include <algorithm>
@@ -75,10 +76,23 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
   // A step event happens when the adapted run starts that step's ops (after a re-plan's
   // moves), by the rule the coordinator follows at its step boundaries (take_injected).
   auto [in_force, waiting] = split_step_events(timeline);
-  step_adapter adapter(c, model, profile, p, options.band, 9, options.policy);
+  step_adapter adapter(c, model, profile, p, options.band, 9, options.policy, options.probes);
   plan current = p;
   std::optional<adapt_decision> pending;
   uint64_t sample_index = 0;
+  // What the monitor sees of a transfer on a noisy network.
+  const auto seen = [&](link_observation o) {
+    if (options.sample_noise > 0) {
+      const double drain = (o.drained_s - o.start_s) *
+                           noise_factor(options.sample_noise, options.seed, sample_index++);
+      const double latency = (o.arrival_s - o.drained_s) *
+                             noise_factor(options.sample_noise, options.seed, sample_index++);
+      o.drained_s = o.start_s + drain;
+      o.arrival_s = o.drained_s + latency;
+    }
+    return o;
+  };
+  double hold_s = 0; // the probes sent at the next step's start
   t = 0;
   for (int k = 0; k < options.steps; ++k) {
     adaptive_step step;
@@ -86,35 +100,29 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     step.start_s = t;
     double move_s = 0;
     if (pending) {
+      // The moves as the coordinator charges them (coordinator_replan: plan_state_moves on
+      // the cluster's links), not the policy's estimate on the estimated cluster.
+      if (!same_layout(current, pending->next))
+        move_s = state_move_seconds(c, model, current, pending->next);
       current = pending->next;
-      move_s = pending->move_s;
       pending.reset();
     }
     sim_options one;
-    one.start_s = t + move_s;
+    one.start_s = t + hold_s + move_s; // as the coordinator: the probes' hold, then the moves
     one.record_transfers = true;
     auto reached = take_injected(waiting, k, one.start_s);
     in_force = merged(in_force, reached.due);
     waiting = std::move(reached.pending);
     const auto r = simulate(c, model, profile, current, in_force, one);
     // The transfers as the runtime's pipes and stages report them, in the order sent.
-    for (const auto& x : r.transfers) {
-      link_observation o = x;
-      if (options.sample_noise > 0) {
-        const double drain = (o.drained_s - o.start_s) *
-                             noise_factor(options.sample_noise, options.seed, sample_index++);
-        const double latency = (o.arrival_s - o.drained_s) *
-                               noise_factor(options.sample_noise, options.seed, sample_index++);
-        o.drained_s = o.start_s + drain;
-        o.arrival_s = o.drained_s + latency;
-      }
-      adapter.observe(o);
-    }
+    for (const auto& x : r.transfers)
+      adapter.observe(seen(x));
     std::vector<std::vector<double>> compute(r.stages.size());
     for (size_t pi = 0; pi < r.stages.size(); ++pi)
       for (const auto& st : r.stages[pi])
         compute[pi].push_back(st.compute_s);
-    step.step_s = move_s + r.step_time_s;
+    step.step_s = hold_s + move_s + r.step_time_s;
+    step.probe_hold_s = hold_s;
     step.samples_per_s = batch / step.step_s;
     if (auto d = adapter.end_step(current, compute, current)) {
       if (d->kind != decision_kind::keep)
@@ -122,6 +130,16 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
       step.decision = std::move(*d);
     }
     t += step.step_s;
+    // The probes of the boundary after this step, on the plan that runs the next one.
+    const plan& next = pending ? pending->next : current;
+    hold_s = 0;
+    if (const auto round = adapter.probes_due(current, next, step.step_s); !round.empty()) {
+      auto probed = run_probes(c, profile, next, in_force, round, t);
+      for (auto& o : probed.transfers)
+        o = seen(o);
+      adapter.observe_probes(probed);
+      hold_s = probed.hold_s;
+    }
     out.adaptive.push_back(std::move(step));
   }
   return out;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "runtime/adapt/active_probe.hpp"
 #include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/adapt/drift_tracker.hpp"
 #include "runtime/adapt/environment_monitor.hpp"
@@ -15,6 +16,7 @@ struct adaptive_options {
   int steps = 1;
   drift_band band;
   policy_options policy;
+  probe_options probes;
   /// Each observed transfer's drain and latency scaled by a seeded uniform factor in
   /// [1 - noise, 1 + noise]: what the monitor sees of a noisy network (the steps
   /// themselves follow the timeline).
@@ -25,11 +27,12 @@ struct adaptive_options {
 struct adaptive_step {
   int step = 0;
   double start_s = 0; ///< on the timeline's clock
-  double step_s = 0;  ///< including the moves of a re-plan applied at its start
+  double step_s = 0;  ///< including the moves of a re-plan and the probes at its start
   double samples_per_s = 0;
   /// What the policy decided at this step's end, when the monitor saw a drift begin or
   /// end (it takes effect at the next step).
   std::optional<adapt_decision> decision;
+  double probe_hold_s = 0; ///< what the probes sent at its start held it
 };
 
 struct adaptive_result {
@@ -55,7 +58,9 @@ std::vector<link_observation> observed_transfers(const cluster& c, const model_s
 /// adapted run starts its step's ops (take_injected at every boundary, as the runtime's
 /// coordinator takes it), so it meets the event at another time than the static run when
 /// decisions changed the steps before. A re-plan's state moves are charged to the step it
-/// starts (and come before its step events).
+/// starts (and come before its step events), and so are the active probes that the rule
+/// sends at its boundary (step_adapter::probes_due, run on the script's link model by
+/// run_probes; the step's ops start once the probes' hold and the moves are over).
 adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
                                   const profile_table& profile, const plan& p,
                                   const link_timeline& timeline, const adaptive_options& options);

@@ -1,8 +1,11 @@
 #include "runtime/adapt/environment_monitor.hpp"
 
 #include "runtime/cluster/codec_cost.hpp"
+#include "runtime/cluster/network_path.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace deepcee::runtime {
@@ -22,7 +25,12 @@ environment_monitor::environment_monitor(cluster c, const profile_table& profile
 }
 
 void environment_monitor::rebase(const plan& p) {
-  expected_.clear();
+  expected_ = expected_of(p);
+}
+
+std::map<int, environment_monitor::expected_ops>
+environment_monitor::expected_of(const plan& p) const {
+  std::map<int, expected_ops> out;
   for (const auto& pipe : p.pipelines)
     for (size_t si = 0; si < pipe.stages.size(); ++si) {
       const auto& st = pipe.stages[si];
@@ -44,15 +52,55 @@ void environment_monitor::rebase(const plan& p) {
         // simulator's world adds them), not a drift.
         const auto fig = with_recompute(plain, st.recompute, profile_->model(), st.first_layer,
                                         st.last_layer, st.samples[k]);
-        const auto codec = stage_codec_s(dev, profile_->model(), in,
-                                         last ? compression::none : st.send_compression,
-                                         st.samples[k], *profile_);
+        const auto codec =
+            stage_codec_s(dev, profile_->model(), in,
+                          last ? compression::none : st.send_compression, st.samples[k], *profile_);
         e.f += fig.f_s + codec.f;
         e.b += fig.b_s + codec.b;
         e.w += fig.w_s;
-        expected_[st.devices[k]] = e;
+        out[st.devices[k]] = e;
       }
     }
+  return out;
+}
+
+int environment_monitor::critical_device(const std::map<int, expected_ops>& expected,
+                                         const std::vector<int>& devices) {
+  int critical = -1;
+  double longest = -1;
+  for (int d : devices)
+    if (const auto it = expected.find(d); it != expected.end()) {
+      const auto& e = it->second;
+      if (const double t = e.micro_batches * (e.f + e.b + e.w); t > longest) {
+        longest = t;
+        critical = d;
+      }
+    }
+  return critical;
+}
+
+std::set<int> environment_monitor::measured_devices(const plan& p) const {
+  const auto expected = expected_of(p);
+  std::set<int> out;
+  for (const auto& pipe : p.pipelines)
+    for (const auto& st : pipe.stages)
+      if (const int d = critical_device(expected, st.devices); d >= 0)
+        out.insert(d);
+  return out;
+}
+
+double environment_monitor::earliest_send_s(const plan& p) const {
+  const auto expected = expected_of(p);
+  double earliest = std::numeric_limits<double>::infinity();
+  for (const auto& pipe : p.pipelines)
+    for (const auto& st : pipe.stages) {
+      double f = 0; // one op lasts as long as its slowest share
+      for (int d : st.devices)
+        if (const auto it = expected.find(d); it != expected.end())
+          f = std::max(f, it->second.f);
+      earliest = std::min(earliest, f);
+    }
+  return std::isfinite(earliest) ? earliest : 0.0;
 }
 
 environment_monitor::link_trackers& environment_monitor::trackers_of(int from, int to) {
@@ -104,18 +152,13 @@ void environment_monitor::observe_step_compute(int device, double seconds) {
     changed_ |= device_tracker(device).add(seconds / expected);
 }
 
+void environment_monitor::observe_slowdown(int device, double slowdown) {
+  if (slowdown > 0 && std::isfinite(slowdown))
+    changed_ |= device_tracker(device).add(slowdown);
+}
+
 void environment_monitor::observe_stage_compute(const std::vector<int>& devices, double seconds) {
-  int critical = -1;
-  double longest = -1;
-  for (int d : devices)
-    if (const auto it = expected_.find(d); it != expected_.end()) {
-      const auto& e = it->second;
-      if (const double t = e.micro_batches * (e.f + e.b + e.w); t > longest) {
-        longest = t;
-        critical = d;
-      }
-    }
-  if (critical >= 0)
+  if (const int critical = critical_device(expected_, devices); critical >= 0)
     observe_step_compute(critical, seconds);
 }
 
@@ -180,11 +223,103 @@ cluster environment_monitor::estimated_cluster() const {
     o.latency_s = lat ? t.latency->estimate() : assumed.latency_s;
     c.overrides.push_back(o);
   }
+  for (const auto& o : inferred_links())
+    c.overrides.push_back(o);
   for (const auto& [dev, t] : devices_)
     if (t.drifted()) {
       c.devices.at(static_cast<size_t>(dev)).slowdown = t.estimate();
     }
   return c;
+}
+
+namespace {
+
+/// The directed WAN path a transfer from x to y crosses, if any.
+std::optional<std::pair<int, int>> wan_of(const cluster& c, int x, int y) {
+  for (const auto& r : path_between(c, x, y))
+    if (r.what == net_resource::kind::wan)
+      return std::pair{r.a, r.b};
+  return std::nullopt;
+}
+
+/// The lower median of ratios (as drift_tracker::estimate).
+double median_of(std::vector<double> v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+} // namespace
+
+std::vector<link_override> environment_monitor::inferred_links() const {
+  // Per WAN path and field: the measured pairs' ratios, and whether all of them drifted to
+  // one side.
+  struct field_votes {
+    std::vector<double> ratios;
+    int below = 0, above = 0, calm = 0;
+    std::optional<double> ratio() const {
+      const int n = static_cast<int>(ratios.size());
+      if (n == 0 || calm > 0 || (below != n && above != n))
+        return std::nullopt;
+      return median_of(ratios);
+    }
+  };
+  struct wan_votes {
+    field_votes bandwidth, latency;
+  };
+  const auto vote = [](field_votes& v, const drift_tracker& t) {
+    if (t.samples() == 0)
+      return;
+    v.ratios.push_back(t.ratio());
+    if (!t.drifted())
+      ++v.calm;
+    else if (t.ratio() < 1)
+      ++v.below;
+    else
+      ++v.above;
+  };
+  std::map<std::pair<int, int>, wan_votes> wans;
+  for (const auto& [pair, t] : links_) {
+    const auto wan = wan_of(cluster_, pair.first, pair.second);
+    if (!wan)
+      continue;
+    auto& w = wans[*wan];
+    if (t.bandwidth)
+      vote(w.bandwidth, *t.bandwidth);
+    if (t.latency)
+      vote(w.latency, *t.latency);
+  }
+  std::vector<link_override> out;
+  const int n = static_cast<int>(cluster_.devices.size());
+  for (int x = 0; x < n; ++x)
+    for (int y = 0; y < n; ++y) {
+      if (x == y)
+        continue;
+      if (const auto it = links_.find({x, y}); it != links_.end()) {
+        const auto& t = it->second;
+        if ((t.bandwidth && t.bandwidth->samples() > 0) || (t.latency && t.latency->samples() > 0))
+          continue; // measured: its own estimate holds
+      }
+      const auto wan = wan_of(cluster_, x, y);
+      if (!wan)
+        continue;
+      const auto it = wans.find(*wan);
+      if (it == wans.end())
+        continue;
+      const auto bw = it->second.bandwidth.ratio();
+      const auto lat = it->second.latency.ratio();
+      if (!bw && !lat)
+        continue;
+      const auto assumed = cluster_.link_between(x, y);
+      link_override o;
+      o.from = {link_endpoint::scope::device, x};
+      o.to = {link_endpoint::scope::device, y};
+      o.directed = true;
+      o.bandwidth_Bps = assumed.bandwidth_Bps * bw.value_or(1.0);
+      o.latency_s = assumed.latency_s * lat.value_or(1.0);
+      out.push_back(o);
+    }
+  return out;
 }
 
 } // namespace deepcee::runtime

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -56,10 +57,21 @@ public:
   /// not each device's share, and an op lasts as long as its slowest share: so this is an
   /// observation of the device whose share the plan expects to take longest.
   void observe_stage_compute(const std::vector<int>& devices, double seconds);
+  /// An active probe timed `device` at `slowdown` times its profile's op time (active_probe).
+  void observe_slowdown(int device, double slowdown);
 
   /// A new plan moves the devices' shares: their expected op times follow it. Link
   /// trackers stay (the network did not change).
   void rebase(const plan& p);
+
+  /// The devices whose compute `p`'s steps measure: per stage the one whose share is
+  /// expected to take longest (observe_stage_compute). A drifted device outside this set
+  /// is seen by nothing but probes.
+  std::set<int> measured_devices(const plan& p) const;
+  /// A lower bound on when the first transfer of a step of `p` can start after the step
+  /// does: every transfer follows an op, and no stage's F is shorter than its expected
+  /// one (a slower device only delays it). The slack a probe at the boundary has.
+  double earliest_send_s(const plan& p) const;
 
   /// Whether some link or device entered or left drift since the last acknowledge().
   bool changed() const { return changed_; }
@@ -73,7 +85,16 @@ public:
   /// drifted link, and a drifted device's slowdown (device::slowdown: its op times, measured
   /// or estimated, launches included, stretched as the virtual clock stretches them). Links
   /// and devices within their bands keep the cluster's figures, so noise changes nothing.
+  ///
+  /// A WAN path (a directed region pair) on which every measured pair has drifted the same
+  /// way is taken to have drifted as a whole: each pair across it that no transfer has
+  /// measured gets the measured pairs' median ratio too (inferred_links). The plan crosses
+  /// a WAN on few of its pairs; without this the policy would answer a region's drop with a
+  /// plan that moves onto the pairs not measured yet, and need a second decision once they
+  /// turn out as slow.
   cluster estimated_cluster() const;
+  /// The overrides estimated_cluster adds for pairs that no transfer measured.
+  std::vector<link_override> inferred_links() const;
   const cluster& assumed_cluster() const { return cluster_; }
 
 private:
@@ -86,6 +107,10 @@ private:
     int micro_batches = 0;
   };
   link_trackers& trackers_of(int from, int to);
+  /// Each device's expected op times under `p` (its share, recompute and codecs included).
+  std::map<int, expected_ops> expected_of(const plan& p) const;
+  static int critical_device(const std::map<int, expected_ops>& expected,
+                             const std::vector<int>& devices);
   drift_tracker& device_tracker(int device);
 
   cluster cluster_;

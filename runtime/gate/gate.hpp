@@ -41,7 +41,7 @@ struct gate_settings {
   std::function<void(const std::string&)> log; ///< one line per refused peer
   /// Set: TLS 1.3 with this node's certificate, peers verified against the job's CA.
   std::shared_ptr<const tls_context> tls{};
-  /// A gate's: the nodes a client's certificate may name (the job's others).
+  /// A gate's: the nodes a client's certificate may name (the job's nodes).
   std::vector<std::string> peers{};
 };
 

@@ -179,7 +179,7 @@ std::string check_peer(SSL* ssl, const std::string& expected,
   for (const auto& n : allowed)
     if (names_node(names, n))
       return {};
-  return "its certificate names " + names_text(names) + ", no other node of the job";
+  return "its certificate names " + names_text(names) + ", no node of the job";
 }
 
 } // namespace deepcee::runtime::gate

@@ -54,7 +54,7 @@ private:
 /// Why the peer of a finished handshake is refused, or "" when it is accepted: its
 /// certificate must have chained to the CA (OpenSSL checked it during the handshake) and
 /// name `expected` (a tunnel knows whom it dialled), or, with `expected` empty, name one
-/// of `allowed` (a gate accepts any node of the job but itself).
+/// of `allowed` (a gate accepts any node of the job).
 std::string check_peer(ssl_st* ssl, const std::string& expected,
                        const std::vector<std::string>& allowed);
 

@@ -25,6 +25,7 @@ struct stage_run {
   bool running = false;
   double free_at = 0;
   double op_start = 0;
+  double trip = 0; ///< the running op's longest work-and-answer round trip
 };
 
 /// An op's end. Ends at the same time are processed in stage order (a stage has at most one
@@ -86,9 +87,16 @@ void step_engine::try_start(int s) {
   run.running = true;
   const auto& st = w_.stages[static_cast<size_t>(s)];
   const auto kind = run.list.next().kind;
-  double dt = 0; // the slowest device, each at its rate over the op (link_timeline.hpp)
-  for (size_t d = 0; d < st.devices.size(); ++d)
+  // The slowest device, each at its rate over the op (link_timeline.hpp), then the longest
+  // round trip of a device's work and answer on another node than its stage (its answer
+  // ends the op).
+  double dt = 0;
+  run.trip = 0;
+  for (size_t d = 0; d < st.devices.size(); ++d) {
+    run.trip = std::max(run.trip, w_.apart_round_trip(st, d, run.op_start));
     dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)));
+  }
+  dt += run.trip;
   queue_.push({run.op_start + dt, s});
 }
 
@@ -118,7 +126,9 @@ void step_engine::complete(int s, double t) {
   const auto op = run.list.next();
   run.running = false;
   run.free_at = t;
-  stage_busy_[static_cast<size_t>(s)] += t - run.op_start;
+  // The stage's compute (what the adapter's monitor reads): the op's span less its round
+  // trip, as the runtime's adapter counts it (runtime::stage_compute_s).
+  stage_busy_[static_cast<size_t>(s)] += stage_compute_s(t - run.op_start, run.trip);
   for (size_t d = 0; d < st.devices.size(); ++d) {
     const double dt = w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, op.kind));
     busy_[static_cast<size_t>(st.devices[d])] += dt;
@@ -153,13 +163,15 @@ namespace {
 double step_engine::run(double t0, std::vector<double>& stage_end) {
   const size_t n = w_.stages.size();
   runs_.assign(n, {});
+  sim_detail::begin_step(w_, opt_, r_, t0, optim_);
   for (size_t s = 0; s < n; ++s) {
     const auto& st = w_.stages[s];
     const auto& schedule = w_.schedules[static_cast<size_t>(st.schedule)];
     const int m = w_.micro_batches[static_cast<size_t>(st.pipeline)];
-    runs_[s].free_at = t0;
+    const double begin = w_.step_begin(st, t0);
+    runs_[s].free_at = begin;
     runs_[s].list = op_list_run(schedule.stages[static_cast<size_t>(st.stage)],
-                                {st.prev < 0, st.next < 0, schedule.fused_backward}, m, t0);
+                                {st.prev < 0, st.next < 0, schedule.fused_backward}, m, begin);
   }
   for (size_t s = 0; s < n; ++s)
     try_start(static_cast<int>(s));
@@ -176,7 +188,7 @@ double step_engine::run(double t0, std::vector<double>& stage_end) {
                              std::to_string(st.stage) + " deadlocked");
     stage_end[s] = runs_[s].free_at;
   }
-  return sim_detail::finish_step(w_, opt_, r_, stage_end, ar_, optim_);
+  return sim_detail::finish_step(w_, opt_, r_, stage_end, ar_);
 }
 
 } // namespace

@@ -49,14 +49,25 @@
 ///   cross gives each 1/k of the bandwidth): it waits for earlier buckets' phases on them
 ///   and for the step's pipeline transfers, taken as done on a resource once every stage
 ///   that receives over it has ended its step.
-/// - Optimizer. AdamW per device after its last bucket: read weights, gradients and both
-///   moments, write weights and moments, at the device's memory bandwidth.
+/// - Control messages. The coordinator runs on the node of pipeline 0's first stage's
+///   first device, each stage on its first device's node. A step costs the messages the
+///   runtime really sends, each one latency of the link between the two nodes (none on
+///   one node): a stage's report (once its gradients are reduced) to the coordinator; the
+///   step ends when the last one is in, and the coordinator sends each stage the
+///   optimizer's order and the next step's start together. A device on another node than
+///   its stage gets each op's work and answers over its link: an op of such a stage takes
+///   its slowest device's time and then the longest of these round trips.
+/// - Optimizer. AdamW per device, read weights, gradients and both moments, write weights
+///   and moments, at the device's memory bandwidth, once the order has arrived: it begins
+///   the next step, before the stage's first op (so every step, the first one too, is
+///   charged one optimizer step, and a run of n steps takes what n steps of the runtime
+///   and the last optimizer step take).
 /// - Memory per device: weights, gradients and AdamW moments of its layers, plus
 ///   activations in fp32: act_until_b added when F runs, swapped for act_until_w when B
 ///   runs, released when W runs (at its sample count). Out of memory when the peak exceeds
 ///   the device's memory.
 /// - Steps. Several steps run back to back with a barrier between them (the next step
-///   starts when the last device's optimizer ends), so a timeline change can hit any step.
+///   starts when the coordinator has every report), so a timeline change can hit any step.
 namespace deepcee::runtime {
 
 /// The script killed a node the plan uses, or stopped it for good: the job cannot go on
@@ -65,6 +76,21 @@ class job_stopped : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+/// One control message's latency over `link` (a device pair's history) sent at `t_s`; an
+/// empty history: both ends on one node, 0.
+double message_latency_s(const std::vector<link_timeline::piece>& link, double t_s);
+
+/// The longest work-and-answer round trip of an op of stage `st` of a plan on `c` (twice
+/// the latency between its first device and each device on another node; 0 when all are
+/// on one node), at the cluster's link latencies.
+double apart_round_trip_s(const cluster& c, const stage_plan& st);
+
+/// A stage's compute in an op that spanned `span_s` and waited `trip_s` for its devices'
+/// round trips: what the adapter's monitor reads, in the simulator and the runtime alike.
+inline double stage_compute_s(double span_s, double trip_s) {
+  return span_s > trip_s ? span_s - trip_s : 0.0;
+}
 
 struct sim_options {
   int steps = 1;

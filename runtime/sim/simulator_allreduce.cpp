@@ -141,8 +141,7 @@ double bucket_end(world& w, const bucket& b, double t, const sim_options& option
 } // namespace
 
 double finish_step(world& w, const sim_options& options, sim_result& r,
-                   const std::vector<double>& stage_end, std::vector<double>& device_ar,
-                   std::vector<double>& device_opt) {
+                   const std::vector<double>& stage_end, std::vector<double>& device_ar) {
   build_buckets(w);
   // A device's collectives run one at a time, after its stage's last W.
   // The all-reduce's traffic queues behind the step's pipeline transfers on every resource
@@ -189,25 +188,31 @@ double finish_step(world& w, const sim_options& options, sim_result& r,
         r.events.push_back({name, d, start, end});
     }
   }
-  // AdamW: read weights, gradients and both moments; write weights and moments.
+  // Each stage reports once its devices' buckets are reduced; the step ends when the
+  // coordinator has every report (control messages, simulator.hpp).
   double step_end = 0.0;
-  for (const auto& st : w.stages) {
-    double bytes = 0.0;
-    for (int l = st.first_layer; l < st.last_layer; ++l) {
-      const auto& layer = w.model->layers[static_cast<size_t>(l)];
-      bytes += static_cast<double>(layer.state_bytes() + layer.param_bytes + layer.optimizer_bytes);
-    }
-    for (int d : st.devices) {
-      const auto di = static_cast<size_t>(d);
-      const double bw = w.c->devices[di].mem_bandwidth_Bps;
-      const double t = bw > 0 ? bytes / bw : 0.0;
-      device_opt[di] += t;
-      if (options.trace)
-        r.events.push_back({"optimizer", d, comm_free[di], comm_free[di] + t});
-      step_end = std::max(step_end, comm_free[di] + t);
-    }
+  for (size_t s = 0; s < w.stages.size(); ++s) {
+    const auto& st = w.stages[s];
+    double report = stage_end[s];
+    for (int d : st.devices)
+      report = std::max(report, comm_free[static_cast<size_t>(d)]);
+    step_end = std::max(step_end, report + w.control_latency(st, report));
   }
   return step_end;
+}
+
+void begin_step(const world& w, const sim_options& options, sim_result& r, double t0,
+                std::vector<double>& device_opt) {
+  for (const auto& st : w.stages) {
+    const double begin = t0 + w.control_latency(st, t0);
+    for (size_t k = 0; k < st.devices.size(); ++k) {
+      const auto di = static_cast<size_t>(st.devices[k]);
+      const double t = w.optimizer_time(st, k, begin);
+      device_opt[di] += t;
+      if (options.trace)
+        r.events.push_back({"optimizer", st.devices[k], begin, begin + t});
+    }
+  }
 }
 
 } // namespace deepcee::runtime::sim_detail

@@ -80,6 +80,35 @@ double world::work_time(int device, double start_s, double work_s) const {
   throw job_stopped(stopped_message(rates, node.name));
 }
 
+double world::control_latency(const stage_rt& st, double t_s) const {
+  return st.control_pair < 0
+             ? 0.0
+             : params_at(histories[static_cast<size_t>(st.control_pair)], t_s).latency_s;
+}
+
+double world::optimizer_time(const stage_rt& st, size_t d, double t_s) const {
+  const int device = st.devices[d];
+  const auto& rates = device_rates[static_cast<size_t>(device)];
+  const double dt = work_duration(rates, t_s, st.dev_opt[d]);
+  if (std::isfinite(dt))
+    return dt;
+  const auto& node = c->nodes[static_cast<size_t>(c->devices[static_cast<size_t>(device)].node)];
+  throw job_stopped(stopped_message(rates, node.name));
+}
+
+double world::step_begin(const stage_rt& st, double t0) const {
+  const double arrived = t0 + control_latency(st, t0);
+  double begin = arrived;
+  for (size_t d = 0; d < st.devices.size(); ++d)
+    begin = std::max(begin, arrived + optimizer_time(st, d, arrived));
+  return begin;
+}
+
+double world::apart_round_trip(const stage_rt& st, size_t d, double t_s) const {
+  const int pair = st.apart_pairs.empty() ? -1 : st.apart_pairs[d];
+  return pair < 0 ? 0.0 : 2.0 * params_at(histories[static_cast<size_t>(pair)], t_s).latency_s;
+}
+
 std::vector<int> world::resources_of(int x, int y) {
   std::vector<int> out;
   for (const auto& r : path_between(*c, x, y)) {
@@ -227,6 +256,25 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
         st.b = std::max(st.b, st.dev_b.back());
         st.w = std::max(st.w, fig.w_s);
       }
+      // The control messages' links (simulator.hpp): the coordinator's node to the stage's,
+      // the stage's node to each of its devices'; and each device's optimizer step.
+      const auto node_of = [&](int d) { return c.devices[static_cast<size_t>(d)].node; };
+      const int lead = sp.devices.front();
+      const int coordinator = p.pipelines.front().stages.front().devices.front();
+      st.control_pair = node_of(coordinator) == node_of(lead) ? -1 : w.pair_of(coordinator, lead);
+      for (size_t k = 0; k < sp.devices.size(); ++k) {
+        const int d = sp.devices[k];
+        st.apart_pairs.push_back(node_of(d) == node_of(lead) ? -1 : w.pair_of(lead, d));
+        // AdamW: read weights, gradients and both moments; write weights and moments.
+        double bytes = 0.0;
+        for (int l = sp.first_layer; l < sp.last_layer; ++l) {
+          const auto& layer = model.layers[static_cast<size_t>(l)];
+          bytes +=
+              static_cast<double>(layer.state_bytes() + layer.param_bytes + layer.optimizer_bytes);
+        }
+        const double bw = c.devices[static_cast<size_t>(d)].mem_bandwidth_Bps;
+        st.dev_opt.push_back(bw > 0 ? bytes / bw : 0.0);
+      }
       w.stages.push_back(std::move(st));
     }
     for (size_t si = 0; si + 1 < pp.stages.size(); ++si) {
@@ -291,6 +339,20 @@ std::vector<stage_cost> stage_costs_of(world& w, int index, double at_s) {
 } // namespace deepcee::runtime::sim_detail
 
 namespace deepcee::runtime {
+
+double message_latency_s(const std::vector<link_timeline::piece>& link, double t_s) {
+  return link.empty() ? 0.0 : params_at(link, t_s).latency_s;
+}
+
+double apart_round_trip_s(const cluster& c, const stage_plan& st) {
+  double trip = 0;
+  const int lead = st.devices.at(0);
+  const auto node_of = [&](int d) { return c.devices.at(static_cast<size_t>(d)).node; };
+  for (int d : st.devices)
+    if (node_of(d) != node_of(lead))
+      trip = std::max(trip, 2.0 * c.link_between(lead, d).latency_s);
+  return trip;
+}
 
 pipeline_schedule schedule_of(const pipeline_plan& pipeline, const std::vector<stage_cost>& costs,
                               const greedy_options& options) {

@@ -40,6 +40,13 @@ struct stage_rt {
   std::vector<part> grad_parts; ///< B gradients to the previous stage
   int schedule = 0;             ///< index into world::schedules
   int prev = -1, next = -1;     ///< global stage indices in the same pipeline
+  /// The step's control messages (simulator.hpp, "control messages"): the pair from the
+  /// coordinator's device to this stage's first device, -1 where both run on one node.
+  int control_pair = -1;
+  /// Per device: the pair from the stage's first device to it where it runs on another
+  /// node (each op's work goes there and its answer comes back), -1 on the stage's node.
+  std::vector<int> apart_pairs;
+  std::vector<double> dev_opt; ///< per device: its optimizer step over the stage's layers
 };
 
 /// A route's statistics (a directed device pair inside a region, a region pair's WAN path
@@ -106,6 +113,19 @@ struct world {
   /// How long `work_s` of nominal compute on `device` started at `start_s` takes.
   /// Throws job_stopped when the device's node is killed, or stops for good, first.
   double work_time(int device, double start_s, double work_s) const;
+  /// One control message's latency between the coordinator and stage `st` at `t_s` (0 on
+  /// one node).
+  double control_latency(const stage_rt& st, double t_s) const;
+  /// When stage `st`'s first op of a step that the coordinator starts at `t0` may begin:
+  /// the start (sent with the previous step's optimizer order) crossed the link and the
+  /// devices ran that optimizer step.
+  double step_begin(const stage_rt& st, double t0) const;
+  /// How long device `d` (by place) of `st` takes for its optimizer step begun at `t_s`,
+  /// at its rate then (a stopped node's waits for the resume). Throws job_stopped as
+  /// work_time does.
+  double optimizer_time(const stage_rt& st, size_t d, double t_s) const;
+  /// The work-and-answer round trip of device `d` (by place) of `st` for an op at `t_s`.
+  double apart_round_trip(const stage_rt& st, size_t d, double t_s) const;
   /// The route a transfer from x to y is counted on: the device pair inside a region, the
   /// region pair's WAN path across regions.
   int link_of(int x, int y);
@@ -123,11 +143,16 @@ std::vector<link_timeline::piece> capped_history(const cluster& c, const link_ti
 world build_world(const cluster& c, const model_spec& model, const profile_table& profile,
                   const plan& p, const link_timeline& timeline, const greedy_options& greedy);
 
-/// All-reduce buckets and the optimizer after the compute of a step whose stages ended at
-/// `stage_end`; adds each device's all-reduce and optimizer time; returns the step's end.
+/// All-reduce buckets after the compute of a step whose stages ended at `stage_end`, then
+/// each stage's report to the coordinator; adds each device's all-reduce time; returns the
+/// step's end (the last report in: the coordinator sends the optimizer's order then).
 double finish_step(world& w, const sim_options& options, sim_result& r,
-                   const std::vector<double>& stage_end, std::vector<double>& device_ar,
-                   std::vector<double>& device_opt);
+                   const std::vector<double>& stage_end, std::vector<double>& device_ar);
+
+/// The optimizer steps that begin a step started at `t0` (the previous step's gradients,
+/// simulator.hpp): adds each device's time, and traces them with options.trace.
+void begin_step(const world& w, const sim_options& options, sim_result& r, double t0,
+                std::vector<double>& device_opt);
 
 /// Fills the result's statistics after all steps (`total_s` simulated from `t0`).
 void fill_stats(world& w, const plan& p, const profile_table& profile, sim_result& r,

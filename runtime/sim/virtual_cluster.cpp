@@ -39,16 +39,33 @@ bool virtual_stage::scripted() const {
 
 double virtual_stage::op_duration(op_kind k, double start_s) const {
   const auto& costs = k == op_kind::forward ? dev_f : k == op_kind::backward_input ? dev_b : dev_w;
-  if (!scripted() || costs.size() != rates.size())
+  const bool is_scripted = scripted();
+  const bool round_trips =
+      std::any_of(apart.begin(), apart.end(), [](const auto& h) { return !h.empty(); });
+  if ((!is_scripted && !round_trips) || costs.size() != rates.size())
     return op_time(k);
-  double dt = 0;
+  double dt = 0, trip = 0;
   for (size_t d = 0; d < costs.size(); ++d) {
-    const double one = work_duration(rates[d], start_s, costs[d]);
+    const double one = is_scripted ? work_duration(rates[d], start_s, costs[d]) : costs[d];
     if (!std::isfinite(one))
       throw job_stopped(stopped_message(rates[d], nodes.at(d)));
+    if (d < apart.size())
+      trip = std::max(trip, 2.0 * message_latency_s(apart[d], start_s));
     dt = std::max(dt, one);
   }
-  return dt;
+  return dt + trip;
+}
+
+double virtual_stage::step_begin(double t0) const {
+  const double arrived = t0 + control_latency(t0);
+  double begin = arrived;
+  for (size_t d = 0; d < dev_opt.size() && d < rates.size(); ++d) {
+    const double one = work_duration(rates[d], arrived, dev_opt[d]);
+    if (!std::isfinite(one))
+      throw job_stopped(stopped_message(rates[d], nodes.at(d)));
+    begin = std::max(begin, arrived + one);
+  }
+  return begin;
 }
 
 /// Owns copies of what the simulator's world points to, so the world outlives no input.
@@ -62,7 +79,7 @@ struct virtual_cluster::impl {
   std::vector<std::vector<virtual_stage>> stages;
   std::vector<std::vector<int>> flat; ///< [pipeline][stage] -> world stage index
   sim_result scratch;                 ///< link statistics the world accumulates
-  std::vector<double> ar, opt;
+  std::vector<double> ar;
 };
 
 namespace {
@@ -105,6 +122,13 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
       vs.nodes.push_back(c.nodes[static_cast<size_t>(c.devices[static_cast<size_t>(d)].node)].name);
     }
     vs.devices = st.devices;
+    vs.coordinator_device = p.pipelines.front().stages.front().devices.front();
+    if (st.control_pair >= 0)
+      vs.control = w.histories[static_cast<size_t>(st.control_pair)];
+    for (int pair : st.apart_pairs)
+      vs.apart.push_back(pair < 0 ? std::vector<link_timeline::piece>{}
+                                  : w.histories[static_cast<size_t>(pair)]);
+    vs.dev_opt = st.dev_opt;
     const size_t n = st.devices.size();
     for (size_t j = 0; j < n && n > 1; ++j) {
       const int x = st.devices[j], y = st.devices[(j + 1) % n];
@@ -127,7 +151,6 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
   }
   impl_->scratch.device_count = static_cast<int>(c.devices.size());
   impl_->ar.assign(c.devices.size(), 0.0);
-  impl_->opt.assign(c.devices.size(), 0.0);
 }
 
 virtual_cluster::~virtual_cluster() = default;
@@ -189,13 +212,23 @@ double virtual_cluster::finish_step(const std::vector<std::vector<double>>& stag
   auto& events = impl_->scratch.events;
   events.clear();
   const double end =
-      sim_detail::finish_step(impl_->world, options, impl_->scratch, flat, impl_->ar, impl_->opt);
+      sim_detail::finish_step(impl_->world, options, impl_->scratch, flat, impl_->ar);
   if (trace)
     for (auto& e : events)
       if (e.track < impl_->scratch.device_count) // the devices' rows, not the links'
         trace->push_back(std::move(e));
   events.clear();
   return end;
+}
+
+void virtual_cluster::begin_step(double t0, std::vector<trace_event>& trace) const {
+  sim_options options;
+  options.trace = true;
+  sim_result r;
+  std::vector<double> opt(impl_->c.devices.size(), 0.0);
+  sim_detail::begin_step(impl_->world, options, r, t0, opt);
+  for (auto& e : r.events)
+    trace.push_back(std::move(e));
 }
 
 } // namespace deepcee::runtime

@@ -54,6 +54,22 @@ struct virtual_stage {
   /// device to that stage's first device, its `bytes` 0 (a share sets them).
   std::map<int, transfer_part> share_parts;
 
+  /// The step's control messages (simulator.hpp): the link from the coordinator's device
+  /// to this stage's first device (empty: one node), and per device the link from the
+  /// stage's first device to it (empty on the stage's node: no round trip per op).
+  std::vector<link_timeline::piece> control;
+  std::vector<std::vector<link_timeline::piece>> apart;
+  int coordinator_device = 0;
+  std::vector<double> dev_opt; ///< per device: its optimizer step at full rate
+
+  /// One control message's latency between the coordinator and this stage, sent at `t_s`.
+  double control_latency(double t_s) const { return message_latency_s(control, t_s); }
+  /// When its first op of a step that the coordinator starts at `t0` may begin (the
+  /// start crossed the link with the previous step's optimizer order, then its devices ran
+  /// the optimizer at their rates: the simulator's world::step_begin). Throws job_stopped
+  /// when a device's node is killed or stops for good first.
+  double step_begin(double t0) const;
+
   double op_time(op_kind k) const {
     return k == op_kind::forward ? f : k == op_kind::backward_input ? b : w;
   }
@@ -116,12 +132,15 @@ public:
   const pipeline_schedule& schedule(int pipeline) const;
   const virtual_stage& stage(int pipeline, int stage) const;
 
-  /// All-reduce buckets and the optimizer of a step whose stages ended their last op at
-  /// `stage_end[pipeline][stage]`: the simulator's finish_step. Returns the step's end.
-  /// With `trace`, appends each device's all-reduce buckets and optimizer step to it as
+  /// All-reduce buckets and the stages' reports of a step whose stages ended their last op
+  /// at `stage_end[pipeline][stage]`: the simulator's finish_step. Returns the step's end.
+  /// With `trace`, appends each device's all-reduce buckets to it as
   /// the simulator's trace has them (track = device id).
   double finish_step(const std::vector<std::vector<double>>& stage_end,
                      std::vector<trace_event>* trace = nullptr);
+  /// The optimizer steps that begin a step the coordinator starts at `t0`, as the
+  /// simulator's trace has them (track = device id), appended to `trace`.
+  void begin_step(double t0, std::vector<trace_event>& trace) const;
 
 private:
   struct impl;

@@ -6,7 +6,10 @@
 # 2%), and the losses equal those of the run without injection. Refusals (no token, a
 # wrong token, nothing listening, a script naming an unknown device, node or region, a
 # negative time, a non-positive bandwidth, an unknown event) are one line, non-zero
-# (2 for bad input), within a few seconds, and leave the job unharmed.
+# (2 for bad input), within a few seconds, and leave the job unharmed. A job with TLS
+# certificates ([security] ca) takes the drop from a client that presents a node's
+# certificate (--job JOB --name NODE) and finishes with the same losses; a client of another
+# CA, or one without a certificate, is refused in one line (exit 1).
 #   inject_test.sh PATH/TO/deepcee CONFIGS_DIR
 set -u
 deepcee=$1
@@ -30,7 +33,9 @@ write_corpus "$work/data"
 
 # A static run (adapt = false): the step times follow the script alone, as the simulator's.
 steps=1500 # about 100 steps a second: the injections land mid-run
-cat >"$work/job.toml" <<TOML
+# write_job FILE SECURITY NODES: the job with this [security] table and these [[node]] tables.
+write_job() {
+  cat >"$1" <<TOML
 name = "inject-test"
 time = "virtual"
 adapt = false
@@ -38,7 +43,8 @@ cluster = "$configs/local-cluster/cluster.toml"
 plan = "$configs/local-cluster/plan.json"
 coordinator = "n0"
 connect_timeout = 20
-$(loopback_nodes $p0 $p1 $p2)
+$2
+$3
 [train]
 seed = 7
 steps = $steps
@@ -54,10 +60,13 @@ context = 16
 [train.data]
 path = "$work/data"
 TOML
+}
+write_job "$work/job.toml" "" "$(loopback_nodes $p0 $p1 $p2)"
 
-# start NAME OUT LOG: one node in the background; its pid is in pid_NAME.
+# start NAME OUT LOG: one node of $job in the background; its pid is in pid_NAME.
+job=$work/job.toml
 start() {
-  timeout 120 "$deepcee" node "$work/job.toml" --name "$1" --out "$2" --step-timeout 30 --trace-steps $steps >"$3" 2>&1 &
+  timeout 120 "$deepcee" node "$job" --name "$1" --out "$2" --step-timeout 30 --trace-steps $steps >"$3" 2>&1 &
   pids+=($!)
   eval "pid_$1=$!"
 }
@@ -191,7 +200,78 @@ assert worst <= 0.02, worst
 PY
 fi
 
-# 3. A node killed by an injected event stops the job as a scripted kill does: every node
+# 3. The job with TLS certificates: its nodes' certificates of the job's CA, and a client's
+#    of another CA. Made here with the openssl command line.
+pki=$work/pki
+mkdir -p "$pki"
+(
+  cd "$pki" || exit 1
+  ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+  for ca in ca other; do
+    openssl req -x509 $ec -keyout $ca.key -out $ca.pem -days 2 -subj "/CN=deepcee test $ca"
+  done
+  for n in n0 n1 n2 other-n0; do
+    issuer=ca && [[ $n == other-* ]] && issuer=other
+    openssl req $ec -keyout $n.key -out $n.csr -subj "/CN=${n#other-}" -addext "subjectAltName=DNS:${n#other-}" &&
+      openssl x509 -req -in $n.csr -CA $issuer.pem -CAkey $issuer.key -CAcreateserial -out $n.pem -days 2 -copy_extensions copy
+  done
+) >"$work/pki.log" 2>&1 || fail "openssl: $(cat "$work/pki.log")"
+# tls_nodes CERT0 CERT1 CERT2: the [[node]] tables with these certificates (pki/CERT.pem).
+tls_nodes() {
+  local k=0 port
+  for port in $p0 $p1 $p2; do
+    loopback_nodes $port | sed "s/\"n0\"/\"n$k\"/"
+    printf 'certificate = "pki/%s.pem"\nkey = "pki/%s.key"\n' "$1" "$1"
+    shift
+    k=$((k + 1))
+  done
+}
+write_job "$work/tls.toml" $'[security]\nca = "pki/ca.pem"' "$(tls_nodes n0 n1 n2)"
+# The client's job file of another CA: its certificate for n0 chains to that CA alone.
+write_job "$work/other-ca.toml" $'[security]\nca = "pki/other.pem"' "$(tls_nodes other-n0 n1 n2)"
+job=$work/tls.toml
+run_nodes tls
+wait_step "$work/tls-n0.log" 2 || fail "the TLS run did not reach step 2: $(tail -3 "$work/tls-n0.log")"
+refuse "TLS: a client of another CA" 1 "^deepcee inject: failed: cannot authenticate node n0 at $addr: its certificate does not chain to the job's CA \(" \
+  "$addr" --job "$work/other-ca.toml" --name n0 --event "$drop"
+refuse "TLS: a client without a certificate" 1 "^deepcee inject: failed: cannot authenticate node of the job at $addr: .*needs --job JOB --name NODE\\)$" \
+  "$addr" --event "$drop"
+refuse "TLS: the job's file without --name" 2 "^deepcee inject: $work/tls.toml: the job speaks TLS .*--name NODE" \
+  "$addr" --job "$work/tls.toml" --event "$drop"
+# The drop, from the coordinator's host with its node's certificate.
+if timeout 60 "$deepcee" inject "$addr" --job "$work/tls.toml" --name n0 --event "$drop" >"$work/tls-inject.out" 2>"$work/tls-inject.err"; then
+  tls_at=$(sed -n 's/.*in force from step \([0-9]*\)$/\1/p' "$work/tls-inject.out")
+  [[ -n $tls_at ]] || fail "TLS inject: no step in '$(cat "$work/tls-inject.out")'"
+  echo "TLS: injected: $(cat "$work/tls-inject.out")"
+else
+  fail "TLS inject: exit $?: $(cat "$work/tls-inject.err")"
+  tls_at=
+fi
+finish_all tls
+if [[ -n $tls_at ]]; then
+  python3 - "$work/out-plain/metrics.csv" "$work/out-tls/metrics.csv" "$work/out-tls/events.csv" "$tls_at" <<'PY' || fail "TLS: losses or events.csv"
+import csv, sys
+plain, tls, events = (list(csv.DictReader(open(f))) for f in sys.argv[1:4])
+at = int(sys.argv[4])
+assert len(plain) == len(tls), (len(plain), len(tls))
+for a, b in zip(plain, tls):
+    assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])
+assert len(events) == 1 and int(events[0]["step"]) == at and "cloud<->edge" in events[0]["event"], events
+slow = float(tls[at - 1]["step_s"]) / float(plain[at - 1]["step_s"])
+assert slow > 1.1, f"the drop did not slow the step ({slow:.2f}x)"
+print(f"TLS: the drop in force from step {at} ({slow:.2f}x slower step); losses of all {len(tls)} steps equal to the run without injection")
+PY
+fi
+# n0 names each client it refused (a client retries until its tunnel hears the refusal, so
+# one client may knock twice); the other nodes saw none.
+(($(grep -c "^node n0: refused a connection from 127.0.0.1:[0-9]*: " "$work/tls-n0.log") >= 2)) ||
+  fail "TLS: n0 should name the two clients it refused: $(grep refused "$work/tls-n0.log")"
+for n in n1 n2; do
+  ! grep -q "refused a connection" "$work/tls-$n.log" || fail "TLS: $n refused a connection: $(grep refused "$work/tls-$n.log")"
+done
+job=$work/job.toml
+
+# 4. A node killed by an injected event stops the job as a scripted kill does: every node
 #    exits non-zero, the coordinator's node with the one line of a killed node.
 run_nodes killed
 wait_step "$work/killed-n0.log" 2 || fail "the killed run did not reach step 2"
@@ -205,7 +285,7 @@ grep -q "node n2 was killed at .* s: the job stops" "$work/killed-n0.log" ||
   fail "killed: no one-line failure on n0: $(tail -3 "$work/killed-n0.log")"
 echo "killed: $(cat "$work/kill.out"); n0: $(grep -m1 'was killed' "$work/killed-n0.log")"
 
-# 4. Nothing listening: where no node ever ran, and the job's port after its end.
+# 5. Nothing listening: where no node ever ran, and the job's port after its end.
 refuse "nothing listening" 1 "127.0.0.1:$p3" "127.0.0.1:$p3" --event "$drop"
 refuse "the job has ended" 1 "$addr" "$addr" --event "$drop"
 

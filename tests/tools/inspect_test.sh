@@ -63,15 +63,16 @@ start_job() {
   fail "$name: no 'inspect: http://' line: $(tail -3 "$work/$name.log")"
   return 1
 }
-# finish_job NAME: waits (60 s at most) for the job started last; fails unless it exits 0.
+# finish_job NAME: waits (300 s at most: a loaded 2-core machine runs the 1500 steps several
+# times slower) for the job started last; fails unless it exits 0.
 finish_job() {
   local name=$1
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 3000); do
     kill -0 "$job_pid" 2>/dev/null || break
     sleep 0.1
   done
   if kill -0 "$job_pid" 2>/dev/null; then
-    fail "$name: still running after 60 s"
+    fail "$name: still running after 300 s"
     kill "$job_pid"
   fi
   wait "$job_pid" || fail "$name: exit $?: $(tail -3 "$work/$name.log")"
@@ -167,8 +168,12 @@ if DEEPCEE_TOKEN=$good start_job secured --steps 100000; then
   [[ $status == "HTTP/1.1 4"* ]] || fail "an unknown method got '$status'"
   status=$(python3 "$here/inspect_raw_request.py" "$addr" "$(printf 'GET /api/snapshot HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n' "$good" | xxd -p)")
   [[ $status == "HTTP/1.1 200 OK" ]] || fail "the job stopped answering after broken requests: '$status'"
-  sleep 0.5
-  after=$(step_now)
+  # The job goes on: a later step within 10 s (a loaded machine may stall it for a moment).
+  for _ in $(seq 1 100); do
+    after=$(step_now)
+    ((${after:-0} > ${before:-0})) && break
+    sleep 0.1
+  done
   [[ ${after:-0} -gt ${before:-0} ]] || fail "the job did not go on after broken requests (step ${before:-none} -> ${after:-none})"
   # It is stopped as Ctrl-C stops it: after its current step, with its checkpoint.
   kill -INT "$job_pid"

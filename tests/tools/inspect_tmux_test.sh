@@ -53,9 +53,9 @@ done
 [[ -n $addr ]] || { echo "FAIL: no inspect address: $(tail -3 "$work/run.log")"; exit 1; }
 
 pane() { tmux capture-pane -p -t "$session"; }
-# wait_for PATTERN: until the pane shows it (10 s at most).
+# wait_for PATTERN: until the pane shows it (20 s at most: a loaded machine).
 wait_for() {
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 200); do
     pane | grep -Eq -- "$1" && return 0
     sleep 0.1
   done
@@ -69,8 +69,12 @@ wait_for 'step [0-9]+/100000  loss [0-9.]+' || fail "no step and loss line: $(pa
 wait_for '^stage p1 s1 ' || fail "no stage lines: $(pane | head -20)"
 pane | grep -q '\[1 overview\]' || fail "the overview tab is not selected: $(pane | head -3)"
 first=$(pane | sed -n 's/^step \([0-9]*\)\/.*/\1/p')
-sleep 1
-later=$(pane | sed -n 's/^step \([0-9]*\)\/.*/\1/p')
+# A later step within 10 s (redrawn every 0.2 s).
+for _ in $(seq 1 100); do
+  later=$(pane | sed -n 's/^step \([0-9]*\)\/.*/\1/p')
+  ((${later:-0} > ${first:-0})) && break
+  sleep 0.1
+done
 [[ ${later:-0} -gt ${first:-0} ]] || fail "the view does not refresh (step ${first:-?} then ${later:-?})"
 
 tmux send-keys -t "$session" 2

@@ -291,6 +291,43 @@ print(f"re-plan across nodes (a block moves from n0 to n1, its state from n2): w
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
 
+# 1f. The adapter's own re-plan across processes, and its active probes: the cloud-edge WAN
+#     drops 100x at step 4; the policy re-plans onto the cloud alone, which no transfer of
+#     the WAN measures any more, so the adapter probes its drifted pairs every two steps; the
+#     WAN comes back at 1.6875 s (virtual, a few re-planned steps later), the probes see it
+#     and the drift ends. The losses stay single-device training's.
+cat >"$work/probe-script.toml" <<'TOML'
+[[change]]
+step = 4
+between = ["cloud", "edge"]
+bandwidth_scale = 0.01
+[[change]]
+at = 1.6875
+between = ["cloud", "edge"]
+bandwidth_scale = 100
+TOML
+write_job "$work/job-probe.toml" $steps 7 10 "$configs/local-cluster/plan.json" \
+  $'adapt = true\n[inject]\nscript = "'"$work/probe-script.toml"'"'
+run_nodes "$work/job-probe.toml" probe "probes across nodes"
+adapter_lines=$(grep "adapter: step" "$work/probe-n0.log")
+replan_at=$(printf '%s\n' "$adapter_lines" | grep -m1 ": replan (" | sed 's/.*adapter: step \([0-9]*\):.*/\1/')
+[[ -n $replan_at ]] || fail "probes across nodes: no re-plan in: $adapter_lines"
+printf '%s\n' "$adapter_lines" | grep -q "step $((replan_at + 2)): probes link" ||
+  fail "probes across nodes: no probe two steps after the re-plan at step $replan_at in: $adapter_lines"
+printf '%s\n' "$adapter_lines" | grep -q "(nothing drifted" ||
+  fail "probes across nodes: the probes never saw the WAN recover in: $adapter_lines"
+grep '^step ' "$work/probe-n0.log" | awk '{print $2","$4}' >"$work/nodes-probe.csv"
+python3 - "$work/single/metrics.csv" "$work/nodes-probe.csv" $steps <<'PY' || fail "probes across nodes: losses differ"
+import csv, sys
+want = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
+got = {int(s): float(l) for s, l in (line.strip().split(",") for line in open(sys.argv[2]))}
+steps = int(sys.argv[3])
+assert len(got) == steps, f"{len(got)} steps from the nodes, expected {steps}"
+worst = max(abs(got[k] - want[k]) / abs(want[k]) for k in range(1, steps + 1))
+print(f"the adapter's re-plan and probes across nodes: worst relative loss difference over {steps} steps {worst:.2e}")
+sys.exit(0 if worst <= 1e-3 else 1)
+PY
+
 # expect_failure LOG PATTERN: one line from deepcee that matches.
 expect_line() {
   local got
@@ -496,7 +533,9 @@ for _ in $(seq 1 100); do (( $(grep -c '^step ' "$work/twice-n0.log") >= k + 3 )
 pkill -INT -P "$pid_n1"
 t0=$SECONDS
 finish n1; [[ $rc == 130 ]] || fail "second Ctrl-C on n1: exit $rc"
-(( SECONDS - t0 <= 2 )) || fail "second Ctrl-C on n1: took $((SECONDS - t0)) s"
+# At once: without it n1 would serve until the job's 100000 steps end (5 s leaves room for
+# a loaded 2-core machine; SECONDS counts whole seconds).
+(( SECONDS - t0 <= 5 )) || fail "second Ctrl-C on n1: took $((SECONDS - t0)) s"
 finish n0; [[ $rc == 1 ]] || fail "second Ctrl-C on n1: n0 exit $rc"
 finish n2; [[ $rc == 1 ]] || fail "second Ctrl-C on n1: n2 exit $rc"
 grep -q "^node n1: interrupted twice: leaving now" "$work/twice-n1.log" || fail "second Ctrl-C on n1: its line: $(tail -2 "$work/twice-n1.log")"
@@ -531,7 +570,9 @@ for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/cee-lost-cloud0.log" 2>/dev/
 pkill -9 -P "$pid_cloud1"
 t0=$SECONDS
 finish cloud0; [[ $rc == 1 ]] || fail "cee-mixed lost devices: cloud0 exit $rc"
-(( SECONDS - t0 <= 3 )) || fail "cee-mixed lost devices: took $((SECONDS - t0)) s"
+# At once, by the closed connection: below the heartbeat timeout (5 s), which would
+# otherwise be the first to notice (SECONDS counts whole seconds).
+(( SECONDS - t0 <= 4 )) || fail "cee-mixed lost devices: took $((SECONDS - t0)) s"
 finish cloud1
 expect_line "$work/cee-lost-cloud0.log" "node cloud0: step [0-9]+: node cloud1 disconnected"
 echo "cee-mixed lost devices: cloud0 ended within $((SECONDS - t0)) s of the kill, naming cloud1"

@@ -1,5 +1,6 @@
 #include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
+#include "runtime/io/plan_json.hpp"
 #include "runtime/planner/planner.hpp"
 #include "runtime/sim/simulator.hpp"
 #include "tests/runtime/adapt/adapt_fixtures.hpp"
@@ -219,20 +220,18 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(default_job)
 
-// The default job (configs/default.toml): the planner's plan for the small model at batch
-// 32 on edge-end.toml under default-script.toml, with the policy the running job's
-// adapter uses (no re-plan). The link end0<->end2 that pipeline 0 uses falls to 20 Mbps
-// from step 120 to step 240: the adapter answers with int8 on that boundary (and
-// micro-batches moved to pipeline 1) at the end of step 120 and restores the starting plan
-// after the recovery, and the run is faster than the static plan under the same script.
+// The default job (configs/default.toml): its plan (the planner's for the small model at
+// batch 32 on edge-end.toml, configs/plans/default-job.json) under default-script.toml,
+// with the policy the running job's adapter uses (no re-plan). The link end0<->end2 that
+// pipeline 0 uses falls to 20 Mbps from step 120 to step 240: the adapter answers with int8
+// on that boundary (and micro-batches moved to pipeline 1) at the end of step 120, restores
+// the starting plan after the recovery, and the run is faster than the static plan under
+// the same script.
 BOOST_AUTO_TEST_CASE(the_default_script_is_answered_and_then_undone) {
   const cluster c = load_cluster(cluster_file("edge-end"));
   const model_spec model = make_model_spec(*model_preset("small"), "small");
   const profile_table profile{model};
-  planner_options po;
-  po.model_name = "small";
-  po.global_batch = 32;
-  const plan p = plan_training(c, profile, po).best;
+  const plan p = load_plan(configs_dir() / "plans" / "default-job.json");
   const auto script = load_link_timeline(configs_dir() / "default-script.toml", c);
   adaptive_options o;
   o.steps = 300;

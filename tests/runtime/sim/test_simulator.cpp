@@ -145,7 +145,11 @@ BOOST_FIXTURE_TEST_CASE(pipeline_reproduces_time_schedule, fixture) {
     for (const auto& st : r.stages[0])
       last = std::max(last, st.compute_end_s);
     BOOST_TEST_INFO("schedule " << to_string(kind));
-    BOOST_TEST(last == timing.makespan, tt::tolerance(1e-9));
+    // The step begins with the optimizer steps (of the step before); the first stage's
+    // gates the schedule, the others' end before their first input comes.
+    const auto cut = even_cuts(config.n_layer + 2, p)[1];
+    BOOST_TEST(last == optimizer_time(spec, c.devices[0], 0, cut) + timing.makespan,
+               tt::tolerance(1e-9));
   }
 }
 
@@ -161,8 +165,11 @@ BOOST_FIXTURE_TEST_CASE(transfer_takes_latency_plus_bytes_over_bandwidth, fixtur
   // One micro-batch: F0 | send | F1 B1 W1 | send back | B0 W0 (fused), then all-reduce-free
   // optimizer steps on each device.
   const auto r = simulate(c, spec, profile, pl);
-  const double compute_end0 = costs[0].f + costs[1].f + costs[1].b + costs[1].w +
-                              2 * (alpha + bytes / bw) + costs[0].b + costs[0].w;
+  // Stage 0 runs on the coordinator's node: its optimizer step (of the step before) begins
+  // the step.
+  const double compute_end0 = optimizer_time(spec, c.devices[0], 0, 3) + costs[0].f + costs[1].f +
+                              costs[1].b + costs[1].w + 2 * (alpha + bytes / bw) + costs[0].b +
+                              costs[0].w;
   BOOST_TEST(r.stages[0][0].compute_end_s == compute_end0, tt::tolerance(1e-9));
   BOOST_TEST(r.links.size() == 2u);
   for (const auto& l : r.links) {
@@ -186,8 +193,8 @@ BOOST_FIXTURE_TEST_CASE(shared_wan_pipe_serializes_flows, fixture) {
   // The second flow waits for the first: its F on stage 1 starts 2X/B + alpha after F0.
   const auto one = r.stages[0][1].compute_end_s;
   const auto two = r.stages[1][1].compute_end_s;
-  BOOST_TEST(std::max(one, two) ==
-                 costs[0].f + alpha + 2 * bytes / bw + costs[1].f + costs[1].b + costs[1].w,
+  BOOST_TEST(std::max(one, two) == optimizer_time(spec, c.devices[0], 0, 3) + costs[0].f + alpha +
+                                       2 * bytes / bw + costs[1].f + costs[1].b + costs[1].w,
              tt::tolerance(1e-9));
   BOOST_TEST(std::abs(two - one) == bytes / bw, tt::tolerance(1e-9));
   int wan = 0;
@@ -201,7 +208,8 @@ BOOST_FIXTURE_TEST_CASE(shared_wan_pipe_serializes_flows, fixture) {
 
 BOOST_FIXTURE_TEST_CASE(ring_allreduce_formula, fixture) {
   // Data parallelism over n devices of one region: the step is compute, a ring
-  // all-reduce of every gradient, and the optimizer.
+  // all-reduce of every gradient, and the optimizer; the pipelines on other nodes than the
+  // coordinator's (device 0's) get the start and send their report over a link: alpha each.
   const int n = 4;
   const double alpha = 1e-3, bw = 2e9;
   const auto c = make_cluster(1, n, 1, {0, inf}, {alpha, bw}, {0, inf});
@@ -220,7 +228,8 @@ BOOST_FIXTURE_TEST_CASE(ring_allreduce_formula, fixture) {
   const double ring = 2.0 * (n - 1) / n * grad / bw + 2.0 * (n - 1) * alpha;
   BOOST_TEST(r.devices[0].allreduce_s == ring, tt::tolerance(1e-9));
   const double compute = r.devices[0].compute_s;
-  BOOST_TEST(r.step_time_s == compute + ring + optimizer_time(spec, c.devices[0], 0, layers),
+  BOOST_TEST(r.step_time_s ==
+                 compute + ring + optimizer_time(spec, c.devices[0], 0, layers) + 2 * alpha,
              tt::tolerance(1e-9));
 }
 
@@ -596,6 +605,28 @@ BOOST_FIXTURE_TEST_CASE(rejects_plans_that_do_not_fit, fixture) {
   BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
   pl = pipeline_plan_of(small_model(3), {{0}, {1}}, {0, 2, 5}, 2, 2, schedule_kind::gpipe);
   BOOST_CHECK_THROW(simulate(c, spec, profile, pl), input_error);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_device_on_another_node_than_its_stage_pays_a_round_trip_per_op, fixture) {
+  // One stage on two devices with the same links between them: on one node, or each on its
+  // own. Apart, each op's work goes to device 1 and its answer comes back (2 alpha), and
+  // nothing else changes (the stage and the coordinator stay on device 0's node).
+  const double alpha = 2e-3, bw = 1e9;
+  const auto one = make_cluster(1, 1, 2, {alpha, bw}, {alpha, bw}, {0, inf});
+  const auto two = make_cluster(1, 2, 1, {alpha, bw}, {alpha, bw}, {0, inf});
+  const int layers = config.n_layer + 2;
+  const auto pl = pipeline_plan_of(config, {{0, 1}}, {0, layers}, 4, 2, schedule_kind::one_f_one_b);
+  sim_options traced;
+  traced.trace = true;
+  const auto together = simulate(one, spec, profile, pl, {}, traced);
+  const auto apart = simulate(two, spec, profile, pl, {}, traced);
+  int ops = 0;
+  for (const auto& e : apart.events)
+    if (e.track == 0 && e.name != "optimizer" && e.name.rfind("allreduce", 0) != 0)
+      ++ops;
+  BOOST_TEST(ops == 6); // F, B, W of two micro-batches
+  BOOST_TEST(apart.devices[1].allreduce_s == together.devices[1].allreduce_s, tt::tolerance(1e-9));
+  BOOST_TEST(apart.step_time_s == together.step_time_s + ops * 2 * alpha, tt::tolerance(1e-9));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_slowed_device_stretches_its_ops_from_its_step_on, fixture) {
