@@ -158,7 +158,7 @@ schedule_timing pipeline_timing(const std::vector<stage_cost>& sc, const pipelin
 
 /// Whether each distinct member (figure class, samples, memory) of pipeline `pp`'s stages
 /// holds its state and the activations its schedule keeps at its peak (clears e.fits if
-/// not), and the slowest optimizer step among them (raises e.optimizer_s). The timing's
+/// not). The timing's
 /// peak is the stage's, priced at its largest member's activation sizes; a member with
 /// fewer samples keeps the same micro-batches in flight, so its peak scales with its sizes.
 void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
@@ -188,8 +188,6 @@ void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
         if (e.shortfall.device < 0 || need / usable > e.shortfall.need / e.shortfall.usable)
           e.shortfall = {d, need, usable};
       }
-      e.optimizer_s = std::max(e.optimizer_s, optimizer_traffic_per_state_byte * state /
-                                                  c.devices[size_t(d)].mem_bandwidth_Bps);
     }
   }
 }
@@ -248,6 +246,101 @@ double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link
   return busiest;
 }
 
+/// The slowest optimizer step: every device reads and writes its stage's state once.
+double optimizer_time(const cost_cache& costs, const plan& p) {
+  const cluster& c = costs.cl();
+  double slowest = 0;
+  for (const auto& pp : p.pipelines)
+    for (const auto& st : pp.stages) {
+      const double state = costs.range_state(st.first_layer, st.last_layer);
+      for (int d : st.devices)
+        slowest = std::max(slowest, optimizer_traffic_per_state_byte * state /
+                                        c.devices[size_t(d)].mem_bandwidth_Bps);
+    }
+  return slowest;
+}
+
+/// Every stage boundary of every pipeline.
+std::set<int> stage_cuts(const plan& p) {
+  std::set<int> cuts;
+  for (const auto& pp : p.pipelines)
+    for (const auto& st : pp.stages) {
+      cuts.insert(st.first_layer);
+      cuts.insert(st.last_layer);
+    }
+  return cuts;
+}
+
+std::vector<std::vector<stage_cost>> all_pipeline_costs(const cost_cache& costs, const plan& p,
+                                                        link_model model) {
+  std::vector<std::vector<stage_cost>> out;
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi)
+    out.push_back(pipeline_costs(costs, p, pi, model));
+  return out;
+}
+
+/// Slack for the rounding of sums that makespan_bound takes in another order than
+/// time_schedule.
+constexpr double bound_rounding = 1e-9;
+
+plan_bound bound_from(const cost_cache& costs, const plan& p, link_model model,
+                      const std::vector<std::vector<stage_cost>>& sc) {
+  const model_spec& spec = costs.profiles().model();
+  plan_bound b;
+  for (size_t pi = 0; pi < sc.size(); ++pi) {
+    const int m = p.pipelines[pi].micro_batches;
+    b.pipeline_s = std::max(b.pipeline_s, (1 - bound_rounding) * makespan_bound(sc[pi], m));
+    for (const auto& cost : sc[pi])
+      b.transfer_s = std::max(b.transfer_s, m * cost.comm_to_next);
+  }
+  b.pipeline_s = std::max(b.pipeline_s, wan_queue_s(costs.cl(), spec, p, model));
+  b.allreduce_s = allreduce_estimate(costs.cl(), spec, p, stage_cuts(p), model);
+  b.optimizer_s = optimizer_time(costs, p);
+  return b;
+}
+
+/// estimate_plan over the stage costs `sc` and the all-reduce and optimizer of `b`.
+plan_estimate estimate_from(const cost_cache& costs, const plan& p, link_model model,
+                            double memory_fraction, const std::vector<std::vector<stage_cost>>& sc,
+                            const plan_bound& b) {
+  const model_spec& spec = costs.profiles().model();
+  plan_estimate e;
+  // Replicated pipelines (same schedule, micro-batches and stage costs) time the same: each
+  // distinct one is timed once (the greedy scheduler is the costly part of an estimate).
+  struct timed {
+    schedule_kind kind;
+    int micro_batches;
+    const std::vector<stage_cost>* costs;
+    schedule_timing timing;
+    bool fits;
+  };
+  std::vector<timed> done;
+  for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
+    const pipeline_plan& pp = p.pipelines[pi];
+    const auto& pc = sc[pi];
+    auto same = std::find_if(done.begin(), done.end(), [&](const timed& t) {
+      return t.kind == pp.schedule && t.micro_batches == pp.micro_batches &&
+             std::equal(t.costs->begin(), t.costs->end(), pc.begin(), pc.end(), same_stage_cost);
+    });
+    if (same == done.end()) {
+      bool fits = true;
+      schedule_timing t = pipeline_timing(pc, pp, fits);
+      done.push_back({pp.schedule, pp.micro_batches, &pc, std::move(t), fits});
+      same = done.end() - 1;
+    }
+    e.fits = e.fits && same->fits;
+    const schedule_timing& timing = same->timing;
+    e.pipeline_s = std::max(e.pipeline_s, timing.makespan);
+    price_stage_memory(costs, pp, pc, timing, memory_fraction, e);
+  }
+  e.allreduce_s = b.allreduce_s;
+  e.optimizer_s = b.optimizer_s;
+  e.pipeline_s = std::max(e.pipeline_s, wan_queue_s(costs.cl(), spec, p, model));
+  e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
+  e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
+  return e;
+}
+
 } // namespace
 
 double compute_bound_s(const cost_cache& costs, const plan& p) {
@@ -260,47 +353,22 @@ double compute_bound_s(const cost_cache& costs, const plan& p) {
 
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
                             double memory_fraction) {
-  const cluster& c = costs.cl();
-  const model_spec& spec = costs.profiles().model();
-  plan_estimate e;
-  std::set<int> cuts; // every stage boundary of every pipeline
-  // Replicated pipelines (same schedule, micro-batches and stage costs) time the same: each
-  // distinct one is timed once (the greedy scheduler is the costly part of an estimate).
-  struct timed {
-    schedule_kind kind;
-    int micro_batches;
-    std::vector<stage_cost> costs;
-    schedule_timing timing;
-    bool fits;
-  };
-  std::vector<timed> done;
-  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
-    const pipeline_plan& pp = p.pipelines[size_t(pi)];
-    const auto sc = pipeline_costs(costs, p, pi, model);
-    auto same = std::find_if(done.begin(), done.end(), [&](const timed& t) {
-      return t.kind == pp.schedule && t.micro_batches == pp.micro_batches &&
-             std::equal(t.costs.begin(), t.costs.end(), sc.begin(), sc.end(), same_stage_cost);
-    });
-    if (same == done.end()) {
-      bool fits = true;
-      schedule_timing t = pipeline_timing(sc, pp, fits);
-      done.push_back({pp.schedule, pp.micro_batches, sc, std::move(t), fits});
-      same = done.end() - 1;
-    }
-    e.fits = e.fits && same->fits;
-    const schedule_timing& timing = same->timing;
-    e.pipeline_s = std::max(e.pipeline_s, timing.makespan);
-    price_stage_memory(costs, pp, sc, timing, memory_fraction, e);
-    for (const auto& st : pp.stages) {
-      cuts.insert(st.first_layer);
-      cuts.insert(st.last_layer);
-    }
-  }
-  e.allreduce_s = allreduce_estimate(c, spec, p, cuts, model);
-  e.pipeline_s = std::max(e.pipeline_s, wan_queue_s(c, spec, p, model));
-  e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
-  e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
-  return e;
+  const auto sc = all_pipeline_costs(costs, p, model);
+  return estimate_from(costs, p, model, memory_fraction, sc, bound_from(costs, p, model, sc));
+}
+
+plan_bound bound_plan(const cost_cache& costs, const plan& p, link_model model) {
+  return bound_from(costs, p, model, all_pipeline_costs(costs, p, model));
+}
+
+std::optional<plan_estimate> estimate_plan_within(const cost_cache& costs, const plan& p,
+                                                  link_model model, double memory_fraction,
+                                                  double limit_s) {
+  const auto sc = all_pipeline_costs(costs, p, model);
+  const plan_bound b = bound_from(costs, p, model, sc);
+  if (b.limit_s() > limit_s)
+    return std::nullopt;
+  return estimate_from(costs, p, model, memory_fraction, sc, b);
 }
 
 } // namespace deepcee::runtime

@@ -153,4 +153,15 @@ struct schedule_timing {
 schedule_timing time_schedule(const pipeline_schedule& schedule,
                               const std::vector<stage_cost>& costs);
 
+/// A lower bound on time_schedule(schedule, costs).makespan for every schedule of
+/// `micro_batches` micro-batches over these stages, fixed or greedy, fused or not. On stage
+/// s every op waits for an F of stage s, which waits for the F chain before it: nothing runs
+/// there before H_s, the sum of f + comm_to_next of the stages before s. From H_s the stage
+/// runs its m F, m B and m W one at a time. After its last B ends, that micro-batch's
+/// gradient still crosses each earlier stage (comm_to_next + b each, a fused one waiting
+/// for its W too) and stage 0 then runs its W. So the step takes at least, for every s,
+/// H_s + max(m (f + b + w), m (f + b) + T_s), with T_s = sum over j < s of (comm_j + b_j),
+/// plus w_0 (for s = 0: w_0). 0 for no stages.
+double makespan_bound(const std::vector<stage_cost>& costs, int micro_batches);
+
 } // namespace deepcee::runtime
