@@ -100,6 +100,12 @@ struct greedy_options {
 pipeline_schedule make_greedy_schedule(const std::vector<stage_cost>& costs, int micro_batches,
                                        const greedy_options& options = {});
 
+/// make_greedy_schedule with its time_schedule under the same costs, which it computed to
+/// choose it.
+struct timed_schedule;
+timed_schedule make_timed_greedy_schedule(const std::vector<stage_cost>& costs, int micro_batches,
+                                          const greedy_options& options = {});
+
 /// Throws std::invalid_argument naming the stage and op when an op is missing, duplicated or
 /// out of range, when a fused schedule has a W that does not directly follow its B, or when
 /// executing the lists in order deadlocks (some op waits on one that can never run).
@@ -145,6 +151,11 @@ struct schedule_timing {
 
   int max_peak_in_flight_fb() const;
   int max_peak_in_flight_fw() const;
+};
+
+struct timed_schedule {
+  pipeline_schedule schedule;
+  schedule_timing timing;
 };
 
 /// Executes each stage's list in order, each op starting as soon as its stage is free and

@@ -396,6 +396,20 @@ BOOST_AUTO_TEST_CASE(is_deterministic) {
   BOOST_TEST((a.stages == b.stages));
 }
 
+BOOST_AUTO_TEST_CASE(the_timed_variant_returns_the_same_schedule_and_its_timing) {
+  auto costs = uniform_costs(5, 1.0, 1.3, 0.4);
+  costs[2].f = 2.5;
+  costs[3].comm_to_next = 0.7;
+  for (double limit : {1.0, 2.0, 4.0, 100.0}) {
+    const auto limited = with_limit(costs, limit);
+    const timed_schedule t = make_timed_greedy_schedule(limited, 20);
+    BOOST_TEST((t.schedule.stages == make_greedy_schedule(limited, 20).stages));
+    const schedule_timing again = time_schedule(t.schedule, limited);
+    BOOST_TEST(t.timing.makespan == again.makespan);
+    BOOST_TEST((t.timing.peak_bytes == again.peak_bytes));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(rejects_bad_costs) {
   auto costs = uniform_costs(3);
   BOOST_CHECK_THROW(make_greedy_schedule({}, 4), std::invalid_argument);
