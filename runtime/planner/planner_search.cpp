@@ -572,11 +572,13 @@ std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s,
   return std::make_pair(std::move(q), e);
 }
 
-/// Whether a priced plan fits memory: as built, and as kept (with recomputation where it
-/// paid, recompute_variant).
+/// Whether a plan was priced (not skipped by its bound) and, if so, whether it fits memory:
+/// as built, and as kept (with recomputation where it paid, recompute_variant). A skipped
+/// plan tells nothing about memory.
 struct considered {
-  bool plain_fits = true;
-  bool fits = true;
+  bool priced = false;
+  bool plain_fits = false;
+  bool fits = false;
 };
 
 /// Prices plan `p` unless its lower bound rules it out (plan_bound::limit_s() beyond
@@ -613,7 +615,7 @@ considered consider(search_state& s, plan p, const std::vector<int>& used_groups
     rank(s.pool);
     s.pool.resize(pool_cut_per_kept * s.keep);
   }
-  return {plain_fits, fits};
+  return {true, plain_fits, fits};
 }
 
 /// Level 6 when memory is short: a micro-batch size and compression for which no fixed
@@ -651,9 +653,10 @@ void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>
       ok.cross_region = comps[k].first;
       ok.inter_node = comps[k].second;
       // The split for one micro-batch in flight is the easiest to fit: when it does not, a
-      // split for more cannot either.
-      if (!consider(s, with_encodings(s.x.costs, *base, s.x.batch, ok), used_groups).fits &&
-          cap == greedy_in_flight_caps[0])
+      // split for more cannot either. A plan skipped by its bound says nothing about that.
+      const considered c =
+          consider(s, with_encodings(s.x.costs, *base, s.x.batch, ok), used_groups);
+      if (c.priced && !c.fits && cap == greedy_in_flight_caps[0])
         live[k] = 0;
     }
   }
@@ -693,8 +696,11 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
         plan p =
             k == 0 ? *base
                    : with_encodings(s.x.costs, *base, batch, layout_options(options, b, comps[k]));
-        // Greedy schedules are still tried where only recomputation made it fit.
-        fitted[k] = consider(s, std::move(p), used_groups).plain_fits || fitted[k];
+        // Greedy schedules are still tried where only recomputation made it fit, and where
+        // every fixed plan was skipped by its bound: a greedy split, for fewer micro-batches
+        // in flight, may be faster and has its own bound.
+        const considered c = consider(s, std::move(p), used_groups);
+        fitted[k] = (c.priced && c.plain_fits) || fitted[k];
       }
     }
     std::vector<std::pair<compression, compression>> unfit;
