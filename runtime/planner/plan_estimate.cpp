@@ -171,9 +171,9 @@ schedule_timing pipeline_timing(const std::vector<stage_cost>& sc, const pipelin
 
 /// Whether each distinct member (figure class, samples, memory) of pipeline `pp`'s stages
 /// holds its state and the activations its schedule keeps at its peak (clears e.fits if
-/// not). The timing's
-/// peak is the stage's, priced at its largest member's activation sizes; a member with
-/// fewer samples keeps the same micro-batches in flight, so its peak scales with its sizes.
+/// not). The timing's peak is the stage's, priced at its largest member's activation sizes;
+/// a member with fewer samples keeps the same micro-batches in flight, so its peak scales
+/// with its sizes.
 void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
                         const std::vector<stage_cost>& sc, const schedule_timing& timing,
                         double memory_fraction, plan_estimate& e) {

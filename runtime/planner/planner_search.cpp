@@ -583,9 +583,9 @@ struct considered {
 
 /// Prices plan `p` unless its lower bound rules it out (plan_bound::limit_s() beyond
 /// prune_limit; the bound of `p` without recomputation, which only adds to B, holds for the
-/// variant too), and keeps it or its
-/// variant with recomputation where that is better; the kept plan is also the best plan of
-/// each network group it uses when it fits and is faster than the last.
+/// variant too), and keeps it or its variant with recomputation where that is better; the
+/// kept plan is also the best plan of each network group it uses when it fits and is faster
+/// than the last.
 considered consider(search_state& s, plan p, const std::vector<int>& used_groups) {
   auto priced = estimate_plan_within(s.x.costs, p, link_model::real, s.x.options.memory_fraction,
                                      prune_limit(s.x, s.best_step));
