@@ -162,6 +162,7 @@ plan make_metis_plan(const cost_cache& costs, const baseline_request& r) {
           widest = std::max(widest, layout[size_t(pi)].stages.back().size());
         }
       }
+      split_memo memo; // the pipelines dealt alike ask for the same split
       for (int b :
            thin(divisors_between(r.global_batch, static_cast<int>(widest), r.global_batch / pipes),
                 5)) {
@@ -172,7 +173,7 @@ plan make_metis_plan(const cost_cache& costs, const baseline_request& r) {
         o.schedule = schedule_kind::one_f_one_b;
         o.links = link_model::uniform;
         o.memory_fraction = r.memory_fraction;
-        auto p = build_plan(costs, layout, r.global_batch, o);
+        auto p = build_plan(costs, layout, r.global_batch, o, &memo);
         if (!p)
           continue;
         plan_estimate e = estimate_plan(costs, *p, link_model::uniform, r.memory_fraction);

@@ -311,6 +311,35 @@ layer_split balance_layers(const cost_cache& costs, const split_request& r) {
   return out;
 }
 
+const layer_split& split_memo::balance(const cost_cache& costs, const split_request& r) {
+  // Runs of equal (class, samples, memory) are written once with their length: a stage
+  // of a node's identical devices is one run, so a key stays short on large clusters.
+  const cluster& c = costs.cl();
+  std::vector<double> key{r.memory_fraction, r.respect_memory ? 1.0 : 0.0};
+  for (size_t s = 0; s < r.devices.size(); ++s) {
+    key.push_back(-1.0); // stage separator (every field below is >= 0)
+    key.push_back(double(r.in_flight[s]));
+    for (size_t i = 0; i < r.devices[s].size();) {
+      const int d = r.devices[s][i];
+      const int cls = costs.figure_class(d), smp = r.samples[s][i];
+      const double mem = c.devices[size_t(d)].memory_bytes;
+      size_t run = 1;
+      for (; i + run < r.devices[s].size(); ++run) {
+        const int e = r.devices[s][i + run];
+        if (costs.figure_class(e) != cls || r.samples[s][i + run] != smp ||
+            c.devices[size_t(e)].memory_bytes != mem)
+          break;
+      }
+      key.insert(key.end(), {double(cls), double(smp), mem, double(run)});
+      i += run;
+    }
+  }
+  auto it = done_.find(key);
+  if (it == done_.end())
+    it = done_.emplace(std::move(key), balance_layers(costs, r)).first;
+  return it->second;
+}
+
 std::vector<int> uniform_bounds(int layers, int stages) {
   if (stages < 1 || stages > layers)
     throw std::invalid_argument("uniform_bounds: " + std::to_string(stages) + " stages for " +

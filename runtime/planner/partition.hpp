@@ -101,6 +101,21 @@ struct split_request {
 /// fits = false.
 layer_split balance_layers(const cost_cache& costs, const split_request& request);
 
+/// balance_layers with its results kept: a search asks for the same split many times (the
+/// replicas of a pipeline; 1F1B and ZB-H1, which hold as many micro-batches; greedy splits
+/// whose in-flight cap does not bind). A request is known by what balance_layers reads of
+/// it: per stage its in-flight count and, per device in order, its cost class, samples and
+/// memory (the partition's distinct members and their sums follow from these); and the
+/// memory fraction and whether memory is respected. Equal keys give equal splits.
+class split_memo {
+public:
+  const layer_split& balance(const cost_cache& costs, const split_request& request);
+  size_t size() const { return done_.size(); }
+
+private:
+  std::map<std::vector<double>, layer_split> done_;
+};
+
 /// The uniform split the Megatron and GPipe baselines use: layers as equal as possible,
 /// earlier stages taking the remainder.
 std::vector<int> uniform_bounds(int layers, int stages);

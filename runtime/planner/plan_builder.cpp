@@ -37,7 +37,7 @@ std::vector<int> stage_samples(const cost_cache& costs, const std::vector<int>& 
 }
 
 std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeline_layout>& layout,
-                               int global_batch, const build_options& o) {
+                               int global_batch, const build_options& o, split_memo* memo) {
   const int b = o.micro_batch_size;
   const int pipelines = static_cast<int>(layout.size());
   if (b < 1 || pipelines < 1 || global_batch % b != 0)
@@ -68,8 +68,9 @@ std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeli
       int flight = micro_batches_held(o.schedule, s, stages, total_micro / pipelines);
       req.in_flight.push_back(o.max_in_flight > 0 ? std::min(flight, o.max_in_flight) : flight);
     }
-    std::vector<int> bounds =
-        o.balance_layers ? balance_layers(costs, req).bounds : uniform_bounds(layers, stages);
+    std::vector<int> bounds = !o.balance_layers ? uniform_bounds(layers, stages)
+                              : memo            ? memo->balance(costs, req).bounds
+                                                : balance_layers(costs, req).bounds;
     pipeline_plan pp;
     pp.schedule = o.schedule;
     for (int s = 0; s < stages; ++s) {

@@ -44,9 +44,11 @@ struct build_options {
 /// pipeline's bottleneck rate or equal) and compression across regions. Returns nothing
 /// when the shape cannot carry the batch: the global batch is not a multiple of the
 /// micro-batch size, a stage has more devices than the micro-batch has samples, there are
-/// fewer micro-batches than pipelines, or a pipeline has more stages than layers.
+/// fewer micro-batches than pipelines, or a pipeline has more stages than layers. With a
+/// `memo`, layer splits asked for before are taken from it (the same plan, found faster).
 std::optional<plan> build_plan(const cost_cache& costs, const std::vector<pipeline_layout>& layout,
-                               int global_batch, const build_options& options);
+                               int global_batch, const build_options& options,
+                               split_memo* memo = nullptr);
 
 /// A plan of build_plan with the encodings of `o` (cross_region, inter_node) instead of its
 /// own: the layer split and samples do not depend on them, so only the hops' compression

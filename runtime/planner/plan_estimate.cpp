@@ -24,6 +24,19 @@ namespace {
 /// between two stages of devices that sit together, at a fixed cost for stages of hundreds.
 constexpr size_t representative_devices = 4;
 
+/// A stage member as the estimate sees it: devices of one figure class with the same samples
+/// and memory cost the same.
+using member_key = std::tuple<int, int, double>;
+
+/// Whether `k` is new to `seen` (and adds it). A stage has few distinct members, so a short
+/// list, reused from stage to stage, beats a tree allocated for each.
+bool first_of_kind(std::vector<member_key>& seen, const member_key& k) {
+  if (std::find(seen.begin(), seen.end(), k) != seen.end())
+    return false;
+  seen.push_back(k);
+  return true;
+}
+
 /// The slowest of a few representative pairs: stages are sets of devices that sit
 /// together, so the first few of each side see the same links as the rest.
 link_params slowest_link(const cluster& c, const std::vector<int>& from, const std::vector<int>& to,
@@ -49,6 +62,7 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
   const model_spec& spec = costs.profiles().model();
   const int stages = static_cast<int>(pp.stages.size());
   std::vector<stage_cost> out(static_cast<size_t>(stages));
+  std::vector<member_key> seen;
   for (int s = 0; s < stages; ++s) {
     const stage_plan& st = pp.stages[size_t(s)];
     const compression in = s > 0 ? pp.stages[size_t(s) - 1].send_compression : compression::none;
@@ -58,10 +72,10 @@ std::vector<stage_cost> pipeline_costs(const cost_cache& costs, const plan& p, i
     sc.activation_bytes = sc.weight_grad_bytes = 0;
     double state = costs.range_state(st.first_layer, st.last_layer);
     double limit = std::numeric_limits<double>::infinity();
-    std::set<std::tuple<int, int, double>> seen; // same class, samples and memory: same cost
+    seen.clear();
     for (size_t i = 0; i < st.devices.size(); ++i) {
       int d = st.devices[i], n = st.samples[i];
-      if (!seen.emplace(costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes).second)
+      if (!first_of_kind(seen, {costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes}))
         continue;
       // Compressed boundaries: the device's encode and decode passes (codec_cost.hpp).
       const auto codec =
@@ -141,10 +155,9 @@ schedule_timing pipeline_timing(const std::vector<stage_cost>& sc, const pipelin
                                 bool& fits) {
   const int stages = static_cast<int>(sc.size());
   try {
-    pipeline_schedule sched = pp.schedule == schedule_kind::greedy
-                                  ? make_greedy_schedule(sc, pp.micro_batches)
-                                  : make_schedule(pp.schedule, stages, pp.micro_batches);
-    return time_schedule(sched, sc);
+    if (pp.schedule == schedule_kind::greedy)
+      return make_timed_greedy_schedule(sc, pp.micro_batches).timing;
+    return time_schedule(make_schedule(pp.schedule, stages, pp.micro_batches), sc);
   } catch (const std::invalid_argument&) {
     fits = false;
     schedule_timing t =
@@ -158,22 +171,23 @@ schedule_timing pipeline_timing(const std::vector<stage_cost>& sc, const pipelin
 
 /// Whether each distinct member (figure class, samples, memory) of pipeline `pp`'s stages
 /// holds its state and the activations its schedule keeps at its peak (clears e.fits if
-/// not), and the slowest optimizer step among them (raises e.optimizer_s). The timing's
-/// peak is the stage's, priced at its largest member's activation sizes; a member with
-/// fewer samples keeps the same micro-batches in flight, so its peak scales with its sizes.
+/// not). The timing's peak is the stage's, priced at its largest member's activation sizes;
+/// a member with fewer samples keeps the same micro-batches in flight, so its peak scales
+/// with its sizes.
 void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
                         const std::vector<stage_cost>& sc, const schedule_timing& timing,
                         double memory_fraction, plan_estimate& e) {
   const cluster& c = costs.cl();
   const int stages = static_cast<int>(pp.stages.size());
+  std::vector<member_key> seen;
   for (int s = 0; s < stages; ++s) {
     const stage_plan& st = pp.stages[size_t(s)];
     const stage_cost& cost = sc[size_t(s)];
     double state = costs.range_state(st.first_layer, st.last_layer);
-    std::set<std::tuple<int, int, double>> seen;
+    seen.clear();
     for (size_t i = 0; i < st.devices.size(); ++i) {
       int d = st.devices[i], n = st.samples[i];
-      if (!seen.emplace(costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes).second)
+      if (!first_of_kind(seen, {costs.figure_class(d), n, c.devices[size_t(d)].memory_bytes}))
         continue;
       const stage_figures fig = costs.stage(d, st.first_layer, st.last_layer, n, st.recompute);
       const double scale = std::max(fig.act_until_b / cost.activation_bytes,
@@ -188,8 +202,6 @@ void price_stage_memory(const cost_cache& costs, const pipeline_plan& pp,
         if (e.shortfall.device < 0 || need / usable > e.shortfall.need / e.shortfall.usable)
           e.shortfall = {d, need, usable};
       }
-      e.optimizer_s = std::max(e.optimizer_s, optimizer_traffic_per_state_byte * state /
-                                                  c.devices[size_t(d)].mem_bandwidth_Bps);
     }
   }
 }
@@ -248,6 +260,105 @@ double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link
   return busiest;
 }
 
+/// The slowest optimizer step: every device reads and writes its stage's state once.
+double optimizer_time(const cost_cache& costs, const plan& p) {
+  const cluster& c = costs.cl();
+  double slowest = 0;
+  for (const auto& pp : p.pipelines)
+    for (const auto& st : pp.stages) {
+      const double state = costs.range_state(st.first_layer, st.last_layer);
+      for (int d : st.devices)
+        slowest = std::max(slowest, optimizer_traffic_per_state_byte * state /
+                                        c.devices[size_t(d)].mem_bandwidth_Bps);
+    }
+  return slowest;
+}
+
+/// Every stage boundary of every pipeline.
+std::set<int> stage_cuts(const plan& p) {
+  std::set<int> cuts;
+  for (const auto& pp : p.pipelines)
+    for (const auto& st : pp.stages) {
+      cuts.insert(st.first_layer);
+      cuts.insert(st.last_layer);
+    }
+  return cuts;
+}
+
+std::vector<std::vector<stage_cost>> all_pipeline_costs(const cost_cache& costs, const plan& p,
+                                                        link_model model) {
+  std::vector<std::vector<stage_cost>> out;
+  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi)
+    out.push_back(pipeline_costs(costs, p, pi, model));
+  return out;
+}
+
+/// Slack for the rounding of sums that makespan_bound takes in another order than
+/// time_schedule.
+constexpr double bound_rounding = 1e-9;
+
+/// plan_bound without its all-reduce (0), the costliest part on a large cluster.
+plan_bound bound_before_allreduce(const cost_cache& costs, const plan& p, link_model model,
+                                  const std::vector<std::vector<stage_cost>>& sc) {
+  const model_spec& spec = costs.profiles().model();
+  plan_bound b;
+  for (size_t pi = 0; pi < sc.size(); ++pi) {
+    const int m = p.pipelines[pi].micro_batches;
+    b.pipeline_s = std::max(b.pipeline_s, (1 - bound_rounding) * makespan_bound(sc[pi], m));
+    for (const auto& cost : sc[pi])
+      b.transfer_s = std::max(b.transfer_s, m * cost.comm_to_next);
+  }
+  b.pipeline_s = std::max(b.pipeline_s, wan_queue_s(costs.cl(), spec, p, model));
+  b.optimizer_s = optimizer_time(costs, p);
+  return b;
+}
+
+double plan_allreduce(const cost_cache& costs, const plan& p, link_model model) {
+  return allreduce_estimate(costs.cl(), costs.profiles().model(), p, stage_cuts(p), model);
+}
+
+/// estimate_plan over the stage costs `sc` and the all-reduce and optimizer of `b`.
+plan_estimate estimate_from(const cost_cache& costs, const plan& p, link_model model,
+                            double memory_fraction, const std::vector<std::vector<stage_cost>>& sc,
+                            const plan_bound& b) {
+  const model_spec& spec = costs.profiles().model();
+  plan_estimate e;
+  // Replicated pipelines (same schedule, micro-batches and stage costs) time the same: each
+  // distinct one is timed once (the greedy scheduler is the costly part of an estimate).
+  struct timed {
+    schedule_kind kind;
+    int micro_batches;
+    const std::vector<stage_cost>* costs;
+    schedule_timing timing;
+    bool fits;
+  };
+  std::vector<timed> done;
+  for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
+    const pipeline_plan& pp = p.pipelines[pi];
+    const auto& pc = sc[pi];
+    auto same = std::find_if(done.begin(), done.end(), [&](const timed& t) {
+      return t.kind == pp.schedule && t.micro_batches == pp.micro_batches &&
+             std::equal(t.costs->begin(), t.costs->end(), pc.begin(), pc.end(), same_stage_cost);
+    });
+    if (same == done.end()) {
+      bool fits = true;
+      schedule_timing t = pipeline_timing(pc, pp, fits);
+      done.push_back({pp.schedule, pp.micro_batches, &pc, std::move(t), fits});
+      same = done.end() - 1;
+    }
+    e.fits = e.fits && same->fits;
+    const schedule_timing& timing = same->timing;
+    e.pipeline_s = std::max(e.pipeline_s, timing.makespan);
+    price_stage_memory(costs, pp, pc, timing, memory_fraction, e);
+  }
+  e.allreduce_s = b.allreduce_s;
+  e.optimizer_s = b.optimizer_s;
+  e.pipeline_s = std::max(e.pipeline_s, wan_queue_s(costs.cl(), spec, p, model));
+  e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
+  e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
+  return e;
+}
+
 } // namespace
 
 double compute_bound_s(const cost_cache& costs, const plan& p) {
@@ -260,47 +371,31 @@ double compute_bound_s(const cost_cache& costs, const plan& p) {
 
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
                             double memory_fraction) {
-  const cluster& c = costs.cl();
-  const model_spec& spec = costs.profiles().model();
-  plan_estimate e;
-  std::set<int> cuts; // every stage boundary of every pipeline
-  // Replicated pipelines (same schedule, micro-batches and stage costs) time the same: each
-  // distinct one is timed once (the greedy scheduler is the costly part of an estimate).
-  struct timed {
-    schedule_kind kind;
-    int micro_batches;
-    std::vector<stage_cost> costs;
-    schedule_timing timing;
-    bool fits;
-  };
-  std::vector<timed> done;
-  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
-    const pipeline_plan& pp = p.pipelines[size_t(pi)];
-    const auto sc = pipeline_costs(costs, p, pi, model);
-    auto same = std::find_if(done.begin(), done.end(), [&](const timed& t) {
-      return t.kind == pp.schedule && t.micro_batches == pp.micro_batches &&
-             std::equal(t.costs.begin(), t.costs.end(), sc.begin(), sc.end(), same_stage_cost);
-    });
-    if (same == done.end()) {
-      bool fits = true;
-      schedule_timing t = pipeline_timing(sc, pp, fits);
-      done.push_back({pp.schedule, pp.micro_batches, sc, std::move(t), fits});
-      same = done.end() - 1;
-    }
-    e.fits = e.fits && same->fits;
-    const schedule_timing& timing = same->timing;
-    e.pipeline_s = std::max(e.pipeline_s, timing.makespan);
-    price_stage_memory(costs, pp, sc, timing, memory_fraction, e);
-    for (const auto& st : pp.stages) {
-      cuts.insert(st.first_layer);
-      cuts.insert(st.last_layer);
-    }
-  }
-  e.allreduce_s = allreduce_estimate(c, spec, p, cuts, model);
-  e.pipeline_s = std::max(e.pipeline_s, wan_queue_s(c, spec, p, model));
-  e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
-  e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
-  return e;
+  const auto sc = all_pipeline_costs(costs, p, model);
+  plan_bound b = bound_before_allreduce(costs, p, model, sc);
+  b.allreduce_s = plan_allreduce(costs, p, model);
+  return estimate_from(costs, p, model, memory_fraction, sc, b);
+}
+
+plan_bound bound_plan(const cost_cache& costs, const plan& p, link_model model) {
+  plan_bound b = bound_before_allreduce(costs, p, model, all_pipeline_costs(costs, p, model));
+  b.allreduce_s = plan_allreduce(costs, p, model);
+  return b;
+}
+
+std::optional<plan_estimate> estimate_plan_within(const cost_cache& costs, const plan& p,
+                                                  link_model model, double memory_fraction,
+                                                  double limit_s) {
+  const auto sc = all_pipeline_costs(costs, p, model);
+  plan_bound b = bound_before_allreduce(costs, p, model, sc);
+  // The all-reduce only adds to the bound: a plan over the limit without it is skipped
+  // before it is computed.
+  if (b.limit_s() > limit_s)
+    return std::nullopt;
+  b.allreduce_s = plan_allreduce(costs, p, model);
+  if (b.limit_s() > limit_s)
+    return std::nullopt;
+  return estimate_from(costs, p, model, memory_fraction, sc, b);
 }
 
 } // namespace deepcee::runtime

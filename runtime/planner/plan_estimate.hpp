@@ -3,6 +3,9 @@
 #include "runtime/plan/plan.hpp"
 #include "runtime/planner/partition.hpp"
 
+#include <algorithm>
+#include <optional>
+
 namespace deepcee::runtime {
 
 /// Which network an estimate assumes.
@@ -57,5 +60,32 @@ double compute_bound_s(const cost_cache& costs, const plan& p);
 
 plan_estimate estimate_plan(const cost_cache& costs, const plan& p, link_model model,
                             double memory_fraction = device::usable_memory_fraction);
+
+/// What estimate_plan's step time is at least, from the stage costs alone (no schedule is
+/// built or timed): the search skips a plan whose bound already loses.
+struct plan_bound {
+  /// At most the estimate's pipeline_s: each pipeline's makespan_bound (no schedule of its
+  /// stage costs finishes sooner), or the WAN queue, which the estimate takes as it is.
+  double pipeline_s = 0;
+  double allreduce_s = 0; ///< the estimate's own
+  double optimizer_s = 0; ///< the estimate's own
+  /// Each pipeline's micro-batches times its slowest transfer: a link carries them one
+  /// after the other in the simulator (and in reality), though the estimate overlaps them.
+  /// A bound on the simulated step, not on the estimate.
+  double transfer_s = 0;
+
+  /// At most the estimate's step_s (the same sum, of a part no larger).
+  double step_s() const { return pipeline_s + allreduce_s + optimizer_s; }
+  /// The larger of the two bounds, what the search compares with its best plan.
+  double limit_s() const { return std::max(step_s(), transfer_s); }
+};
+
+plan_bound bound_plan(const cost_cache& costs, const plan& p, link_model model);
+
+/// estimate_plan, unless bound_plan's limit_s() already exceeds `limit_s`: then none. The
+/// stage costs are computed once for both.
+std::optional<plan_estimate> estimate_plan_within(const cost_cache& costs, const plan& p,
+                                                  link_model model, double memory_fraction,
+                                                  double limit_s);
 
 } // namespace deepcee::runtime

@@ -40,6 +40,11 @@ struct planner_options {
   /// Try activation recomputation per stage (stage_plan::recompute) where memory binds: a
   /// plan keeps it only where it then fits, or runs faster with more micro-batches in flight.
   bool recompute = true;
+  /// Skip, in the closed-form search, the plans whose lower bounds already lose to the best
+  /// plan so far (by search_prune_factor) and the recomputation variants that cannot beat
+  /// their plan. false prices every plan the search enumerates: the reference that the
+  /// tests compare the pruned search with.
+  bool prune = true;
   /// Candidates the simulator scores after the closed-form ranking; 0 chooses by cluster
   /// size (the simulator's cost grows with devices and micro-batches).
   int simulate_top_k = 0;

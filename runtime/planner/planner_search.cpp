@@ -310,25 +310,21 @@ std::vector<std::pair<compression, compression>> encodings(const planner_options
   return out;
 }
 
-/// Micro-batches times the slowest stage or transfer: no schedule beats it.
-double lower_bound(const cost_cache& costs, const plan& p) {
-  double lb = 0;
-  for (int pi = 0; pi < static_cast<int>(p.pipelines.size()); ++pi) {
-    double worst = 0;
-    for (const auto& sc : pipeline_costs(costs, p, pi, link_model::real))
-      worst = std::max({worst, sc.f + sc.b + sc.w, sc.comm_to_next});
-    lb = std::max(lb, worst * p.pipelines[size_t(pi)].micro_batches);
-  }
-  return lb;
+/// The step time beyond which a plan cannot win (search_prune_factor times the best so far),
+/// or infinity when the search prunes nothing (planner_options::prune).
+double prune_limit(const context& x, double best_step) {
+  return x.options.prune ? search_prune_factor * best_step
+                         : std::numeric_limits<double>::infinity();
 }
 
-/// A lower bound on lower_bound() of every plan of `layout` at micro-batch size `b`, whatever
-/// its layer split, schedule, compression and micro-batch counts; 0 when the layout cannot
+/// A lower bound on plan_bound::limit_s() of every plan of `layout` at micro-batch size `b`,
+/// whatever its layer split, schedule, compression and micro-batch counts; 0 when the layout cannot
 /// take `b`. A stage takes at least its first slowest device's F + B + W of its layers per
 /// micro-batch (stage_samples gives that device's rows, as build_plan does), so some stage
 /// of pipeline p takes at least L_p = (sum over layers of the cheapest stage's time for it)
 /// / stages, and micro-batches m_p summing to batch / b give max_p m_p L_p >= (batch / b) /
-/// sum_p 1 / L_p. Compression only adds to F and B, transfers only to the max.
+/// sum_p 1 / L_p. Compression only adds to F and B; a pipeline's makespan_bound is at least
+/// m_p times its slowest stage's F + B + W, and the all-reduce and optimizer only add to it.
 double layout_bound(const context& x, const std::vector<pipeline_layout>& layout, int b) {
   const int layers = x.costs.layer_count();
   double rate = 0; // sum over pipelines of 1 / L_p
@@ -508,14 +504,16 @@ std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s,
   for (const auto& [pi, st] : bound)
     q.pipelines[pi].stages[st].recompute = true;
   // Its own bound (B now costs F more) may already lose to the best plan so far, or, for a
-  // plan that fits already, to the plan itself: its stages' busiest compute alone
-  // (compute_bound_s) takes as long as the plan's pipelines. The all-reduce and the
-  // optimizer, the same for both, come on top of it.
-  const double compute_s = compute_bound_s(s.x.costs, q);
-  if (lower_bound(s.x.costs, q) > search_prune_factor * s.best_step ||
-      compute_s + plain.allreduce_s + plain.optimizer_s > search_prune_factor * s.best_step ||
-      (plain.fits && compute_s >= plain.pipeline_s))
-    return std::nullopt;
+  // plan that fits already, to the plan itself: the variant is kept only when its step is
+  // shorter, and its all-reduce, optimizer and WAN queue are the plan's (recomputation
+  // changes neither the layers, the state nor the transfers), so a pipeline bound at least
+  // the plan's pipeline time (which the estimate adds them to in the same order) cannot win.
+  if (s.x.options.prune) {
+    const plan_bound qb = bound_plan(s.x.costs, q, link_model::real);
+    if (qb.limit_s() > prune_limit(s.x, s.best_step) ||
+        (plain.fits && qb.pipeline_s >= plain.pipeline_s))
+      return std::nullopt;
+  }
   // Greedy admits a micro-batch when the larger of its two sizes fits a stage's memory
   // (admits_forward), the rebuilt activations set aside: where one does not, it cannot run.
   if (greedy)
@@ -574,21 +572,26 @@ std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s,
   return std::make_pair(std::move(q), e);
 }
 
-/// Whether a priced plan fits memory: as built, and as kept (with recomputation where it
-/// paid, recompute_variant).
+/// Whether a plan was priced (not skipped by its bound) and, if so, whether it fits memory:
+/// as built, and as kept (with recomputation where it paid, recompute_variant). A skipped
+/// plan tells nothing about memory.
 struct considered {
-  bool plain_fits = true;
-  bool fits = true;
+  bool priced = false;
+  bool plain_fits = false;
+  bool fits = false;
 };
 
-/// Prices plan `p` unless its lower bound rules it out (the bound of `p` without
-/// recomputation, which only adds to B, holds for the variant too), and keeps it or its
-/// variant with recomputation where that is better; the kept plan is also the best plan of
-/// each network group it uses when it fits and is faster than the last.
+/// Prices plan `p` unless its lower bound rules it out (plan_bound::limit_s() beyond
+/// prune_limit; the bound of `p` without recomputation, which only adds to B, holds for the
+/// variant too), and keeps it or its variant with recomputation where that is better; the
+/// kept plan is also the best plan of each network group it uses when it fits and is faster
+/// than the last.
 considered consider(search_state& s, plan p, const std::vector<int>& used_groups) {
-  if (lower_bound(s.x.costs, p) > search_prune_factor * s.best_step)
+  auto priced = estimate_plan_within(s.x.costs, p, link_model::real, s.x.options.memory_fraction,
+                                     prune_limit(s.x, s.best_step));
+  if (!priced)
     return {};
-  plan_estimate e = estimate_plan(s.x.costs, p, link_model::real, s.x.options.memory_fraction);
+  plan_estimate e = *priced;
   ++s.out.estimated;
   const bool plain_fits = e.fits;
   if (auto v = recompute_variant(s, p, e)) {
@@ -612,26 +615,37 @@ considered consider(search_state& s, plan p, const std::vector<int>& used_groups
     rank(s.pool);
     s.pool.resize(pool_cut_per_kept * s.keep);
   }
-  return {plain_fits, fits};
+  return {true, plain_fits, fits};
 }
 
 /// Level 6 when memory is short: a micro-batch size and compression for which no fixed
 /// schedule fits memory gets greedy schedules instead, their layers split for at most
 /// 1, 2 or 4 micro-batches in flight per stage (greedy_in_flight_caps), each priced. The greedy
 /// scheduler keeps each stage within its memory, so it runs as many micro-batches at once
-/// as the stage holds: the way a model larger than the devices' memory still trains.
+/// as the stage holds: the way a model larger than the devices' memory still trains. A cap
+/// whose split equals a smaller cap's (memory did not bind differently) gives the same plans
+/// again: they are not priced twice.
 void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>& layout,
                              build_options o,
                              const std::vector<std::pair<compression, compression>>& comps,
-                             const std::vector<int>& used_groups) {
+                             const std::vector<int>& used_groups, split_memo& memo) {
   o.schedule = schedule_kind::greedy;
   std::vector<char> live(comps.size(), 1);
+  std::vector<std::vector<int>> splits_tried;
   for (int cap : greedy_in_flight_caps) {
     o.max_in_flight = cap;
     // One layer split per cap serves every encoding (with_encodings).
-    const auto base = build_plan(s.x.costs, layout, s.x.batch, o);
+    const auto base = build_plan(s.x.costs, layout, s.x.batch, o, &memo);
     if (!base)
       return;
+    // Samples, micro-batch counts and encodings follow from the layout and the split.
+    std::vector<int> split;
+    for (const auto& pp : base->pipelines)
+      for (const auto& st : pp.stages)
+        split.push_back(st.last_layer);
+    if (std::find(splits_tried.begin(), splits_tried.end(), split) != splits_tried.end())
+      continue;
+    splits_tried.push_back(std::move(split));
     for (size_t k = 0; k < comps.size(); ++k) {
       if (!live[k])
         continue;
@@ -639,9 +653,10 @@ void price_greedy_for_memory(search_state& s, const std::vector<pipeline_layout>
       ok.cross_region = comps[k].first;
       ok.inter_node = comps[k].second;
       // The split for one micro-batch in flight is the easiest to fit: when it does not, a
-      // split for more cannot either.
-      if (!consider(s, with_encodings(s.x.costs, *base, s.x.batch, ok), used_groups).fits &&
-          cap == greedy_in_flight_caps[0])
+      // split for more cannot either. A plan skipped by its bound says nothing about that.
+      const considered c =
+          consider(s, with_encodings(s.x.costs, *base, s.x.batch, ok), used_groups);
+      if (c.priced && !c.fits && cap == greedy_in_flight_caps[0])
         live[k] = 0;
     }
   }
@@ -660,9 +675,10 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
   const auto comps = encodings(options, hops);
   const bool greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                 schedule_kind::greedy) != options.schedules.end();
+  split_memo memo; // this layout's splits, asked for again by schedules, sizes and caps
   for (int b : divisors_between(batch, static_cast<int>(widest), batch / pipes)) {
     // Every plan of this size would be pruned by its own bound (consider): skip building.
-    if (layout_bound(s.x, layout, b) > search_prune_factor * s.best_step)
+    if (layout_bound(s.x, layout, b) > prune_limit(s.x, s.best_step))
       continue;
     std::vector<char> fitted(comps.size(), 0);
     bool built = false;
@@ -672,7 +688,7 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
       build_options o = layout_options(options, b, comps[0]);
       o.schedule = kind;
       // The layer split does not depend on the encodings: build once, re-encode the rest.
-      const auto base = build_plan(s.x.costs, layout, batch, o);
+      const auto base = build_plan(s.x.costs, layout, batch, o, &memo);
       if (!base)
         continue;
       built = true;
@@ -680,8 +696,11 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
         plan p =
             k == 0 ? *base
                    : with_encodings(s.x.costs, *base, batch, layout_options(options, b, comps[k]));
-        // Greedy schedules are still tried where only recomputation made it fit.
-        fitted[k] = consider(s, std::move(p), used_groups).plain_fits || fitted[k];
+        // Greedy schedules are still tried where only recomputation made it fit, and where
+        // every fixed plan was skipped by its bound: a greedy split, for fewer micro-batches
+        // in flight, may be faster and has its own bound.
+        const considered c = consider(s, std::move(p), used_groups);
+        fitted[k] = (c.priced && c.plain_fits) || fitted[k];
       }
     }
     std::vector<std::pair<compression, compression>> unfit;
@@ -689,7 +708,8 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
       if (!fitted[k])
         unfit.push_back(comps[k]);
     if (greedy && built && !unfit.empty())
-      price_greedy_for_memory(s, layout, layout_options(options, b, comps[0]), unfit, used_groups);
+      price_greedy_for_memory(s, layout, layout_options(options, b, comps[0]), unfit, used_groups,
+                              memo);
   }
 }
 

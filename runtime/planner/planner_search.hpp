@@ -13,7 +13,8 @@
 /// them with estimate_plan, so the simulator only sees the few that may win.
 namespace deepcee::runtime {
 
-/// A shape is priced only when its lower bound (micro-batches times its slowest stage or
+/// A shape is priced only when its lower bound (plan_bound::limit_s(): its pipelines'
+/// makespan_bound with the all-reduce and optimizer on top, or micro-batches times its slowest
 /// transfer) is within this factor of the best step time estimated so far. A bound above
 /// the best estimate already ranks the shape below it, but the simulator has the last word
 /// on the shortlist and on the plans that name a left-out group's rate, and it may disagree
@@ -54,8 +55,8 @@ struct search_outcome {
 /// nodes; (7) activation recomputation on the stages whose memory binds, kept where the plan
 /// then fits or runs faster (planner_options::recompute). Layers are balanced per pipeline by the
 /// dynamic program of partition.hpp under memory; samples and micro-batches are proportional to
-/// speed. A shape whose lower bound (micro-batches times its slowest stage) already exceeds
-/// search_prune_factor times the best estimate so far is not priced.
+/// speed. A shape whose lower bound (plan_bound::limit_s()) already exceeds
+/// search_prune_factor times the best estimate so far is not priced (planner_options::prune).
 search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int global_batch,
                                  const planner_options& options, size_t keep);
 

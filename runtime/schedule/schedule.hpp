@@ -100,6 +100,12 @@ struct greedy_options {
 pipeline_schedule make_greedy_schedule(const std::vector<stage_cost>& costs, int micro_batches,
                                        const greedy_options& options = {});
 
+/// make_greedy_schedule with its time_schedule under the same costs, which it computed to
+/// choose it.
+struct timed_schedule;
+timed_schedule make_timed_greedy_schedule(const std::vector<stage_cost>& costs, int micro_batches,
+                                          const greedy_options& options = {});
+
 /// Throws std::invalid_argument naming the stage and op when an op is missing, duplicated or
 /// out of range, when a fused schedule has a W that does not directly follow its B, or when
 /// executing the lists in order deadlocks (some op waits on one that can never run).
@@ -147,10 +153,26 @@ struct schedule_timing {
   int max_peak_in_flight_fw() const;
 };
 
+struct timed_schedule {
+  pipeline_schedule schedule;
+  schedule_timing timing;
+};
+
 /// Executes each stage's list in order, each op starting as soon as its stage is free and
 /// its dependency is met. Throws std::invalid_argument when costs do not match the stage
 /// count or the schedule is invalid (check_schedule's errors).
 schedule_timing time_schedule(const pipeline_schedule& schedule,
                               const std::vector<stage_cost>& costs);
+
+/// A lower bound on time_schedule(schedule, costs).makespan for every schedule of
+/// `micro_batches` micro-batches over these stages, fixed or greedy, fused or not. On stage
+/// s every op waits for an F of stage s, which waits for the F chain before it: nothing runs
+/// there before H_s, the sum of f + comm_to_next of the stages before s. From H_s the stage
+/// runs its m F, m B and m W one at a time. After its last B ends, that micro-batch's
+/// gradient still crosses each earlier stage (comm_to_next + b each, a fused one waiting
+/// for its W too) and stage 0 then runs its W. So the step takes at least, for every s,
+/// H_s + max(m (f + b + w), m (f + b) + T_s), with T_s = sum over j < s of (comm_j + b_j),
+/// plus w_0 (for s = 0: w_0). 0 for no stages.
+double makespan_bound(const std::vector<stage_cost>& costs, int micro_batches);
 
 } // namespace deepcee::runtime

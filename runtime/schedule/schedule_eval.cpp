@@ -205,4 +205,19 @@ schedule_timing time_schedule(const pipeline_schedule& schedule,
   return timing;
 }
 
+double makespan_bound(const std::vector<stage_cost>& costs, int micro_batches) {
+  const double m = micro_batches;
+  double bound = 0;
+  double head = 0; // H_s
+  double back = 0; // sum over j < s of comm_j + b_j
+  for (size_t s = 0; s < costs.size(); ++s) {
+    const stage_cost& c = costs[s];
+    const double tail = back + costs.front().w; // T_s
+    bound = std::max(bound, head + std::max(m * (c.f + c.b + c.w), m * (c.f + c.b) + tail));
+    head += c.f + c.comm_to_next;
+    back += c.comm_to_next + c.b;
+  }
+  return bound;
+}
+
 } // namespace deepcee::runtime

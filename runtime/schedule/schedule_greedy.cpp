@@ -265,18 +265,25 @@ bool fits(const schedule_timing& t, const std::vector<stage_cost>& costs, int ma
 
 } // namespace
 
-pipeline_schedule make_greedy_schedule(const std::vector<stage_cost>& costs, int micro_batches,
-                                       const greedy_options& options) {
+timed_schedule make_timed_greedy_schedule(const std::vector<stage_cost>& costs, int micro_batches,
+                                          const greedy_options& options) {
   check_costs(costs, micro_batches);
   const int p = static_cast<int>(costs.size());
 
-  pipeline_schedule best;
-  double best_makespan = std::numeric_limits<double>::infinity();
+  std::vector<pipeline_schedule> tried;
+  timed_schedule best;
+  size_t best_index = 0;
+  best.timing.makespan = std::numeric_limits<double>::infinity();
   auto offer = [&](pipeline_schedule candidate) {
-    const auto t = time_schedule(candidate, costs);
-    if (t.makespan < best_makespan && fits(t, costs, options.max_in_flight)) {
-      best = std::move(candidate);
-      best_makespan = t.makespan;
+    // Variants often agree: the same op lists time the same, and a tie keeps the earlier.
+    for (const auto& t : tried)
+      if (t.fused_backward == candidate.fused_backward && t.stages == candidate.stages)
+        return;
+    auto t = time_schedule(candidate, costs);
+    tried.push_back(std::move(candidate));
+    if (t.makespan < best.timing.makespan && fits(t, costs, options.max_in_flight)) {
+      best.timing = std::move(t);
+      best_index = tried.size();
     }
   };
   for (int variant = 0; variant < 8; ++variant)
@@ -287,9 +294,15 @@ pipeline_schedule make_greedy_schedule(const std::vector<stage_cost>& costs, int
   if (options.compare_with_fixed)
     for (auto kind : {schedule_kind::zb_h2, schedule_kind::zb_h1, schedule_kind::one_f_one_b})
       offer(make_schedule(kind, p, micro_batches));
-  if (best.stages.empty())
+  if (best_index == 0)
     throw std::logic_error("greedy schedule: no candidate fits the memory limits");
+  best.schedule = std::move(tried[best_index - 1]);
   return best;
+}
+
+pipeline_schedule make_greedy_schedule(const std::vector<stage_cost>& costs, int micro_batches,
+                                       const greedy_options& options) {
+  return make_timed_greedy_schedule(costs, micro_batches, options).schedule;
 }
 
 } // namespace deepcee::runtime

@@ -81,6 +81,39 @@ BOOST_AUTO_TEST_CASE(balanced_split_gives_the_faster_stage_more_layers) {
   BOOST_TEST(s.fits);
 }
 
+BOOST_AUTO_TEST_CASE(the_split_memo_returns_balance_layers_and_knows_devices_alike) {
+  testbed t;
+  const int other = static_cast<int>(t.c.devices.size()) - 1; // another kind than device 0
+  BOOST_REQUIRE(t.c.devices[size_t(other)].kind != t.c.devices[0].kind);
+  BOOST_REQUIRE(t.c.devices[2].kind == t.c.devices[0].kind);
+  split_request r;
+  r.devices = {{0, 1}, {other}};
+  r.samples = {{2, 2}, {4}};
+  r.in_flight = {2, 1};
+  split_memo memo;
+  BOOST_TEST((memo.balance(t.costs, r).bounds == balance_layers(t.costs, r).bounds));
+  BOOST_TEST(memo.size() == 1u);
+  // Other devices of the same kind, memory and samples: the same request.
+  split_request alike = r;
+  alike.devices[0] = {2, 3};
+  BOOST_TEST((memo.balance(t.costs, alike).bounds == balance_layers(t.costs, r).bounds));
+  BOOST_TEST(memo.size() == 1u);
+  // Another in-flight count, sample split or memory fraction is another request.
+  split_request deeper = r;
+  deeper.in_flight = {64, 32};
+  split_request uneven = r;
+  uneven.samples[0] = {3, 1};
+  split_request tight = r;
+  tight.memory_fraction = 0.05;
+  for (const auto& q : {deeper, uneven, tight}) {
+    const layer_split direct = balance_layers(t.costs, q);
+    const layer_split& kept = memo.balance(t.costs, q);
+    BOOST_TEST((kept.bounds == direct.bounds));
+    BOOST_TEST(kept.fits == direct.fits);
+  }
+  BOOST_TEST(memo.size() == 4u);
+}
+
 BOOST_AUTO_TEST_CASE(dp_is_one_stage_over_every_device) {
   testbed t;
   plan p = make_dp_plan(t.costs, t.request);

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -395,6 +396,20 @@ BOOST_AUTO_TEST_CASE(is_deterministic) {
   BOOST_TEST((a.stages == b.stages));
 }
 
+BOOST_AUTO_TEST_CASE(the_timed_variant_returns_the_same_schedule_and_its_timing) {
+  auto costs = uniform_costs(5, 1.0, 1.3, 0.4);
+  costs[2].f = 2.5;
+  costs[3].comm_to_next = 0.7;
+  for (double limit : {1.0, 2.0, 4.0, 100.0}) {
+    const auto limited = with_limit(costs, limit);
+    const timed_schedule t = make_timed_greedy_schedule(limited, 20);
+    BOOST_TEST((t.schedule.stages == make_greedy_schedule(limited, 20).stages));
+    const schedule_timing again = time_schedule(t.schedule, limited);
+    BOOST_TEST(t.timing.makespan == again.makespan);
+    BOOST_TEST((t.timing.peak_bytes == again.peak_bytes));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(rejects_bad_costs) {
   auto costs = uniform_costs(3);
   BOOST_CHECK_THROW(make_greedy_schedule({}, 4), std::invalid_argument);
@@ -405,6 +420,57 @@ BOOST_AUTO_TEST_CASE(rejects_bad_costs) {
   auto tiny = costs;
   tiny[2].memory_limit = 0.5; // below one activation
   BOOST_TEST(error_of([&] { make_greedy_schedule(tiny, 4); }).find("stage 2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(schedule_lower_bound)
+
+BOOST_AUTO_TEST_CASE(no_schedule_finishes_before_it) {
+  // Random stage times and transfers, every fixed schedule and the greedy one (whose list
+  // scheduler waits and picks differently from the fixed orders): none beats the bound.
+  std::mt19937 rng(14);
+  std::uniform_real_distribution<double> time(0.05, 3.0);
+  std::uniform_real_distribution<double> comm(0.0, 2.0);
+  for (int trial = 0; trial < 40; ++trial)
+    for (int p : stage_counts)
+      for (int m : micro_counts(p)) {
+        std::vector<stage_cost> costs(static_cast<size_t>(p));
+        for (auto& c : costs) {
+          c.f = time(rng);
+          c.b = time(rng);
+          c.w = trial % 4 == 0 ? 0.0 : time(rng);
+          c.comm_to_next = trial % 3 == 0 ? 0.0 : comm(rng);
+        }
+        const double bound = makespan_bound(costs, m);
+        BOOST_TEST_CONTEXT("trial " << trial << " p=" << p << " m=" << m) {
+          for (auto kind : fixed_kinds)
+            BOOST_TEST(time_schedule(make_schedule(kind, p, m), costs).makespan >=
+                       bound * (1 - 1e-12));
+          greedy_options list_only;
+          list_only.compare_with_fixed = false;
+          BOOST_TEST(time_schedule(make_greedy_schedule(costs, m, list_only), costs).makespan >=
+                     bound * (1 - 1e-12));
+        }
+      }
+}
+
+BOOST_AUTO_TEST_CASE(is_attained_by_zb_h1_on_equal_stages) {
+  // ZB-H1 takes (3m + p - 1) T with equal unit stages (schedule.hpp): the bound is tight.
+  for (int p : stage_counts)
+    for (int m : micro_counts(p)) {
+      if (m < p)
+        continue;
+      BOOST_TEST_CONTEXT("p=" << p << " m=" << m) {
+        const auto costs = uniform_costs(p);
+        BOOST_TEST(makespan_bound(costs, m) == 3.0 * m + p - 1);
+        BOOST_TEST(time_schedule(make_schedule(schedule_kind::zb_h1, p, m), costs).makespan ==
+                   makespan_bound(costs, m));
+      }
+    }
+  // One stage: all of its ops, one after the other.
+  BOOST_TEST(makespan_bound(uniform_costs(1, 1.0, 2.0, 0.5), 4) == 14.0);
+  BOOST_TEST(makespan_bound({}, 4) == 0.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
