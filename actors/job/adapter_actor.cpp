@@ -167,8 +167,11 @@ double probe(self_ptr self, const step_result& r) {
                         l.transfers, l.bytes);
   for (const auto& d : round.devices)
     what += fmt::format("{}device {} {} ops", what.empty() ? "" : ", ", d.device, d.ops);
-  spdlog::info("adapter: step {}: probes {} (holding the next step {:.3g} s)", r.step, what,
-               seen.hold_s);
+  // A round at info, the rounds that repeat it at debug.
+  spdlog::log(what == st.probed ? spdlog::level::debug : spdlog::level::info,
+              "adapter: step {}: probes {} (holding the next step {:.3g} s)", r.step, what,
+              seen.hold_s);
+  st.probed = std::move(what);
   return seen.hold_s;
 }
 

@@ -54,6 +54,7 @@ struct adapter_state {
   std::map<int64_t, runtime::plan> ordered; ///< by the step each takes effect at
   coordinator_actor coordinator;
   int64_t last_step = 0; ///< the latest step a sample or result came from
+  std::string probed; ///< what the last probe round probed (a round that repeats it logs at debug)
   std::deque<adapt_record> decisions;
   int64_t decided = 0; ///< decisions so far
   /// The job's script in force (step events resolved, injected events merged): the link

@@ -266,7 +266,8 @@ void replan_then(coordinator_self self, replan_order order, std::function<void()
   try {
     check_replan(*st.job, w->order.plan, st.replanners);
     const auto& vc = *st.cluster;
-    w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), st.plan, w->order.plan);
+    w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), st.plan, w->order.plan,
+                                         st.script, st.clock_s);
     w->sources = runtime::layer_sources(st.plan, w->order.plan, w->moves);
     w->job = replanned_context(*st.job, w->order.plan, st.script);
     if (!w->job->layout.empty()) {

@@ -1,4 +1,5 @@
 #include "runtime/adapt/adaptive_simulation.hpp"
+#include "runtime/adapt/state_move.hpp"
 #include "runtime/adapt/step_adapter.hpp"
 
 #include "runtime/base/splitmix.hpp"
@@ -101,9 +102,10 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     double move_s = 0;
     if (pending) {
       // The moves as the coordinator charges them (coordinator_replan: plan_state_moves on
-      // the cluster's links), not the policy's estimate on the estimated cluster.
+      // the links under the script in force, after the probes), not the policy's estimate
+      // on the estimated cluster.
       if (!same_layout(current, pending->next))
-        move_s = state_move_seconds(c, model, current, pending->next);
+        move_s = plan_state_moves(c, model, current, pending->next, in_force, t + hold_s).seconds;
       current = pending->next;
       pending.reset();
     }

@@ -27,7 +27,7 @@ int stage_holding(const plan& p, int device, int layer) {
 } // namespace
 
 state_moves plan_state_moves(const cluster& c, const model_spec& model, const plan& from,
-                             const plan& to) {
+                             const plan& to, const link_timeline& script, double start_s) {
   std::map<int, std::set<int>> held; // layer -> devices holding it in `from`
   for (const auto& pipe : from.pipelines)
     for (const auto& st : pipe.stages)
@@ -52,7 +52,9 @@ state_moves plan_state_moves(const cluster& c, const model_spec& model, const pl
           m.bytes = static_cast<double>(spec.param_bytes + spec.optimizer_bytes);
           m.seconds = std::numeric_limits<double>::infinity();
           for (int h : holders)
-            if (const double t = c.link_between(h, d).transfer_time(m.bytes); t < m.seconds) {
+            if (const double t =
+                    transfer_duration(script.history(c, h, d), start_s + receive, m.bytes);
+                t < m.seconds) {
               m.seconds = t;
               m.from_device = h;
             }

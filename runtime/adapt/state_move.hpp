@@ -2,6 +2,7 @@
 
 #include "runtime/base/model_spec.hpp"
 #include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/link_timeline.hpp"
 #include "runtime/plan/plan.hpp"
 
 #include <vector>
@@ -30,9 +31,10 @@ struct state_moves {
 
 /// Every layer a device holds in `to` but not in `from` (weights and both AdamW moments;
 /// gradients are rebuilt by the next step), each from a device that held it, over `c`'s
-/// links.
+/// links as `script` has them when the move starts at `start_s` (a receiver's layers one
+/// after another, each sent when the previous one has arrived).
 state_moves plan_state_moves(const cluster& c, const model_spec& model, const plan& from,
-                             const plan& to);
+                             const plan& to, const link_timeline& script = {}, double start_s = 0);
 
 /// For each stage of `to` (flat order: pipeline by pipeline) and each of its layers, the
 /// stage of `from` (flat) it takes the layer's state from: the one with one of its own
