@@ -5,6 +5,7 @@
 #include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/base/model_spec.hpp"
 #include "runtime/plan/plan.hpp"
+#include "runtime/sim/simulator.hpp"
 #include "tests/support/clusters.hpp"
 
 #include <ostream>
@@ -41,5 +42,14 @@ inline runtime::plan four_pipes_plan(int micro_batches = 8) {
   }
   return p;
 }
+
+/// four_pipes_plan on four_pipes_cluster with its model and profile, and its step time.
+struct four_pipes_job {
+  runtime::cluster c = four_pipes_cluster();
+  runtime::model_spec model = runtime::make_model_spec(adapt_model());
+  runtime::profile_table profile{model};
+  runtime::plan p = four_pipes_plan();
+  double step_s = runtime::simulate(c, model, profile, p).step_time_s;
+};
 
 } // namespace deepcee::test

@@ -48,13 +48,7 @@ plan left_out(bool keep_device_1 = false) {
   return p;
 }
 
-struct fixture {
-  cluster c = four_pipes_cluster();
-  model_spec model = make_model_spec(adapt_model());
-  profile_table profile{model};
-  plan p = four_pipes_plan();
-  double step_s = simulate(c, model, profile, p).step_time_s;
-};
+using fixture = four_pipes_job;
 
 /// An adapter that saw step 0 of `f.p` with the pair 0-1 down: the drift has begun.
 step_adapter drifted_adapter(const fixture& f, const link_timeline& t) {

@@ -14,12 +14,7 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-struct fixture {
-  cluster c = four_pipes_cluster();
-  model_spec model = make_model_spec(adapt_model());
-  profile_table profile{model};
-  plan p = four_pipes_plan();
-  double step_s = simulate(c, model, profile, p).step_time_s;
+struct fixture : four_pipes_job {
   /// The link inside node n0, which pipeline 0 uses, at a tenth of its 2.5 Gbps.
   link_timeline drop = parse_link_timeline(
       "[[change]]\nat = 0\nbetween = [\"n0/0\", \"n0/1\"]\nbandwidth = \"250Mbps\"\n", c, "d.toml");

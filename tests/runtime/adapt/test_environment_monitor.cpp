@@ -28,12 +28,7 @@ double noise(uint64_t i) {
   return 1 + 0.2 * (2 * u - 1);
 }
 
-struct fixture {
-  cluster c = four_pipes_cluster();
-  model_spec model = make_model_spec(adapt_model());
-  profile_table profile{model};
-  plan p = four_pipes_plan();
-  double step_s = simulate(c, model, profile, p).step_time_s;
+struct fixture : four_pipes_job {
 
   /// Feeds step k's transfers (and nothing else) under `timeline`.
   void feed_step(environment_monitor& m, int k, const link_timeline& timeline = {}) const {
