@@ -107,8 +107,11 @@ step_record job_steps::step() {
   clock_s_ = job_.job->wall() ? 0 : r->end_s;
   const step_record out{
       static_cast<int>(r->step), r->loss, r->lr, r->grad_norm, r->start_s, r->end_s};
-  if (traced_.size() < trace_steps_)
+  if (traced_.size() < trace_steps_) {
     traced_.push_back(std::move(*r));
+    // The plan that ran it: a re-plan takes effect when the next step starts.
+    traced_plans_.push_back(actors::job_now(sys_, job_, wait_).job->plan);
+  }
   return out;
 }
 
@@ -173,9 +176,7 @@ void job_steps::write_trace(const std::filesystem::path& file, const runtime::cl
   for (const auto& i : injected)
     if (i.at_s <= trace_end)
       shown.push_back(i);
-  // The stage tracks of the plan in force at the end (a re-plan's stages are numbered alike).
-  actors::write_run_trace(out, actors::job_now(sys_, job_, wait_).job->plan, cluster, traced_,
-                          samples, shown);
+  actors::write_run_trace(out, traced_plans_, cluster, traced_, samples, shown);
 }
 
 } // namespace deepcee::tools

@@ -79,6 +79,7 @@ private:
   int done_ = 0;
   double clock_s_ = 0; ///< the last step's end in virtual time (0 in wall time)
   std::vector<actors::step_result> traced_;
+  std::vector<runtime::plan> traced_plans_; ///< the plan that ran each traced step
   job_watch* watch_ = nullptr;
   script_log* script_ = nullptr;
   int64_t shown_ = 0; ///< the last decision shown (adapt_record::sequence)

@@ -1,7 +1,9 @@
 #include "actors/job/run_trace.hpp"
 
+#include "runtime/plan/plan_allocation.hpp"
 #include "runtime/schedule/schedule.hpp"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -25,30 +27,45 @@ int region_of(const runtime::cluster& c, int device) {
 
 } // namespace
 
-runtime::trace_document run_trace_document(const runtime::plan& plan, const runtime::cluster& c,
+runtime::trace_document run_trace_document(const std::vector<runtime::plan>& plans,
+                                           const runtime::cluster& c,
                                            const std::vector<step_result>& steps,
                                            const std::vector<link_sample>& samples) {
   runtime::trace_document doc;
   doc.processes = {"stages", "devices", "links"};
-  int flat = 0;
-  for (size_t p = 0; p < plan.pipelines.size(); ++p)
-    for (size_t s = 0; s < plan.pipelines[p].stages.size(); ++s) {
-      std::string devices;
-      for (int d : plan.pipelines[p].stages[s].devices)
-        devices += (devices.empty() ? "" : ", ") + device_name(c, d);
-      doc.tracks.push_back(
-          {stages_process, flat++,
-           "pipeline " + std::to_string(p) + " stage " + std::to_string(s) + " (" + devices + ")"});
+  // One set of stage tracks per plan in force: a re-plan's stages get their own.
+  std::vector<int> first_track(steps.size(), 0);
+  int tracks = 0;
+  const runtime::plan* shown = nullptr;
+  for (size_t k = 0; k < steps.size() && !plans.empty(); ++k) {
+    const auto& plan = plans[std::min(k, plans.size() - 1)];
+    if (!shown || !runtime::same_layout(*shown, plan)) {
+      const std::string since = shown ? " from step " + std::to_string(steps[k].step) : "";
+      first_track[k] = tracks;
+      for (size_t p = 0; p < plan.pipelines.size(); ++p)
+        for (size_t s = 0; s < plan.pipelines[p].stages.size(); ++s) {
+          std::string devices;
+          for (int d : plan.pipelines[p].stages[s].devices)
+            devices += (devices.empty() ? "" : ", ") + device_name(c, d);
+          doc.tracks.push_back({stages_process, tracks++,
+                                "pipeline " + std::to_string(p) + " stage " + std::to_string(s) +
+                                    " (" + devices + ")" + since});
+        }
+      shown = &plan;
+    } else {
+      first_track[k] = first_track[k - 1];
     }
+  }
   const int job_track = static_cast<int>(c.devices.size());
   std::set<int> device_tracks;
-  for (const auto& r : steps) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& r = steps[i];
     const std::vector<std::pair<std::string, double>> step_arg{{"step", double(r.step)}};
     for (size_t k = 0; k < r.ops.size(); ++k) {
       const auto& op = r.ops[k];
       const runtime::schedule_op sop{static_cast<runtime::op_kind>(op.kind), op.micro_batch};
-      doc.spans.push_back(
-          {runtime::to_string(sop), stages_process, r.op_stage[k], op.start, op.end, step_arg});
+      doc.spans.push_back({runtime::to_string(sop), stages_process, first_track[i] + r.op_stage[k],
+                           op.start, op.end, step_arg});
     }
     for (const auto& f : r.finish) {
       const int track = f.device >= 0 ? f.device : job_track;
@@ -82,10 +99,11 @@ runtime::trace_document run_trace_document(const runtime::plan& plan, const runt
   return doc;
 }
 
-void write_run_trace(std::ostream& out, const runtime::plan& plan, const runtime::cluster& c,
-                     const std::vector<step_result>& steps, const std::vector<link_sample>& samples,
+void write_run_trace(std::ostream& out, const std::vector<runtime::plan>& plans,
+                     const runtime::cluster& c, const std::vector<step_result>& steps,
+                     const std::vector<link_sample>& samples,
                      const std::vector<runtime::trace_instant>& injected) {
-  auto doc = run_trace_document(plan, c, steps, samples);
+  auto doc = run_trace_document(plans, c, steps, samples);
   doc.instants = injected;
   runtime::write_trace(doc, out);
 }

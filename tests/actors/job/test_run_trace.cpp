@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(holds_ops_transfers_allreduce_and_optimizer_of_every_traced
   std::vector<actors::step_result> steps;
   for (int k = 0; k < 3; ++k)
     steps.push_back(job.step());
-  const auto doc = actors::run_trace_document(plan, cluster, steps, job.samples());
+  const auto doc = actors::run_trace_document({plan}, cluster, steps, job.samples());
 
   BOOST_TEST_REQUIRE(doc.processes.size() == 3u);
   std::set<int> plan_devices;
@@ -138,9 +138,52 @@ BOOST_AUTO_TEST_CASE(holds_ops_transfers_allreduce_and_optimizer_of_every_traced
 
   // The writer gets all of it.
   std::ostringstream out;
-  actors::write_run_trace(out, plan, cluster, steps, job.samples());
+  actors::write_run_trace(out, {plan}, cluster, steps, job.samples());
   BOOST_TEST(out.str().find("\"optimizer\"") != std::string::npos);
   BOOST_TEST(out.str().find("\"allreduce L0") != std::string::npos);
+}
+
+// A re-plan's stages get tracks of their own from the step it took effect, and each step's
+// ops land on the tracks of the plan that ran it.
+BOOST_AUTO_TEST_CASE(a_replan_starts_its_own_stage_tracks) {
+  const auto cluster = test_cluster();
+  const auto two = two_pipeline_plan(runtime::schedule_kind::one_f_one_b);
+  auto one = two;
+  one.pipelines.resize(1);
+  one.pipelines[0].micro_batches *= 2;
+  const auto step_with_ops = [](int64_t step, std::vector<int32_t> stages) {
+    actors::step_result r;
+    r.step = step;
+    for (int32_t s : stages) {
+      r.ops.push_back({0, 0, double(step), double(step) + 0.5});
+      r.op_stage.push_back(s);
+    }
+    return r;
+  };
+  const std::vector<actors::step_result> steps{step_with_ops(1, {0, 3}), step_with_ops(2, {0, 1}),
+                                               step_with_ops(3, {1})};
+  const auto doc = actors::run_trace_document({two, one}, cluster, steps, {});
+  int stage_tracks = 0, later = 0;
+  for (const auto& t : doc.tracks)
+    if (t.process == 0) {
+      ++stage_tracks;
+      later += t.name.find(" from step 2") != std::string::npos;
+    }
+  const auto count = [](const runtime::plan& p) {
+    int n = 0;
+    for (const auto& pipe : p.pipelines)
+      n += static_cast<int>(pipe.stages.size());
+    return n;
+  };
+  BOOST_TEST(stage_tracks == count(two) + count(one));
+  BOOST_TEST(later == count(one));
+  std::vector<int> tracks;
+  for (const auto& s : doc.spans)
+    if (s.process == 0)
+      tracks.push_back(s.track);
+  const int base = count(two);
+  BOOST_TEST(tracks == (std::vector<int>{0, 3, base, base + 1, base + 1}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
