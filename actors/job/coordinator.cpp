@@ -76,9 +76,8 @@ void step_ended(self_ptr self) {
   // (runtime/adapt/active_probe.hpp): virtual time charges them to that step's start.
   self->request(st.adapter, caf::infinite, st.result)
       .then(
-          [=](double hold_s) {
-            if (!self->state.job->wall())
-              self->state.probe_hold_s = hold_s;
+          [=](double hold_s) { // 0 in wall time, where nothing sends probes
+            self->state.probe_hold_s = hold_s;
             deliver_result(self);
           },
           [=](caf::error&) { deliver_result(self); });

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace deepcee::runtime {
 
@@ -33,6 +34,14 @@ state_moves plan_state_moves(const cluster& c, const model_spec& model, const pl
     for (const auto& st : pipe.stages)
       for (int layer = st.first_layer; layer < st.last_layer; ++layer)
         held[layer].insert(st.devices.begin(), st.devices.end());
+  // Each pair's history once, not once per layer it carries.
+  std::map<std::pair<int, int>, std::vector<link_timeline::piece>> histories;
+  const auto history = [&](int x, int y) -> const std::vector<link_timeline::piece>& {
+    auto [it, added] = histories.try_emplace({x, y});
+    if (added)
+      it->second = script.history(c, x, y);
+    return it->second;
+  };
   state_moves out;
   for (const auto& pipe : to.pipelines)
     for (const auto& st : pipe.stages)
@@ -52,8 +61,7 @@ state_moves plan_state_moves(const cluster& c, const model_spec& model, const pl
           m.bytes = static_cast<double>(spec.param_bytes + spec.optimizer_bytes);
           m.seconds = std::numeric_limits<double>::infinity();
           for (int h : holders)
-            if (const double t =
-                    transfer_duration(script.history(c, h, d), start_s + receive, m.bytes);
+            if (const double t = transfer_duration(history(h, d), start_s + receive, m.bytes);
                 t < m.seconds) {
               m.seconds = t;
               m.from_device = h;

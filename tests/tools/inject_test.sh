@@ -203,19 +203,11 @@ fi
 # 3. The job with TLS certificates: its nodes' certificates of the job's CA, and a client's
 #    of another CA. Made here with the openssl command line.
 pki=$work/pki
-mkdir -p "$pki"
-(
-  cd "$pki" || exit 1
-  ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-  for ca in ca other; do
-    openssl req -x509 $ec -keyout $ca.key -out $ca.pem -days 2 -subj "/CN=deepcee test $ca"
-  done
-  for n in n0 n1 n2 other-n0; do
-    issuer=ca && [[ $n == other-* ]] && issuer=other
-    openssl req $ec -keyout $n.key -out $n.csr -subj "/CN=${n#other-}" -addext "subjectAltName=DNS:${n#other-}" &&
-      openssl x509 -req -in $n.csr -CA $issuer.pem -CAkey $issuer.key -CAcreateserial -out $n.pem -days 2 -copy_extensions copy
-  done
-) >"$work/pki.log" 2>&1 || fail "openssl: $(cat "$work/pki.log")"
+{
+  make_cas "$pki" &&
+    node_cert "$pki" n0 n0 ca 2 && node_cert "$pki" n1 n1 ca 2 && node_cert "$pki" n2 n2 ca 2 &&
+    node_cert "$pki" other-n0 n0 other 2
+} >"$work/pki.log" 2>&1 || fail "openssl: $(cat "$work/pki.log")"
 # tls_nodes CERT0 CERT1 CERT2: the [[node]] tables with these certificates (pki/CERT.pem).
 tls_nodes() {
   local k=0 port

@@ -21,23 +21,12 @@ export DEEPCEE_TOKEN_FILE=$work/token
 
 # The job's CA and a certificate per node; another CA with a certificate for n1.
 pki=$work/pki
-mkdir -p "$pki"
-(
-  cd "$pki" || exit 1
-  ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-  for ca in ca other; do
-    openssl req -x509 $ec -keyout $ca.key -out $ca.pem -days 2 -subj "/CN=deepcee test $ca"
-  done
-  # node FILE NAME CA DAYS
-  node() {
-    openssl req $ec -keyout "$1.key" -out "$1.csr" -subj "/CN=$2" -addext "subjectAltName=DNS:$2" &&
-      openssl x509 -req -in "$1.csr" -CA "$3.pem" -CAkey "$3.key" -CAcreateserial -out "$1.pem" \
-        -days "$4" -copy_extensions copy
-  }
-  for n in n0 n1 n2; do node $n $n ca 2; done
-  node other-n1 n1 other 2
-  node old-n1 n1 ca 0 # expires the second it is made
-) >"$work/pki.log" 2>&1 || { echo "FAIL: openssl: $(cat "$work/pki.log")"; exit 1; }
+{
+  make_cas "$pki" &&
+    node_cert "$pki" n0 n0 ca 2 && node_cert "$pki" n1 n1 ca 2 && node_cert "$pki" n2 n2 ca 2 &&
+    node_cert "$pki" other-n1 n1 other 2 &&
+    node_cert "$pki" old-n1 n1 ca 0 # expires the second it is made
+} >"$work/pki.log" 2>&1 || { echo "FAIL: openssl: $(cat "$work/pki.log")"; exit 1; }
 
 read -r p0 p1 p2 < <(python3 "$(dirname "$0")/free_ports.py" 3)
 

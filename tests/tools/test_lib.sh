@@ -34,3 +34,24 @@ write_corpus() {
     echo "line $i: pipeline stages send activations to the next node, gradients back"
   done >"$1/a.txt"
 }
+
+# The TLS tests' certificates, made with the openssl command line (EC P-256 keys).
+# make_cas DIR: two certificate authorities in DIR, the job's (ca.pem, ca.key) and another
+# (other.pem, other.key).
+pki_key="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+make_cas() {
+  mkdir -p "$1" || return 1
+  local ca
+  for ca in ca other; do
+    openssl req -x509 $pki_key -keyout "$1/$ca.key" -out "$1/$ca.pem" -days 2 \
+      -subj "/CN=deepcee test $ca" || return 1
+  done
+}
+# node_cert DIR FILE NAME CA DAYS: DIR/FILE.pem and DIR/FILE.key, a certificate naming node
+# NAME, signed by DIR/CA.pem, valid for DAYS days (0: it expires the second it is made).
+node_cert() {
+  openssl req $pki_key -keyout "$1/$2.key" -out "$1/$2.csr" -subj "/CN=$3" \
+    -addext "subjectAltName=DNS:$3" &&
+    openssl x509 -req -in "$1/$2.csr" -CA "$1/$4.pem" -CAkey "$1/$4.key" -CAcreateserial \
+      -out "$1/$2.pem" -days "$5" -copy_extensions copy
+}
