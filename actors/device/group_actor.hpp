@@ -25,6 +25,9 @@ struct group_state {
   int64_t row_values = 0;            ///< values of one sample's activation: T * C
   std::vector<device_actor> devices; ///< by place; invalid until a device apart is handed over
   std::vector<caf::strong_actor_ptr> ring; ///< by place: the device actors themselves
+  /// By place: the device runs on another node than the stage. Those are asked first, so
+  /// that their work is on its way before this node's devices take the cores.
+  std::vector<bool> apart;
   /// Why the group cannot take work yet (its devices on other nodes are not all there):
   /// every request that reaches its devices answers with it. Empty once the ring is wired.
   std::string unready;

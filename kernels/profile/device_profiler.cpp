@@ -134,6 +134,10 @@ runtime::measured_profile measure_devices(const local_devices& found,
         if (progress)
           progress(d, t, ++done, total);
       }
+    for (auto kind :
+         {runtime::layer_kind::embedding, runtime::layer_kind::block, runtime::layer_kind::head})
+      p.optimizers.push_back(
+          {d.kind, kind, time_optimizer_step(*be, request.model, kind, request.timing), 0});
   }
   return p;
 }

@@ -3,10 +3,12 @@
 #include "kernels/gpt/embedding_layer.hpp"
 #include "kernels/gpt/head_layer.hpp"
 #include "kernels/gpt/transformer_block.hpp"
+#include "kernels/optim/adamw.hpp"
 #include "runtime/base/statistics.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -144,6 +146,30 @@ layer_timing time_layer(backend& be, const runtime::model_config& model, runtime
   out.b_s = runtime::median(bw);
   out.w_s = runtime::median(w);
   return out;
+}
+
+double time_optimizer_step(backend& be, const runtime::model_config& model,
+                           runtime::layer_kind kind, const timing_options& options) {
+  if (options.repetitions < 1 || options.warmup < 0)
+    throw std::invalid_argument("time_optimizer_step: repetitions must be positive");
+  const auto measured = make_layer(be, model, kind);
+  const auto params = measured->parameters();
+  adamw optimizer(be, params, runtime::optimizer_config{});
+  std::vector<double> took;
+  for (int run = 0; run < options.warmup + options.repetitions; ++run) {
+    for (parameter* p : params) // a backward's gradients (their values cost nothing here)
+      be.fill(p->grad.f32(), 1e-3f, p->grad.numel());
+    be.synchronize();
+    const auto start = clock_type::now();
+    const double norm = std::sqrt(optimizer.grad_sum_squares());
+    optimizer.step(1e-3f, run + 1, norm);
+    for (parameter* p : params)
+      be.fill(p->grad.f32(), 0.0f, p->grad.numel());
+    be.synchronize();
+    if (run >= options.warmup)
+      took.push_back(seconds_since(start));
+  }
+  return runtime::median(took);
 }
 
 } // namespace deepcee::kernels

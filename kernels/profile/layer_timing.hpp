@@ -29,4 +29,11 @@ struct layer_timing {
 layer_timing time_layer(backend& be, const runtime::model_config& model, runtime::layer_kind kind,
                         int micro_batch, const timing_options& options = {});
 
+/// One layer's share of the optimizer step on `be`, as a device of the runtime runs it
+/// (device_worker): the squares of its gradients (the clipping norm), the AdamW update of
+/// its parameters, then zeroing its gradients; the median of the timed runs, in seconds.
+/// Throws std::invalid_argument for a repetition count below one.
+double time_optimizer_step(backend& be, const runtime::model_config& model,
+                           runtime::layer_kind kind, const timing_options& options = {});
+
 } // namespace deepcee::kernels

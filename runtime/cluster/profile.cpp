@@ -111,6 +111,24 @@ const measured_codec* profile_table::codec(std::string_view kind, compression co
   return nullptr;
 }
 
+double profile_table::optimizer_s(const device& dev, int first, int last) const {
+  double total = 0;
+  for (int l = first; l < last; ++l) {
+    const layer_spec& spec = model_.layers.at(size_t(l));
+    const auto measured =
+        std::find_if(measured_.optimizers.begin(), measured_.optimizers.end(),
+                     [&](const measured_optimizer& o) {
+                       return o.device_kind == dev.kind && o.layer == spec.kind;
+                     });
+    if (measured != measured_.optimizers.end())
+      total += measured->step_s;
+    else if (dev.mem_bandwidth_Bps > 0)
+      total += double(spec.state_bytes() + spec.param_bytes + spec.optimizer_bytes) /
+               dev.mem_bandwidth_Bps;
+  }
+  return total;
+}
+
 layer_cost profile_table::cost(std::string_view kind, int layer, int micro_batch) const {
   auto spec = find_device_kind(kind);
   if (!spec)

@@ -93,6 +93,17 @@ struct measured_codec {
   int64_t line = 0;
 };
 
+/// What one layer's share of the optimizer step costs on a device, measured by `deepcee
+/// profile` on the runtime's own calls (kernels::adamw: the squares of its gradients for the
+/// clipping norm, the AdamW update; then zeroing its gradients), independent of the
+/// micro-batch.
+struct measured_optimizer {
+  std::string device_kind; ///< canonical catalogue kind
+  layer_kind layer = layer_kind::block;
+  double step_s = 0;
+  int64_t line = 0;
+};
+
 /// A measured profile file (TOML):
 ///
 ///     model = "gpt2-124m"     # optional: must match the planned model when given
@@ -124,6 +135,14 @@ struct measured_codec {
 ///     compression = "int8"   # fp16 | bf16 | int8
 ///     encode = 1.1e-10       # seconds per byte of the fp32 tensor
 ///     decode = 4.0e-11
+///
+/// and the optimizer step per layer kind (simulator.hpp's "Optimizer" uses it instead of the
+/// memory-bandwidth estimate), declared the same way (`optimizers = 3`):
+///
+///     [[optimizer]]
+///     device = "CPU"
+///     layer = "block"        # embedding | block | head
+///     step = 0.0021          # seconds
 struct measured_profile {
   std::filesystem::path source;
   int format_version = 0; ///< 0: hand-written, unversioned
@@ -136,6 +155,7 @@ struct measured_profile {
   int64_t precision_line = 0;
   std::vector<measured_entry> entries;
   std::vector<measured_codec> codecs;
+  std::vector<measured_optimizer> optimizers;
 };
 
 /// Per-layer costs of one model on any device, estimated by the roofline unless the
@@ -163,6 +183,11 @@ public:
   /// The measured codec cost of `comp` on device kind `kind` (catalogue kind, matched as the
   /// entries are), or null when the profile has none.
   const measured_codec* codec(std::string_view kind, compression comp) const;
+  /// The optimizer step of layers [first, last) on `dev`: the measured step of each layer's
+  /// kind when the profile has it for the device's kind; else AdamW's memory traffic (it
+  /// reads the weights, gradients and both moments and writes the weights and moments) at
+  /// the device's memory bandwidth.
+  double optimizer_s(const device& dev, int first, int last) const;
 
 private:
   layer_cost cost_with(const device_spec& figures, int layer, int micro_batch) const;

@@ -17,6 +17,23 @@ namespace {
 using namespace toml_input;
 namespace fs = std::filesystem;
 
+layer_kind read_layer_kind(const fs::path& file, const toml::node& layer) {
+  const std::string name = get_string(file, layer, "layer");
+  for (layer_kind k : {layer_kind::embedding, layer_kind::block, layer_kind::head})
+    if (name == to_string(k))
+      return k;
+  fail_at(file, layer, "unknown layer kind '" + name + "' (expected embedding, block or head)");
+}
+
+/// A catalogue kind named at `dev` (its canonical spelling).
+std::string read_device_kind(const fs::path& file, const toml::node& dev) {
+  const std::string kind = get_string(file, dev, "device");
+  const auto spec = find_device_kind(kind);
+  if (!spec)
+    fail_at(file, dev, "unknown device kind '" + kind + "' (known: " + known_device_kinds() + ")");
+  return spec->kind;
+}
+
 measured_entry read_entry(const fs::path& file, const toml::table& t) {
   check_keys(file, t,
              {"device", "layer", "micro_batch", "f", "b", "w", "act_until_b", "act_until_w"},
@@ -29,22 +46,8 @@ measured_entry read_entry(const fs::path& file, const toml::table& t) {
   };
   measured_entry e;
   e.line = line_of(t);
-  const toml::node& dev = need("device");
-  std::string kind = get_string(file, dev, "device");
-  auto spec = find_device_kind(kind);
-  if (!spec)
-    fail_at(file, dev, "unknown device kind '" + kind + "' (known: " + known_device_kinds() + ")");
-  e.device_kind = spec->kind;
-  const toml::node& layer = need("layer");
-  std::string lk = get_string(file, layer, "layer");
-  if (lk == "embedding")
-    e.layer = layer_kind::embedding;
-  else if (lk == "block")
-    e.layer = layer_kind::block;
-  else if (lk == "head")
-    e.layer = layer_kind::head;
-  else
-    fail_at(file, layer, "unknown layer kind '" + lk + "' (expected embedding, block or head)");
+  e.device_kind = read_device_kind(file, need("device"));
+  e.layer = read_layer_kind(file, need("layer"));
   const toml::node& mb = need("micro_batch");
   int64_t b = get_integer(file, mb, "micro_batch");
   if (b < 1 || b > 1 << 20)
@@ -72,10 +75,6 @@ measured_entry read_entry(const fs::path& file, const toml::table& t) {
   e.act_until_b = bytes("act_until_b");
   e.act_until_w = bytes("act_until_w");
   return e;
-}
-
-std::string_view layer_name(layer_kind k) {
-  return to_string(k);
 }
 
 measured_device read_device(const fs::path& file, const toml::table& t) {
@@ -128,12 +127,7 @@ measured_codec read_codec(const fs::path& file, const toml::table& t) {
   for (const char* key : {"device", "compression", "encode", "decode"})
     if (!t.get(key))
       fail_at(file, t, std::string("[[codec]] needs '") + key + "'");
-  const toml::node& dev = *t.get("device");
-  const std::string kind = get_string(file, dev, "device");
-  auto spec = find_device_kind(kind);
-  if (!spec)
-    fail_at(file, dev, "unknown device kind '" + kind + "' (known: " + known_device_kinds() + ")");
-  c.device_kind = spec->kind;
+  c.device_kind = read_device_kind(file, *t.get("device"));
   const toml::node& comp = *t.get("compression");
   const std::string name = get_string(file, comp, "compression");
   const auto parsed = parse_compression(name);
@@ -152,10 +146,26 @@ measured_codec read_codec(const fs::path& file, const toml::table& t) {
   return c;
 }
 
+measured_optimizer read_optimizer(const fs::path& file, const toml::table& t) {
+  check_keys(file, t, {"device", "layer", "step"}, "[[optimizer]]");
+  measured_optimizer o;
+  o.line = line_of(t);
+  for (const char* key : {"device", "layer", "step"})
+    if (!t.get(key))
+      fail_at(file, t, std::string("[[optimizer]] needs '") + key + "'");
+  o.device_kind = read_device_kind(file, *t.get("device"));
+  o.layer = read_layer_kind(file, *t.get("layer"));
+  const toml::node& step = *t.get("step");
+  o.step_s = get_quantity(file, step, "step", parse_duration, 1.0, "0.0021 or \"2.1ms\"");
+  if (!(o.step_s >= 0) || !std::isfinite(o.step_s))
+    fail_at(file, step, "step must be seconds, not negative");
+  return o;
+}
+
 /// A versioned file's header: the counts it declares, so that truncation is caught (a file
-/// written before codecs were measured declares none and has none).
+/// written before codecs or optimizer steps were measured declares none and has none).
 struct declared_counts {
-  int64_t entries = 0, links = 0, codecs = 0;
+  int64_t entries = 0, links = 0, codecs = 0, optimizers = 0;
 };
 
 /// The keys a versioned file must have, and its format version.
@@ -178,6 +188,8 @@ declared_counts read_version_header(const fs::path& source, const toml::table& r
   n.links = get_integer(source, *root.get("links"), "links");
   if (const auto* codecs = root.get("codecs"))
     n.codecs = get_integer(source, *codecs, "codecs");
+  if (const auto* optimizers = root.get("optimizers"))
+    n.optimizers = get_integer(source, *optimizers, "optimizers");
   return n;
 }
 
@@ -196,6 +208,10 @@ void check_complete(const fs::path& source, const measured_profile& p, const dec
     fail_input(source, 0,
                "truncated or edited: " + std::to_string(p.codecs.size()) + " [[codec]] of the " +
                    std::to_string(n.codecs) + " it declares");
+  if (int64_t(p.optimizers.size()) != n.optimizers)
+    fail_input(source, 0,
+               "truncated or edited: " + std::to_string(p.optimizers.size()) +
+                   " [[optimizer]] of the " + std::to_string(n.optimizers) + " it declares");
   const auto named = [&](const std::string& kind) {
     return std::any_of(p.devices.begin(), p.devices.end(),
                        [&](const measured_device& d) { return d.kind == kind; });
@@ -208,15 +224,27 @@ void check_complete(const fs::path& source, const measured_profile& p, const dec
     if (!named(c.device_kind))
       fail_input(source, c.line,
                  "a codec for device " + c.device_kind + ", which no [[device]] names");
+  for (const auto& o : p.optimizers)
+    if (!named(o.device_kind))
+      fail_input(source, o.line,
+                 "an optimizer step for device " + o.device_kind + ", which no [[device]] names");
   for (const auto& d : p.devices)
-    for (layer_kind k : {layer_kind::embedding, layer_kind::block, layer_kind::head})
+    for (layer_kind k : {layer_kind::embedding, layer_kind::block, layer_kind::head}) {
+      if (!p.optimizers.empty() &&
+          std::none_of(p.optimizers.begin(), p.optimizers.end(), [&](const measured_optimizer& o) {
+            return o.device_kind == d.kind && o.layer == k;
+          }))
+        fail_input(source, d.line,
+                   "missing the optimizer step for device " + d.kind + ", layer " +
+                       std::string(to_string(k)));
       for (int b : d.micro_batches)
         if (std::none_of(p.entries.begin(), p.entries.end(), [&](const measured_entry& e) {
               return e.device_kind == d.kind && e.layer == k && e.micro_batch == b;
             }))
           fail_input(source, d.line,
                      "missing the entry for device " + d.kind + ", layer " +
-                         std::string(layer_name(k)) + ", micro_batch " + std::to_string(b));
+                         std::string(to_string(k)) + ", micro_batch " + std::to_string(b));
+    }
 }
 
 } // namespace
@@ -225,7 +253,7 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
   toml::table root = parse_text(toml_text, source);
   check_keys(source, root,
              {"format_version", "model", "precision", "fingerprint", "entries", "links", "codecs",
-              "device", "entry", "link", "codec"},
+              "optimizers", "device", "entry", "link", "codec", "optimizer"},
              "the profile file");
   measured_profile p;
   p.source = source;
@@ -233,7 +261,8 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
   if (root.get("format_version"))
     declared = read_version_header(source, root, p);
   else
-    for (const char* key : {"fingerprint", "entries", "links", "codecs", "device", "link"})
+    for (const char* key :
+         {"fingerprint", "entries", "links", "codecs", "optimizers", "device", "link"})
       if (const auto* n = root.get(key))
         fail_at(source, *n,
                 std::string("'") + key + "' belongs to a versioned profile: add format_version = " +
@@ -301,6 +330,17 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
                          std::to_string(prior.line) + ")");
       p.codecs.push_back(std::move(c));
     }
+  if (const auto* optimizers = tables("optimizer"))
+    for (const auto& item : *optimizers) {
+      measured_optimizer o = read_optimizer(source, *item.as_table());
+      for (const auto& prior : p.optimizers)
+        if (prior.device_kind == o.device_kind && prior.layer == o.layer)
+          fail_input(source, o.line,
+                     "a second [[optimizer]] for " + o.device_kind + " " +
+                         std::string(to_string(o.layer)) + " (first at line " +
+                         std::to_string(prior.line) + ")");
+      p.optimizers.push_back(std::move(o));
+    }
   if (p.format_version)
     check_complete(source, p, declared);
   return p;
@@ -330,7 +370,7 @@ std::string toml_string(std::string_view s) {
 std::string format_measured_profile(const measured_profile& p) {
   std::string s;
   s += "# Written by deepcee profile: see the README, `deepcee profile`. Seconds, bytes, bytes/s; "
-       "codecs: seconds per fp32 byte.\n";
+       "codecs: seconds per fp32 byte; optimizer: one layer's step.\n";
   s += "format_version = " + std::to_string(profile_format_version) + "\n";
   s += "model = " + toml_string(p.model) + "\n";
   s += "precision = " + toml_string(to_string(p.prec.value_or(precision::fp32))) + "\n";
@@ -338,6 +378,7 @@ std::string format_measured_profile(const measured_profile& p) {
   s += "entries = " + std::to_string(p.entries.size()) + "\n";
   s += "links = " + std::to_string(p.links.size()) + "\n";
   s += "codecs = " + std::to_string(p.codecs.size()) + "\n";
+  s += "optimizers = " + std::to_string(p.optimizers.size()) + "\n";
   for (const auto& d : p.devices) {
     s += "\n[[device]]\nkind = " + toml_string(d.kind) + "\nidentity = " + toml_string(d.identity) +
          "\nmicro_batches = [";
@@ -360,6 +401,9 @@ std::string format_measured_profile(const measured_profile& p) {
          "\ncompression = " + toml_string(to_string(c.comp)) +
          "\nencode = " + number(c.encode_s_per_byte) + "\ndecode = " + number(c.decode_s_per_byte) +
          "\n";
+  for (const auto& o : p.optimizers)
+    s += "\n[[optimizer]]\ndevice = " + toml_string(o.device_kind) +
+         "\nlayer = " + toml_string(to_string(o.layer)) + "\nstep = " + number(o.step_s) + "\n";
   for (const auto& l : p.links)
     s += "\n[[link]]\nfrom = " + toml_string(l.from) + "\nto = " + toml_string(l.to) +
          "\nlatency = " + number(l.latency_s) + "\nbandwidth = " + number(l.bandwidth_Bps) + "\n";

@@ -28,6 +28,12 @@ cost_cache::cost_cache(const cluster& c, const profile_table& profiles)
   for (int l = 0; l < layers_; ++l)
     state_prefix_[size_t(l) + 1] =
         state_prefix_[size_t(l)] + double(profiles.model().layers[size_t(l)].state_bytes());
+  for (int representative : class_device_) {
+    const device& dev = c.devices[size_t(representative)];
+    auto& sums = optimizer_prefix_.emplace_back(size_t(layers_) + 1, 0.0);
+    for (int l = 0; l < layers_; ++l)
+      sums[size_t(l) + 1] = sums[size_t(l)] + profiles.optimizer_s(dev, l, l + 1);
+  }
 }
 
 const cost_cache::prefix& cost_cache::get(int device_id, int samples) const {
@@ -99,6 +105,10 @@ stage_figures cost_cache::stage(int device, int first, int last, int samples,
 
 double cost_cache::range_state(int first, int last) const {
   return state_prefix_[size_t(last)] - state_prefix_[size_t(first)];
+}
+double cost_cache::range_optimizer(int device, int first, int last) const {
+  const auto& sums = optimizer_prefix_[size_t(figure_class_.at(size_t(device)))];
+  return sums[size_t(last)] - sums[size_t(first)];
 }
 double cost_cache::speed(int device, int samples) const {
   return samples / range_time(device, 0, layers_, samples);

@@ -35,6 +35,8 @@ public:
   stage_figures stage(int device, int first, int last, int samples, bool recompute) const;
   /// Weights, gradients and AdamW state of layers [first, last).
   double range_state(int first, int last) const;
+  /// The optimizer step of layers [first, last) on `device` (profile_table::optimizer_s).
+  double range_optimizer(int device, int first, int last) const;
   /// Samples per second of the whole model on one device at `samples` per micro-batch,
   /// the speed that shares are proportional to.
   double speed(int device, int samples = 1) const;
@@ -63,6 +65,7 @@ private:
   std::vector<int> figure_class_; ///< per device: index of its distinct figures
   std::vector<int> class_device_; ///< a representative device per class
   std::vector<double> state_prefix_;
+  std::vector<std::vector<double>> optimizer_prefix_; ///< per class
   mutable std::map<std::pair<int, int>, prefix> memo_;
 };
 

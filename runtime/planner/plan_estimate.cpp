@@ -137,11 +137,6 @@ double allreduce_time(const cluster& c, const std::vector<int>& devices, double 
 
 namespace {
 
-/// AdamW reads the weights, gradients and both moments (16 bytes a parameter, the state)
-/// and writes the weights and moments (12): 28 / 16 = 1.75 times the state's bytes go
-/// through memory, the traffic the simulator charges too (simulator_allreduce.cpp).
-constexpr double optimizer_traffic_per_state_byte = 1.75;
-
 bool same_stage_cost(const stage_cost& a, const stage_cost& b) {
   return a.f == b.f && a.b == b.b && a.w == b.w && a.comm_to_next == b.comm_to_next &&
          a.activation_bytes == b.activation_bytes && a.weight_grad_bytes == b.weight_grad_bytes &&
@@ -260,17 +255,13 @@ double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link
   return busiest;
 }
 
-/// The slowest optimizer step: every device reads and writes its stage's state once.
+/// The slowest device's optimizer step (profile_table::optimizer_s, the simulator's too).
 double optimizer_time(const cost_cache& costs, const plan& p) {
-  const cluster& c = costs.cl();
   double slowest = 0;
   for (const auto& pp : p.pipelines)
-    for (const auto& st : pp.stages) {
-      const double state = costs.range_state(st.first_layer, st.last_layer);
+    for (const auto& st : pp.stages)
       for (int d : st.devices)
-        slowest = std::max(slowest, optimizer_traffic_per_state_byte * state /
-                                        c.devices[size_t(d)].mem_bandwidth_Bps);
-    }
+        slowest = std::max(slowest, costs.range_optimizer(d, st.first_layer, st.last_layer));
   return slowest;
 }
 

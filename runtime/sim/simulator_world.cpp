@@ -265,15 +265,8 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
       for (size_t k = 0; k < sp.devices.size(); ++k) {
         const int d = sp.devices[k];
         st.apart_pairs.push_back(node_of(d) == node_of(lead) ? -1 : w.pair_of(lead, d));
-        // AdamW: read weights, gradients and both moments; write weights and moments.
-        double bytes = 0.0;
-        for (int l = sp.first_layer; l < sp.last_layer; ++l) {
-          const auto& layer = model.layers[static_cast<size_t>(l)];
-          bytes +=
-              static_cast<double>(layer.state_bytes() + layer.param_bytes + layer.optimizer_bytes);
-        }
-        const double bw = c.devices[static_cast<size_t>(d)].mem_bandwidth_Bps;
-        st.dev_opt.push_back(bw > 0 ? bytes / bw : 0.0);
+        st.dev_opt.push_back(
+            profile.optimizer_s(c.devices[static_cast<size_t>(d)], sp.first_layer, sp.last_layer));
       }
       w.stages.push_back(std::move(st));
     }
