@@ -57,8 +57,10 @@
 ///   optimizer's order and the next step's start together. A device on another node than
 ///   its stage gets each op's work and answers over its link: an op of such a stage takes
 ///   its slowest device's time and then the longest of these round trips.
-/// - Optimizer. AdamW per device, read weights, gradients and both moments, write weights
-///   and moments, at the device's memory bandwidth, once the order has arrived: it begins
+/// - Optimizer. Per device, the step of its stage's layers as the profile measured it
+///   (the gradients' squares, AdamW, zeroing the gradients; profile_table::optimizer_s),
+///   else AdamW's memory traffic (read weights, gradients and both moments, write weights
+///   and moments) at the device's memory bandwidth, once the order has arrived: it begins
 ///   the next step, before the stage's first op (so every step, the first one too, is
 ///   charged one optimizer step, and a run of n steps takes what n steps of the runtime
 ///   and the last optimizer step take).

@@ -25,6 +25,11 @@ grep -q '^format_version = 1$' "$p" || fail "no format_version in $p"
 grep -q '^compression = "int8"$' "$p" || fail "no int8 [[codec]] in $p"
 [[ $(grep -c '^\[\[codec\]\]' "$p") == $(sed -n 's/^codecs = //p' "$p") ]] ||
   fail "the [[codec]] rows of $p differ from their count"
+# The optimizer step of each layer kind, per device measured.
+devices=$(grep -c '^\[\[device\]\]' "$p")
+[[ $(grep -c '^\[\[optimizer\]\]' "$p") == $((3 * devices)) &&
+   $(sed -n 's/^optimizers = //p' "$p") == $((3 * devices)) ]] ||
+  fail "$p has not one [[optimizer]] row per layer kind"
 
 # plan and simulate read it: the CPU's costs are measured ones.
 "$deepcee" plan --cluster "$cpus" --model small --profile "$p" --json "$work/plan.json" \

@@ -72,6 +72,23 @@ BOOST_AUTO_TEST_CASE(a_node_without_gpus_measures_its_cpu_and_says_the_gpu_is_sk
   BOOST_TEST(p.entries.size() == 6u);
   BOOST_TEST(p.fingerprint.size() == 16u);
   BOOST_TEST(p.devices[0].identity.find("1 OpenBLAS thread") != std::string::npos);
+  BOOST_TEST_REQUIRE(p.optimizers.size() == 3u); // one step per layer kind
+  for (const auto& o : p.optimizers) {
+    BOOST_TEST(o.device_kind == "CPU");
+    BOOST_TEST(o.step_s > 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_optimizer_step_is_timed_over_the_layers_parameters) {
+  auto be = make_backend({});
+  auto small = tiny(), wide = tiny();
+  wide.d_model = 128; // 16 times the block's matrices
+  const double one = time_optimizer_step(*be, small, layer_kind::block, {1, 5});
+  const double sixteen = time_optimizer_step(*be, wide, layer_kind::block, {1, 5});
+  BOOST_TEST(one > 0);
+  BOOST_TEST(sixteen > 2 * one);
+  BOOST_CHECK_THROW(time_optimizer_step(*be, small, layer_kind::head, {0, 0}),
+                    std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(gpu_names_map_to_catalogue_kinds) {

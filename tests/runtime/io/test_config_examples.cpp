@@ -74,6 +74,7 @@ BOOST_AUTO_TEST_CASE(the_measured_cpu_profile_is_complete_and_fits_its_cluster) 
   BOOST_TEST(p.devices[0].kind == "CPU");
   BOOST_TEST(p.entries.size() == 3 * p.devices[0].micro_batches.size());
   BOOST_TEST(p.links.size() == 6u);
+  BOOST_TEST(p.optimizers.size() == 3u);
   cluster c = load_cluster(deepcee::test::cluster_file("cpu-loopback"));
   require_profile_covers(p, c.devices);
   const double wan_latency = c.link_between(0, 1).latency_s;

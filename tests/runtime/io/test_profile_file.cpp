@@ -136,6 +136,66 @@ BOOST_AUTO_TEST_CASE(measured_codecs_read_back_and_price_the_passes) {
              std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(measured_optimizer_steps_read_back_and_price_the_step) {
+  measured_profile p = two_sizes();
+  p.optimizers = {{"CPU", layer_kind::embedding, 2e-4, 0},
+                  {"CPU", layer_kind::block, 7e-4, 0},
+                  {"CPU", layer_kind::head, 1e-4, 0}};
+  const std::string text = format_measured_profile(p);
+  const measured_profile q = parse_measured_profile(text, "p.toml");
+  BOOST_TEST_REQUIRE(q.optimizers.size() == 3u);
+  BOOST_TEST((q.optimizers[1].layer == layer_kind::block));
+  BOOST_TEST(q.optimizers[1].step_s == 7e-4, tt::tolerance(1e-8));
+  // The measured steps price the optimizer of the CPU's layers; another kind keeps AdamW's
+  // memory traffic (28 bytes a parameter: weights, gradients and moments read, weights and
+  // moments written) at its memory bandwidth.
+  const auto model = make_model_spec(*model_preset("small"), "small");
+  const profile_table table(model, {}, q);
+  const auto c = parse_cluster(R"(
+name = "two"
+[[region]]
+name = "r"
+tier = "edge"
+[[node]]
+name = "a"
+region = "r"
+devices = [{ kind = "CPU", count = 1 }, { kind = "T4", count = 1 }]
+)",
+                                    "c.toml");
+  const int n = static_cast<int>(model.layers.size());
+  BOOST_TEST(table.optimizer_s(c.devices[0], 0, n) == 2e-4 + (n - 2) * 7e-4 + 1e-4,
+             tt::tolerance(1e-9));
+  BOOST_TEST(table.optimizer_s(c.devices[0], 1, 2) == 7e-4, tt::tolerance(1e-9));
+  double traffic = 0;
+  for (const auto& layer : model.layers)
+    traffic += double(layer.state_bytes() + layer.param_bytes + layer.optimizer_bytes);
+  BOOST_TEST(table.optimizer_s(c.devices[1], 0, n) == traffic / c.devices[1].mem_bandwidth_Bps,
+             tt::tolerance(1e-9));
+  BOOST_TEST(traffic == 28.0 * double(model.total_params()), tt::tolerance(1e-9));
+  // Truncated, a count that disagrees, a layer kind missing, a duplicate, bad values.
+  const std::string cut = error_of(before_nth(text, "[[optimizer]]", 3) +
+                                   text.substr(text.find("[[link]]")));
+  BOOST_TEST(cut.find("p.toml") == 0u, cut);
+  BOOST_TEST(cut.find("2 [[optimizer]] of the 3") != std::string::npos, cut);
+  const std::string two_rows = replaced(
+      replaced(text, "optimizers = 3", "optimizers = 2"),
+      "\n[[optimizer]]\ndevice = \"CPU\"\nlayer = \"head\"\nstep = 0.0001\n", "");
+  const std::string missing = error_of(two_rows);
+  BOOST_TEST(missing.find("missing the optimizer step for device CPU, layer head") !=
+                 std::string::npos,
+             missing);
+  BOOST_TEST(error_of(replaced(text, "\"head\"\nstep", "\"block\"\nstep"))
+                 .find("a second [[optimizer]] for CPU block") != std::string::npos);
+  BOOST_TEST(error_of(replaced(text, "step = 0.0007", "step = -1")).find("not negative") !=
+             std::string::npos);
+  BOOST_TEST(error_of(replaced(text, "\"head\"\nstep", "\"tail\"\nstep"))
+                 .find("unknown layer kind 'tail'") != std::string::npos);
+  // A file written before optimizer steps were measured (no count, none) still reads.
+  const std::string older = format_measured_profile(two_sizes());
+  BOOST_TEST(
+      parse_measured_profile(replaced(older, "optimizers = 0\n", ""), "p.toml").optimizers.empty());
+}
+
 BOOST_AUTO_TEST_CASE(another_format_version_is_refused) {
   const std::string text = format_measured_profile(two_sizes());
   const std::string e = error_of(replaced(text, "format_version = 1", "format_version = 2"));

@@ -131,6 +131,22 @@ BOOST_FIXTURE_TEST_CASE(single_device_is_f_b_w_plus_optimizer, fixture) {
   BOOST_TEST(!r.out_of_memory);
 }
 
+BOOST_FIXTURE_TEST_CASE(a_measured_optimizer_step_replaces_the_estimate, fixture) {
+  const auto c = free_links_cluster(1);
+  const int layers = config.n_layer + 2;
+  const auto p = pipeline_plan_of(config, {{0}}, {0, layers}, 4, 1, schedule_kind::one_f_one_b);
+  measured_profile measured;
+  measured.optimizers = {{c.devices[0].kind, layer_kind::embedding, 3e-3, 0},
+                         {c.devices[0].kind, layer_kind::block, 5e-3, 0},
+                         {c.devices[0].kind, layer_kind::head, 2e-3, 0}};
+  const profile_table with_steps(spec, {}, measured);
+  const double estimated = simulate(c, spec, profile, p).step_time_s;
+  const double was = optimizer_time(spec, c.devices[0], 0, layers);
+  const double now = 3e-3 + config.n_layer * 5e-3 + 2e-3;
+  BOOST_TEST(simulate(c, spec, with_steps, p).step_time_s == estimated - was + now,
+             tt::tolerance(1e-9));
+}
+
 BOOST_FIXTURE_TEST_CASE(pipeline_reproduces_time_schedule, fixture) {
   for (auto kind : {schedule_kind::one_f_one_b, schedule_kind::gpipe, schedule_kind::zb_h1,
                     schedule_kind::zb_h2, schedule_kind::greedy}) {
