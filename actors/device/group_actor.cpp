@@ -86,17 +86,18 @@ void gather_devices(self_ptr self, const std::vector<size_t>& asked,
 
 /// Tells every device its rank and the next device of the ring; from then on the group
 /// takes work.
-/// `boots`: each place's host boot ("" unknown), for those apart from the group; a device
-/// holds what the next one sends it when both run in this process or on one host boot.
+/// `boots`: each place's host boot ("" unknown). In shaped wall time a device holds what the
+/// previous one sends it until its modelled arrival when both run in this process or on one
+/// host boot (runtime::shaping_side_of); elsewhere the sender waits for it.
 void wire_ring(self_ptr self, const std::vector<std::string>& boots = {}) {
   auto& st = self->state;
   const auto size = static_cast<int32_t>(st.devices.size());
   for (int32_t j = 0; j < size; ++j) {
     const auto here = static_cast<size_t>(j), next = static_cast<size_t>((j + 1) % size);
     const bool one_process = st.ring[here]->node() == st.ring[next]->node();
-    const bool held = one_process || boots.empty() ||
-                      runtime::shaping_side_of(boots.at(here), boots.at(next)) ==
-                          runtime::shaping_side::hold_at_receiver;
+    const bool held = one_process || (boots.size() == st.ring.size() &&
+                                      runtime::shaping_side_of(boots[here], boots[next]) ==
+                                          runtime::shaping_side::hold_at_receiver);
     self->send(st.devices[here], ring_atom_v, st.ring[next], j, size, held);
   }
   st.unready.clear();

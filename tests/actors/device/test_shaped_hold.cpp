@@ -134,4 +134,27 @@ BOOST_AUTO_TEST_CASE(a_shaped_ring_chunk_is_used_at_its_modelled_arrival_and_not
   self->send_exit(*remote, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(across_hosts_the_sender_waits_for_the_modelled_arrival_and_sends_no_hold) {
+  // The group found no shared clock with the next device (other host boots): the chunk
+  // leaves when the link model says it arrives, asking for no hold.
+  auto device = b.spawn(device_behavior, job, 0, 0, 1);
+  const auto port = b.middleman().publish(device, 0, "127.0.0.1");
+  BOOST_REQUIRE(port);
+  const auto remote = a.middleman().remote_actor<device_actor>("127.0.0.1", *port);
+  BOOST_REQUIRE(remote);
+  caf::scoped_actor self{a};
+  self->send(*remote, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), int32_t{1},
+             int32_t{2}, false);
+  const auto asked = now_ns();
+  self->send(*remote, reduce_atom_v, int64_t{0}, false);
+  const auto [sent, came] = next_chunk(self);
+  const auto& hop = job->cluster->stage(0, 0).ring_parts.at(1);
+  const double transfer_s =
+      runtime::transfer_bound_s(hop, static_cast<double>(sent.values.size() * sizeof(float)));
+  BOOST_TEST(sent.deliver_at_ns == 0);
+  BOOST_TEST(came - asked >= static_cast<int64_t>(transfer_s * 1e9) - 1'000'000);
+  b.middleman().unpublish(device, *port);
+  self->send_exit(*remote, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
