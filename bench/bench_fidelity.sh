@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fidelity of the simulator against real runs (issue 14): CPU devices as several node
-# processes on loopback, wall time, links shaped on the sender side as
-# configs/clusters/cpu-loopback.toml says. This node is profiled first (deepcee profile);
+# processes on loopback, wall time, links shaped as configs/clusters/cpu-loopback.toml
+# says (the nodes share this host's steady clock, so each receiver holds a message until its
+# modelled arrival: the real transfer happens inside the modelled time). This node is profiled first (deepcee profile);
 # each plan then runs as a multi-process job (tools/run_local_cluster.sh) and is simulated
 # from that profile; the table gives the simulator's step time beside the median measured
 # wall step (the first step, which warms the caches and the connections, left out), the

@@ -80,7 +80,7 @@ public:
   tensor_draft& operator=(const tensor_draft&) = delete;
 
   std::span<float> payload() const { return payload_; }
-  std::vector<uint8_t> finish(double send_time, double arrival_time);
+  std::vector<uint8_t> finish(double send_time, double arrival_time, int64_t deliver_at_ns = 0);
 
 private:
   struct parts;

@@ -136,6 +136,7 @@ std::vector<uint8_t> encode(const ring_chunk& m) {
     s.setStep(m.step);
     s.setRound(m.round);
     set_floats(s.initValues(value_bytes), m.values);
+    s.setDeliverAt(m.deliver_at_ns);
   });
 }
 
@@ -144,9 +145,10 @@ result<ring_chunk> decode_ring_chunk(std::span<const uint8_t> bytes) {
   return detail::read<ring_chunk>(detail::aligned_copy(bytes), kind,
                                   [&](wire::Envelope::Reader e) -> result<ring_chunk> {
                                     const auto s = e.getRingChunk();
-                                    ring_chunk m{s.getStep(), s.getRound(), {}};
+                                    ring_chunk m{s.getStep(), s.getRound(), {}, s.getDeliverAt()};
                                     checker c(kind);
                                     c.non_negative(m.step, "step");
+                                    c.non_negative(m.deliver_at_ns, "deliver_at");
                                     c.non_negative(m.round, "round");
                                     check_floats(c, s.getValues(), "values");
                                     if (!c.failed())

@@ -57,6 +57,7 @@ void write_header(wire::Tensor::Builder t, const tensor_header& h) {
   t.setArrivalTime(h.arrival_time);
   t.setFirstLayer(h.first_layer);
   t.setLastLayer(h.last_layer);
+  t.setDeliverAt(h.deliver_at_ns);
 }
 
 /// `header_only`: the message must carry no payload (dry mode), else exactly the header's.
@@ -88,7 +89,9 @@ result<tensor_message> read_tensor(const result<detail::word_buffer>& in, bool h
     h.arrival_time = t.getArrivalTime();
     h.first_layer = t.getFirstLayer();
     h.last_layer = t.getLastLayer();
+    h.deliver_at_ns = t.getDeliverAt();
     c.non_negative(h.step, "step");
+    c.non_negative(h.deliver_at_ns, "deliver_at");
     c.non_negative(h.micro_batch, "micro_batch");
     c.non_negative(h.pipeline, "pipeline");
     c.non_negative(h.stage, "stage");
@@ -189,12 +192,14 @@ tensor_draft::tensor_draft(const tensor_header& header) {
 
 tensor_draft::~tensor_draft() = default;
 
-std::vector<uint8_t> tensor_draft::finish(double send_time, double arrival_time) {
+std::vector<uint8_t> tensor_draft::finish(double send_time, double arrival_time,
+                                          int64_t deliver_at_ns) {
   if (!parts_)
     throw std::logic_error("tensor_draft::finish called twice");
   // Scalars: written in place, the bytes stay those of encode_tensor.
   parts_->tensor.setSendTime(send_time);
   parts_->tensor.setArrivalTime(arrival_time);
+  parts_->tensor.setDeliverAt(deliver_at_ns);
   auto bytes = parts_->builder.finish();
   parts_.reset();
   payload_ = {};
@@ -235,6 +240,7 @@ std::vector<uint8_t> encode(const gradient_share& m) {
   h.last_layer = m.last_layer;
   h.shape = {static_cast<int64_t>(m.values.size())};
   h.dtype = tensor_dtype::f32; // gradient sums are reduced exactly: never compressed
+  h.deliver_at_ns = m.deliver_at_ns;
   return encode_tensor(h, m.values);
 }
 
@@ -247,7 +253,7 @@ result<gradient_share> decode_gradient_share(std::span<const uint8_t> bytes) {
     return decode_error{
         "tensor: expected a gradient share, got " +
         std::string(h.kind == tensor_kind::activation ? "an activation" : "a gradient")};
-  gradient_share m{h.step, h.pipeline, h.stage, h.first_layer, h.last_layer, {}};
+  gradient_share m{h.step, h.pipeline, h.stage, h.first_layer, h.last_layer, {}, h.deliver_at_ns};
   m.values.resize(static_cast<size_t>(h.rows() * h.cols()));
   decompress(*r, m.values);
   return m;

@@ -134,6 +134,9 @@ struct Tensor {
   arrivalTime @10 :Float64;  # when its last part arrives, from the sender's link model
   firstLayer @11 :Int32;     # gradientShare only: its layers [firstLayer, lastLayer)
   lastLayer @12 :Int32;
+  deliverAt @13 :Int64;      # shaped wall time between processes of one host: the modelled
+                             # arrival on the shared steady clock (ns); the receiver holds
+                             # the tensor until then. 0: use it when it is there
 }
 
 struct LinkSample {
@@ -294,6 +297,7 @@ struct RingChunk {
   step @0 :Int64;
   round @1 :Int32;
   values @2 :Data;           # Float32
+  deliverAt @3 :Int64;       # as Tensor's: the modelled arrival on the shared steady clock
 }
 
 # Gradients to set on a device, or a device's answer to a reduce (empty but on rank 0).

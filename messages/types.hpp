@@ -155,6 +155,9 @@ struct tensor_header {
   double arrival_time = 0.0; ///< when its last part arrives (the sender's link model)
   int first_layer = 0;       ///< gradient_share only: its layers [first_layer, last_layer)
   int last_layer = 0;
+  /// Shaped wall time, sender and receiver on one host: the modelled arrival on their shared
+  /// steady clock (ns since its epoch), until which the receiver holds it; 0: none.
+  int64_t deliver_at_ns = 0;
 
   int64_t rows() const;
   int64_t cols() const;
@@ -297,6 +300,7 @@ struct gradient_share {
   int first_layer = 0;
   int last_layer = 0;
   std::vector<float> values;
+  int64_t deliver_at_ns = 0; ///< as tensor_header's
   friend bool operator==(const gradient_share&, const gradient_share&) = default;
 };
 
@@ -330,6 +334,7 @@ struct ring_chunk {
   int64_t step = 0;
   int round = 0;
   std::vector<float> values;
+  int64_t deliver_at_ns = 0; ///< as tensor_header's
   friend bool operator==(const ring_chunk&, const ring_chunk&) = default;
 };
 

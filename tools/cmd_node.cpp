@@ -18,6 +18,7 @@
 #include "runtime/io/metrics_writer.hpp"
 #include "runtime/io/plan_json.hpp"
 #include "runtime/plan/job_config.hpp"
+#include "runtime/step/shaped_delivery.hpp"
 #include "tools/adapt_orders.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_setup.hpp"
@@ -86,6 +87,7 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
                                        mode, s.job.script);
   s.deployment = actors::make_deployment(s.job.name, s.plan, s.job.train, mode);
   s.context->place_on_nodes(s.job.cluster);
+  s.context->boot_id = runtime::read_boot_id();
   s.resume = read_resume_checkpoint(o.resume, o.job, s.job.time, s.plan.model);
   return s;
 }

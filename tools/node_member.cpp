@@ -9,6 +9,7 @@
 #include "actors/job/node_replanner.hpp"
 #include "actors/stage/stage_actor.hpp"
 #include "runtime/cluster/cluster_fingerprint.hpp"
+#include "runtime/step/shaped_delivery.hpp"
 #include "tools/interrupt_flag.hpp"
 #include "tools/node_process.hpp"
 #include "tools/step_loop.hpp"
@@ -205,6 +206,7 @@ std::shared_ptr<actors::job_context> accept_job(member& m) {
                     e.what());
   }
   context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
+  context->boot_id = runtime::read_boot_id();
   return context;
 }
 
@@ -236,6 +238,7 @@ void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
                                                       m.job.script, ctx.epoch);
   guard.add(replanner);
   joining.replanner = caf::actor_cast<caf::strong_actor_ptr>(replanner);
+  joining.boot_id = ctx.boot_id;
   std::fprintf(stderr,
                "node %s: runs the plan and [train] settings of the coordinator's node %s "
                "(%s time, seed %llu, %d steps)\n",

@@ -92,13 +92,18 @@ void pump(self_ptr self) {
     if (!st.sent_round) {
       auto c = st.ring->outgoing();
       const auto next = caf::actor_cast<device_actor>(st.next);
-      if (st.hop) { // leaves when the link model says its last byte arrives
+      if (st.hop) { // arrives when the link model says its last byte does
         st.hop->bytes = static_cast<double>(c.values.size() * sizeof(float));
         const double now = st.job->real_now_s();
         const double arrival = st.job->shaped.send(*st.hop, now).arrival_s;
-        const auto wait = std::chrono::duration<double>(std::max(0.0, arrival - now));
-        self->delayed_send(next, std::chrono::duration_cast<std::chrono::microseconds>(wait),
-                           ring_chunk{st.ring_step, c.round, std::move(c.values)});
+        if (st.hold_at_next) { // the next device holds it until then
+          self->send(next, ring_chunk{st.ring_step, c.round, std::move(c.values),
+                                      st.job->steady_ns_at(arrival)});
+        } else {
+          const auto wait = std::chrono::duration<double>(std::max(0.0, arrival - now));
+          self->delayed_send(next, std::chrono::duration_cast<std::chrono::microseconds>(wait),
+                             ring_chunk{st.ring_step, c.round, std::move(c.values)});
+        }
       } else {
         self->send(next, ring_chunk{st.ring_step, c.round, std::move(c.values)});
       }
@@ -166,6 +171,51 @@ void refuse_chunk(self_ptr self, const std::string& why) {
     st.refused = what;
 }
 
+void take_chunk(self_ptr self, ring_chunk& c) {
+  auto& s = self->state;
+  if (c.step < s.ring_step || (c.step == s.ring_step && !s.ring))
+    return; // a round of a reduce that failed or ended
+  if (const auto why = early_refusal(self, c); !why.empty()) {
+    refuse_chunk(self, why);
+    return;
+  }
+  s.early.push_back(std::move(c));
+  try {
+    pump(self);
+  } catch (const std::exception& e) {
+    fail_ring(self, e);
+  }
+}
+
+/// Takes the held chunks that are due, in order, and wakes the device by `release` when
+/// the next one is.
+void release_due(self_ptr self) {
+  auto& st = self->state;
+  const auto now = job_context::steady_now_ns();
+  for (auto& c : st.held.take_due(now))
+    take_chunk(self, c);
+  if (const auto at = st.held.wake_at())
+    self->delayed_send(self, std::chrono::microseconds((*at - now + 999) / 1000), release_atom_v);
+}
+
+/// A chunk that asks to be held until its modelled arrival waits for it, never longer
+/// than the job's link model allows (runtime::release_at_ns).
+void hold_chunk(self_ptr self, ring_chunk& c) {
+  auto& st = self->state;
+  if (c.step < st.ring_step || (c.step == st.ring_step && !st.ring))
+    return; // a round of a reduce that failed or ended
+  if (const auto why = early_refusal(self, c); !why.empty()) {
+    refuse_chunk(self, why);
+    return;
+  }
+  if (st.max_hold_s < 0)
+    st.max_hold_s = runtime::hold_limit_s(*st.job->cluster, st.job->plan);
+  const auto at =
+      runtime::release_at_ns(job_context::steady_now_ns(), c.deliver_at_ns, st.max_hold_s);
+  st.held.push(0, at, std::move(c));
+  release_due(self);
+}
+
 } // namespace
 
 std::vector<device_actor> spawn_devices_apart(caf::actor_system& sys,
@@ -230,11 +280,12 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
           return failure(self, e);
         }
       },
-      [=](ring_atom, caf::strong_actor_ptr next, int32_t rank, int32_t size) {
+      [=](ring_atom, caf::strong_actor_ptr next, int32_t rank, int32_t size, bool hold_at_next) {
         auto& s = self->state;
         s.next = caf::actor_cast<caf::actor>(next);
         s.rank = rank;
         s.size = size;
+        s.hold_at_next = hold_at_next;
       },
       [=](reduce_atom, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
         auto& s = self->state;
@@ -267,19 +318,14 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
         return s.reduced;
       },
       [=](ring_chunk& c) {
-        auto& s = self->state;
-        if (c.step < s.ring_step || (c.step == s.ring_step && !s.ring))
-          return; // a round of a reduce that failed or ended
-        if (const auto why = early_refusal(self, c); !why.empty()) {
-          refuse_chunk(self, why);
-          return;
-        }
-        s.early.push_back(std::move(c));
-        try {
-          pump(self);
-        } catch (const std::exception& e) {
-          fail_ring(self, e);
-        }
+        if (c.deliver_at_ns != 0 && job->wall() && job->mode.shape_links)
+          hold_chunk(self, c);
+        else
+          take_chunk(self, c);
+      },
+      [=](release_atom) {
+        self->state.held.woken();
+        release_due(self);
       },
       [=](buffers_atom) -> caf::result<device_buffers> {
         try {

@@ -6,6 +6,7 @@
 
 #include "runtime/step/gradient_pieces.hpp"
 #include "runtime/step/ring_allreduce.hpp"
+#include "runtime/step/shaped_delivery.hpp"
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -37,6 +38,12 @@ struct device_state {
   /// Shaped wall time: this device's hop of the ring (virtual_stage::ring_parts), on
   /// which each round's chunk waits in the process's link FIFOs before it leaves.
   std::optional<runtime::transfer_part> hop;
+  /// Shaped wall time: whether the next device holds a chunk until its modelled arrival
+  /// (the group's `ring` says), so that it leaves at once; chunks from the previous device
+  /// held here until theirs; the longest hold the job's link model allows.
+  bool hold_at_next = false;
+  runtime::hold_lines<ring_chunk> held;
+  double max_hold_s = -1;
   caf::typed_response_promise<gradient_values> reduced;
   /// Rounds that came from the previous device before this one could apply them: the
   /// rounds of at most two steps (runtime::early_chunk_refusal).

@@ -100,13 +100,36 @@ void gather_devices(self_ptr self, const std::vector<size_t>& asked,
 
 /// Tells every device its rank and the next device of the ring; from then on the group
 /// takes work.
-void wire_ring(self_ptr self) {
+/// `boots`: each place's host boot ("" unknown). In shaped wall time a device holds what the
+/// previous one sends it until its modelled arrival when both run in this process or on one
+/// host boot (runtime::shaping_side_of); elsewhere the sender waits for it.
+void wire_ring(self_ptr self, const std::vector<std::string>& boots = {}) {
   auto& st = self->state;
   const auto size = static_cast<int32_t>(st.devices.size());
-  for (int32_t j = 0; j < size; ++j)
-    self->send(st.devices[static_cast<size_t>(j)], ring_atom_v,
-               st.ring[static_cast<size_t>((j + 1) % size)], j, size);
+  for (int32_t j = 0; j < size; ++j) {
+    const auto here = static_cast<size_t>(j), next = static_cast<size_t>((j + 1) % size);
+    const bool one_process = st.ring[here]->node() == st.ring[next]->node();
+    const bool held = one_process || (boots.size() == st.ring.size() &&
+                                      runtime::shaping_side_of(boots[here], boots[next]) ==
+                                          runtime::shaping_side::hold_at_receiver);
+    self->send(st.devices[here], ring_atom_v, st.ring[next], j, size, held);
+  }
   st.unready.clear();
+}
+
+/// The host boot of each place of the group's stage, from the nodes' (stage_wiring's); ""
+/// where unknown. The group's own devices run on its stage's node.
+std::vector<std::string> place_boots(const group_state& st, const job_context& job,
+                                     const std::vector<std::string>& node_boots) {
+  std::vector<std::string> out;
+  for (size_t j = 0; j < st.devices.size(); ++j) {
+    const auto& layout = job.layout;
+    const int node = layout.apart(st.flat, static_cast<int>(j))
+                         ? layout.slot_node.at(static_cast<size_t>(layout.slot(st.flat, int(j))))
+                         : layout.stage_node.at(static_cast<size_t>(st.flat));
+    out.push_back(static_cast<size_t>(node) < node_boots.size() ? node_boots[size_t(node)] : "");
+  }
+  return out;
 }
 
 /// "device j (node n)" of device `j` of the group's stage, which runs apart from it.
@@ -117,7 +140,8 @@ std::string device_apart(const group_state& st, const job_context& job, size_t j
 
 /// Takes the device actors of the devices apart from this stage (by place) and wires the ring.
 void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
-                        const std::vector<caf::strong_actor_ptr>& handed) {
+                        const std::vector<caf::strong_actor_ptr>& handed,
+                        const std::vector<std::string>& node_boots) {
   auto& st = self->state;
   if (st.unready.empty())
     return; // a second wiring (a restarted coordinator's) changes nothing here
@@ -134,7 +158,7 @@ void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
         st.plan.first_layer == 0, st.plan.last_layer == model.n_layer + 2, model.context);
     st.ring[j] = handed[j];
   }
-  wire_ring(self);
+  wire_ring(self, place_boots(st, *job, node_boots));
 }
 
 std::vector<size_t> all_devices(const group_state& st) {
@@ -221,8 +245,9 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
   if (!apart)
     wire_ring(self);
   return {
-      [=](devices_atom, const std::vector<caf::strong_actor_ptr>& handed) {
-        take_devices_apart(self, job, handed);
+      [=](devices_atom, const std::vector<caf::strong_actor_ptr>& handed,
+          const std::vector<std::string>& node_boots) {
+        take_devices_apart(self, job, handed, node_boots);
       },
       // The stage's new split of its micro-batches among the devices (the adapter's
       // rebalance), from the stage as its step starts: the work that follows uses it.

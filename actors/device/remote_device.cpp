@@ -137,9 +137,10 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
       [=](const device_rows& rows) -> caf::result<device_output> {
         return self->delegate(self->state.device, rows);
       },
-      [=](ring_atom a, caf::strong_actor_ptr next, int32_t rank, int32_t size) {
-        self->send(self->state.device, a, std::move(next), rank, size);
+      [=](ring_atom a, caf::strong_actor_ptr next, int32_t rank, int32_t size, bool hold) {
+        self->send(self->state.device, a, std::move(next), rank, size, hold);
       },
+      [=](release_atom) {}, // the device itself holds what it receives
       [=](reduce_atom a, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
         return self->delegate(self->state.device, a, step, answer_sums);
       },

@@ -310,7 +310,8 @@ std::string missing_stages(const coordinator_state& st) {
 coordinator_actor::behavior_type coordinator_behavior(
     self_ptr self, std::shared_ptr<job_context> job, std::vector<stage_actor> stages,
     std::vector<std::string> stage_nodes, std::chrono::milliseconds step_timeout,
-    std::vector<caf::strong_actor_ptr> devices, std::vector<caf::strong_actor_ptr> replanners) {
+    std::vector<caf::strong_actor_ptr> devices, std::vector<caf::strong_actor_ptr> replanners,
+    std::vector<std::string> boot_ids) {
   self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.step_timeout = step_timeout;
@@ -329,6 +330,7 @@ coordinator_actor::behavior_type coordinator_behavior(
       st.watched.emplace_back(devices[slot], st.job->slot_node_name(static_cast<int>(slot)));
   st.devices_apart = std::move(devices);
   st.replanners = std::move(replanners);
+  st.boot_ids = std::move(boot_ids);
   self->set_down_handler([=](caf::down_msg& down) { peer_lost(self, down); });
   for (const auto& w : st.watched)
     self->monitor(w.first);
@@ -482,9 +484,10 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_
                                     std::vector<std::string> stage_nodes,
                                     std::chrono::milliseconds step_timeout,
                                     const std::vector<caf::strong_actor_ptr>& devices_apart,
-                                    const std::vector<caf::strong_actor_ptr>& replanners) {
+                                    const std::vector<caf::strong_actor_ptr>& replanners,
+                                    const std::vector<std::string>& boot_ids) {
   return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes),
-                   step_timeout, devices_apart, replanners);
+                   step_timeout, devices_apart, replanners, boot_ids);
 }
 
 } // namespace deepcee::actors

@@ -47,6 +47,7 @@ struct coordinator_state {
   std::vector<caf::strong_actor_ptr> replanned_pipes;
   std::vector<caf::strong_actor_ptr> devices_apart; ///< by slot: stage_wiring's `devices`
   std::vector<caf::strong_actor_ptr> replanners;    ///< by node: stage_wiring's `replanners`
+  std::vector<std::string> boot_ids;                ///< by node: stage_wiring's `boot_ids`
   int64_t next_step = 1;                            ///< the first step that has not started
   /// The script in force (the job's time events, with its step events and the injected
   /// events merged in as their steps started), the job's step events of steps that have not
@@ -97,6 +98,7 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_
                                     std::vector<std::string> stage_nodes = {},
                                     std::chrono::milliseconds step_timeout = {},
                                     const std::vector<caf::strong_actor_ptr>& devices_apart = {},
-                                    const std::vector<caf::strong_actor_ptr>& replanners = {});
+                                    const std::vector<caf::strong_actor_ptr>& replanners = {},
+                                    const std::vector<std::string>& boot_ids = {});
 
 } // namespace deepcee::actors

@@ -35,6 +35,7 @@ std::shared_ptr<job_context> replanned_context(const job_context& job, const run
   out->local_index = job.local_index;
   out->ring_chunk_values = job.ring_chunk_values;
   out->epoch = job.epoch;
+  out->boot_id = job.boot_id;
   if (!job.layout.empty())
     out->place_on_nodes(job.cluster->hardware());
   return out;
@@ -159,6 +160,7 @@ void wire_and_move(coordinator_self self, const std::shared_ptr<replan_work>& w)
     self->link_to(caf::actor_cast<caf::actor_addr>(p));
   auto wiring = w->wiring;
   wiring.replanners = st.replanners;
+  wiring.boot_ids = st.boot_ids;
   wiring = complete_wiring(std::move(wiring), self, st.adapter, w->pipes);
   for (auto& stage : stages)
     self->send(stage, wiring);

@@ -44,6 +44,7 @@ local_part spawn_local_part(caf::actor_system& sys, const std::shared_ptr<job_co
                             int node, const std::function<void(caf::strong_actor_ptr)>& keep) {
   local_part part;
   part.node = node;
+  part.boot_id = job->boot_id;
   for (int32_t k : stages_here(*job, node)) {
     const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(k));
     part.stages.push_back(spawn_stage(sys, job, pipeline, stage));
@@ -86,7 +87,7 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
   out.adapter = spawn_adapter(sys, out.job, adapting);
   guard.add(out.adapter);
   out.coordinator = spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,
-                                      wiring.devices, wiring.replanners);
+                                      wiring.devices, wiring.replanners, wiring.boot_ids);
   guard.add(out.coordinator);
   // Shared links' pipes live beside the coordinator; stages on every node reach them
   // through the wiring.

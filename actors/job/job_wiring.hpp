@@ -48,6 +48,7 @@ struct local_part {
   /// Across node processes: the node's replanner (node_replanner.hpp), which spawns its part
   /// of a re-plan.
   node_replanner_actor replanner{};
+  std::string boot_id; ///< the job's job_context::boot_id: this host's boot
 };
 
 /// Spawns node `node`'s part of `job`: every stage when the job is not laid out on nodes

@@ -132,6 +132,8 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
   st.wiring.stages.resize(layout.stage_node.size());
   st.wiring.devices.resize(layout.slot_node.size());
   st.wiring.replanners.resize(st.node_names.size());
+  st.wiring.boot_ids.resize(st.node_names.size());
+  st.wiring.boot_ids.at(static_cast<size_t>(local.node)) = local.boot_id;
   st.wiring.replanners.at(static_cast<size_t>(local.node)) =
       caf::actor_cast<caf::strong_actor_ptr>(local.replanner);
   const auto stages = layout.stages_on(local.node);
@@ -210,6 +212,7 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
           s.wiring.devices[static_cast<size_t>(j.devices[i])] =
               std::move(joining.device_handles[i]);
         s.wiring.replanners[n] = std::move(joining.replanner);
+        s.wiring.boot_ids[n] = std::move(joining.boot_id);
         s.joined[n] = true;
         if (s.beats && joining.heartbeat)
           self->send(s.beats, peer_atom_v, j.node, std::move(joining.heartbeat));

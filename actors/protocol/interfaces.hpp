@@ -24,7 +24,8 @@ namespace deepcee::actors {
 /// step it belongs to (by its epoch) was abandoned. `optimize_order` needs no answer: the
 /// next step's start follows it (the group steps the devices first); a failure comes as
 /// an error report. `step` (from itself, in shaped wall time) starts the held step once
-/// the optimizer's emulated time is up.
+/// the optimizer's emulated time is up; `release` (from itself, in shaped wall time) takes
+/// the held tensors and gradient shares whose modelled arrival has come.
 using stage_actor = caf::typed_actor<
     caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>, caf::reacts_to<tensor_msg>,
     caf::reacts_to<gradient_share>, caf::reacts_to<optimize_order>, caf::reacts_to<send_horizon>,
@@ -34,21 +35,24 @@ using stage_actor = caf::typed_actor<
     caf::replies_to<snapshot_atom, int32_t>::with<stage_snapshot>,
     caf::replies_to<move_atom, layer_holders>::with<int64_t>,
     caf::replies_to<script_update>::with<int64_t>, caf::reacts_to<slowed_atom, uint64_t>,
-    caf::reacts_to<step_atom, int64_t>>;
+    caf::reacts_to<step_atom, int64_t>, caf::reacts_to<release_atom>>;
 
 /// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
 /// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
 /// process; `device_rows` in the message, from a stage on another node), takes part in its
 /// group's ring all-reduce (`reduce` starts it and answers with the reduced gradients on
 /// rank 0 when asked for them, empty values otherwise; `ring_chunk` is a round from the
-/// previous device; `ring` names the next device, this device's rank and the ring's size),
+/// previous device; `ring` names the next device, this device's rank, the ring's size and
+/// whether the next device holds a shaped chunk until its modelled arrival; `release`, from
+/// itself, takes the held chunks that are due),
 /// hands out its gradients (`buffers`: where they lie on its GPU, for the group's NCCL
 /// all-reduce; `gradients`: a host copy; `squares`: their sum of squares, taken where they
 /// lie), and steps, snapshots and restores its weights (`digest`: a
 /// hash of its weights and moments, to check it holds what the stage's first device does).
 using device_actor = caf::typed_actor<
     caf::replies_to<device_work>::with<double>, caf::replies_to<device_rows>::with<device_output>,
-    caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t>,
+    caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t, bool>,
+    caf::reacts_to<release_atom>,
     caf::replies_to<reduce_atom, int64_t, bool>::with<gradient_values>, caf::reacts_to<ring_chunk>,
     caf::replies_to<buffers_atom>::with<device_buffers>,
     caf::replies_to<gradients_atom>::with<std::vector<float>>,
@@ -64,10 +68,10 @@ using device_actor = caf::typed_actor<
 /// their sum (`squares`: with the sum of its squares, the sum staying on the devices, for a
 /// job of one pipeline, where no other stage needs it); the rest goes to every device (a snapshot
 /// is checked to be the same on each). `devices` hands it the device actors of its devices on other
-/// nodes, by place in the stage (empty where the group spawns its own); it waits for them when it
-/// has any.
+/// nodes, by place in the stage (empty where the group spawns its own), and each node's host boot
+/// (stage_wiring::boot_ids); it waits for them when it has any.
 using group_actor = caf::typed_actor<
-    caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>>,
+    caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>, std::vector<std::string>>,
     caf::replies_to<rebalance>::with<int64_t>, caf::replies_to<device_work>::with<double>,
     caf::replies_to<reduce_atom, int64_t>::with<std::vector<float>>,
     caf::replies_to<squares_atom, int64_t>::with<double>,

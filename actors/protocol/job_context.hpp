@@ -21,8 +21,10 @@
 namespace deepcee::actors {
 
 /// How a job's actors keep time (DESIGN: Time). `shape_links` (wall mode only) makes every
-/// transfer between devices (stage-to-stage tensors, all-reduce ring chunks) wait on the
-/// sender side as the cluster's link model says.
+/// transfer between devices (stage-to-stage tensors, all-reduce ring chunks, gradient
+/// shares) take as long as the cluster's link model says: the receiver holds it until its
+/// modelled arrival when both ends read one steady clock (one process, or processes of one
+/// boot of one host: runtime/step/shaped_delivery.hpp), else the sender waits for it.
 struct run_mode {
   runtime::time_mode time = runtime::time_mode::virtual_time;
   bool shape_links = false;
@@ -83,6 +85,9 @@ struct job_context {
   mutable shaped_links shaped;       ///< and shaped wall time's link FIFOs
   /// Wall mode's zero: real times are seconds since this process set up the job.
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
+  /// This host's boot id (runtime::read_boot_id, read by main; "" unknown): the processes of
+  /// a job whose boot ids are equal share the steady clock (stage_wiring::boot_ids).
+  std::string boot_id;
 
   bool wall() const { return mode.time == runtime::time_mode::wall; }
   bool dry() const { return mode.time == runtime::time_mode::dry; }
@@ -95,6 +100,20 @@ struct job_context {
   /// Real seconds since `epoch` (wall mode's clock).
   double real_now_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch).count();
+  }
+  /// The steady clock now and at wall time `real_s`, in ns since the clock's own zero: what
+  /// processes of one boot of one host read alike (shaped messages' deliver_at_ns).
+  static int64_t steady_now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  int64_t steady_ns_at(double real_s) const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               (epoch + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(real_s)))
+                   .time_since_epoch())
+        .count();
   }
 
   /// The plan with the allocation of `r` in force (its empty fields: the plan's); throws

@@ -70,6 +70,7 @@ struct joining_node {
   /// The device actors of join.devices: its devices that serve stages of other nodes.
   std::vector<caf::strong_actor_ptr> device_handles;
   caf::strong_actor_ptr replanner; ///< spawns the node's part of a re-plan (node_replanner.hpp)
+  std::string boot_id;             ///< the node's host boot (job_context::boot_id)
 };
 
 /// What the adapter knows about one link.
@@ -143,6 +144,10 @@ struct stage_wiring {
   /// Per node of a multi-process job: the actor that spawns its part of a re-plan
   /// (node_replanner.hpp); empty in one process.
   std::vector<caf::strong_actor_ptr> replanners;
+  /// Per node of a multi-process job: its host's boot id ("" unknown; empty in one process).
+  /// Shaped transfers between nodes of one boot are held by their receivers
+  /// (runtime::shaping_side_of); the others wait on the sender's side.
+  std::vector<std::string> boot_ids;
 };
 
 /// A finished step as the coordinator reports it.
@@ -209,7 +214,7 @@ typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, joining_node& x) {
   return f(caf::meta::type_name("joining_node"), x.join, x.handles, x.heartbeat, x.device_handles,
-           x.replanner);
+           x.replanner, x.boot_id);
 }
 
 template <class Inspector>
@@ -233,7 +238,7 @@ typename Inspector::result_type inspect(Inspector& f, layer_holders& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
   return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes,
-           x.devices, x.replanners);
+           x.devices, x.replanners, x.boot_ids);
 }
 
 template <class Inspector>

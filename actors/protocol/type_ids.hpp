@@ -86,6 +86,10 @@ CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::job_in_force))
 CAF_ADD_ATOM(deepcee, deepcee::actors, plan_atom, "plan")
 // A stage's op held back in wall time by a script's slowdown or stop (stage_actor.cpp).
 CAF_ADD_ATOM(deepcee, deepcee::actors, slowed_atom, "slowed")
+// Shaped wall time: a receiver's held messages are due (runtime/step/shaped_delivery.hpp).
+CAF_ADD_ATOM(deepcee, deepcee::actors, release_atom, "release")
+// Each node's host boot, from a stage to its group (stage_wiring::boot_ids).
+CAF_ADD_TYPE_ID(deepcee, (std::vector<std::string>))
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -440,6 +440,45 @@ void guarded(self_ptr self, Work&& work) {
   }
 }
 
+bool shaped(const stage_state& s) {
+  return s.job->wall() && s.job->mode.shape_links;
+}
+
+/// When a held message asking for `deliver_at_ns` is due (runtime::release_at_ns): never
+/// later than the job's link model allows.
+int64_t release_at(stage_state& s, int64_t deliver_at_ns) {
+  if (s.max_hold_s < 0)
+    s.max_hold_s = runtime::hold_limit_s(*s.job->cluster, s.job->plan);
+  return runtime::release_at_ns(job_context::steady_now_ns(), deliver_at_ns, s.max_hold_s);
+}
+
+void keep_tensor(self_ptr self, accepted_tensor& t) {
+  auto& s = self->state;
+  auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
+  slot[t.step][t.micro] = std::make_shared<received_tensor>(std::move(t.tensor));
+  advance(self);
+}
+
+void keep_share(self_ptr self, gradient_share& share) {
+  auto& s = self->state;
+  s.shares[share.step].push_back(std::move(share));
+  try_reduce(self);
+}
+
+/// Takes the held tensors and shares that are due, each sender's in order, and wakes the
+/// stage by `release` when the next one is.
+void release_due(self_ptr self) {
+  auto& s = self->state;
+  const auto now = job_context::steady_now_ns();
+  for (auto& t : s.held_tensors.take_due(now))
+    keep_tensor(self, t);
+  for (auto& share : s.held_shares.take_due(now))
+    keep_share(self, share);
+  for (const auto at : {s.held_tensors.wake_at(), s.held_shares.wake_at()})
+    if (at)
+      self->delayed_send(self, std::chrono::microseconds((*at - now + 999) / 1000), release_atom_v);
+}
+
 void on_wiring(self_ptr self, const stage_wiring& w) {
   auto& s = self->state;
   s.peers.clear();
@@ -447,9 +486,10 @@ void on_wiring(self_ptr self, const stage_wiring& w) {
     s.peers.push_back(caf::actor_cast<stage_actor>(p));
   s.coordinator = caf::actor_cast<coordinator_actor>(w.coordinator);
   s.links.set_adapter(caf::actor_cast<adapter_actor>(w.adapter));
+  s.boot_ids = w.boot_ids;
   if (s.group) // its devices on other nodes, by place
     if (auto handed = devices_apart(*s.job, s.pipeline, s.stage, w); !handed.empty())
-      self->send(s.group, devices_atom_v, std::move(handed));
+      self->send(s.group, devices_atom_v, std::move(handed), w.boot_ids);
   s.sync.wire(w.pipes);
   if (s.phase == stage_phase::unwired)
     s.phase = stage_phase::idle;
@@ -470,9 +510,13 @@ void on_tensor(self_ptr self, tensor_msg& msg) {
   auto& t = std::get<accepted_tensor>(accepted);
   if (s.job->wall() && !s.job->mode.shape_links)
     report_arrival(self, t);
-  auto& slot = t.role == tensor_role::activation ? s.activations : s.gradients;
-  slot[t.step][t.micro] = std::make_shared<received_tensor>(std::move(t.tensor));
-  advance(self);
+  if (const auto& h = t.tensor.decoded.header; h.deliver_at_ns != 0 && shaped(s)) {
+    s.held_tensors.push(s.job->flat_index(h.pipeline, h.stage), release_at(s, h.deliver_at_ns),
+                        std::move(t));
+    release_due(self);
+    return;
+  }
+  keep_tensor(self, t);
 }
 
 void on_share(self_ptr self, gradient_share& share) {
@@ -482,8 +526,14 @@ void on_share(self_ptr self, gradient_share& share) {
     spdlog::warn("{}: dropped a malformed {}, {} so far", where(s), why, s.dropped);
     return;
   }
-  s.shares[share.step].push_back(std::move(share));
-  try_reduce(self);
+  if (share.deliver_at_ns != 0 && shaped(s)) {
+    const std::pair<int, int> line{share.pipeline, share.stage};
+    const auto at = release_at(s, share.deliver_at_ns);
+    s.held_shares.push(line, at, std::move(share));
+    release_due(self);
+    return;
+  }
+  keep_share(self, share);
 }
 
 /// What the stage runs, from the plan and the emulated cluster.
@@ -533,6 +583,13 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       },
       [=](tensor_msg& msg) { guarded(self, [&] { on_tensor(self, msg); }); },
       [=](gradient_share& share) { guarded(self, [&] { on_share(self, share); }); },
+      [=](release_atom) {
+        guarded(self, [&] {
+          self->state.held_tensors.woken();
+          self->state.held_shares.woken();
+          release_due(self);
+        });
+      },
       [=](const optimize_order& order) { guarded(self, [&] { on_optimize(self, order); }); },
       [=](const send_horizon& h) {
         guarded(self, [&] {

@@ -7,10 +7,13 @@
 #include "messages/codec.hpp"
 #include "messages/types.hpp"
 #include "runtime/schedule/op_readiness.hpp"
+#include "runtime/step/shaped_delivery.hpp"
 
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace deepcee::actors {
@@ -32,6 +35,14 @@ struct received_tensor {
   /// and the payload widened to fp32 when it travelled compressed.
   messages::tensor_message decoded;
   std::vector<float> values;
+};
+
+/// A received tensor after validation, routed by its header.
+struct accepted_tensor {
+  tensor_role role = tensor_role::activation;
+  int64_t step = 0;
+  int micro = 0;
+  received_tensor tensor;
 };
 
 /// What a stage runs in a step: the plan with the adapter's allocation in force (its
@@ -111,6 +122,15 @@ struct stage_state {
   // in place); gradient shares by step, then sending pipeline.
   std::map<int64_t, std::map<int, std::shared_ptr<received_tensor>>> activations, gradients;
   std::map<int64_t, std::vector<gradient_share>> shares;
+
+  /// Shaped wall time: tensors (by sending stage, flat) and gradient shares (by sending
+  /// pipeline and stage) that came before their modelled arrival, held until then; the
+  /// nodes' host boots (the wiring's); the longest hold the job's link model allows
+  /// (runtime::hold_limit_s, computed at the first hold).
+  runtime::hold_lines<accepted_tensor> held_tensors;
+  runtime::hold_lines<gradient_share, std::pair<int, int>> held_shares;
+  std::vector<std::string> boot_ids;
+  double max_hold_s = -1;
 };
 
 /// The allocation in force at `step` (the current step's or one ordered for a later step).

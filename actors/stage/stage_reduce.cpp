@@ -79,12 +79,19 @@ void send_shares(stage_self self) {
                                " values, more than one message between nodes carries");
     const auto part = st.costs.share_parts.find(k);
     if (st.job->wall() && st.job->mode.shape_links && part != st.costs.share_parts.end()) {
-      // Shaped wall time: the share waits on this process's link FIFOs as a transfer from
-      // this stage's first device to the peer's, then leaves.
+      // Shaped wall time: the share takes this process's link FIFOs as a transfer from
+      // this stage's first device to the peer's: it leaves at once for the peer to hold
+      // until it arrives, or else when it arrives.
       auto timed = part->second;
       timed.bytes = static_cast<double>(share.values.size() * sizeof(float));
       const double now = st.job->real_now_s();
-      const double wait = std::max(0.0, st.job->shaped.send(timed, now).arrival_s - now);
+      const double arrival = st.job->shaped.send(timed, now).arrival_s;
+      if (held_by_receiver(self, k)) {
+        share.deliver_at_ns = st.job->steady_ns_at(arrival);
+        self->send(peer, std::move(share));
+        continue;
+      }
+      const double wait = std::max(0.0, arrival - now);
       self->delayed_send(peer,
                          std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::duration<double>(wait)),

@@ -123,6 +123,13 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
     h.arrival_time = st.sync.send(self, st.links, t.role, parts, end_s, meta);
   else if (shaped)
     h.arrival_time = st.links.send(self, st.job->shaped, parts, end_s, meta);
+  const int to = forward ? st.stage + 1 : st.stage - 1;
+  const int k = st.job->flat_index(st.pipeline, to);
+  const auto peer = st.peers.at(static_cast<size_t>(k));
+  // Held by the receiver: the real transfer runs inside the modelled time.
+  const bool held = shaped && held_by_receiver(self, k);
+  if (held)
+    h.deliver_at_ns = st.job->steady_ns_at(h.arrival_time);
   tensor_msg msg;
   if (t.draft && h.dtype != messages::tensor_dtype::f32) {
     // Compressed in one pass from the devices' fp32 payload into the message.
@@ -131,16 +138,14 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
     ++counts.serializations;
   } else if (t.draft) {
     // The one serialization of the send path was the devices' own writes into the payload.
-    msg.bytes = t.draft->finish(h.send_time, h.arrival_time);
+    msg.bytes = t.draft->finish(h.send_time, h.arrival_time, h.deliver_at_ns);
     t.draft.reset();
     ++counts.serializations;
   } else {
     msg.bytes = messages::encode_tensor_header(h);
   }
   ++counts.messages;
-  const int to = forward ? st.stage + 1 : st.stage - 1;
-  const auto peer = st.peers.at(static_cast<size_t>(st.job->flat_index(st.pipeline, to)));
-  if (shaped) {
+  if (shaped && !held) {
     // The link model's FIFO and drain times, in real seconds: the message leaves when its
     // last part would have arrived, by a timer, so the actor goes on meanwhile.
     const auto wait =
@@ -150,6 +155,21 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
   } else {
     self->send(peer, std::move(msg));
   }
+}
+
+bool held_by_receiver(stage_self self, int k) {
+  const auto& st = self->state;
+  if (st.peers.at(static_cast<size_t>(k))->node() == self->node())
+    return true; // one process: one clock
+  const auto& nodes = st.job->layout.stage_node;
+  const auto own = static_cast<size_t>(st.job->flat_index(st.pipeline, st.stage));
+  const auto other = static_cast<size_t>(k);
+  if (std::max(own, other) >= nodes.size())
+    return false;
+  const auto a = static_cast<size_t>(nodes[own]), b = static_cast<size_t>(nodes[other]);
+  return std::max(a, b) < st.boot_ids.size() &&
+         runtime::shaping_side_of(st.boot_ids[a], st.boot_ids[b]) ==
+             runtime::shaping_side::hold_at_receiver;
 }
 
 void report_arrival(stage_self self, accepted_tensor& t) {

@@ -19,14 +19,6 @@ namespace deepcee::actors {
 
 using stage_self = stage_actor::stateful_pointer<stage_state>;
 
-/// A received tensor after validation, routed by its header.
-struct accepted_tensor {
-  tensor_role role = tensor_role::activation;
-  int64_t step = 0;
-  int micro = 0;
-  received_tensor tensor;
-};
-
 /// Decodes and validates a received tensor against what this stage expects: an activation
 /// from the previous stage or a gradient from the next one of its own pipeline, for the
 /// running or the next step, a micro-batch of the plan's, shaped [b, T, C]. Dry mode's
@@ -43,10 +35,16 @@ outgoing_tensor open_tensor(const stage_state& st, tensor_role role, int micro);
 
 /// Sends a tensor whose op ended at `end_s`, its send time. The header carries the send and
 /// arrival times: virtual and dry time ask the link model (and the pipes of shared links,
-/// pipe_sync); wall time with shaped links asks the link model in real seconds and the
-/// message leaves by a timer when its last part would have arrived; wall time without
-/// shaping sends at once and leaves the arrival to the receiver.
+/// pipe_sync); wall time with shaped links asks the link model in real seconds, and the
+/// message leaves at once with its arrival on the steady clock for the receiver to hold it
+/// until then (held_by_receiver), or else by a timer when its last part would have arrived;
+/// wall time without shaping sends at once and leaves the arrival to the receiver.
 void send_tensor(stage_self self, outgoing_tensor& t, double end_s);
+
+/// Shaped wall time: whether stage `k` (flat) holds what this stage sends it until its
+/// modelled arrival: one process, or nodes of one host boot (runtime::shaping_side_of over
+/// the wiring's boot ids). Otherwise this stage waits until then before it sends.
+bool held_by_receiver(stage_self self, int k);
 
 /// Wall mode without shaping: the transfer ends when it is here, so the receiver sets its
 /// arrival now and reports it (as sent by the neighbour, over the neighbour's parts).

@@ -215,7 +215,8 @@ BOOST_AUTO_TEST_CASE(devices_on_another_node_compute_what_local_ones_do) {
   self->send(group, devices_atom_v,
              std::vector<caf::strong_actor_ptr>{{},
                                                 caf::actor_cast<caf::strong_actor_ptr>(on_e0[0]),
-                                                caf::actor_cast<caf::strong_actor_ptr>(on_e0[1])});
+                                                caf::actor_cast<caf::strong_actor_ptr>(on_e0[1])},
+             std::vector<std::string>{}); // no host boots known: unshaped anyway
   const auto got = run_both_micro_batches(*this, self, group);
   // The same rows in the same order: bit for bit what the local devices gave.
   BOOST_TEST(got.loss == want.loss);
@@ -294,7 +295,7 @@ BOOST_AUTO_TEST_CASE(a_failing_device_fails_the_answer_with_its_name_and_the_gro
 BOOST_AUTO_TEST_CASE(a_ring_chunk_no_honest_ring_sends_fails_the_devices_reduce_naming_it) {
   caf::scoped_actor self{sys};
   auto device = sys.spawn(device_behavior, job, 0, 0, 1);
-  self->send(device, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), 1, 3);
+  self->send(device, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), 1, 3, false);
   self->send(device, ring_chunk{0, 9, {1.0f}}); // a ring of 3 has rounds 0 to 3
   self->request(device, std::chrono::seconds(30), reduce_atom_v, int64_t{0}, true)
       .receive([](gradient_values&) { BOOST_FAIL("a reduce ran past a refused chunk"); },

@@ -136,6 +136,23 @@ BOOST_AUTO_TEST_CASE(joins_are_checked_then_every_stage_is_wired) {
   f.stop(r);
 }
 
+BOOST_AUTO_TEST_CASE(each_nodes_host_boot_reaches_the_wiring) {
+  // Whether two nodes share a steady clock (shaped wall time's receiver-side hold) is
+  // decided from these, on every stage that gets the wiring.
+  job_fixture f;
+  actors::local_part here{0, f.on(0), {}, {}, "boot-of-c0"};
+  auto r = actors::spawn_node_registry(f.sys, f.deployment, "cluster", {"c0", "e0"}, f.layout, here,
+                                       10s);
+  auto join = f.e0_join();
+  join.boot_id = "boot-of-e0";
+  f.self->request(r, 10s, join)
+      .receive([](int32_t) {}, [&](caf::error& e) { BOOST_FAIL(f.sys.render(e)); });
+  actors::stage_wiring w;
+  BOOST_CHECK_EQUAL(f.await(r, &w), "");
+  BOOST_CHECK((w.boot_ids == std::vector<std::string>{"boot-of-c0", "boot-of-e0"}));
+  f.stop(r);
+}
+
 BOOST_AUTO_TEST_CASE(a_node_joins_with_its_devices_of_other_nodes_stages) {
   job_fixture f;
   auto split = f.plan; // pipeline 0's stage 1 (on c0) gets a device of e0
