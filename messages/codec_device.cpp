@@ -110,6 +110,7 @@ std::vector<uint8_t> encode(const device_output& m) {
     auto s = e.initDeviceOutput();
     s.setLoss(m.loss);
     set_floats(s.initOutput(output_bytes), m.output);
+    s.setComputeS(m.compute_s);
   });
 }
 
@@ -122,9 +123,10 @@ result<device_output> decode_device_output(std::span<const uint8_t> bytes) {
         // A non-finite loss is a diverged run, which the coordinator reports: data, not a
         // malformed message (refusing it would leave the stage waiting for its device).
         check_floats(c, s.getOutput(), "output");
+        c.time(s.getComputeS(), "compute_s");
         if (c.failed())
           return c.finish(device_output{});
-        return c.finish(device_output{s.getLoss(), get_floats(s.getOutput())});
+        return c.finish(device_output{s.getLoss(), get_floats(s.getOutput()), s.getComputeS()});
       });
 }
 

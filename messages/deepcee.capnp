@@ -290,6 +290,7 @@ struct DeviceRows {
 struct DeviceOutput {
   loss @0 :Float64;
   output @1 :Data;           # Float32, DeviceRows.outputValues of them
+  computeS @2 :Float64;      # seconds the device computed the op, by its own clock
 }
 
 # One round of a ring all-reduce of a stage's gradients, to the next device of the ring.

@@ -326,6 +326,9 @@ struct device_rows {
 struct device_output {
   double loss = 0.0;
   std::vector<float> output;
+  /// Seconds the device computed the op (a duration of its own clock): the stage's side
+  /// tells the messages' real time from it (shaped wall time's round trip).
+  double compute_s = 0.0;
   friend bool operator==(const device_output&, const device_output&) = default;
 };
 

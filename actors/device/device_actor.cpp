@@ -79,7 +79,10 @@ device_output run_rows(device_worker& w, const runtime::model_config& model, int
       runtime::token_batch{samples, model.context, rows.tokens, rows.targets});
   work.input = rows.input;
   work.output = out.output;
+  const auto began = std::chrono::steady_clock::now();
   out.loss = run(w, work);
+  w.backend().synchronize();
+  out.compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   return out;
 }
 
@@ -327,6 +330,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
         self->state.held.woken();
         release_due(self);
       },
+      [=](release_atom, uint64_t) {}, // a stand-in's held answer (remote_device.hpp): none here
       [=](buffers_atom) -> caf::result<device_buffers> {
         try {
           auto& w = worker(self);

@@ -138,6 +138,18 @@ std::string device_apart(const group_state& st, const job_context& job, size_t j
          job.slot_node_name(job.layout.slot(st.flat, static_cast<int>(j))) + ")";
 }
 
+/// Shaped wall time: the emulated link from the stage's node to its device `j` on another
+/// node, whose op answers wait for their round trip on it; null otherwise.
+std::shared_ptr<const shaped_round_trip> shaped_trip(const group_state& st,
+                                                      const std::shared_ptr<job_context>& job,
+                                                      size_t j) {
+  if (!job->wall() || !job->mode.shape_links)
+    return nullptr;
+  const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(st.flat));
+  return std::make_shared<const shaped_round_trip>(
+      shaped_round_trip{job, job->cluster->stage(pipeline, stage).apart.at(j)});
+}
+
 /// Takes the device actors of the devices apart from this stage (by place) and wires the ring.
 void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
                         const std::vector<caf::strong_actor_ptr>& handed,
@@ -155,7 +167,8 @@ void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
     }
     st.devices[j] = spawn_remote_device(
         self, caf::actor_cast<device_actor>(handed[j]), st.where + " " + device_apart(st, *job, j),
-        st.plan.first_layer == 0, st.plan.last_layer == model.n_layer + 2, model.context);
+        st.plan.first_layer == 0, st.plan.last_layer == model.n_layer + 2, model.context,
+        shaped_trip(st, job, j));
     st.ring[j] = handed[j];
   }
   wire_ring(self, place_boots(st, *job, node_boots));

@@ -4,10 +4,12 @@
 #include "actors/protocol/wire_format.hpp"
 #include "messages/codec.hpp"
 #include "runtime/schedule/schedule.hpp"
+#include "runtime/sim/simulator.hpp"
 
 #include <caf/sec.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -59,6 +61,30 @@ caf::result<int64_t> send_in_pieces(self_ptr self, const gradient_values& g) {
   return promise;
 }
 
+/// Shaped wall time: answers `loss` when the op's work and answer would have crossed the
+/// emulated link (runtime::apart_answer_s: sent at `sent_s`, computed for `compute_s` by the
+/// device); at once otherwise, or when that time has passed.
+void answer_when_due(self_ptr self, caf::typed_response_promise<double> promise, double loss,
+                     double sent_s, double compute_s) {
+  auto& st = self->state;
+  if (!st.shaped) {
+    promise.deliver(loss);
+    return;
+  }
+  const double now = st.shaped->job->real_now_s();
+  const double wait = runtime::apart_answer_s(st.shaped->link, sent_s, now, compute_s) - now;
+  if (wait <= 0) {
+    promise.deliver(loss);
+    return;
+  }
+  const uint64_t id = st.next_held++;
+  st.held.emplace(id, std::make_pair(std::move(promise), loss));
+  self->delayed_send(
+      self,
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(wait)),
+      release_atom_v, id);
+}
+
 } // namespace
 
 device_rows rows_of(const device_work& work, bool first, bool last, int context) {
@@ -92,8 +118,10 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
 
 device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor device,
                                                    std::string where, bool first, bool last,
-                                                   int context, size_t piece_values) {
+                                                   int context, size_t piece_values,
+                                                   std::shared_ptr<const shaped_round_trip> shaped) {
   auto& st = self->state;
+  st.shaped = std::move(shaped);
   st.piece_values = std::max<size_t>(piece_values, 1);
   st.device = std::move(device);
   st.where = std::move(where);
@@ -118,6 +146,7 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
             return failure(self, "rows of " + std::to_string(values) +
                                      " values are more than one message carries");
         auto promise = self->make_response_promise<double>();
+        const double sent_s = s.shaped ? s.shaped->job->real_now_s() : 0.0;
         self->request(s.device, caf::infinite, std::move(rows))
             .then(
                 [=](device_output& out) mutable {
@@ -129,7 +158,7 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
                   }
                   // `work` (captured) keeps the message these rows are written into alive.
                   std::copy(out.output.begin(), out.output.end(), work.output.begin());
-                  promise.deliver(out.loss);
+                  answer_when_due(self, promise, out.loss, sent_s, out.compute_s);
                 },
                 [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
         return promise;
@@ -141,6 +170,13 @@ device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor d
         self->send(self->state.device, a, std::move(next), rank, size, hold);
       },
       [=](release_atom) {}, // the device itself holds what it receives
+      [=](release_atom, uint64_t id) {
+        auto& held = self->state.held;
+        if (auto it = held.find(id); it != held.end()) {
+          it->second.first.deliver(it->second.second);
+          held.erase(it);
+        }
+      },
       [=](reduce_atom a, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
         return self->delegate(self->state.device, a, step, answer_sums);
       },

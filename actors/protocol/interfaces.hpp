@@ -44,7 +44,9 @@ using stage_actor = caf::typed_actor<
 /// rank 0 when asked for them, empty values otherwise; `ring_chunk` is a round from the
 /// previous device; `ring` names the next device, this device's rank, the ring's size and
 /// whether the next device holds a shaped chunk until its modelled arrival; `release`, from
-/// itself, takes the held chunks that are due),
+/// itself, takes the held chunks that are due; `release` with a number, from itself, answers
+/// the held op of that number where the device stands in for one on another node,
+/// remote_device.hpp),
 /// hands out its gradients (`buffers`: where they lie on its GPU, for the group's NCCL
 /// all-reduce; `gradients`: a host copy; `squares`: their sum of squares, taken where they
 /// lie), and steps, snapshots and restores its weights (`digest`: a
@@ -52,7 +54,7 @@ using stage_actor = caf::typed_actor<
 using device_actor = caf::typed_actor<
     caf::replies_to<device_work>::with<double>, caf::replies_to<device_rows>::with<device_output>,
     caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t, bool>,
-    caf::reacts_to<release_atom>,
+    caf::reacts_to<release_atom>, caf::reacts_to<release_atom, uint64_t>,
     caf::replies_to<reduce_atom, int64_t, bool>::with<gradient_values>, caf::reacts_to<ring_chunk>,
     caf::replies_to<buffers_atom>::with<device_buffers>,
     caf::replies_to<gradients_atom>::with<std::vector<float>>,

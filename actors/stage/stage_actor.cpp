@@ -148,28 +148,26 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
 /// Wall time: how much longer than its measured time an op started at `start_s` (real
 /// seconds) lasts under the script's slowdowns and node stops, as virtual time has its
 /// devices take (virtual_stage::op_duration): its devices' nominal work is what the op took
-/// for real. With shaped links, also the round trip of each op's work and answer to a
-/// device on another node than the stage (control messages, runtime/sim/simulator.hpp),
-/// the longest one: the emulated link's latency each way, on top of the real messages.
-/// Throws job_stopped when a device's node stops for good or is killed first.
+/// for real, less the round trip that the answers of its devices on other nodes waited in
+/// shaped wall time (remote_device.hpp), which the slowdowns do not stretch. Throws
+/// job_stopped when a device's node stops for good or is killed first.
 double held_back_s(const stage_state& st, double start_s) {
-  if (!st.job->wall())
+  if (!st.job->wall() || !st.costs.scripted())
     return 0;
   double trip = 0;
   if (st.job->mode.shape_links)
     for (const auto& link : st.costs.apart)
       trip = std::max(trip, 2.0 * runtime::message_latency_s(link, start_s));
-  if (!st.costs.scripted())
-    return trip;
   const double took = std::max(0.0, st.job->real_now_s() - start_s);
-  double slowed = took;
+  const double work = std::max(0.0, took - trip);
+  double slowed = work;
   for (size_t d = 0; d < st.costs.rates.size(); ++d) {
-    const double one = runtime::work_duration(st.costs.rates[d], start_s, took);
+    const double one = runtime::work_duration(st.costs.rates[d], start_s, work);
     if (!std::isfinite(one))
       throw runtime::job_stopped(runtime::stopped_message(st.costs.rates[d], st.costs.nodes.at(d)));
     slowed = std::max(slowed, one);
   }
-  return slowed - took + trip;
+  return slowed - work;
 }
 
 /// Hands `op` to the group; its answer ends the op and runs what can run next.

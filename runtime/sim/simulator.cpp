@@ -87,16 +87,15 @@ void step_engine::try_start(int s) {
   run.running = true;
   const auto& st = w_.stages[static_cast<size_t>(s)];
   const auto kind = run.list.next().kind;
-  // The slowest device, each at its rate over the op (link_timeline.hpp), then the longest
-  // round trip of a device's work and answer on another node than its stage (its answer
-  // ends the op).
+  // The last device's answer: each device at its rate over the op (link_timeline.hpp), plus
+  // the round trip of its work and answer when it is on another node than its stage.
   double dt = 0;
   run.trip = 0;
   for (size_t d = 0; d < st.devices.size(); ++d) {
-    run.trip = std::max(run.trip, w_.apart_round_trip(st, d, run.op_start));
-    dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)));
+    const double trip = w_.apart_round_trip(st, d, run.op_start);
+    run.trip = std::max(run.trip, trip);
+    dt = std::max(dt, w_.work_time(st.devices[d], run.op_start, dev_op_time(st, d, kind)) + trip);
   }
-  dt += run.trip;
   queue_.push({run.op_start + dt, s});
 }
 

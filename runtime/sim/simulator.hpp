@@ -55,8 +55,9 @@
 ///   one node): a stage's report (once its gradients are reduced) to the coordinator; the
 ///   step ends when the last one is in, and the coordinator sends each stage the
 ///   optimizer's order and the next step's start together. A device on another node than
-///   its stage gets each op's work and answers over its link: an op of such a stage takes
-///   its slowest device's time and then the longest of these round trips.
+///   its stage gets each op's work and answers over its link: an op of such a stage ends
+///   when its last device's answer is in, each device's time plus its round trip (none for
+///   a device on the stage's node; apart_answer_s).
 /// - Optimizer. Per device, the step of its stage's layers as the profile measured it
 ///   (the gradients' squares, AdamW, zeroing the gradients; profile_table::optimizer_s),
 ///   else AdamW's memory traffic (read weights, gradients and both moments, write weights
@@ -82,6 +83,14 @@ public:
 /// One control message's latency over `link` (a device pair's history) sent at `t_s`; an
 /// empty history: both ends on one node, 0.
 double message_latency_s(const std::vector<link_timeline::piece>& link, double t_s);
+
+/// When the answer to an op's work, sent at `sent_s` over `link` to a device on another
+/// node than its stage, arrives: the work crosses the link, the device computes for
+/// `compute_s`, the answer crosses back (one latency each way, at the send). Shaped wall time
+/// holds a real answer, which came at `answered_s`, until then; `compute_s` is the device's
+/// word, believed up to the real round trip it was part of.
+double apart_answer_s(const std::vector<link_timeline::piece>& link, double sent_s,
+                      double answered_s, double compute_s);
 
 /// The longest work-and-answer round trip of an op of stage `st` of a plan on `c` (twice
 /// the latency between its first device and each device on another node; 0 when all are

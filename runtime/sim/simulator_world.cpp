@@ -337,6 +337,12 @@ double message_latency_s(const std::vector<link_timeline::piece>& link, double t
   return link.empty() ? 0.0 : params_at(link, t_s).latency_s;
 }
 
+double apart_answer_s(const std::vector<link_timeline::piece>& link, double sent_s,
+                      double answered_s, double compute_s) {
+  const double computed = std::clamp(compute_s, 0.0, std::max(0.0, answered_s - sent_s));
+  return sent_s + computed + 2.0 * message_latency_s(link, sent_s);
+}
+
 double apart_round_trip_s(const cluster& c, const stage_plan& st) {
   double trip = 0;
   const int lead = st.devices.at(0);

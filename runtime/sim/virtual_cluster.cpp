@@ -44,16 +44,15 @@ double virtual_stage::op_duration(op_kind k, double start_s) const {
       std::any_of(apart.begin(), apart.end(), [](const auto& h) { return !h.empty(); });
   if ((!is_scripted && !round_trips) || costs.size() != rates.size())
     return op_time(k);
-  double dt = 0, trip = 0;
+  double dt = 0;
   for (size_t d = 0; d < costs.size(); ++d) {
     const double one = is_scripted ? work_duration(rates[d], start_s, costs[d]) : costs[d];
     if (!std::isfinite(one))
       throw job_stopped(stopped_message(rates[d], nodes.at(d)));
-    if (d < apart.size())
-      trip = std::max(trip, 2.0 * message_latency_s(apart[d], start_s));
-    dt = std::max(dt, one);
+    const double trip = d < apart.size() ? 2.0 * message_latency_s(apart[d], start_s) : 0.0;
+    dt = std::max(dt, one + trip); // its answer (simulator.hpp, control messages)
   }
-  return dt + trip;
+  return dt;
 }
 
 double virtual_stage::step_begin(double t0) const {

@@ -81,11 +81,12 @@ BOOST_AUTO_TEST_CASE(every_device_message_round_trips_bit_for_bit) {
   BOOST_TEST(rr->recompute);
   BOOST_TEST((*rr == rows));
 
-  const device_output output{-1.0e-3, awkward_values()};
+  const device_output output{-1.0e-3, awkward_values(), 6.25e-3};
   const auto o = decode_device_output(encode(output));
   BOOST_REQUIRE_MESSAGE(o.ok(), why(o));
   BOOST_TEST(o->loss == output.loss);
   BOOST_TEST(same_bits(o->output, output.output));
+  BOOST_TEST(o->compute_s == output.compute_s);
 
   const ring_chunk chunk{7, 2, awkward_values()};
   const auto c = decode_ring_chunk(encode(chunk));
@@ -140,6 +141,16 @@ BOOST_AUTO_TEST_CASE(a_diverged_loss_crosses_as_data) {
     BOOST_REQUIRE_MESSAGE(back.ok(), why(back));
     BOOST_TEST(std::isnan(back->loss) == std::isnan(loss));
     BOOST_TEST(std::isinf(back->loss) == std::isinf(loss));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_compute_time_that_is_no_time_is_refused) {
+  // The stage's side holds the answer by it (shaped wall time): it must be a duration.
+  for (double t : {-1e-3, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    const auto back = decode_device_output(encode(device_output{0.5, {1.0f}, t}));
+    BOOST_REQUIRE(!back.ok());
+    BOOST_TEST(why(back).find("compute_s is not a finite non-negative time") != std::string::npos,
+               why(back));
   }
 }
 

@@ -308,6 +308,38 @@ BOOST_AUTO_TEST_CASE(a_ring_chunk_no_honest_ring_sends_fails_the_devices_reduce_
   self->send_exit(device, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(a_stand_in_answers_after_the_emulated_round_trip) {
+  caf::scoped_actor self{sys};
+  auto device = sys.spawn(device_behavior, job, 0, 0, 1);
+  // Shaped wall time, 150 ms each way to the device: its answer comes once the work, the
+  // device's compute and the answer would have crossed (runtime::apart_answer_s), the real
+  // messages inside that time.
+  const std::vector<runtime::link_timeline::piece> link{{0.0, {0.15, 1e9}, 0, 0}};
+  auto held = sys.spawn(remote_device_behavior, device, std::string("device 1 (node e0)"), true,
+                        true, plan.model.context, messages::max_payload_floats,
+                        std::make_shared<const shaped_round_trip>(shaped_round_trip{job, link}));
+  auto work = op(runtime::op_kind::forward, 0);
+  work.first_sample = 2; // device 1's sample of micro-batch 0 (device 0 holds two)
+  work.samples = 1;
+  const auto timed = [&](const device_actor& to, const device_work& w) {
+    const auto began = std::chrono::steady_clock::now();
+    const double loss = ask<double>(self, to, w);
+    BOOST_TEST(std::isfinite(loss));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  };
+  const double shaped = timed(held, work);
+  BOOST_TEST(shaped >= 0.3);
+  BOOST_TEST(shaped < 0.3 + 0.25); // one round trip, not the compute's or the timer's many
+  // Without a link (not shaped): at once.
+  auto plain = sys.spawn(remote_device_behavior, device, std::string("device 1 (node e0)"), true,
+                         true, plan.model.context, messages::max_payload_floats, nullptr);
+  work.kind = static_cast<int32_t>(runtime::op_kind::backward_input);
+  BOOST_TEST(timed(plain, work) < 0.25);
+  for (const auto& a : {caf::actor_cast<caf::actor>(held), caf::actor_cast<caf::actor>(plain),
+                        caf::actor_cast<caf::actor>(device)})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_CASE(gradients_too_large_for_one_message_reach_a_device_apart_in_pieces) {
   caf::scoped_actor self{sys};
   auto device = sys.spawn(device_behavior, job, 0, 0, 1);
@@ -319,7 +351,7 @@ BOOST_AUTO_TEST_CASE(gradients_too_large_for_one_message_reach_a_device_apart_in
   const size_t piece = 1000;
   BOOST_REQUIRE_GT(values.size(), 3 * piece);
   auto stand_in = sys.spawn(remote_device_behavior, device, std::string("device 1 (node e0)"), true,
-                            true, plan.model.context, piece);
+                            true, plan.model.context, piece, nullptr);
   BOOST_TEST(ask<int64_t>(self, stand_in, gradient_values{6, values}) == 6);
   BOOST_TEST((ask<std::vector<float>>(self, device, gradients_atom_v) == values));
   // A piece out of order (or of another step) is refused, naming what was expected.

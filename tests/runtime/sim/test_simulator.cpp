@@ -194,6 +194,50 @@ BOOST_FIXTURE_TEST_CASE(transfer_takes_latency_plus_bytes_over_bandwidth, fixtur
   }
 }
 
+BOOST_AUTO_TEST_CASE(an_answer_from_another_node_crosses_the_link_both_ways) {
+  // 3 ms each way from t = 0, 5 ms from t = 1 s.
+  const std::vector<link_timeline::piece> link{{0.0, {3e-3, 1e9}, 0, 0}, {1.0, {5e-3, 1e9}, 0, 0}};
+  BOOST_TEST(apart_answer_s(link, 0.5, 0.52, 0.01) == 0.5 + 0.01 + 6e-3, tt::tolerance(1e-12));
+  BOOST_TEST(apart_answer_s(link, 1.5, 1.52, 0.01) == 1.5 + 0.01 + 10e-3, tt::tolerance(1e-12));
+  // The device's word is believed up to the real round trip it was part of, never below 0.
+  BOOST_TEST(apart_answer_s(link, 0.5, 0.504, 60.0) == 0.5 + 0.004 + 6e-3, tt::tolerance(1e-12));
+  BOOST_TEST(apart_answer_s(link, 0.5, 0.504, -1.0) == 0.5 + 6e-3, tt::tolerance(1e-12));
+  BOOST_TEST(apart_answer_s({}, 0.5, 0.6, 0.01) == 0.51, tt::tolerance(1e-12)); // one node
+}
+
+BOOST_FIXTURE_TEST_CASE(an_op_ends_with_its_last_answer, fixture) {
+  // One stage on a fast device on the stage's node and a slow one on another node 20 ms
+  // away: each answer is its device's time plus its round trip (none for the near one).
+  const double alpha = 20e-3;
+  auto c = make_cluster(1, 2, 1, {0, inf}, {alpha, inf}, {0, inf});
+  const int layers = config.n_layer + 2;
+  for (bool slow_far : {true, false}) {
+    auto slowed = c;
+    slowed.devices[slow_far ? 1 : 0].fp32_flops /= 4;
+    slowed.devices[slow_far ? 1 : 0].mem_bandwidth_Bps /= 4;
+    const auto p =
+        pipeline_plan_of(config, {{0, 1}}, {0, layers}, 2, 1, schedule_kind::one_f_one_b);
+    sim_options traced;
+    traced.trace = true;
+    const auto r = simulate(slowed, spec, profile, p, {}, traced);
+    double f_near = 0, f_far = 0;
+    for (int l = 0; l < layers; ++l) {
+      f_near += profile.cost(slowed.devices[0], l, 1).f_s;
+      f_far += profile.cost(slowed.devices[1], l, 1).f_s;
+    }
+    const double first_op = std::max(f_near, f_far + 2 * alpha);
+    const auto on_near = [&](const char* name) {
+      const auto e = std::find_if(r.events.begin(), r.events.end(), [&](const trace_event& x) {
+        return x.name == name && x.track == 0;
+      });
+      BOOST_REQUIRE(e != r.events.end());
+      return *e;
+    };
+    const auto f = on_near("F0"), b = on_near("B0");
+    BOOST_TEST(b.start_s - f.start_s == first_op, tt::tolerance(1e-9));
+  }
+}
+
 BOOST_FIXTURE_TEST_CASE(shared_wan_pipe_serializes_flows, fixture) {
   // Two pipelines, each with stage 0 in region 0 and stage 1 in region 1: both send
   // their activation over the same region pair pipe at the same moment.
