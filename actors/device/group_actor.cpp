@@ -140,9 +140,8 @@ std::string device_apart(const group_state& st, const job_context& job, size_t j
 
 /// Shaped wall time: the emulated link from the stage's node to its device `j` on another
 /// node, whose op answers wait for their round trip on it; null otherwise.
-std::shared_ptr<const shaped_round_trip> shaped_trip(const group_state& st,
-                                                      const std::shared_ptr<job_context>& job,
-                                                      size_t j) {
+std::shared_ptr<const shaped_round_trip>
+shaped_trip(const group_state& st, const std::shared_ptr<job_context>& job, size_t j) {
   if (!job->wall() || !job->mode.shape_links)
     return nullptr;
   const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(st.flat));

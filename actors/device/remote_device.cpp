@@ -116,10 +116,10 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
   return r;
 }
 
-device_actor::behavior_type remote_device_behavior(self_ptr self, device_actor device,
-                                                   std::string where, bool first, bool last,
-                                                   int context, size_t piece_values,
-                                                   std::shared_ptr<const shaped_round_trip> shaped) {
+device_actor::behavior_type
+remote_device_behavior(self_ptr self, device_actor device, std::string where, bool first, bool last,
+                       int context, size_t piece_values,
+                       std::shared_ptr<const shaped_round_trip> shaped) {
   auto& st = self->state;
   st.shaped = std::move(shaped);
   st.piece_values = std::max<size_t>(piece_values, 1);

@@ -32,9 +32,9 @@ struct remote_device_state {
 
   std::string where; ///< "pipeline p stage s device j (node n)", for errors
   device_actor device;
-  bool first = false, last = false; ///< the stage reads tokens / targets
-  int context = 0;                  ///< tokens per sample
-  size_t piece_values = 0;          ///< the most gradient values one message carries
+  bool first = false, last = false;                ///< the stage reads tokens / targets
+  int context = 0;                                 ///< tokens per sample
+  size_t piece_values = 0;                         ///< the most gradient values one message carries
   std::shared_ptr<const shaped_round_trip> shaped; ///< null: no hold
   /// Answers held until their emulated arrival, by number.
   std::map<uint64_t, std::pair<caf::typed_response_promise<double>, double>> held;

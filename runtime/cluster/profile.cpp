@@ -115,11 +115,10 @@ double profile_table::optimizer_s(const device& dev, int first, int last) const 
   double total = 0;
   for (int l = first; l < last; ++l) {
     const layer_spec& spec = model_.layers.at(size_t(l));
-    const auto measured =
-        std::find_if(measured_.optimizers.begin(), measured_.optimizers.end(),
-                     [&](const measured_optimizer& o) {
-                       return o.device_kind == dev.kind && o.layer == spec.kind;
-                     });
+    const auto measured = std::find_if(measured_.optimizers.begin(), measured_.optimizers.end(),
+                                       [&](const measured_optimizer& o) {
+                                         return o.device_kind == dev.kind && o.layer == spec.kind;
+                                       });
     if (measured != measured_.optimizers.end())
       total += measured->step_s;
     else if (dev.mem_bandwidth_Bps > 0)

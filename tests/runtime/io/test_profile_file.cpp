@@ -161,7 +161,7 @@ name = "a"
 region = "r"
 devices = [{ kind = "CPU", count = 1 }, { kind = "T4", count = 1 }]
 )",
-                                    "c.toml");
+                               "c.toml");
   const int n = static_cast<int>(model.layers.size());
   BOOST_TEST(table.optimizer_s(c.devices[0], 0, n) == 2e-4 + (n - 2) * 7e-4 + 1e-4,
              tt::tolerance(1e-9));
@@ -173,13 +173,13 @@ devices = [{ kind = "CPU", count = 1 }, { kind = "T4", count = 1 }]
              tt::tolerance(1e-9));
   BOOST_TEST(traffic == 28.0 * double(model.total_params()), tt::tolerance(1e-9));
   // Truncated, a count that disagrees, a layer kind missing, a duplicate, bad values.
-  const std::string cut = error_of(before_nth(text, "[[optimizer]]", 3) +
-                                   text.substr(text.find("[[link]]")));
+  const std::string cut =
+      error_of(before_nth(text, "[[optimizer]]", 3) + text.substr(text.find("[[link]]")));
   BOOST_TEST(cut.find("p.toml") == 0u, cut);
   BOOST_TEST(cut.find("2 [[optimizer]] of the 3") != std::string::npos, cut);
-  const std::string two_rows = replaced(
-      replaced(text, "optimizers = 3", "optimizers = 2"),
-      "\n[[optimizer]]\ndevice = \"CPU\"\nlayer = \"head\"\nstep = 0.0001\n", "");
+  const std::string two_rows =
+      replaced(replaced(text, "optimizers = 3", "optimizers = 2"),
+               "\n[[optimizer]]\ndevice = \"CPU\"\nlayer = \"head\"\nstep = 0.0001\n", "");
   const std::string missing = error_of(two_rows);
   BOOST_TEST(missing.find("missing the optimizer step for device CPU, layer head") !=
                  std::string::npos,
