@@ -43,6 +43,28 @@ struct shaped_ring_fixture {
       actors::test::test_corpus(), run_mode{runtime::time_mode::wall, true});
   net_config cfg_a, cfg_b;
   caf::actor_system a{cfg_a}, b{cfg_b};
+
+  /// Device 1 of the stage in system b, published there and reached from system a through
+  /// a real connection; `self` (in a) plays device 0, its previous and next device, and
+  /// `held` says whether device 1 holds what it receives.
+  struct ring_peer {
+    device_actor device;
+    uint16_t port = 0;
+    device_actor remote;
+  };
+  ring_peer wire(caf::scoped_actor& self, bool held) {
+    ring_peer p;
+    p.device = b.spawn(device_behavior, job, 0, 0, 1);
+    const auto port = b.middleman().publish(p.device, 0, "127.0.0.1");
+    BOOST_REQUIRE(port);
+    p.port = *port;
+    const auto remote = a.middleman().remote_actor<device_actor>("127.0.0.1", *port);
+    BOOST_REQUIRE(remote);
+    p.remote = *remote;
+    self->send(p.remote, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), int32_t{1},
+               int32_t{2}, held);
+    return p;
+  }
 };
 
 int64_t now_ns() {
@@ -68,18 +90,11 @@ std::pair<ring_chunk, int64_t> next_chunk(caf::scoped_actor& self) {
 BOOST_FIXTURE_TEST_SUITE(shaped_hold, shaped_ring_fixture)
 
 BOOST_AUTO_TEST_CASE(a_shaped_ring_chunk_is_used_at_its_modelled_arrival_and_not_before) {
-  // Device 1 of the stage in system b, reached from system a through a real connection; the
-  // test plays device 0, its previous and next device.
-  auto device = b.spawn(device_behavior, job, 0, 0, 1);
-  const auto port = b.middleman().publish(device, 0, "127.0.0.1");
-  BOOST_REQUIRE(port);
-  const auto remote = a.middleman().remote_actor<device_actor>("127.0.0.1", *port);
-  BOOST_REQUIRE(remote);
   caf::scoped_actor self{a};
-  self->send(*remote, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), int32_t{1},
-             int32_t{2}, true);
+  const auto peer = wire(self, true);
+  const auto& remote = peer.remote;
   std::vector<float> gradients;
-  self->request(*remote, 30s, gradients_atom_v)
+  self->request(remote, 30s, gradients_atom_v)
       .receive([&](std::vector<float>& g) { gradients = std::move(g); },
                [&](caf::error& e) { BOOST_FAIL(a.render(e)); });
   runtime::ring_allreduce previous(0, 2, std::vector<float>(gradients.size(), 1.0f));
@@ -90,7 +105,7 @@ BOOST_AUTO_TEST_CASE(a_shaped_ring_chunk_is_used_at_its_modelled_arrival_and_not
 
   // Round 0 leaves the device at once, its modelled arrival with it: here before then.
   const auto asked = now_ns();
-  self->send(*remote, reduce_atom_v, int64_t{0}, false);
+  self->send(remote, reduce_atom_v, int64_t{0}, false);
   const auto [sent, came] = next_chunk(self);
   const double transfer_s = modelled(sent);
   BOOST_TEST_MESSAGE("round 0: modelled " << transfer_s * 1e3 << " ms, here after "
@@ -105,7 +120,7 @@ BOOST_AUTO_TEST_CASE(a_shaped_ring_chunk_is_used_at_its_modelled_arrival_and_not
   // (and sends its round 1) no earlier, and not much later.
   const auto out = previous.outgoing();
   const auto arrival = now_ns() + 300'000'000;
-  self->send(*remote, ring_chunk{0, out.round, out.values, arrival});
+  self->send(remote, ring_chunk{0, out.round, out.values, arrival});
   const auto [round1, used] = next_chunk(self);
   BOOST_TEST_MESSAGE("round 0 used " << (used - arrival) / 1e6 << " ms after its arrival");
   BOOST_TEST(round1.round == 1);
@@ -121,7 +136,7 @@ BOOST_AUTO_TEST_CASE(a_shaped_ring_chunk_is_used_at_its_modelled_arrival_and_not
   previous.receive({sent.round, sent.values});
   const auto last = previous.outgoing();
   const auto hostile = now_ns();
-  self->send(*remote, ring_chunk{0, last.round, last.values, hostile + 950'400'000'000'000});
+  self->send(remote, ring_chunk{0, last.round, last.values, hostile + 950'400'000'000'000});
   bool reduced = false;
   self->receive([&](gradient_values& g) { reduced = g.step == 0; }, caf::after(30s) >> [] {});
   const double held_s = static_cast<double>(now_ns() - hostile) / 1e9;
@@ -130,31 +145,26 @@ BOOST_AUTO_TEST_CASE(a_shaped_ring_chunk_is_used_at_its_modelled_arrival_and_not
   BOOST_TEST(held_s >= limit_s - 0.01);
   BOOST_TEST(held_s <= limit_s + 1.0);
 
-  b.middleman().unpublish(device, *port);
-  self->send_exit(*remote, caf::exit_reason::user_shutdown);
+  b.middleman().unpublish(peer.device, peer.port);
+  self->send_exit(remote, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(across_hosts_the_sender_waits_for_the_modelled_arrival_and_sends_no_hold) {
   // The group found no shared clock with the next device (other host boots): the chunk
   // leaves when the link model says it arrives, asking for no hold.
-  auto device = b.spawn(device_behavior, job, 0, 0, 1);
-  const auto port = b.middleman().publish(device, 0, "127.0.0.1");
-  BOOST_REQUIRE(port);
-  const auto remote = a.middleman().remote_actor<device_actor>("127.0.0.1", *port);
-  BOOST_REQUIRE(remote);
   caf::scoped_actor self{a};
-  self->send(*remote, ring_atom_v, caf::actor_cast<caf::strong_actor_ptr>(self), int32_t{1},
-             int32_t{2}, false);
+  const auto peer = wire(self, false);
+  const auto& remote = peer.remote;
   const auto asked = now_ns();
-  self->send(*remote, reduce_atom_v, int64_t{0}, false);
+  self->send(remote, reduce_atom_v, int64_t{0}, false);
   const auto [sent, came] = next_chunk(self);
   const auto& hop = job->cluster->stage(0, 0).ring_parts.at(1);
   const double transfer_s =
       runtime::transfer_bound_s(hop, static_cast<double>(sent.values.size() * sizeof(float)));
   BOOST_TEST(sent.deliver_at_ns == 0);
   BOOST_TEST(came - asked >= static_cast<int64_t>(transfer_s * 1e9) - 1'000'000);
-  b.middleman().unpublish(device, *port);
-  self->send_exit(*remote, caf::exit_reason::user_shutdown);
+  b.middleman().unpublish(peer.device, peer.port);
+  self->send_exit(remote, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,23 +2,13 @@
 #include "runtime/io/cluster_toml.hpp"
 #include "runtime/sim/virtual_cluster.hpp"
 #include "tests/support/clusters.hpp"
+#include "tests/support/plans.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 using namespace deepcee::runtime;
 
-namespace {
-
-stage_plan one_device_stage(int device, int first, int last) {
-  stage_plan s;
-  s.devices = {device};
-  s.samples = {2};
-  s.first_layer = first;
-  s.last_layer = last;
-  return s;
-}
-
-} // namespace
+using deepcee::test::one_device_stage;
 
 BOOST_AUTO_TEST_SUITE(virtual_cluster_schedules)
 

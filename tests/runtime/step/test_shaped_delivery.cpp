@@ -4,6 +4,7 @@
 #include "runtime/cluster/profile.hpp"
 #include "runtime/step/shaped_delivery.hpp"
 #include "tests/support/clusters.hpp"
+#include "tests/support/plans.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -15,16 +16,9 @@
 
 using namespace deepcee::runtime;
 
-namespace {
+using deepcee::test::one_device_stage;
 
-stage_plan one_device_stage(int device, int first, int last) {
-  stage_plan s;
-  s.devices = {device};
-  s.samples = {2};
-  s.first_layer = first;
-  s.last_layer = last;
-  return s;
-}
+namespace {
 
 link_timeline::piece piece(double latency_s, double bandwidth_Bps, double jitter = 0) {
   link_timeline::piece p;
