@@ -365,14 +365,19 @@ void start_step(self_ptr self, const step_start& order) {
   advance(self);
 }
 
-/// Shaped wall time: the held start begins its step once the optimizer step before it is
-/// done and, counted from the start's arrival, has taken as long as it really took (the
-/// order came at once, where the emulated link makes it arrive with the start).
+/// Shaped wall time: the held start begins its step once it has arrived and the optimizer
+/// step before it would have ended had it begun when its order crossed the emulated link
+/// (runtime::step_begin_due_s: the order came at once; it left the coordinator at the
+/// step's end, the start once the step loop asked for the next step).
 void release_held_start(self_ptr self) {
   auto& s = self->state;
   if (!s.held_start || s.optimizing)
     return;
-  const double due = s.held_start_arrival + std::exchange(s.optimizer_took, 0.0);
+  const auto took = std::exchange(s.optimizer_took, std::nullopt);
+  const double due =
+      took ? runtime::step_begin_due_s(s.held_start_arrival, s.optimizer_started,
+                                       s.costs.control_latency(s.optimizer_started), *took)
+           : s.held_start_arrival;
   const double wait = due - s.job->real_now_s();
   if (wait <= 0) {
     const auto order = *std::exchange(s.held_start, std::nullopt);

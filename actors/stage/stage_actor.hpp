@@ -110,9 +110,10 @@ struct stage_state {
   std::optional<held_op> held;
   /// Shaped wall time: the optimizer step that the coordinator's order started (it came
   /// at once, where the emulated link would take a latency) and how long it took, and the
-  /// next step's start that waits for it (control messages, runtime/sim/simulator.hpp).
+  /// next step's start that waits for it (runtime::step_begin_due_s).
   bool optimizing = false;
-  double optimizer_started = 0, optimizer_took = 0;
+  double optimizer_started = 0;
+  std::optional<double> optimizer_took; ///< none: no optimizer step before the held start
   std::optional<step_start> held_start;
   double held_start_arrival = 0;
   std::vector<float> own_gradients; ///< the group's sum, once reduced

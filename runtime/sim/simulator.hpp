@@ -7,6 +7,7 @@
 #include "runtime/plan/plan.hpp"
 #include "runtime/schedule/schedule.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -91,6 +92,16 @@ double message_latency_s(const std::vector<link_timeline::piece>& link, double t
 /// word, believed up to the real round trip it was part of.
 double apart_answer_s(const std::vector<link_timeline::piece>& link, double sent_s,
                       double answered_s, double compute_s);
+
+/// When a stage's next step may begin in shaped wall time: its start arrived at
+/// `start_arrival_s` (the emulated latency already waited by the coordinator), and the
+/// optimizer step that its order began at `order_arrival_s` (the order comes at once over the
+/// real link) took `optimizer_s`, which it would have begun `latency_s` later had the order
+/// crossed the emulated link.
+inline double step_begin_due_s(double start_arrival_s, double order_arrival_s, double latency_s,
+                               double optimizer_s) {
+  return std::max(start_arrival_s, order_arrival_s + latency_s + optimizer_s);
+}
 
 /// The longest work-and-answer round trip of an op of stage `st` of a plan on `c` (twice
 /// the latency between its first device and each device on another node; 0 when all are

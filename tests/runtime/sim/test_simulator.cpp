@@ -205,6 +205,16 @@ BOOST_AUTO_TEST_CASE(an_answer_from_another_node_crosses_the_link_both_ways) {
   BOOST_TEST(apart_answer_s({}, 0.5, 0.6, 0.01) == 0.51, tt::tolerance(1e-12)); // one node
 }
 
+BOOST_AUTO_TEST_CASE(a_step_begins_once_its_start_is_in_and_its_optimizer_would_be_done) {
+  // The order came at 1.000 s, the start (sent later, after the step loop's turnaround) at
+  // 1.004 s; the optimizer took 3 ms. On the node of the coordinator (no latency) the step
+  // begins with the start; 2 ms away, the optimizer would have begun at 1.002 s.
+  BOOST_TEST(step_begin_due_s(1.004, 1.000, 0.0, 0.003) == 1.004, tt::tolerance(1e-12));
+  BOOST_TEST(step_begin_due_s(1.004, 1.000, 0.002, 0.003) == 1.005, tt::tolerance(1e-12));
+  // A start that came with its order waits for the whole optimizer step.
+  BOOST_TEST(step_begin_due_s(1.000, 1.000, 0.0, 0.003) == 1.003, tt::tolerance(1e-12));
+}
+
 BOOST_FIXTURE_TEST_CASE(an_op_ends_with_its_last_answer, fixture) {
   // One stage on a fast device on the stage's node and a slow one on another node 20 ms
   // away: each answer is its device's time plus its round trip (none for the near one).
