@@ -103,8 +103,7 @@ void pump(self_ptr self) {
           self->send(next, ring_chunk{st.ring_step, c.round, std::move(c.values),
                                       st.job->steady_ns_at(arrival)});
         } else {
-          const auto wait = std::chrono::duration<double>(std::max(0.0, arrival - now));
-          self->delayed_send(next, std::chrono::duration_cast<std::chrono::microseconds>(wait),
+          self->delayed_send(next, wait_of(arrival - now),
                              ring_chunk{st.ring_step, c.round, std::move(c.values)});
         }
       } else {
@@ -174,14 +173,23 @@ void refuse_chunk(self_ptr self, const std::string& why) {
     st.refused = what;
 }
 
-void take_chunk(self_ptr self, ring_chunk& c) {
+/// Whether `c` is a round of this reduce or a later one that may wait here; a round of a
+/// reduce that failed or ended is dropped, one the ring cannot have sent is refused.
+bool wanted_chunk(self_ptr self, const ring_chunk& c) {
   auto& s = self->state;
   if (c.step < s.ring_step || (c.step == s.ring_step && !s.ring))
-    return; // a round of a reduce that failed or ended
+    return false;
   if (const auto why = early_refusal(self, c); !why.empty()) {
     refuse_chunk(self, why);
-    return;
+    return false;
   }
+  return true;
+}
+
+void take_chunk(self_ptr self, ring_chunk& c) {
+  auto& s = self->state;
+  if (!wanted_chunk(self, c))
+    return;
   s.early.push_back(std::move(c));
   try {
     pump(self);
@@ -205,12 +213,8 @@ void release_due(self_ptr self) {
 /// than the job's link model allows (runtime::release_at_ns).
 void hold_chunk(self_ptr self, ring_chunk& c) {
   auto& st = self->state;
-  if (c.step < st.ring_step || (c.step == st.ring_step && !st.ring))
-    return; // a round of a reduce that failed or ended
-  if (const auto why = early_refusal(self, c); !why.empty()) {
-    refuse_chunk(self, why);
+  if (!wanted_chunk(self, c))
     return;
-  }
   if (st.max_hold_s < 0)
     st.max_hold_s = runtime::hold_limit_s(*st.job->cluster, st.job->plan);
   const auto at =
@@ -247,7 +251,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
   auto& st = self->state;
   st.ring_chunk_values = job->ring_chunk_values;
   st.job = job;
-  if (job->wall() && job->mode.shape_links) {
+  if (job->shaping()) {
     const auto& parts = job->cluster->stage(pipeline, stage).ring_parts;
     if (static_cast<size_t>(index) < parts.size())
       st.hop = parts[static_cast<size_t>(index)];
@@ -321,7 +325,7 @@ device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_c
         return s.reduced;
       },
       [=](ring_chunk& c) {
-        if (c.deliver_at_ns != 0 && job->wall() && job->mode.shape_links)
+        if (c.deliver_at_ns != 0 && job->shaping())
           hold_chunk(self, c);
         else
           take_chunk(self, c);

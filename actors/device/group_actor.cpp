@@ -108,10 +108,10 @@ void wire_ring(self_ptr self, const std::vector<std::string>& boots = {}) {
   const auto size = static_cast<int32_t>(st.devices.size());
   for (int32_t j = 0; j < size; ++j) {
     const auto here = static_cast<size_t>(j), next = static_cast<size_t>((j + 1) % size);
-    const bool one_process = st.ring[here]->node() == st.ring[next]->node();
-    const bool held = one_process || (boots.size() == st.ring.size() &&
-                                      runtime::shaping_side_of(boots[here], boots[next]) ==
-                                          runtime::shaping_side::hold_at_receiver);
+    const auto boot = [&](size_t j) { return j < boots.size() ? boots[j] : std::string(); };
+    const bool held =
+        runtime::shaping_side_of(st.ring[here]->node() == st.ring[next]->node(), boot(here),
+                                 boot(next)) == runtime::shaping_side::hold_at_receiver;
     self->send(st.devices[here], ring_atom_v, st.ring[next], j, size, held);
   }
   st.unready.clear();
@@ -142,7 +142,7 @@ std::string device_apart(const group_state& st, const job_context& job, size_t j
 /// node, whose op answers wait for their round trip on it; null otherwise.
 std::shared_ptr<const shaped_round_trip>
 shaped_trip(const group_state& st, const std::shared_ptr<job_context>& job, size_t j) {
-  if (!job->wall() || !job->mode.shape_links)
+  if (!job->shaping())
     return nullptr;
   const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(st.flat));
   return std::make_shared<const shaped_round_trip>(

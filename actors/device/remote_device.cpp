@@ -79,10 +79,7 @@ void answer_when_due(self_ptr self, caf::typed_response_promise<double> promise,
   }
   const uint64_t id = st.next_held++;
   st.held.emplace(id, std::make_pair(std::move(promise), loss));
-  self->delayed_send(
-      self,
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(wait)),
-      release_atom_v, id);
+  self->delayed_send(self, wait_of(wait), release_atom_v, id);
 }
 
 } // namespace

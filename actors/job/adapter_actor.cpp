@@ -122,7 +122,7 @@ void decided(self_ptr self, const runtime::adapt_decision& d) {
 /// Whether the job's times are the emulated cluster's, so that the monitor's estimates
 /// compare like with like (links: also shaped wall time; op times: virtual and dry only).
 bool emulated_links(const job_context& job) {
-  return !job.wall() || job.mode.shape_links;
+  return !job.wall() || job.shaping();
 }
 
 void on_sample(self_ptr self, const link_sample& s) {

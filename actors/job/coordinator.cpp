@@ -144,18 +144,15 @@ void start_stages(self_ptr self) {
       st.result.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
   }
   // Shaped wall time: each start crosses the emulated link from this node to its stage's.
-  const bool shaped = st.job->wall() && st.job->mode.shape_links;
   size_t k = 0; // flat order: pipeline by pipeline
   for (int p = 0; p < static_cast<int>(st.plan.pipelines.size()); ++p)
     for (int s = 0; s < static_cast<int>(st.plan.pipelines[static_cast<size_t>(p)].stages.size());
          ++s) {
       auto& stage = st.stages.at(k++);
-      const double wait = shaped ? st.cluster->stage(p, s).control_latency(st.clock_s) : 0;
+      const double wait =
+          st.job->shaping() ? st.cluster->stage(p, s).control_latency(st.clock_s) : 0;
       if (wait > 0)
-        self->delayed_send(stage,
-                           std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::duration<double>(wait)),
-                           order);
+        self->delayed_send(stage, wait_of(wait), order);
       else
         self->send(stage, order);
     }

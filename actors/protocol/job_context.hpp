@@ -11,6 +11,7 @@
 #include "runtime/sim/virtual_cluster.hpp"
 #include "runtime/step/link_sharing.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -62,6 +63,12 @@ private:
   runtime::link_fifo fifo_;
 };
 
+/// A wait of `seconds` (none when not positive) as a timer of delayed_send takes it.
+inline std::chrono::microseconds wait_of(double seconds) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::duration<double>(std::max(0.0, seconds)));
+}
+
 /// What every actor of a job in this process reads and never writes (`counts` apart): the
 /// plan, the training settings, the corpus, the emulated cluster and the time mode. Shared
 /// by pointer because it is immutable after start; a node of a multi-process job builds its own
@@ -91,6 +98,8 @@ struct job_context {
 
   bool wall() const { return mode.time == runtime::time_mode::wall; }
   bool dry() const { return mode.time == runtime::time_mode::dry; }
+  /// Shaped wall time: transfers and control messages take the link model's time.
+  bool shaping() const { return wall() && mode.shape_links; }
   /// The links that need a pipe actor: those several stages send on, in virtual and dry
   /// time. Wall time is real (transfers take what they take, or what shaping says on the
   /// sender's side: `shaped`), so no pipe runs there.

@@ -155,7 +155,7 @@ double held_back_s(const stage_state& st, double start_s) {
   if (!st.job->wall() || !st.costs.scripted())
     return 0;
   double trip = 0;
-  if (st.job->mode.shape_links)
+  if (st.job->shaping())
     for (const auto& link : st.costs.apart)
       trip = std::max(trip, 2.0 * runtime::message_latency_s(link, start_s));
   const double took = std::max(0.0, st.job->real_now_s() - start_s);
@@ -187,10 +187,7 @@ void start_on_group(self_ptr self, const runtime::schedule_op& op, double start,
             try {
               if (const double extra = held_back_s(s, start); extra > 0) {
                 s.held = stage_state::held_op{start, end, loss, std::move(out)};
-                self->delayed_send(self,
-                                   std::chrono::duration_cast<std::chrono::microseconds>(
-                                       std::chrono::duration<double>(extra)),
-                                   slowed_atom_v, epoch);
+                self->delayed_send(self, wait_of(extra), slowed_atom_v, epoch);
                 return; // the op runs on until then
               }
               s.op_running = false;
@@ -384,15 +381,12 @@ void release_held_start(self_ptr self) {
     start_step(self, order);
     return;
   }
-  self->delayed_send(
-      self,
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(wait)),
-      step_atom_v, s.held_start->step);
+  self->delayed_send(self, wait_of(wait), step_atom_v, s.held_start->step);
 }
 
 void on_step_start(self_ptr self, const step_start& order) {
   auto& s = self->state;
-  if (!s.job->wall() || !s.job->mode.shape_links || !s.group) {
+  if (!s.job->shaping() || !s.group) {
     start_step(self, order); // its ops reach the devices after the optimizer step
     return;
   }
@@ -441,10 +435,6 @@ void guarded(self_ptr self, Work&& work) {
   } catch (const std::exception& e) {
     report_error(self, e.what());
   }
-}
-
-bool shaped(const stage_state& s) {
-  return s.job->wall() && s.job->mode.shape_links;
 }
 
 /// When a held message asking for `deliver_at_ns` is due (runtime::release_at_ns): never
@@ -513,7 +503,7 @@ void on_tensor(self_ptr self, tensor_msg& msg) {
   auto& t = std::get<accepted_tensor>(accepted);
   if (s.job->wall() && !s.job->mode.shape_links)
     report_arrival(self, t);
-  if (const auto& h = t.tensor.decoded.header; h.deliver_at_ns != 0 && shaped(s)) {
+  if (const auto& h = t.tensor.decoded.header; h.deliver_at_ns != 0 && s.job->shaping()) {
     s.held_tensors.push(s.job->flat_index(h.pipeline, h.stage), release_at(s, h.deliver_at_ns),
                         std::move(t));
     release_due(self);
@@ -529,7 +519,7 @@ void on_share(self_ptr self, gradient_share& share) {
     spdlog::warn("{}: dropped a malformed {}, {} so far", where(s), why, s.dropped);
     return;
   }
-  if (share.deliver_at_ns != 0 && shaped(s)) {
+  if (share.deliver_at_ns != 0 && s.job->shaping()) {
     const std::pair<int, int> line{share.pipeline, share.stage};
     const auto at = release_at(s, share.deliver_at_ns);
     s.held_shares.push(line, at, std::move(share));

@@ -44,13 +44,9 @@ void report_step(stage_self self, double grad_sum_squares) {
   // Shaped wall time: the report crosses the emulated link to the coordinator's node
   // (control messages, runtime/sim/simulator.hpp).
   const double now = st.job->real_now_s();
-  const double wait =
-      st.job->wall() && st.job->mode.shape_links ? st.costs.control_latency(now) : 0;
+  const double wait = st.job->shaping() ? st.costs.control_latency(now) : 0;
   if (wait > 0)
-    self->delayed_send(
-        st.coordinator,
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(wait)),
-        report_of(st, grad_sum_squares));
+    self->delayed_send(st.coordinator, wait_of(wait), report_of(st, grad_sum_squares));
   else
     self->send(st.coordinator, report_of(st, grad_sum_squares));
 }
@@ -78,7 +74,7 @@ void send_shares(stage_self self) {
                                std::to_string(share.values.size()) +
                                " values, more than one message between nodes carries");
     const auto part = st.costs.share_parts.find(k);
-    if (st.job->wall() && st.job->mode.shape_links && part != st.costs.share_parts.end()) {
+    if (st.job->shaping() && part != st.costs.share_parts.end()) {
       // Shaped wall time: the share takes this process's link FIFOs as a transfer from
       // this stage's first device to the peer's: it leaves at once for the peer to hold
       // until it arrives, or else when it arrives.
@@ -91,11 +87,7 @@ void send_shares(stage_self self) {
         self->send(peer, std::move(share));
         continue;
       }
-      const double wait = std::max(0.0, arrival - now);
-      self->delayed_send(peer,
-                         std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::duration<double>(wait)),
-                         std::move(share));
+      self->delayed_send(peer, wait_of(arrival - now), std::move(share));
     } else {
       self->send(peer, std::move(share));
     }

@@ -106,7 +106,7 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
   auto& st = self->state;
   auto& counts = st.job->counts;
   const bool forward = t.role == tensor_role::activation;
-  const bool wall = st.job->wall(), shaped = wall && st.job->mode.shape_links;
+  const bool wall = st.job->wall(), shaped = st.job->shaping();
   auto& h = t.header;
   link_sample meta;
   meta.step = h.step;
@@ -148,10 +148,7 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
   if (shaped && !held) {
     // The link model's FIFO and drain times, in real seconds: the message leaves when its
     // last part would have arrived, by a timer, so the actor goes on meanwhile.
-    const auto wait =
-        std::chrono::duration<double>(std::max(0.0, h.arrival_time - st.job->real_now_s()));
-    self->delayed_send(peer, std::chrono::duration_cast<std::chrono::microseconds>(wait),
-                       std::move(msg));
+    self->delayed_send(peer, wait_of(h.arrival_time - st.job->real_now_s()), std::move(msg));
   } else {
     self->send(peer, std::move(msg));
   }
@@ -159,17 +156,15 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
 
 bool held_by_receiver(stage_self self, int k) {
   const auto& st = self->state;
-  if (st.peers.at(static_cast<size_t>(k))->node() == self->node())
-    return true; // one process: one clock
   const auto& nodes = st.job->layout.stage_node;
-  const auto own = static_cast<size_t>(st.job->flat_index(st.pipeline, st.stage));
-  const auto other = static_cast<size_t>(k);
-  if (std::max(own, other) >= nodes.size())
-    return false;
-  const auto a = static_cast<size_t>(nodes[own]), b = static_cast<size_t>(nodes[other]);
-  return std::max(a, b) < st.boot_ids.size() &&
-         runtime::shaping_side_of(st.boot_ids[a], st.boot_ids[b]) ==
-             runtime::shaping_side::hold_at_receiver;
+  const auto boot = [&](size_t flat) {
+    const auto node = flat < nodes.size() ? static_cast<size_t>(nodes[flat]) : st.boot_ids.size();
+    return node < st.boot_ids.size() ? st.boot_ids[node] : std::string();
+  };
+  const bool one_process = st.peers.at(static_cast<size_t>(k))->node() == self->node();
+  return runtime::shaping_side_of(
+             one_process, boot(static_cast<size_t>(st.job->flat_index(st.pipeline, st.stage))),
+             boot(static_cast<size_t>(k))) == runtime::shaping_side::hold_at_receiver;
 }
 
 void report_arrival(stage_self self, accepted_tensor& t) {

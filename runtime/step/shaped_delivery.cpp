@@ -11,6 +11,11 @@ shaping_side shaping_side_of(std::string_view sender_boot, std::string_view rece
                                                               : shaping_side::wait_at_sender;
 }
 
+shaping_side shaping_side_of(bool one_process, std::string_view sender_boot,
+                             std::string_view receiver_boot) {
+  return one_process ? shaping_side::hold_at_receiver : shaping_side_of(sender_boot, receiver_boot);
+}
+
 std::string read_boot_id(const std::string& path) {
   std::ifstream in(path);
   std::string id;

@@ -29,6 +29,9 @@ enum class shaping_side { hold_at_receiver, wait_at_sender };
 /// Who waits for a shaped transfer between processes whose hosts' boot ids are these ("":
 /// unknown, as on a system without /proc): the receiver when both are known and equal.
 shaping_side shaping_side_of(std::string_view sender_boot, std::string_view receiver_boot);
+/// The same for actors of one job: two actors of one process always read one clock.
+shaping_side shaping_side_of(bool one_process, std::string_view sender_boot,
+                             std::string_view receiver_boot);
 
 /// This host's boot id (Linux: /proc/sys/kernel/random/boot_id, new at every boot), "" when
 /// `path` cannot be read.

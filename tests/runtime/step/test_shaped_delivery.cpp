@@ -40,6 +40,10 @@ BOOST_AUTO_TEST_CASE(one_host_boot_holds_at_the_receiver_anything_else_waits_at_
   // Unknown boots (no /proc) never count as one clock, not even two unknown ones.
   BOOST_TEST((shaping_side_of("", "") == shaping_side::wait_at_sender));
   BOOST_TEST((shaping_side_of(a, "") == shaping_side::wait_at_sender));
+  // Two actors of one process read one clock, whatever the boot ids say.
+  BOOST_TEST((shaping_side_of(true, "", "") == shaping_side::hold_at_receiver));
+  BOOST_TEST((shaping_side_of(false, a, b) == shaping_side::wait_at_sender));
+  BOOST_TEST((shaping_side_of(false, a, a) == shaping_side::hold_at_receiver));
 }
 
 BOOST_AUTO_TEST_CASE(the_boot_id_is_the_files_first_line_and_empty_when_there_is_none) {
