@@ -71,16 +71,6 @@ plan two_stage_pipelines(const model_config& m, const std::vector<std::vector<in
   return p;
 }
 
-/// AdamW over layers [first, last) on device `d`: the optimizer step that begins a step.
-double optimizer_time(const model_spec& spec, const device& d, int first, int last) {
-  double bytes = 0;
-  for (int l = first; l < last; ++l) {
-    const auto& layer = spec.layers[static_cast<size_t>(l)];
-    bytes += double(layer.state_bytes() + layer.param_bytes + layer.optimizer_bytes);
-  }
-  return bytes / d.mem_bandwidth_Bps;
-}
-
 struct fixture {
   model_config config{6, 256, 4, 128, 512};
   model_spec spec = make_model_spec(config, "t");
@@ -131,7 +121,7 @@ BOOST_FIXTURE_TEST_CASE(pipelines_crossing_one_interface_share_it, fixture) {
       last = std::max(last, r.stages[static_cast<size_t>(i)][1].compute_end_s);
     BOOST_TEST_INFO("pipelines " << n);
     // Each step begins with the first stages' optimizer steps (on the coordinator's node).
-    BOOST_TEST(last == optimizer_time(spec, c.devices[0], 0, cut) + costs[0].f + alpha +
+    BOOST_TEST(last == profile.optimizer_s(c.devices[0], 0, cut) + costs[0].f + alpha +
                            n * bytes / bw + costs[1].f + costs[1].b + costs[1].w,
                tt::tolerance(1e-9));
   }
@@ -146,7 +136,7 @@ BOOST_FIXTURE_TEST_CASE(an_interface_slower_than_the_link_caps_the_transfer, fix
   const double bytes = double(spec.transfer_bytes(2, compression::none));
   BOOST_TEST(costs[0].comm_to_next == alpha + bytes / (bw / 4), tt::tolerance(1e-12));
   const auto r = simulate(c, spec, profile, p);
-  BOOST_TEST(r.stages[0][1].compute_end_s == optimizer_time(spec, c.devices[0], 0, 3) + costs[0].f +
+  BOOST_TEST(r.stages[0][1].compute_end_s == profile.optimizer_s(c.devices[0], 0, 3) + costs[0].f +
                                                  alpha + bytes / (bw / 4) + costs[1].f +
                                                  costs[1].b + costs[1].w,
              tt::tolerance(1e-9));

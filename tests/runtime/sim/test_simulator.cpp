@@ -95,15 +95,6 @@ std::vector<int> even_cuts(int layers, int p) {
   return cuts;
 }
 
-double optimizer_time(const model_spec& spec, const device& d, int first, int last) {
-  double bytes = 0;
-  for (int l = first; l < last; ++l) {
-    const auto& layer = spec.layers[static_cast<size_t>(l)];
-    bytes += double(layer.state_bytes() + layer.param_bytes + layer.optimizer_bytes);
-  }
-  return bytes / d.mem_bandwidth_Bps;
-}
-
 struct fixture {
   model_config config = small_model();
   model_spec spec = make_model_spec(config, "t");
@@ -119,7 +110,7 @@ BOOST_FIXTURE_TEST_CASE(single_device_is_f_b_w_plus_optimizer, fixture) {
   const int layers = config.n_layer + 2;
   const auto p = pipeline_plan_of(config, {{0}}, {0, layers}, 4, 1, schedule_kind::one_f_one_b);
   const auto r = simulate(c, spec, profile, p);
-  double expected = optimizer_time(spec, c.devices[0], 0, layers);
+  double expected = profile.optimizer_s(c.devices[0], 0, layers);
   for (int l = 0; l < layers; ++l) {
     const auto lc = profile.cost(c.devices[0], l, 4);
     expected += lc.f_s + lc.b_s + lc.w_s;
@@ -141,7 +132,7 @@ BOOST_FIXTURE_TEST_CASE(a_measured_optimizer_step_replaces_the_estimate, fixture
                          {c.devices[0].kind, layer_kind::head, 2e-3, 0}};
   const profile_table with_steps(spec, {}, measured);
   const double estimated = simulate(c, spec, profile, p).step_time_s;
-  const double was = optimizer_time(spec, c.devices[0], 0, layers);
+  const double was = profile.optimizer_s(c.devices[0], 0, layers);
   const double now = 3e-3 + config.n_layer * 5e-3 + 2e-3;
   BOOST_TEST(simulate(c, spec, with_steps, p).step_time_s == estimated - was + now,
              tt::tolerance(1e-9));
@@ -164,7 +155,7 @@ BOOST_FIXTURE_TEST_CASE(pipeline_reproduces_time_schedule, fixture) {
     // The step begins with the optimizer steps (of the step before); the first stage's
     // gates the schedule, the others' end before their first input comes.
     const auto cut = even_cuts(config.n_layer + 2, p)[1];
-    BOOST_TEST(last == optimizer_time(spec, c.devices[0], 0, cut) + timing.makespan,
+    BOOST_TEST(last == profile.optimizer_s(c.devices[0], 0, cut) + timing.makespan,
                tt::tolerance(1e-9));
   }
 }
@@ -183,7 +174,7 @@ BOOST_FIXTURE_TEST_CASE(transfer_takes_latency_plus_bytes_over_bandwidth, fixtur
   const auto r = simulate(c, spec, profile, pl);
   // Stage 0 runs on the coordinator's node: its optimizer step (of the step before) begins
   // the step.
-  const double compute_end0 = optimizer_time(spec, c.devices[0], 0, 3) + costs[0].f + costs[1].f +
+  const double compute_end0 = profile.optimizer_s(c.devices[0], 0, 3) + costs[0].f + costs[1].f +
                               costs[1].b + costs[1].w + 2 * (alpha + bytes / bw) + costs[0].b +
                               costs[0].w;
   BOOST_TEST(r.stages[0][0].compute_end_s == compute_end0, tt::tolerance(1e-9));
@@ -263,7 +254,7 @@ BOOST_FIXTURE_TEST_CASE(shared_wan_pipe_serializes_flows, fixture) {
   // The second flow waits for the first: its F on stage 1 starts 2X/B + alpha after F0.
   const auto one = r.stages[0][1].compute_end_s;
   const auto two = r.stages[1][1].compute_end_s;
-  BOOST_TEST(std::max(one, two) == optimizer_time(spec, c.devices[0], 0, 3) + costs[0].f + alpha +
+  BOOST_TEST(std::max(one, two) == profile.optimizer_s(c.devices[0], 0, 3) + costs[0].f + alpha +
                                        2 * bytes / bw + costs[1].f + costs[1].b + costs[1].w,
              tt::tolerance(1e-9));
   BOOST_TEST(std::abs(two - one) == bytes / bw, tt::tolerance(1e-9));
@@ -299,7 +290,7 @@ BOOST_FIXTURE_TEST_CASE(ring_allreduce_formula, fixture) {
   BOOST_TEST(r.devices[0].allreduce_s == ring, tt::tolerance(1e-9));
   const double compute = r.devices[0].compute_s;
   BOOST_TEST(r.step_time_s ==
-                 compute + ring + optimizer_time(spec, c.devices[0], 0, layers) + 2 * alpha,
+                 compute + ring + profile.optimizer_s(c.devices[0], 0, layers) + 2 * alpha,
              tt::tolerance(1e-9));
 }
 
