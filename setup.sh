@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config clang-format
   libcaf-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-test-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libxxhash-dev fortunes
   libcpp-httplib-dev libssl-dev openssl xxd libjs-chart.js gnuplot-nox tmux chromium fonts-dejavu-core

@@ -29,9 +29,10 @@ void check_field_size(const std::vector<float>& values, const std::string& name,
   const auto bytes = static_cast<int64_t>(values.size()) * 4;
   if (bytes > max_payload_bytes)
     throw std::invalid_argument("stage_snapshot: parameter '" + name + "' " + field + " has " +
-                                std::to_string(bytes) + " bytes, more than one Cap'n Proto "
-                                "message field holds (" + std::to_string(max_payload_bytes) +
-                                ")");
+                                std::to_string(bytes) +
+                                " bytes, more than one Cap'n Proto "
+                                "message field holds (" +
+                                std::to_string(max_payload_bytes) + ")");
 }
 
 void check_parameter(checker& c, const parameter_tensor& p, const std::string& field) {
@@ -48,8 +49,8 @@ void check_parameter(checker& c, const parameter_tensor& p, const std::string& f
                 std::to_string(n));
   const bool no_moments = p.exp_avg.empty() && p.exp_avg_sq.empty();
   c.require(no_moments || (p.exp_avg.size() == want && p.exp_avg_sq.size() == want),
-            field + ".exp_avg", "and exp_avg_sq are neither both empty nor both of " +
-                                    std::to_string(n) + " values");
+            field + ".exp_avg",
+            "and exp_avg_sq are neither both empty nor both of " + std::to_string(n) + " values");
 }
 
 /// The words of the whole message: its Data fields dominate.
@@ -73,9 +74,10 @@ std::vector<uint8_t> encode(const stage_snapshot& m) {
   if (static_cast<int64_t>(words) * 8 > max_snapshot_bytes)
     throw std::invalid_argument("stage_snapshot: pipeline " + std::to_string(m.pipeline) +
                                 " stage " + std::to_string(m.stage) + " holds about " +
-                                std::to_string(words * 8) + " bytes, more than one message "
-                                "between nodes carries (" + std::to_string(max_snapshot_bytes) +
-                                ")");
+                                std::to_string(words * 8) +
+                                " bytes, more than one message "
+                                "between nodes carries (" +
+                                std::to_string(max_snapshot_bytes) + ")");
   return detail::build(words, [&](wire::Envelope::Builder e) {
     auto s = e.initStageSnapshot();
     s.setStep(m.step);
@@ -115,9 +117,9 @@ result<stage_snapshot> decode_stage_snapshot(std::span<const uint8_t> bytes) {
           const auto p = params[i];
           const std::string field = "params[" + std::to_string(i) + "]";
           // A size that is no whole number of floats is refused before it is read as one.
-          for (auto [data, name] : {std::pair{p.getValue(), ".value"},
-                                    std::pair{p.getExpAvg(), ".exp_avg"},
-                                    std::pair{p.getExpAvgSq(), ".exp_avg_sq"}})
+          for (auto [data, name] :
+               {std::pair{p.getValue(), ".value"}, std::pair{p.getExpAvg(), ".exp_avg"},
+                std::pair{p.getExpAvgSq(), ".exp_avg_sq"}})
             c.require(data.size() % 4 == 0, field + name,
                       "has " + std::to_string(data.size()) + " bytes, no whole number of floats");
           if (c.failed())

@@ -184,29 +184,28 @@ std::vector<uint8_t> encode(const job_deployment& m) {
 
 result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes) {
   const auto kind = message_kind::job_deployment;
-  return detail::read<job_deployment>(detail::aligned_copy(bytes), kind,
-                                      [&](wire::Envelope::Reader e) -> result<job_deployment> {
-                                        const auto d = e.getJobDeployment();
-                                        checker c(kind);
-                                        job_deployment m;
-                                        m.job = detail::text(d.getJob());
-                                        m.node = detail::text(d.getNode());
-                                        c.require(!m.node.empty(), "node", "is empty");
-                                        c.known(d.getTimeMode(), wire::TimeMode::DRY, "time_mode");
-                                        m.mode = static_cast<time_mode>(d.getTimeMode());
-                                        c.require(d.hasPlan(), "plan", "is missing");
-                                        c.require(d.hasTrain(), "train", "is missing");
-                                        if (c.failed())
-                                          return c.finish(std::move(m));
-                                        m.plan = read_plan(d.getPlan(), c);
-                                        m.train = read_train(d.getTrain(), c);
-                                        m.train.model = m.plan.model;
-                                        m.shape_links = d.getShapeLinks();
-                                        m.clock_s = d.getClock();
-                                        c.require(std::isfinite(m.clock_s) && m.clock_s >= 0,
-                                                  "clock", "is not a time");
-                                        return c.finish(std::move(m));
-                                      });
+  return detail::read<job_deployment>(
+      detail::aligned_copy(bytes), kind, [&](wire::Envelope::Reader e) -> result<job_deployment> {
+        const auto d = e.getJobDeployment();
+        checker c(kind);
+        job_deployment m;
+        m.job = detail::text(d.getJob());
+        m.node = detail::text(d.getNode());
+        c.require(!m.node.empty(), "node", "is empty");
+        c.known(d.getTimeMode(), wire::TimeMode::DRY, "time_mode");
+        m.mode = static_cast<time_mode>(d.getTimeMode());
+        c.require(d.hasPlan(), "plan", "is missing");
+        c.require(d.hasTrain(), "train", "is missing");
+        if (c.failed())
+          return c.finish(std::move(m));
+        m.plan = read_plan(d.getPlan(), c);
+        m.train = read_train(d.getTrain(), c);
+        m.train.model = m.plan.model;
+        m.shape_links = d.getShapeLinks();
+        m.clock_s = d.getClock();
+        c.require(std::isfinite(m.clock_s) && m.clock_s >= 0, "clock", "is not a time");
+        return c.finish(std::move(m));
+      });
 }
 
 std::vector<uint8_t> encode(const deployment_request& m) {

@@ -24,8 +24,8 @@ void cpu_backend::cross_entropy_forward(float* losses, float* probs, const float
   }
 }
 
-void cpu_backend::cross_entropy_backward(float* dlogits, const float* probs,
-                                         const int32_t* targets, float scale, int64_t n, int V) {
+void cpu_backend::cross_entropy_backward(float* dlogits, const float* probs, const int32_t* targets,
+                                         float scale, int64_t n, int V) {
   for (int64_t r = 0; r < n; ++r) {
     const float* p = probs + r * V;
     float* d = dlogits + r * V;

@@ -28,8 +28,8 @@ void cpu_backend::layernorm_forward(float* out, float* mean, float* rstd, const 
 }
 
 void cpu_backend::layernorm_backward_input(float* dx, const float* dy, const float* x,
-                                           const float* mean, const float* rstd,
-                                           const float* gamma, int64_t rows, int64_t cols) {
+                                           const float* mean, const float* rstd, const float* gamma,
+                                           int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     const float* dyr = dy + r * cols;

@@ -7,8 +7,8 @@ namespace deepcee::kernels::fast {
 
 /// e^x for float, branch-free so that loops over it vectorize (glibc's expf and tanhf
 /// are scalar calls, and were most of the CPU step time). Vectorizing the selects below
-/// needs -fno-trapping-math, which kernels/CMakeLists.txt sets for the CPU backend. Range reduction x = n ln2 + r,
-/// |r| <= ln2 / 2, then a degree-6 polynomial: relative error about 2e-7 over the
+/// needs -fno-trapping-math, which kernels/CMakeLists.txt sets for the CPU backend. Range reduction
+/// x = n ln2 + r, |r| <= ln2 / 2, then a degree-6 polynomial: relative error about 2e-7 over the
 /// float range, checked against std::exp in the kernel tests. Inputs below -87.3
 /// return 0 (through 2^n with n clamped), as softmax needs for masked scores.
 inline float exp(float x) {
@@ -35,7 +35,7 @@ inline float exp(float x) {
 /// error about 1e-7.
 inline float tanh(float x) {
   float a = x < 0 ? -x : x;
-  a = a > 9.0f ? 9.0f : a;  // tanh(9) = 1 - 3e-8: saturated in float
+  a = a > 9.0f ? 9.0f : a; // tanh(9) = 1 - 3e-8: saturated in float
   float t = 1.0f - 2.0f / (exp(2.0f * a) + 1.0f);
   return x < 0 ? -t : t;
 }

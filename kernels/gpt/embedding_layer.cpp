@@ -5,10 +5,10 @@
 namespace deepcee::kernels {
 
 embedding_layer::embedding_layer(backend& be, int vocab, int context, int d_model, uint64_t seed)
-  : be_(be), wte_(make_parameter(be, "transformer.wte.weight", {vocab, d_model},
-                                 init_kind::normal, 0.02f, seed)),
-    wpe_(make_parameter(be, "transformer.wpe.weight", {context, d_model}, init_kind::normal,
-                        0.01f, seed)) {}
+    : be_(be), wte_(make_parameter(be, "transformer.wte.weight", {vocab, d_model},
+                                   init_kind::normal, 0.02f, seed)),
+      wpe_(make_parameter(be, "transformer.wpe.weight", {context, d_model}, init_kind::normal,
+                          0.01f, seed)) {}
 
 tensor embedding_layer::forward(int micro, const tensor& tokens) {
   if (tokens.rank() != 2 || tokens.type() != dtype::i32 || tokens.dim(1) > wpe_.value.dim(0))

@@ -8,11 +8,11 @@
 namespace deepcee::kernels {
 
 gpt_model::gpt_model(backend& be, const runtime::model_config& config, uint64_t seed)
-  : gpt_model(be, config, 0, layer_count(config), seed) {}
+    : gpt_model(be, config, 0, layer_count(config), seed) {}
 
 gpt_model::gpt_model(backend& be, const runtime::model_config& config, int first, int last,
                      uint64_t seed)
-  : be_(be), config_(config) {
+    : be_(be), config_(config) {
   if (first < 0 || last > layer_count(config) || first >= last)
     throw std::invalid_argument("gpt_model: layer range [" + std::to_string(first) + ", " +
                                 std::to_string(last) + ") is not inside [0, " +
@@ -32,8 +32,7 @@ gpt_model::gpt_model(backend& be, const runtime::model_config& config, int first
   }
 }
 
-tensor gpt_model::forward(int micro, const tensor& input, const tensor* targets,
-                          float loss_scale) {
+tensor gpt_model::forward(int micro, const tensor& input, const tensor* targets, float loss_scale) {
   if (head_ != nullptr) {
     if (targets == nullptr)
       throw std::invalid_argument("gpt_model: the slice with the head needs targets");

@@ -26,9 +26,7 @@ public:
   void backward_weight(int micro) override;
   void forget(int micro) override;
   size_t saved_bytes() const override;
-  std::vector<parameter*> parameters() override {
-    return {&ln_f_.weight, &ln_f_.bias, &lm_head_};
-  }
+  std::vector<parameter*> parameters() override { return {&ln_f_.weight, &ln_f_.bias, &lm_head_}; }
 
 private:
   struct target_state {

@@ -5,8 +5,8 @@
 namespace deepcee::kernels {
 
 layernorm::layernorm(backend& be, const std::string& prefix, int64_t width, uint64_t seed)
-  : weight(make_parameter(be, prefix + ".weight", {width}, init_kind::ones, 0, seed)),
-    bias(make_parameter(be, prefix + ".bias", {width}, init_kind::zeros, 0, seed)) {}
+    : weight(make_parameter(be, prefix + ".weight", {width}, init_kind::ones, 0, seed)),
+      bias(make_parameter(be, prefix + ".bias", {width}, init_kind::zeros, 0, seed)) {}
 
 tensor layernorm::forward(backend& be, const tensor& x, saved& s) const {
   int64_t rows = rows_of(x), cols = x.shape().back();

@@ -9,26 +9,26 @@
 namespace deepcee::kernels {
 transformer_block::transformer_block(backend& be, int index, int d_model, int heads, int n_layer,
                                      uint64_t seed)
-  : be_(be), prefix_("transformer.h." + std::to_string(index)),
-    ln_1_(be, prefix_ + ".ln_1", d_model, seed), ln_2_(be, prefix_ + ".ln_2", d_model, seed),
-    c_attn_w_(make_parameter(be, prefix_ + ".attn.c_attn.weight", {d_model, 3 * d_model},
+    : be_(be), prefix_("transformer.h." + std::to_string(index)),
+      ln_1_(be, prefix_ + ".ln_1", d_model, seed), ln_2_(be, prefix_ + ".ln_2", d_model, seed),
+      c_attn_w_(make_parameter(be, prefix_ + ".attn.c_attn.weight", {d_model, 3 * d_model},
+                               init_kind::normal, 0.02f, seed)),
+      c_attn_b_(make_parameter(be, prefix_ + ".attn.c_attn.bias", {3 * d_model}, init_kind::zeros,
+                               0, seed)),
+      // GPT-2 scales the projections into the residual stream by 1/sqrt(2 * n_layer).
+      attn_proj_w_(make_parameter(be, prefix_ + ".attn.c_proj.weight", {d_model, d_model},
+                                  init_kind::normal, 0.02f / std::sqrt(2.0f * n_layer), seed)),
+      attn_proj_b_(
+          make_parameter(be, prefix_ + ".attn.c_proj.bias", {d_model}, init_kind::zeros, 0, seed)),
+      c_fc_w_(make_parameter(be, prefix_ + ".mlp.c_fc.weight", {d_model, 4 * d_model},
                              init_kind::normal, 0.02f, seed)),
-    c_attn_b_(make_parameter(be, prefix_ + ".attn.c_attn.bias", {3 * d_model}, init_kind::zeros,
-                             0, seed)),
-    // GPT-2 scales the projections into the residual stream by 1/sqrt(2 * n_layer).
-    attn_proj_w_(make_parameter(be, prefix_ + ".attn.c_proj.weight", {d_model, d_model},
-                                init_kind::normal, 0.02f / std::sqrt(2.0f * n_layer), seed)),
-    attn_proj_b_(make_parameter(be, prefix_ + ".attn.c_proj.bias", {d_model}, init_kind::zeros,
-                                0, seed)),
-    c_fc_w_(make_parameter(be, prefix_ + ".mlp.c_fc.weight", {d_model, 4 * d_model},
-                           init_kind::normal, 0.02f, seed)),
-    c_fc_b_(make_parameter(be, prefix_ + ".mlp.c_fc.bias", {4 * d_model}, init_kind::zeros, 0,
-                           seed)),
-    mlp_proj_w_(make_parameter(be, prefix_ + ".mlp.c_proj.weight", {4 * d_model, d_model},
-                               init_kind::normal, 0.02f / std::sqrt(2.0f * n_layer), seed)),
-    mlp_proj_b_(make_parameter(be, prefix_ + ".mlp.c_proj.bias", {d_model}, init_kind::zeros, 0,
-                               seed)),
-    attention_{heads} {
+      c_fc_b_(
+          make_parameter(be, prefix_ + ".mlp.c_fc.bias", {4 * d_model}, init_kind::zeros, 0, seed)),
+      mlp_proj_w_(make_parameter(be, prefix_ + ".mlp.c_proj.weight", {4 * d_model, d_model},
+                                 init_kind::normal, 0.02f / std::sqrt(2.0f * n_layer), seed)),
+      mlp_proj_b_(
+          make_parameter(be, prefix_ + ".mlp.c_proj.bias", {d_model}, init_kind::zeros, 0, seed)),
+      attention_{heads} {
   if (d_model % heads != 0)
     throw std::invalid_argument(prefix_ + ": d_model " + std::to_string(d_model) +
                                 " is not divisible by " + std::to_string(heads) + " heads");
@@ -42,7 +42,7 @@ tensor transformer_block::forward(int micro, const tensor& x) {
   tensor qkv = linear_forward(be_, s.ln1_out, c_attn_w_, c_attn_b_);
   s.attn_out = attention_.forward(be_, qkv, s.attn);
   tensor residual = linear_forward(be_, s.attn_out, attn_proj_w_, attn_proj_b_);
-  be_.add(residual.f32(), residual.f32(), x.f32(), x.numel());  // x + attn
+  be_.add(residual.f32(), residual.f32(), x.f32(), x.numel()); // x + attn
   s.ln2_out = ln_2_.forward(be_, residual, s.ln2);
   s.fc_out = linear_forward(be_, s.ln2_out, c_fc_w_, c_fc_b_);
   s.gelu_out = be_.alloc(s.fc_out.shape());
@@ -100,17 +100,17 @@ size_t transformer_block::saved_bytes() const {
   for (const auto& [_, s] : forward_states_)
     n += tensor_bytes(s.ln1) + tensor_bytes(s.ln2) +
          tensor_bytes({&s.ln1_out, &s.ln2_out, &s.attn_out, &s.fc_out, &s.gelu_out, &s.attn.q,
-                &s.attn.k, &s.attn.v, &s.attn.probs});
+                       &s.attn.k, &s.attn.v, &s.attn.probs});
   for (const auto& [_, w] : weight_states_)
     n += tensor_bytes(w.ln1) + tensor_bytes(w.ln2) +
          tensor_bytes({&w.ln1_out, &w.ln2_out, &w.attn_out, &w.gelu_out, &w.d_ln1_out, &w.d_qkv,
-                &w.d_attn_proj, &w.d_ln2_out, &w.d_fc, &w.d_mlp_proj});
+                       &w.d_attn_proj, &w.d_ln2_out, &w.d_fc, &w.d_mlp_proj});
   return n;
 }
 
 std::vector<parameter*> transformer_block::parameters() {
-  return {&ln_1_.weight, &ln_1_.bias, &c_attn_w_,     &c_attn_b_,     &attn_proj_w_, &attn_proj_b_,
-          &ln_2_.weight, &ln_2_.bias, &c_fc_w_,       &c_fc_b_,       &mlp_proj_w_,  &mlp_proj_b_};
+  return {&ln_1_.weight, &ln_1_.bias, &c_attn_w_, &c_attn_b_, &attn_proj_w_, &attn_proj_b_,
+          &ln_2_.weight, &ln_2_.bias, &c_fc_w_,   &c_fc_b_,   &mlp_proj_w_,  &mlp_proj_b_};
 }
 
 } // namespace deepcee::kernels

@@ -49,16 +49,27 @@ BOOST_AUTO_TEST_CASE(each_broken_rule_is_refused_naming_the_field) {
       {"stage is negative", [](auto& s) { s.stage = -1; }},
       {"params[0].name is empty", [](auto& s) { s.params[0].name.clear(); }},
       {"params[1].shape is empty", [](auto& s) { s.params[1].shape.clear(); }},
-      {"params[1].shape has a dimension", [](auto& s) { s.params[1].shape = {2, 0}; }},
-      {"params[1].shape has a dimension", [](auto& s) { s.params[1].shape = {-2, -3}; }},
+      {"params[1].shape has a dimension",
+       [](auto& s) {
+         s.params[1].shape = {2, 0};
+       }},
+      {"params[1].shape has a dimension",
+       [](auto& s) {
+         s.params[1].shape = {-2, -3};
+       }},
       {"params[1].shape has a dimension", // a product that overflows
-       [](auto& s) { s.params[1].shape = {int64_t{1} << 40, int64_t{1} << 40}; }},
+       [](auto& s) {
+         s.params[1].shape = {int64_t{1} << 40, int64_t{1} << 40};
+       }},
       {"params[1].value holds 6 values, not the shape's 8",
-       [](auto& s) { s.params[1].shape = {2, 4}; }},
+       [](auto& s) {
+         s.params[1].shape = {2, 4};
+       }},
       {"params[0].value holds 3 values", [](auto& s) { s.params[0].value.pop_back(); }},
       {"params[0].exp_avg and exp_avg_sq", [](auto& s) { s.params[0].exp_avg.pop_back(); }},
       {"params[0].exp_avg and exp_avg_sq", [](auto& s) { s.params[0].exp_avg_sq.clear(); }},
-      {"params[1].exp_avg and exp_avg_sq", [](auto& s) { s.params[1].exp_avg = {1, 2, 3, 4, 5, 6}; }},
+      {"params[1].exp_avg and exp_avg_sq",
+       [](auto& s) { s.params[1].exp_avg = {1, 2, 3, 4, 5, 6}; }},
   };
   for (const auto& [mentions, breaks] : cases) {
     BOOST_TEST_CONTEXT(mentions) {
