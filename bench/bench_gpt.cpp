@@ -89,11 +89,7 @@ double torch_tokens_per_s(const options& o, std::string& why) {
   return v;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  options o;
-  CLI::App app{"bench_gpt: forward+B+W tokens/s per layer kind and whole model vs PyTorch"};
+void add_options(CLI::App& app, options& o) {
   app.add_option("--layers", o.model.n_layer)->capture_default_str();
   app.add_option("--d-model", o.model.d_model)->capture_default_str();
   app.add_option("--heads", o.model.n_head)->capture_default_str();
@@ -107,6 +103,56 @@ int main(int argc, char** argv) {
   app.add_option("--torch", o.torch, "PyTorch reference script")->capture_default_str();
   app.add_option("--python", o.python, "Python with PyTorch")->capture_default_str();
   app.add_flag("--no-torch", o.no_torch, "Skip the PyTorch reference");
+}
+
+struct model_timing {
+  std::array<double, 3> parts{}; ///< F, B and W seconds
+  double step_s = 0;             ///< F+B+W and the AdamW step
+};
+
+/// The whole model as `deepcee train` runs it: F, B, W, clip and AdamW step.
+model_timing time_model(backend& be, const options& o, const tensor& tokens_t,
+                        const tensor& targets_t) {
+  const double tokens = static_cast<double>(o.batch) * o.model.context;
+  gpt_model model(be, o.model, 1);
+  runtime::optimizer_config oc;
+  adamw opt(be, model.parameters(), oc);
+  model_timing out;
+  for (int i = -1; i < o.steps; ++i) {
+    model.zero_grad();
+    double f = seconds_of(be, [&] { model.forward(0, tokens_t, &targets_t, 1.0f / tokens); });
+    double b = seconds_of(be, [&] { model.backward_input(0, {}); });
+    double w = seconds_of(be, [&] { model.backward_weight(0); });
+    double s = seconds_of(be, [&] { opt.step(1e-4f, i + 2, std::sqrt(opt.grad_sum_squares())); });
+    if (i >= 0) {
+      out.parts[0] += f / o.steps;
+      out.parts[1] += b / o.steps;
+      out.parts[2] += w / o.steps;
+      out.step_s += (f + b + w + s) / o.steps;
+    }
+  }
+  return out;
+}
+
+void print_torch_comparison(const options& o, double tokens_per_s) {
+  std::string why;
+  double torch = torch_tokens_per_s(o, why);
+  if (torch > 0)
+    fmt::print("PyTorch {}{} same model and batch: {:.0f} tokens/s -> deepcee / PyTorch = {:.2f}\n",
+               o.device, o.bf16 ? " bf16 autocast" : "", torch, tokens_per_s / torch);
+  else
+    fmt::print("PyTorch reference unavailable ({} {}: {}); on a CPU machine Debian's python3-torch "
+               "serves (DEEPCEE_WITH_TORCH=1 ./setup.sh), on a GPU one --python must name a "
+               "PyTorch built with CUDA\n",
+               o.python, o.torch, why.empty() ? "no output" : why);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app{"bench_gpt: forward+B+W tokens/s per layer kind and whole model vs PyTorch"};
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
 
   backend_options bo;
@@ -150,41 +196,11 @@ int main(int argc, char** argv) {
                            [&](int i) { head.set_targets(i, targets_t, 1.0f / tokens); }));
   }
 
-  // The whole model as `deepcee train` runs it: F, B, W, clip and AdamW step.
-  gpt_model model(*be, m, 1);
-  runtime::optimizer_config oc;
-  adamw opt(*be, model.parameters(), oc);
-  double step_s = 0;
-  std::array<double, 3> parts{};
-  for (int i = -1; i < o.steps; ++i) {
-    model.zero_grad();
-    double f = seconds_of(*be, [&] { model.forward(0, tokens_t, &targets_t, 1.0f / tokens); });
-    double b = seconds_of(*be, [&] { model.backward_input(0, {}); });
-    double w = seconds_of(*be, [&] { model.backward_weight(0); });
-    double s = seconds_of(*be, [&] { opt.step(1e-4f, i + 2, std::sqrt(opt.grad_sum_squares())); });
-    if (i >= 0) {
-      parts[0] += f / o.steps;
-      parts[1] += b / o.steps;
-      parts[2] += w / o.steps;
-      step_s += (f + b + w + s) / o.steps;
-    }
-  }
-  row("whole model", parts);
-  fmt::print("\ntrain step (F+B+W+AdamW): {:.1f} ms, {:.0f} tokens/s\n", step_s * 1e3,
-             tokens / step_s);
-  if (!o.no_torch) {
-    std::string why;
-    double torch = torch_tokens_per_s(o, why);
-    if (torch > 0)
-      fmt::print(
-          "PyTorch {}{} same model and batch: {:.0f} tokens/s -> deepcee / PyTorch = {:.2f}\n",
-          o.device, o.bf16 ? " bf16 autocast" : "", torch, tokens / step_s / torch);
-    else
-      fmt::print(
-          "PyTorch reference unavailable ({} {}: {}); on a CPU machine Debian's python3-torch "
-          "serves (DEEPCEE_WITH_TORCH=1 ./setup.sh), on a GPU one --python must name a "
-          "PyTorch built with CUDA\n",
-          o.python, o.torch, why.empty() ? "no output" : why);
-  }
+  const model_timing whole = time_model(*be, o, tokens_t, targets_t);
+  row("whole model", whole.parts);
+  fmt::print("\ntrain step (F+B+W+AdamW): {:.1f} ms, {:.0f} tokens/s\n", whole.step_s * 1e3,
+             tokens / whole.step_s);
+  if (!o.no_torch)
+    print_torch_comparison(o, tokens / whole.step_s);
   return 0;
 }

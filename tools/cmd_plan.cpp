@@ -34,23 +34,18 @@ std::string out_of_memory_note(const runtime::cluster& c, const runtime::sim_res
          runtime::format_bytes(m.need) + " of " + runtime::format_bytes(m.usable);
 }
 
-int run_plan(const plan_options& o) {
-  runtime::cluster c = runtime::load_cluster(o.cluster);
-  auto config = runtime::model_preset(o.model);
+runtime::model_config model_of(const std::string& name) {
+  auto config = runtime::model_preset(name);
   if (!config) {
     std::string names;
     for (const auto& n : runtime::model_preset_names())
       names += (names.empty() ? "" : ", ") + n;
-    runtime::fail_input("--model", 0, "unknown model '" + o.model + "' (known: " + names + ")");
+    runtime::fail_input("--model", 0, "unknown model '" + name + "' (known: " + names + ")");
   }
-  runtime::model_spec model = runtime::make_model_spec(*config, o.model);
-  runtime::measured_profile measured;
-  if (o.profile)
-    measured = runtime::load_measured_profile(*o.profile);
-  runtime::require_profile_covers(measured, c.devices);
-  runtime::apply_measured_links(c, measured);
-  runtime::profile_table profiles(model, {}, measured);
+  return *config;
+}
 
+runtime::planner_options planner_options_of(const plan_options& o) {
   runtime::planner_options po;
   po.model_name = o.model;
   po.source = o.cluster;
@@ -64,28 +59,22 @@ int run_plan(const plan_options& o) {
                               std::to_string(runtime::max_batch));
     po.global_batch = *o.batch;
   }
-  // The search can take minutes on large clusters: say where it is (stderr, after 1 s).
-  progress_line progress(stderr);
-  po.progress = [&](const runtime::planner_progress& p) {
-    std::string text = p.phase + " " + std::to_string(p.done);
-    if (p.total > 0)
-      text += "/" + std::to_string(p.total);
-    text += p.phase == "baselines" ? " simulated" : p.phase == "search" ? " device sets" : " plans";
-    text += " | " + std::to_string(p.plans_estimated) + " estimated, " +
-            std::to_string(p.plans_simulated) + " simulated";
-    progress.update(text);
-  };
-  runtime::planner_report r = runtime::plan_training(c, profiles, po);
-  progress.finish();
+  return po;
+}
 
-  std::printf("cluster %s: %zu devices, %zu nodes, %zu regions; model %s (%.1fM parameters), "
-              "global batch %d\n",
-              c.name.c_str(), c.devices.size(), c.nodes.size(), c.regions.size(), o.model.c_str(),
-              double(model.total_params()) / 1e6, r.global_batch);
-  print_groups(stdout, c, r.groups);
-  print_plan(stdout, c, model, r.best);
-  print_sim(stdout, r.best_sim);
+/// "search 12/40 device sets | 310 estimated, 12 simulated".
+std::string progress_text(const runtime::planner_progress& p) {
+  std::string text = p.phase + " " + std::to_string(p.done);
+  if (p.total > 0)
+    text += "/" + std::to_string(p.total);
+  text += p.phase == "baselines" ? " simulated" : p.phase == "search" ? " device sets" : " plans";
+  text += " | " + std::to_string(p.plans_estimated) + " estimated, " +
+          std::to_string(p.plans_simulated) + " simulated";
+  return text;
+}
 
+/// Every strategy's row, then the best baseline against the chosen plan.
+void print_strategies(const runtime::cluster& c, const runtime::planner_report& r) {
   // Restricted baselines ("dp (cloud only)") need a wider first column.
   int width = 9;
   for (const auto& row : r.strategies)
@@ -114,6 +103,33 @@ int run_plan(const plan_options& o) {
   } else {
     std::printf("\nbest baseline: none fits memory\n");
   }
+}
+
+int run_plan(const plan_options& o) {
+  runtime::cluster c = runtime::load_cluster(o.cluster);
+  runtime::model_spec model = runtime::make_model_spec(model_of(o.model), o.model);
+  runtime::measured_profile measured;
+  if (o.profile)
+    measured = runtime::load_measured_profile(*o.profile);
+  runtime::require_profile_covers(measured, c.devices);
+  runtime::apply_measured_links(c, measured);
+  runtime::profile_table profiles(model, {}, measured);
+
+  runtime::planner_options po = planner_options_of(o);
+  // The search can take minutes on large clusters: say where it is (stderr, after 1 s).
+  progress_line progress(stderr);
+  po.progress = [&](const runtime::planner_progress& p) { progress.update(progress_text(p)); };
+  runtime::planner_report r = runtime::plan_training(c, profiles, po);
+  progress.finish();
+
+  std::printf("cluster %s: %zu devices, %zu nodes, %zu regions; model %s (%.1fM parameters), "
+              "global batch %d\n",
+              c.name.c_str(), c.devices.size(), c.nodes.size(), c.regions.size(), o.model.c_str(),
+              double(model.total_params()) / 1e6, r.global_batch);
+  print_groups(stdout, c, r.groups);
+  print_plan(stdout, c, model, r.best);
+  print_sim(stdout, r.best_sim);
+  print_strategies(c, r);
   const double ideal = runtime::ideal_samples_per_s(c, profiles);
   std::printf("\nideal: %.2f samples/s (every device alone, no communication); deepcee is "
               "%.2f of it\n",

@@ -54,6 +54,35 @@ double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
+/// The layers around the measured one, as it runs inside a stage (gpt_model): its input
+/// made by the layer before it, its output read by the layer after it.
+struct measuring_stage {
+  std::vector<std::unique_ptr<layer>> layers;
+  size_t measured = 0;
+};
+
+measuring_stage stage_around(backend& be, const runtime::model_config& model,
+                             runtime::layer_kind kind) {
+  measuring_stage stage;
+  switch (kind) {
+  case runtime::layer_kind::embedding:
+    stage.layers.push_back(make_layer(be, model, kind));
+    stage.layers.push_back(make_layer(be, model, runtime::layer_kind::block));
+    break;
+  case runtime::layer_kind::block:
+    for (int i = 0; i < 3; ++i)
+      stage.layers.push_back(make_layer(be, model, kind));
+    stage.measured = 1;
+    break;
+  case runtime::layer_kind::head:
+    stage.layers.push_back(make_layer(be, model, runtime::layer_kind::block));
+    stage.layers.push_back(make_layer(be, model, kind));
+    stage.measured = 1;
+    break;
+  }
+  return stage;
+}
+
 } // namespace
 
 layer_timing time_layer(backend& be, const runtime::model_config& model, runtime::layer_kind kind,
@@ -62,29 +91,11 @@ layer_timing time_layer(backend& be, const runtime::model_config& model, runtime
     throw std::invalid_argument("time_layer: micro-batch and repetitions must be positive");
   const int b = micro_batch, t = model.context, c = model.d_model;
   std::mt19937 rng(42);
-  // The layer runs inside a stage as the worker runs it (gpt_model): its input made by the
-  // layer before it, its output read by the layer after it, the stage's B in reverse order
-  // then its W in order, another micro-batch's F between a micro-batch's F and its B. Only
-  // the measured layer's calls are timed: a layer timed alone, F, B and W back to back on
-  // buffers still in cache, ran 5-12% faster than the same layers in a stage.
-  std::vector<std::unique_ptr<layer>> stage;
-  size_t at = 0;
-  switch (kind) {
-  case runtime::layer_kind::embedding:
-    stage.push_back(make_layer(be, model, kind));
-    stage.push_back(make_layer(be, model, runtime::layer_kind::block));
-    break;
-  case runtime::layer_kind::block:
-    for (int i = 0; i < 3; ++i)
-      stage.push_back(make_layer(be, model, kind));
-    at = 1;
-    break;
-  case runtime::layer_kind::head:
-    stage.push_back(make_layer(be, model, runtime::layer_kind::block));
-    stage.push_back(make_layer(be, model, kind));
-    at = 1;
-    break;
-  }
+  // The stage runs its B in reverse order then its W in order, with another micro-batch's F
+  // between a micro-batch's F and its B. Only the measured layer's calls are timed. A layer
+  // timed alone, F, B and W back to back on buffers still in cache, ran 5-12% faster than
+  // the same layer in a stage.
+  auto [stage, at] = stage_around(be, model, kind);
   layer& measured = *stage[at];
   auto* head = dynamic_cast<head_layer*>(stage.back().get());
   const tensor input = kind == runtime::layer_kind::embedding

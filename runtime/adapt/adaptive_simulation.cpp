@@ -55,6 +55,51 @@ std::vector<link_observation> observed_transfers(const cluster& c, const model_s
   return out;
 }
 
+namespace {
+
+/// The static run: the plan as it starts, through the whole timeline.
+std::vector<adaptive_step> static_steps(const cluster& c, const model_spec& model,
+                                        const profile_table& profile, const plan& p,
+                                        const link_timeline& timeline, int steps) {
+  sim_options options;
+  options.steps = steps;
+  const auto fixed = simulate(c, model, profile, p, timeline, options);
+  const double batch = p.global_batch();
+  std::vector<adaptive_step> out;
+  double t = 0;
+  for (int k = 0; k < steps; ++k) {
+    const double dt = fixed.step_times_s[static_cast<size_t>(k)];
+    out.push_back({k, t, dt, batch / dt, std::nullopt});
+    t += dt;
+  }
+  return out;
+}
+
+/// What the monitor sees of a transfer on a noisy network: its drain and its latency each
+/// scaled by a seeded factor.
+class noisy_view {
+public:
+  explicit noisy_view(const adaptive_options& options) : options_(options) {}
+
+  link_observation operator()(link_observation o) {
+    if (options_.sample_noise <= 0)
+      return o;
+    const double drain = (o.drained_s - o.start_s) * next_factor();
+    const double latency = (o.arrival_s - o.drained_s) * next_factor();
+    o.drained_s = o.start_s + drain;
+    o.arrival_s = o.drained_s + latency;
+    return o;
+  }
+
+private:
+  double next_factor() { return noise_factor(options_.sample_noise, options_.seed, index_++); }
+
+  const adaptive_options& options_;
+  uint64_t index_ = 0;
+};
+
+} // namespace
+
 adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
                                   const profile_table& profile, const plan& p,
                                   const link_timeline& timeline, const adaptive_options& options) {
@@ -63,16 +108,7 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
   adaptive_result out;
   out.global_batch = p.global_batch();
   const double batch = out.global_batch;
-
-  sim_options fixed_options;
-  fixed_options.steps = options.steps;
-  const auto fixed = simulate(c, model, profile, p, timeline, fixed_options);
-  double t = 0;
-  for (int k = 0; k < options.steps; ++k) {
-    const double dt = fixed.step_times_s[static_cast<size_t>(k)];
-    out.fixed.push_back({k, t, dt, batch / dt, std::nullopt});
-    t += dt;
-  }
+  out.fixed = static_steps(c, model, profile, p, timeline, options.steps);
 
   // A step event happens when the adapted run starts that step's ops (after a re-plan's
   // moves), by the rule the coordinator follows at its step boundaries (take_injected).
@@ -80,21 +116,9 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
   step_adapter adapter(c, model, profile, p, options.band, 9, options.policy, options.probes);
   plan current = p;
   std::optional<adapt_decision> pending;
-  uint64_t sample_index = 0;
-  // What the monitor sees of a transfer on a noisy network.
-  const auto seen = [&](link_observation o) {
-    if (options.sample_noise > 0) {
-      const double drain = (o.drained_s - o.start_s) *
-                           noise_factor(options.sample_noise, options.seed, sample_index++);
-      const double latency = (o.arrival_s - o.drained_s) *
-                             noise_factor(options.sample_noise, options.seed, sample_index++);
-      o.drained_s = o.start_s + drain;
-      o.arrival_s = o.drained_s + latency;
-    }
-    return o;
-  };
+  noisy_view seen(options);
+  double t = 0;
   double hold_s = 0; // the probes sent at the next step's start
-  t = 0;
   for (int k = 0; k < options.steps; ++k) {
     adaptive_step step;
     step.step = k;

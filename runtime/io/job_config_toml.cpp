@@ -198,41 +198,39 @@ void read_inspect(const toml::table& root, const fs::path& path, job_config& job
   }
 }
 
-} // namespace
-
-job_config load_job_config(const fs::path& path) {
-  job_config job;
-  job.source = path;
-  toml::table root;
+toml::table parse_job_file(const fs::path& path) {
   try {
-    root = toml::parse(read_bounded_file(path, max_config_bytes, "job file"), path.string());
+    return toml::parse(read_bounded_file(path, max_config_bytes, "job file"), path.string());
   } catch (const toml::parse_error& e) {
     fail_input(path, static_cast<int64_t>(e.source().begin.line), std::string(e.description()));
   }
-  for (const auto& [key, node] : root) {
-    static const std::string_view known[] = {"name",
-                                             "time",
-                                             "shape_links",
-                                             "adapt",
-                                             "cluster",
-                                             "plan",
-                                             "model",
-                                             "coordinator",
-                                             "connect_timeout",
-                                             "train",
-                                             "node",
-                                             "heartbeat_interval",
-                                             "heartbeat_timeout",
-                                             "inject",
-                                             "security",
-                                             "inspect",
-                                             "profile"};
+}
+
+void check_top_level_keys(const toml::table& root, const fs::path& path) {
+  static const std::string_view known[] = {"name",
+                                           "time",
+                                           "shape_links",
+                                           "adapt",
+                                           "cluster",
+                                           "plan",
+                                           "model",
+                                           "coordinator",
+                                           "connect_timeout",
+                                           "train",
+                                           "node",
+                                           "heartbeat_interval",
+                                           "heartbeat_timeout",
+                                           "inject",
+                                           "security",
+                                           "inspect",
+                                           "profile"};
+  for (const auto& [key, node] : root)
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
-  }
-  const fs::path dir = path.parent_path();
-  if (auto n = text_of(root, "name", path); !n.empty())
-    job.name = n;
+}
+
+/// `time`, and the switches that depend on it: `shape_links` and `adapt`.
+void read_time(const toml::table& root, const fs::path& path, job_config& job) {
   const auto time = text_of(root, "time", path);
   if (time == "wall")
     job.time = time_mode::wall;
@@ -259,29 +257,33 @@ job_config load_job_config(const fs::path& path) {
       fail_input(path, line_of(*n), "adapt must be true or false");
     job.adapt = *n->value<bool>();
   }
+}
 
-  read_security(root, path, job);
-
+/// `cluster` (required), `plan` and `profile`: files named relative to the job file.
+void read_cluster_plan_profile(const toml::table& root, const fs::path& path, job_config& job) {
   const auto cluster = text_of(root, "cluster", path);
   if (cluster.empty())
     fail_input(path, 0, "'cluster' (a cluster file) is required");
-  job.cluster_path = fs::path(cluster).is_absolute() ? fs::path(cluster) : dir / cluster;
+  job.cluster_path = beside(path, cluster);
   job.cluster = load_cluster(job.cluster_path);
 
   const auto plan = text_of(root, "plan", path);
   if (!plan.empty() && plan != "auto")
-    job.plan_path = fs::path(plan).is_absolute() ? fs::path(plan) : dir / plan;
+    job.plan_path = beside(path, plan);
 
   if (const auto profile = text_of(root, "profile", path); profile == "auto")
     job.profile_auto = true;
   else if (!profile.empty()) {
-    job.profile_path = fs::path(profile).is_absolute() ? fs::path(profile) : dir / profile;
+    job.profile_path = beside(path, profile);
     // Its links are the cluster's on every node of the job alike.
     apply_measured_links(job.cluster, load_measured_profile(*job.profile_path));
   }
+}
 
+/// The [train] table, read where it stands so that its keys keep their lines, and the
+/// `model` preset, which stands in for [train.model].
+void read_train_and_model(const toml::table& root, const fs::path& path, job_config& job) {
   bool has_model_table = false;
-  // The [train] table is read where it stands, so that its keys keep their lines.
   toml::table no_train;
   const toml::table* train = &no_train;
   if (const auto* t = root.get("train")) {
@@ -302,6 +304,21 @@ job_config load_job_config(const fs::path& path) {
     job.train.origin.lines["model"] = line_of(*root.get("model"));
     job.model_name = m;
   }
+}
+
+} // namespace
+
+job_config load_job_config(const fs::path& path) {
+  job_config job;
+  job.source = path;
+  const toml::table root = parse_job_file(path);
+  check_top_level_keys(root, path);
+  if (auto n = text_of(root, "name", path); !n.empty())
+    job.name = n;
+  read_time(root, path, job);
+  read_security(root, path, job);
+  read_cluster_plan_profile(root, path, job);
+  read_train_and_model(root, path, job);
   validate_job_train(job, path);
   read_nodes(root, path, job);
   check_tls(root, path, job);

@@ -247,6 +247,86 @@ void check_complete(const fs::path& source, const measured_profile& p, const dec
     }
 }
 
+/// Reads every table of the array `[[key]]` with `read`; `clash(prior, next)` names why
+/// `next` may not follow an earlier table (empty when it may).
+template <class T, class Read, class Clash>
+std::vector<T> read_tables(const fs::path& source, const toml::table& root, const char* key,
+                           Read read, Clash clash) {
+  std::vector<T> out;
+  const toml::node* n = root.get(key);
+  if (!n)
+    return out;
+  if (!n->is_array_of_tables())
+    fail_at(source, *n, std::string("'") + key + "' must be an array of tables ([[" + key + "]])");
+  for (const auto& item : *n->as_array()) {
+    T next = read(source, *item.as_table());
+    for (const auto& prior : out)
+      if (const std::string why = clash(prior, next); !why.empty())
+        fail_input(source, next.line, why);
+    out.push_back(std::move(next));
+  }
+  return out;
+}
+
+/// " (first at line 12)".
+std::string first_at(int64_t line) {
+  return " (first at line " + std::to_string(line) + ")";
+}
+
+/// `model` and `precision`, which a profile of any version may give.
+void read_model_and_precision(const fs::path& source, const toml::table& root,
+                              measured_profile& p) {
+  if (auto n = root.get("model")) {
+    p.model = get_string(source, *n, "model");
+    p.model_line = line_of(*n);
+  }
+  if (auto n = root.get("precision")) {
+    std::string s = get_string(source, *n, "precision");
+    if (s == "fp32")
+      p.prec = precision::fp32;
+    else if (s == "bf16")
+      p.prec = precision::bf16;
+    else
+      fail_at(source, *n, "unknown precision '" + s + "' (expected fp32 or bf16)");
+    p.precision_line = line_of(*n);
+  }
+}
+
+void read_profile_tables(const fs::path& source, const toml::table& root, measured_profile& p) {
+  p.devices = read_tables<measured_device>(
+      source, root, "device", read_device, [](const auto& prior, const auto& d) {
+        return prior.kind == d.kind ? "a second [[device]] of kind " + d.kind : std::string();
+      });
+  p.entries = read_tables<measured_entry>(
+      source, root, "entry", read_entry, [](const auto& prior, const auto& e) {
+        if (prior.device_kind != e.device_kind || prior.layer != e.layer ||
+            prior.micro_batch != e.micro_batch)
+          return std::string();
+        return "duplicate entry for " + e.device_kind + " " + std::string(to_string(e.layer)) +
+               " micro_batch " + std::to_string(e.micro_batch) + first_at(prior.line);
+      });
+  p.links = read_tables<measured_link>(
+      source, root, "link", read_link, [](const auto& prior, const auto& l) {
+        return prior.from == l.from && prior.to == l.to
+                   ? "a second [[link]] from " + l.from + " to " + l.to
+                   : std::string();
+      });
+  p.codecs = read_tables<measured_codec>(
+      source, root, "codec", read_codec, [](const auto& prior, const auto& c) {
+        return prior.device_kind == c.device_kind && prior.comp == c.comp
+                   ? "a second [[codec]] for " + c.device_kind + " " +
+                         std::string(to_string(c.comp)) + first_at(prior.line)
+                   : std::string();
+      });
+  p.optimizers = read_tables<measured_optimizer>(
+      source, root, "optimizer", read_optimizer, [](const auto& prior, const auto& o) {
+        return prior.device_kind == o.device_kind && prior.layer == o.layer
+                   ? "a second [[optimizer]] for " + o.device_kind + " " +
+                         std::string(to_string(o.layer)) + first_at(prior.line)
+                   : std::string();
+      });
+}
+
 } // namespace
 
 measured_profile parse_measured_profile(std::string_view toml_text, const fs::path& source) {
@@ -267,80 +347,8 @@ measured_profile parse_measured_profile(std::string_view toml_text, const fs::pa
         fail_at(source, *n,
                 std::string("'") + key + "' belongs to a versioned profile: add format_version = " +
                     std::to_string(profile_format_version));
-  if (auto n = root.get("model")) {
-    p.model = get_string(source, *n, "model");
-    p.model_line = line_of(*n);
-  }
-  if (auto n = root.get("precision")) {
-    std::string s = get_string(source, *n, "precision");
-    if (s == "fp32")
-      p.prec = precision::fp32;
-    else if (s == "bf16")
-      p.prec = precision::bf16;
-    else
-      fail_at(source, *n, "unknown precision '" + s + "' (expected fp32 or bf16)");
-    p.precision_line = line_of(*n);
-  }
-  auto tables = [&](const char* key) -> const toml::array* {
-    const toml::node* n = root.get(key);
-    if (!n)
-      return nullptr;
-    if (!n->is_array_of_tables())
-      fail_at(source, *n,
-              std::string("'") + key + "' must be an array of tables ([[" + key + "]])");
-    return n->as_array();
-  };
-  if (const auto* devices = tables("device"))
-    for (const auto& item : *devices) {
-      measured_device d = read_device(source, *item.as_table());
-      for (const auto& prior : p.devices)
-        if (prior.kind == d.kind)
-          fail_input(source, d.line, "a second [[device]] of kind " + d.kind);
-      p.devices.push_back(std::move(d));
-    }
-  if (const auto* entries = tables("entry"))
-    for (const auto& item : *entries) {
-      measured_entry e = read_entry(source, *item.as_table());
-      for (const auto& prior : p.entries)
-        if (prior.device_kind == e.device_kind && prior.layer == e.layer &&
-            prior.micro_batch == e.micro_batch)
-          fail_input(source, e.line,
-                     "duplicate entry for " + e.device_kind + " " +
-                         std::string(to_string(e.layer)) + " micro_batch " +
-                         std::to_string(e.micro_batch) + " (first at line " +
-                         std::to_string(prior.line) + ")");
-      p.entries.push_back(std::move(e));
-    }
-  if (const auto* links = tables("link"))
-    for (const auto& item : *links) {
-      measured_link l = read_link(source, *item.as_table());
-      for (const auto& prior : p.links)
-        if (prior.from == l.from && prior.to == l.to)
-          fail_input(source, l.line, "a second [[link]] from " + l.from + " to " + l.to);
-      p.links.push_back(std::move(l));
-    }
-  if (const auto* codecs = tables("codec"))
-    for (const auto& item : *codecs) {
-      measured_codec c = read_codec(source, *item.as_table());
-      for (const auto& prior : p.codecs)
-        if (prior.device_kind == c.device_kind && prior.comp == c.comp)
-          fail_input(source, c.line,
-                     "a second [[codec]] for " + c.device_kind + " " +
-                         std::string(to_string(c.comp)) + " (first at line " +
-                         std::to_string(prior.line) + ")");
-      p.codecs.push_back(std::move(c));
-    }
-  if (const auto* optimizers = tables("optimizer"))
-    for (const auto& item : *optimizers) {
-      measured_optimizer o = read_optimizer(source, *item.as_table());
-      for (const auto& prior : p.optimizers)
-        if (prior.device_kind == o.device_kind && prior.layer == o.layer)
-          fail_input(source, o.line,
-                     "a second [[optimizer]] for " + o.device_kind + " " +
-                         std::string(to_string(o.layer)) + " (first at line " +
-                         std::to_string(prior.line) + ")");
-      p.optimizers.push_back(std::move(o));
-    }
+  read_model_and_precision(source, root, p);
+  read_profile_tables(source, root, p);
   if (p.format_version)
     check_complete(source, p, declared);
   return p;
