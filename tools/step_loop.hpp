@@ -34,7 +34,7 @@ struct step_record {
 };
 
 /// The one layout of metrics.csv / metrics.jsonl, the same for train, run (every time
-/// mode) and node (the README's table "Metrics files" gives the units):
+/// mode) and node (docs/formats.md, "Metrics files", gives the units):
 /// step, loss, lr, grad_norm, step_s, time_s, samples_per_s, tokens_per_s, elapsed_s, clock.
 const std::vector<std::string>& metrics_columns();
 /// The columns of eval.csv / eval.jsonl: step, val_loss, elapsed_s.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every planner scenario of README.md: configs/scenarios/run.sh [path/to/deepcee]
+# Runs every planner scenario of docs/results.md: configs/scenarios/run.sh [path/to/deepcee]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 clusters="$here/../clusters"

@@ -2,7 +2,7 @@
 # End-to-end checks of the inspection endpoint's /metrics and web page against a real
 # `deepcee run` job with a token:
 # (a) /metrics parses line by line (check_metrics.py: HELP and TYPE before each family's
-#     samples, deepcee_ names, escaped labels, numbers), holds every family the README
+#     samples, deepcee_ names, escaped labels, numbers), holds every family docs/watching.md
 #     lists, and its step, loss, clock and emulated samples/s are those of metrics.csv at that
 #     step (its validation loss that of eval.csv); it needs the token, the page does not;
 # (b) the page, opened in headless Chromium with the token in its URL fragment and every host

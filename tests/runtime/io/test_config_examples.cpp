@@ -1,4 +1,4 @@
-// The example link timeline and measured profile in configs/ (documented in the README)
+// The example link timeline and measured profile in configs/ (documented in docs/formats.md)
 // load and mean what their comments say.
 #include "runtime/io/link_timeline_toml.hpp"
 #include "runtime/io/profile_toml.hpp"

@@ -146,7 +146,7 @@ std::set<int> regions_of(const cluster& c, const plan& p) {
 
 // The default job's cluster (configs/default.toml): for the small model at batch 32 the
 // planner's own plan spans the edge and the end site and beats the best plan on either
-// site alone by 1.3x (README "The default job"); over a 40 ms link it keeps to one site.
+// site alone by 1.3x (docs/results.md, "The default job"); over a 40 ms link it keeps to one site.
 BOOST_AUTO_TEST_CASE(the_default_jobs_plan_spans_both_sites_because_it_pays) {
   const auto file = deepcee::test::cluster_file("edge-end");
   cluster c = load_cluster(file);

@@ -1,37 +1,37 @@
 #!/usr/bin/env bash
-# Every flag that `deepcee --help` and `deepcee SUB --help` list appears in README.md, and
-# an unknown subcommand says so in one line with exit code 2.
-#   readme_flags_test.sh PATH/TO/deepcee PATH/TO/README.md
+# Every flag that `deepcee --help` and `deepcee SUB --help` list appears in docs/commands.md,
+# in that command's section, and an unknown subcommand says so in one line with exit code 2.
+#   docs_flags_test.sh PATH/TO/deepcee PATH/TO/docs/commands.md
 set -u
 deepcee=$1
-readme=$2
+doc=$2
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+[[ -f $doc ]] || { echo "FAIL: no $doc"; exit 1; }
 
 # The subcommands, from the top-level help (CLI11 lists them under "Subcommands:").
 subs=$("$deepcee" --help | sed -n '/^Subcommands:/,$p' | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p')
 [[ -n $subs ]] || fail "no subcommands found in deepcee --help"
-# The README's text about a command: its "### ... `deepcee SUB` ..." section, up to the next
-# heading of that level or above; the top level's: the "## Commands" section.
+# The page's text about a command: its "## `deepcee SUB`" section, up to the next "## "
+# heading; the top level's: the "## Global flags" section.
 section() {
   if [[ -z $1 ]]; then
-    awk '/^## Commands/ {on = 1; next} on && /^## / {exit} on' "$readme"
+    awk '/^## Global flags/ {on = 1; next} on && /^## / {exit} on' "$doc"
   else
-    awk -v h="\`deepcee $1\`" 'index($0, "### ") == 1 {on = index($0, h) > 0; next}
-                                on && /^## / {exit} on' "$readme"
+    awk -v h="## \`deepcee $1\`" '/^## / {if (on) exit; on = ($0 == h)} on' "$doc"
   fi
 }
 checked=0
 for sub in "" $subs; do
   help=$("$deepcee" $sub --help) || { fail "deepcee $sub --help"; continue; }
   text=$(section "$sub")
-  [[ -n $text ]] || { fail "README.md has no section for deepcee ${sub:-(top level)}"; continue; }
+  [[ -n $text ]] || { fail "$doc has no section for deepcee ${sub:-(top level)}"; continue; }
   for flag in $(printf '%s\n' "$help" | sed -n '/^Options:/,/^Subcommands:/p' |
                 grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
     [[ $flag == --help ]] && continue
     checked=$((checked + 1))
     printf '%s\n' "$text" | grep -q -- "$flag\b" ||
-      fail "deepcee ${sub:-(top level)}: $flag is not in its README section"
+      fail "deepcee ${sub:-(top level)}: $flag is not in its section of $doc"
   done
 done
 [[ $checked -gt 20 ]] || fail "only $checked flags found in the help texts"
@@ -42,5 +42,5 @@ rc=$?
 [[ $(printf '%s\n' "$err" | wc -l) == 1 ]] || fail "unknown subcommand: expected one line, got: $err"
 [[ $err == *"unknown subcommand 'frobnicate'"* ]] || fail "unknown subcommand: '$err'"
 
-[[ $failures == 0 ]] && echo "readme flags: $checked flags checked, all in README.md"
+[[ $failures == 0 ]] && echo "docs flags: $checked flags checked, all in $doc"
 exit $((failures > 0))
