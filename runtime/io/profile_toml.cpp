@@ -377,7 +377,7 @@ std::string toml_string(std::string_view s) {
 
 std::string format_measured_profile(const measured_profile& p) {
   std::string s;
-  s += "# Written by deepcee profile: see the README, `deepcee profile`. Seconds, bytes, bytes/s; "
+  s += "# Written by deepcee profile: see docs/profiling.md. Seconds, bytes, bytes/s; "
        "codecs: seconds per fp32 byte; optimizer: one layer's step.\n";
   s += "format_version = " + std::to_string(profile_format_version) + "\n";
   s += "model = " + toml_string(p.model) + "\n";
