@@ -1,4 +1,4 @@
-// Bad input of every kind: each is refused with one input_error that names the file (and a
+// Bad input of each kind below: each is refused with one input_error that names the file (and a
 // line of it), never a crash, a hang or a wrong line. The fuzz cases mutate the real files
 // of configs/ with a fixed seed and a time bound.
 #include "runtime/base/bounded_file.hpp"
