@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(twenty_percent_noise_makes_no_decision) {
 }
 
 // +-20% random noise on the bandwidth of every transfer (the script's jitter, drawn per
-// transfer) over 200 steps, re-plans allowed. Noise is no drift: no re-plan, and at most one
+// transfer) over 200 steps, re-plans allowed. Noise is not drift: no re-plan, and at most one
 // rebalance in any 50 consecutive steps.
 BOOST_AUTO_TEST_CASE(twenty_percent_jitter_over_200_steps_neither_replans_nor_flaps) {
   fixture f;
