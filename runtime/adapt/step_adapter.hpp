@@ -68,12 +68,12 @@ private:
   policy_options policy_;
   probe_options probes_;
   environment_monitor monitor_;
-  int unprobed_steps_ = 0;    ///< Steps since probing became needed or since the last round.
-  long steps_ = 0;            ///< `end_step` calls.
-  long calm_since_ = -1;      ///< The step from which nothing has drifted (-1: something has).
-  long restored_at_ = -1;     ///< The step of the last restore decision, until a drift follows.
-  long calm_needed_ = 0;      ///< Steps of calm a restore waits for (0 until a flap).
-  bool waiting_calm_ = false; ///< A drift ended, and the policy waits for calm_needed_.
+  int unprobed_steps_ = 0;    ///< steps since probing became needed or since the last round
+  long steps_ = 0;            ///< end_step calls
+  long calm_since_ = -1;      ///< the step from which nothing has drifted (-1: something has)
+  long restored_at_ = -1;     ///< the step of the last restore decision, until a drift follows
+  long calm_needed_ = 0;      ///< steps of calm a restore waits for (0 until a flap)
+  bool waiting_calm_ = false; ///< a drift ended, and the policy waits for calm_needed_
 };
 
 } // namespace deepcee::runtime

@@ -18,10 +18,10 @@ std::string_view page_name(inspect_page p);
 inspect_page next_page(inspect_page p);
 
 struct inspect_frame {
-  int width = 100;     ///< Characters per line. Longer lines are cut.
-  int height = 0;      ///< Lines at most (0: no limit). The last one says what was left out.
-  std::string address; ///< Where the inspector is attached, for the title.
-  std::string status;  ///< A line under the title ("" for none), e.g. the endpoint closed.
+  int width = 100;     ///< characters per line; longer lines are cut
+  int height = 0;      ///< lines at most (0: no limit); the last one says what was left out
+  std::string address; ///< where the inspector is attached, for the title
+  std::string status;  ///< a line under the title ("" for none), e.g. the endpoint closed
 };
 
 /// The title, the page tabs and the page.
