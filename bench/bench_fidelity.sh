@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Fidelity of the simulator against real runs (issue 14): CPU devices as several node
-# processes on loopback, wall time, links shaped as configs/clusters/cpu-loopback.toml
-# says (the nodes share this host's steady clock, so each receiver holds a message until its
-# modelled arrival: the real transfer happens inside the modelled time). This node is profiled first (deepcee profile);
-# each plan then runs as a multi-process job (tools/run_local_cluster.sh) and is simulated
-# from that profile; the table gives the simulator's step time beside the median measured
-# wall step (the first step, which warms the caches and the connections, left out), the
-# error (simulated / measured - 1), how many plans are within 10%, and the load average
-# before and after (other users' work moves both sides).
+# Fidelity of the simulator against real runs. CPU devices run as several node processes
+# on loopback, in wall time. Links are shaped as configs/clusters/cpu-loopback.toml says.
+# The nodes share this host's steady clock, so each receiver holds a message until its
+# modelled arrival. The real transfer thus happens inside the modelled time.
+# This node is profiled first (deepcee profile). Each plan then runs as a multi-process job
+# (tools/run_local_cluster.sh) and is simulated from that profile. The table gives the
+# simulator's step time beside the median measured wall step. The first step is left out,
+# since it warms the caches and the connections. The table also gives the error
+# (simulated / measured - 1) and how many plans are within 10%. It gives the load average
+# before and after, since other users' work moves both sides.
 #   bench/bench_fidelity.sh [DEEPCEE] [STEPS] [THREADS]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,5 +1,5 @@
 // Forward + B + W throughput per layer kind and for the whole model, beside PyTorch's
-// for the same model and batch (bench/torch_gpt.py), printed as a table.
+// for the same model and batch (bench/torch_gpt.py), printed as a table. Usage:
 //   build/bench/bench_gpt                         # small CPU model, one thread
 //   build/bench/bench_gpt --device cuda --layers 12 --d-model 768 --heads 12
 //       --context 1024 --batch 8                  # GPT-2 124M on a GPU (one line)

@@ -1,20 +1,23 @@
-// The planner against plans written by hand, all evaluated by the same simulator: for every
-// scenario of configs/scenarios and for clusters made here that no test tunes to, every plan
-// of several hand-made kinds over several device sets is simulated, and the table prints the
-// planner's samples/s beside the best hand plan's, and deepcee / ideal.
+// The planner against plans written by hand, all evaluated by the same simulator. It runs
+// every scenario of configs/scenarios, and clusters made here that no test tunes to. On
+// each, every plan of several hand-made kinds over several device sets is simulated. The
+// table prints the planner's samples/s beside the best hand plan's, and deepcee / ideal.
 //
 //   build/bench/bench_hand_plans [configs/clusters] [--quick]
 //
-// The kinds (each over every device, each region alone, and the regions added fastest
-// first): data-parallel only (one device per pipeline, or one stage of every device);
-// k-stage pipelines, stages contiguous in config order or by node, split evenly or
-// balanced under memory (the planner's partition); hybrids of P pipelines x k stages
-// (pipeline-major: a pipeline's stages together; stage-major: a stage's replicas together);
-// per-region pipelines (each region its own pipelines, no pipeline crosses the WAN) and
-// region-stage pipelines (one stage per region). Each with every compression (none, bf16,
-// int8 across regions, and on every hop between nodes), schedules 1F1B, ZB-H1, ZB-H2 and
-// greedy, and every micro-batch size that divides the batch. --quick (and clusters of
-// more than 64 devices) keeps 1F1B and greedy and at most 6 micro-batch sizes.
+// Each kind is tried over every device, each region alone, and the regions added fastest
+// first. The kinds:
+// Data-parallel only: one device per pipeline, or one stage of every device.
+// K-stage pipelines: stages contiguous in config order or by node, split evenly or
+// balanced under memory (the planner's partition).
+// Hybrids of P pipelines x k stages: pipeline-major (a pipeline's stages together) or
+// stage-major (a stage's replicas together).
+// Per-region pipelines: each region its own pipelines, so no pipeline crosses the WAN.
+// Region-stage pipelines: one stage per region.
+// Each is tried with every compression (none, bf16, int8 across regions, and on every hop
+// between nodes). It is tried with the schedules 1F1B, ZB-H1, ZB-H2 and greedy, and every
+// micro-batch size that divides the batch. --quick (and clusters of more than 64 devices)
+// keeps 1F1B and greedy and at most 6 micro-batch sizes.
 #include "runtime/io/cluster_toml.hpp"
 #include "runtime/planner/plan_builder.hpp"
 #include "runtime/planner/planner.hpp"
@@ -40,7 +43,7 @@ struct scenario {
   int batch;
 };
 
-/// Eight RTX 4090 workstations on a 1 Gbps office LAN (the issue's edge-heavy cluster).
+/// Eight RTX 4090 workstations on a 1 Gbps office LAN: an edge-heavy cluster.
 const char* edge_4090_lan = R"(
 name = "edge-4090-lan"
 [links]

@@ -1,10 +1,11 @@
-// What the profile predicts for a stage's ops beside what the runtime's stage op path takes,
-// in one process, interleaved (issue 14's fidelity): the small model's two stages of the
-// fidelity bench (layers [0, 3) and [3, 6)), the profile's per-layer F, B and W summed over
-// each stage's layers (kernels/profile time_layer), and the stage's worker
-// (kernels/train stage_worker, what a device actor runs) over a GPipe-like order of
-// micro-batches: every F, then B and W of each. Medians of each op; thread CPU time beside
-// the wall time shows whether the process was preempted.
+// The profile's fidelity: what it predicts for a stage's ops, beside what the runtime's
+// stage op path takes. Both run in one process, interleaved. The stages are the small
+// model's two stages of the fidelity bench (layers [0, 3) and [3, 6)). The prediction is
+// the profile's per-layer F, B and W summed over each stage's layers (kernels/profile
+// time_layer). The runtime's side is the stage's worker (kernels/train stage_worker, what a
+// device actor runs). It runs a GPipe-like order of micro-batches: every F, then B and W of
+// each. Medians of each op; thread CPU time beside the wall time shows whether the process
+// was preempted. Usage:
 //   build/bench/bench_profile_stage [MICRO_BATCH] [MICRO_BATCHES] [ROUNDS]
 #include "kernels/device/make_backend.hpp"
 #include "kernels/profile/layer_timing.hpp"

@@ -1,11 +1,12 @@
-// What the actor runtime costs in wall mode, printed as two tables:
-// (a) a one-stage, one-CPU-device job's step time beside the single-device trainer that
-//     `deepcee train` runs (kernels/gpt/trainer), same model, batch, data and thread count;
-//     and the same stage split over two CPU devices (device actors computing their halves
-//     of each micro-batch in parallel, gradients all-reduced by their ring);
-// (b) what one activation or gradient message costs on the tensor path of a two-stage job:
-//     serializations, deserializations and further payload copies, as the stage actors'
-//     counters saw them.
+// What the actor runtime costs in wall mode, printed as two tables.
+// Table (a) sets a one-stage, one-CPU-device job's step time beside the single-device
+// trainer that `deepcee train` runs (kernels/gpt/trainer). Both have the same model, batch,
+// data and thread count. It adds the same stage split over two CPU devices. Their device
+// actors compute their halves of each micro-batch in parallel, and all-reduce gradients by
+// their ring.
+// Table (b) shows what one activation or gradient message costs on the tensor path of a
+// two-stage job. It counts serializations, deserializations and further payload copies, as
+// the stage actors' counters saw them. Usage:
 //   build/bench/bench_runtime_overhead                    # the "small" model, batch 32
 //   build/bench/bench_runtime_overhead --model gpt2-124m --batch 4 --steps 5
 #include "actors/job/local_job.hpp"

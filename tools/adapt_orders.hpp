@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
-/// `--adapt-to STEP:PLAN` of `deepcee run` and `deepcee node` (the coordinator's node): the
-/// job runs PLAN from step STEP on, ordered through the adapter as its policy orders its
-/// decisions: a plan of its own layout with other micro-batch counts, device splits or
-/// compressions, or a re-plan that moves layers (another partition, other stages, pipelines
-/// or devices; the same model and global batch). A way to make each kind of decision happen at a
-/// known step (tests, and experiments that compare allocations).
+/// `--adapt-to STEP:PLAN` of `deepcee run` and `deepcee node` (the coordinator's node). It
+/// makes each kind of decision happen at a known step, for tests and for experiments that
+/// compare allocations. The job runs PLAN from step STEP on. The order goes through the
+/// adapter, as its policy orders its decisions. PLAN may have the job's own layout with
+/// other micro-batch counts, device splits or compressions. Or it may be a re-plan that
+/// moves layers: another partition, other stages, pipelines or devices. The model and the
+/// global batch stay the same.
 namespace deepcee::tools {
 
 struct adapt_order {

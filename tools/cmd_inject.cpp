@@ -1,13 +1,16 @@
 // deepcee inject ADDR SCRIPT | --event '...': sends fluctuation and fault events to a running
-// job's coordinator node (`deepcee node`) and returns once they are in force. The client
-// reaches the node through its gate with the job's token, as the other nodes do, and speaks
-// only to the node's registry, which reads the events against the job's cluster and passes
-// them to the coordinator; the coordinator answers after the step boundary at which they
-// took effect (runtime::take_injected: a time or step that has passed, or none, means the
-// next boundary). A job with TLS certificates ([security] ca) is reached as a node reaches
-// it: the client presents the certificate of node --name from the job's file (node_tls, the
-// rule of `deepcee node` and `deepcee profile --name`) and checks that the node at ADDR
-// holds the coordinator's node's certificate.
+// job's coordinator node (`deepcee node`) and returns once they are in force.
+//
+// The client reaches the node through its gate with the job's token, as the other nodes do.
+// It speaks only to the node's registry. The registry reads the events against the job's
+// cluster and passes them to the coordinator. The coordinator answers after the step
+// boundary at which they took effect. An event whose time or step has passed, or that gives
+// neither, takes effect at the next boundary (runtime::take_injected).
+//
+// A job with TLS certificates ([security] ca) is reached as a node reaches it. The client
+// presents the certificate of node --name from the job's file. That is node_tls, the rule
+// of `deepcee node` and `deepcee profile --name`. It checks that the node at ADDR holds the
+// coordinator's node's certificate.
 #include "actors/job/node_registry.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/type_ids.hpp"

@@ -1,6 +1,7 @@
-// deepcee inspect ADDR: attaches to a running job's inspection endpoint (printed by `deepcee
-// run` and the coordinator's node of `deepcee node` as `inspect: http://HOST:PORT`) and shows
-// it live in the terminal, as htop does; --once prints one snapshot, --json streams JSON lines.
+// deepcee inspect ADDR: attaches to a running job's inspection endpoint and shows it live in
+// the terminal, as htop does. `deepcee run` and the coordinator's node of `deepcee node`
+// print the endpoint as `inspect: http://HOST:PORT`. --once prints one snapshot, --json
+// streams JSON lines.
 #include "runtime/io/job_token.hpp"
 #include "runtime/watch/inspect_view.hpp"
 #include "tools/commands.hpp"

@@ -1,9 +1,9 @@
 // deepcee node JOB --name N: one node (process) of a multi-process job. The coordinator's
-// node plans the job (or loads its plan file) once and publishes a registry through CAF's
-// middleman; every other node (node_member.cpp) connects to it, asks it for the job's
-// deployment, spawns the stage actors of its devices from it and joins; then the
-// coordinator wires the stages to each other (activations and gradients go node to node)
-// and runs the steps. Every failure (a node that never joins, a port in use, another
+// node plans the job (or loads its plan file) once, and publishes a registry through CAF's
+// middleman. Every other node (node_member.cpp) connects to it and asks it for the job's
+// deployment. From it, the node spawns the stage actors of its devices and joins. The
+// coordinator then wires the stages to each other, so activations and gradients go node to
+// node. Then it runs the steps. Every failure (a node that never joins, a port in use, another
 // cluster, a lost peer) ends every process non-zero with one line naming the node.
 #include "actors/job/local_job.hpp"
 #include "actors/job/node_deployment.hpp"

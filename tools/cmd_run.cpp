@@ -125,9 +125,9 @@ double samples_per_s(const std::vector<runtime::adaptive_step>& steps, int globa
 }
 
 /// Under a script in virtual or dry time: the plan the job started with under the run's
-/// script, as the simulator predicts it without the adapter ("static") and with the
-/// adapter's own policy and drift bands (runtime::simulate_adaptive), over the steps this
-/// run ran.
+/// script, over the steps this run ran. The simulator predicts it without the adapter
+/// ("static"). It also predicts it with the adapter's own policy and drift bands
+/// (runtime::simulate_adaptive).
 void print_scripted(const resolved_job& r, const loop_outcome& done,
                     const runtime::link_timeline& script, double this_run) {
   const auto& job = r.job;
@@ -235,9 +235,9 @@ int run_job(const run_options& o) {
   steps.log_script(&injected);
   injected.on_event([&watch](int step, const auto& e) { watch.injected(step, e); });
 
-  // On a terminal the progress bar is redrawn in place: a log line (an injected event, an
-  // adapter's decision) clears it first, so that each stands on a line of its own and the
-  // bar comes back below it at the next step.
+  // On a terminal the progress bar is redrawn in place. A log line (an injected event, an
+  // adapter's decision) clears it first, so that each stands on a line of its own. The bar
+  // comes back below it at the next step.
   if (::isatty(::fileno(stdout)) == 1)
     spdlog::set_pattern("\r\033[K%+");
   interrupt_flag interrupted;

@@ -11,17 +11,18 @@
 /// The read-only inspection endpoint of a running job (HTTP, cpp-httplib), served by the
 /// coordinator's node of `deepcee run` and `deepcee node` from threads of its own. It only
 /// reads the snapshot board the job publishes on, so a client can neither steer the job nor
-/// make it wait. Routes (one table, inspect_server.cpp):
-///
-///     GET /api/snapshot   the latest snapshot, one line of JSON
-///     GET /api/stream     JSON lines (chunked), one per new snapshot; each client has a
-///                         bounded queue, frames it does not take are dropped and counted
-///     GET /metrics        the latest snapshot in Prometheus text format
-///     GET /               a page with live charts (polls /api/snapshot), with its scripts
-///                         under /static/ (Chart.js embedded at build time)
+/// make it wait.
 ///
 /// With a token, every request but the page and its scripts needs `Authorization: Bearer
-/// TOKEN` or gets 401. Another method on a route gets 405, an unknown path 404.
+/// TOKEN` or gets 401. Another method on a route gets 405, an unknown path 404. Each
+/// /api/stream client has a bounded queue; frames it does not take are dropped and counted.
+/// The page's scripts are under /static/, with Chart.js embedded at build time. Routes (one
+/// table, inspect_server.cpp):
+///
+///     GET /api/snapshot   the latest snapshot, one JSON line
+///     GET /api/stream     JSON lines (chunked), one per new snapshot
+///     GET /metrics        the latest snapshot in Prometheus text format
+///     GET /               a page with live charts (polls /api/snapshot)
 namespace deepcee::tools {
 
 /// Where the endpoint listens.

@@ -31,9 +31,9 @@ struct resolved_job {
   std::shared_ptr<const runtime::text_corpus> corpus;
 };
 
-/// Loads a job file, applies the overrides and checks that it can run,
-/// takes its plan file or runs the planner (`always_plan` runs the planner beside a plan
-/// file too, for its baseline figures), and fits the training settings to the plan.
+/// Loads a job file, applies the overrides and checks that it can run. Takes its plan file
+/// or runs the planner, and fits the training settings to the plan. `always_plan` runs the
+/// planner beside a plan file too, for its baseline figures.
 /// Bad input is an input_error naming the file.
 resolved_job resolve_job(const std::filesystem::path& file, const job_overrides& o,
                          bool always_plan);

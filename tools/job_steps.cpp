@@ -78,9 +78,9 @@ read_resume_checkpoint(const std::optional<std::string>& resume,
 void configure_actors(actors::system_config& cfg) {
   cfg.set("scheduler.max-threads", 2);
   // Idle workers wait on the shared queue's condition variable. CAF's default (work
-  // stealing) has them poll with 50 us sleeps: ~20k wake-ups a second per idle worker,
-  // which preempt the device's compute on a machine with few cores (measured on the
-  // fidelity bench's 3-node loopback job: a stage's F 4.1 ms with polling, 3.3 ms without).
+  // stealing) has them poll with 50 us sleeps: ~20k wake-ups a second per idle worker.
+  // Those preempt the device's compute on a machine with few cores. On the fidelity bench's
+  // 3-node loopback job, a stage's F took 4.1 ms with polling and 3.3 ms without.
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("logger.console", caf::atom("none"));
 }

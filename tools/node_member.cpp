@@ -1,7 +1,7 @@
 // A member node of `deepcee node`: every node but the coordinator's. It connects to the
-// coordinator's node, asks it for the job's deployment (plan, training settings, time
-// mode), spawns the stage actors of its devices from it, joins with their handles, and
-// then serves until the coordinator's node ends the job. Ctrl-C does not end it at once:
+// coordinator's node and asks it for the job's deployment: plan, training settings, time
+// mode. From it, it spawns the stage actors of its devices, and joins with their handles.
+// It then serves until the coordinator's node ends the job. Ctrl-C does not end it at once:
 // the coordinator's node (interrupted by the same Ctrl-C of the terminal's process group)
 // still gathers pipeline 0's stages, wherever they run, for its final checkpoint.
 #include "actors/job/node_deployment.hpp"
@@ -40,9 +40,9 @@ struct registry_answer {
 };
 
 /// Asks the registry and waits for its reply, its refusal, its end or `timeout`, whichever
-/// comes first: a plain blocking request would wait out its whole timeout when the
-/// coordinator's node ends the job meanwhile (another node failed), because a lost proxy
-/// does not answer pending requests.
+/// comes first. Why not a plain blocking request: a lost proxy does not answer pending
+/// requests. So when the coordinator's node ends the job meanwhile (another node failed), a
+/// plain request would wait out its whole timeout.
 template <class Reply, class Request>
 registry_answer<Reply> ask_registry(caf::actor_system& sys, caf::scoped_actor& self,
                                     const actors::node_registry_actor& registry, Request request,
@@ -128,8 +128,8 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
   }
 }
 
-/// Connects straight to every other member node of the job that comes before this one (the
-/// later ones connect to this one), before this node joins: traffic between members then
+/// Connects straight to every other member node of the job that comes before this one,
+/// before this node joins. The later ones connect to this one. Traffic between members then
 /// goes straight from one to the other (through their gates), never through the
 /// coordinator's node. A member that cannot be reached within the connect timeout fails
 /// this node, naming it.

@@ -10,9 +10,9 @@
 
 namespace deepcee::tools {
 
-/// `deepcee profile --links JOB --name NODE`, run on every node of the job: each node
-/// publishes a link probe on its port, times transfers of several sizes (a few bytes up to
-/// 4 MiB, the median of several round trips each) to every other node's probe, and fits
+/// `deepcee profile --links JOB --name NODE`, run on every node of the job. Each node
+/// publishes a link probe on its port. It times transfers of several sizes to every other
+/// node's probe: a few bytes up to 4 MiB, the median of several round trips each. It fits
 /// them to latency + bytes / bandwidth per directed node pair. The other nodes report their
 /// rows to the coordinator's node, which returns every link (the others return theirs after
 /// the coordinator's node has ended). A node that cannot be reached within the job's

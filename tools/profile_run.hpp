@@ -23,10 +23,10 @@ runtime::measured_profile measure_this_node(const kernels::profile_request& requ
 /// `request`) and adds them to `p` as [[codec]] rows for each of its devices.
 void add_codec_costs(runtime::measured_profile& p, const kernels::profile_request& request);
 
-/// The profile a job with profile = "auto" runs with: the cached file
+/// The profile a job with profile = "auto" runs with. It is the cached file
 /// `<train.out>/profiles/<fingerprint>.toml` when there is one for this node's devices, the
-/// model and this build; otherwise measured now (its CPU device with [train] threads, the
-/// micro-batch sizes 1, 2, 4 and 8 up to the batch) and cached there.
+/// model and this build. Otherwise it is measured now and cached there. The measurement uses
+/// its CPU device with [train] threads, at the micro-batch sizes 1, 2, 4 and 8 up to the batch.
 runtime::measured_profile auto_profile(const runtime::job_config& job, std::FILE* out);
 
 } // namespace deepcee::tools

@@ -32,9 +32,10 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// A status line for work of unknown length (the planner's search): nothing during the first
-/// `quiet` seconds, then on a terminal one line redrawn in place (at most every 0.1 s),
-/// otherwise a plain line when the text's first word changes or every `plain_every` seconds.
+/// A status line for work of unknown length (the planner's search). It shows nothing during
+/// the first `quiet` seconds. Then, on a terminal, it redraws one line in place, at most
+/// every 0.1 s. Elsewhere it prints a plain line when the text's first word changes, or
+/// every `plain_every` seconds.
 class progress_line {
 public:
   explicit progress_line(std::FILE* out = stderr, double quiet_s = 1.0, double plain_every_s = 5.0);

@@ -23,8 +23,9 @@ struct backend_options {
 };
 
 /// C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b < batch, all row-major.
-/// op(A) is m x k, op(B) is k x n, C is m x n; lda/ldb/ldc are row strides of the
-/// matrices as stored (before op). Strides step from one batch entry to the next.
+/// The shapes: op(A) is m x k, op(B) is k x n, C is m x n. The row strides lda/ldb/ldc are
+/// those of the matrices as stored (before op). Strides step from one batch entry to the
+/// next.
 struct gemm_desc {
   bool trans_a = false;
   bool trans_b = false;
@@ -156,8 +157,8 @@ public:
   virtual void cross_entropy_backward(float* dlogits, const float* probs, const int32_t* targets,
                                       float scale, int64_t n, int V) = 0;
 
-  /// AdamW with decoupled weight decay and bias correction:
-  /// g = grad_scale * grad; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+  /// AdamW with decoupled weight decay and bias correction. With g = grad_scale * grad, it
+  /// updates m = b1 m + (1-b1) g and v = b2 v + (1-b2) g^2. Then
   /// param -= lr * (mhat / (sqrt(vhat) + eps) + weight_decay * param).
   virtual void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
                             const adamw_step& s) = 0;

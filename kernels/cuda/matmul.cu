@@ -1,7 +1,7 @@
 // Matrix products on cuBLAS. gemm_desc is row-major; cuBLAS is column-major. A row-major
-// matrix with row stride ld is, read column-major, its transpose with the same ld, so
-// C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: B and A swap places, m and n
-// swap, and each operand keeps its own transpose flag.
+// matrix with row stride ld is, read column-major, its transpose with the same ld. So
+// C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T. B and A swap places, m and n swap,
+// and each operand keeps its own transpose flag.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/launchers.hpp"

@@ -167,9 +167,9 @@ struct nccl_group::state {
 
   /// Within one process NCCL reads and writes the peer ranks' buffers themselves over P2P
   /// (what NCCL_P2P_DIRECT_DISABLE turns off). The CUDA backend allocates with
-  /// cudaMallocAsync from each device's current memory pool, which, unlike cudaMalloc
-  /// memory, a peer GPU may touch only once the pool grants it access: grant every peer
-  /// that can reach the device (for the life of the process; later allocations too).
+  /// cudaMallocAsync from each device's current memory pool. Unlike cudaMalloc memory, a
+  /// peer GPU may touch pool memory only once the pool grants it access. So grant every
+  /// peer that can reach the device, for the life of the process and later allocations too.
   void grant_peers_access_to_memory_pools() {
     for (size_t owner = 0; owner < ranks(); ++owner) {
       cudaMemPool_t pool = nullptr;

@@ -35,10 +35,11 @@ public:
   int ranks() const;
   const std::vector<int>& devices() const;
 
-  /// Sums buffer b across ranks, in place, for every b: afterwards per_rank[r][b] holds
-  /// the elementwise sum over every rank's buffer b. per_rank[r] are rank r's buffers, in
-  /// memory of device devices()[r] and already written (the caller has synchronized the
-  /// stream that wrote them); every rank lists as many buffers, of the same sizes.
+  /// Sums buffer b across ranks, in place, for every b. Afterwards per_rank[r][b] holds
+  /// the elementwise sum over every rank's buffer b. The buffers per_rank[r] are rank r's,
+  /// in memory of device devices()[r]. They are already written: the caller has
+  /// synchronized the stream that wrote them. Every rank lists as many buffers, of the same
+  /// sizes.
   /// Returns once every rank's stream has finished. Throws std::invalid_argument for a
   /// layout that does not match (naming the rank and buffer), std::runtime_error naming
   /// the rank and the CUDA/NCCL error, or the timeout.

@@ -7,11 +7,11 @@
 
 namespace deepcee::kernels {
 
-/// Final LayerNorm, LM head (lm_head.weight [V, C], not tied to wte so that the first and
-/// last pipeline stages share no weights) and softmax cross-entropy.
-/// forward returns the per-token losses [B * T]; the gradient it starts the backward from
-/// is that of loss_scale * sum(losses), so micro-batches and data-parallel shards of one
-/// global batch each pass loss_scale = 1 / (tokens in the global batch).
+/// Final LayerNorm, LM head (lm_head.weight [V, C]) and softmax cross-entropy. The head is
+/// not tied to wte, so that the first and last pipeline stages share no weights.
+/// `forward` returns the per-token losses [B * T]. The backward starts from the gradient of
+/// loss_scale * sum(losses). So micro-batches and data-parallel shards of one global batch
+/// each pass loss_scale = 1 / (tokens in the global batch).
 class head_layer final : public layer {
 public:
   head_layer(backend& be, int vocab, int d_model, uint64_t seed);

@@ -9,12 +9,12 @@
 namespace deepcee::kernels {
 
 /// One pipeline layer (embedding, transformer block or head) with its backward pass split
-/// in two, so zero-bubble schedules can defer weight gradients:
-///  - forward (F) of micro-batch i saves what its backward needs, keyed by i;
-///  - backward_input (B) returns the gradient of the input and keeps only what W needs;
-///  - backward_weight (W) accumulates the weight gradients of i and frees its state.
+/// in two, so zero-bubble schedules can defer weight gradients.
+/// `forward` (F) of micro-batch i saves what its backward needs, keyed by i.
+/// `backward_input` (B) returns the gradient of the input and keeps only what W needs.
+/// `backward_weight` (W) accumulates the weight gradients of i and frees its state.
 /// F, B and W of different micro-batches interleave in any order that keeps F(i) before
-/// B(i) before W(i); the accumulated gradients equal those of a fused backward.
+/// B(i) before W(i). The accumulated gradients equal those of a fused backward.
 /// Layers never modify their inputs, and callers must not modify a tensor after passing it.
 class layer {
 public:

@@ -30,8 +30,9 @@ layer_timing time_layer(backend& be, const runtime::model_config& model, runtime
                         int micro_batch, const timing_options& options = {});
 
 /// One layer's share of the optimizer step on `be`, as a device of the runtime runs it
-/// (device_worker): the squares of its gradients (the clipping norm), the AdamW update of
-/// its parameters, then zeroing its gradients; the median of the timed runs, in seconds.
+/// (device_worker). That is the squares of its gradients (the clipping norm), the AdamW
+/// update of its parameters, then zeroing its gradients. Returns the median of the timed
+/// runs, in seconds.
 /// Throws std::invalid_argument for a repetition count below one.
 double time_optimizer_step(backend& be, const runtime::model_config& model,
                            runtime::layer_kind kind, const timing_options& options = {});

@@ -10,10 +10,10 @@
 
 namespace deepcee::kernels {
 
-/// Runs a plan's training step in one thread: every pipeline's stages execute their
-/// schedule's op lists exactly in order (an op waits only for its inputs), every stage's
-/// devices compute their sample ranges, gradients are summed over every device that
-/// holds a layer, and each device steps its optimizer with the global gradient norm.
+/// Runs a plan's training step in one thread. Every pipeline's stages execute their
+/// schedule's op lists exactly in order; an op waits only for its inputs. Every stage's
+/// devices compute their sample ranges. Gradients are summed over every device that holds
+/// a layer, and each device steps its optimizer with the global gradient norm.
 /// The reference the actor runtime is checked against, and the proof that a plan's math
 /// equals single-device training on the same global batch.
 class plan_executor {

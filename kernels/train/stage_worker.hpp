@@ -15,8 +15,8 @@ namespace deepcee::kernels {
 /// executor in tests) moves the tensors between workers; a worker only computes.
 ///
 /// Samples: micro-batch i of pipeline p holds the global batch's samples
-/// [offset_p + i * b, offset_p + (i + 1) * b), with offset_p = b * sum_{q < p} m_q;
-/// inside a stage, device j of the stage takes the contiguous sub-range
+/// [offset_p + i * b, offset_p + (i + 1) * b), with offset_p = b * sum_{q < p} m_q.
+/// Inside a stage, device j of the stage takes the contiguous sub-range
 /// [sum_{k < j} samples_k, + samples_j) of every micro-batch (see sample_range).
 class stage_worker {
 public:
@@ -24,8 +24,8 @@ public:
                uint64_t seed, const runtime::optimizer_config& optimizer);
 
   /// F on this device's samples. `input` is tokens [n, T] (first stage) or the activation
-  /// [n, T, C] of these samples; the last stage also gets targets and the loss scale
-  /// (1 / tokens in the whole global batch) and returns per-token losses [n * T].
+  /// [n, T, C] of these samples. The last stage also gets targets and the loss scale
+  /// (1 / tokens in the whole global batch), and returns per-token losses [n * T].
   /// With recomputation on, F keeps only `input` (and `targets` with the loss scale) of
   /// the micro-batch and drops everything its layers saved; B first runs F again on them
   /// to rebuild it. The math is the same: the rebuilt state equals the dropped one.

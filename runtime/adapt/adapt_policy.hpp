@@ -31,38 +31,40 @@ struct adapt_decision {
 
 struct policy_options {
   /// A candidate must predict a step at least this share faster than the current plan's,
-  /// or the plan stays: the second hysteresis after the monitor's bands, so that an
-  /// estimate that wobbles around a boundary does not move micro-batches back and forth.
+  /// or the plan stays. This is the second hysteresis, after the monitor's bands. It keeps
+  /// an estimate that wobbles around a boundary from moving micro-batches back and forth.
   double min_gain = 0.05;
   /// A re-plan must repay the time it spends moving weights and AdamW moments within this
-  /// many steps of its gain. 20 steps: the disturbances the adapter answers (a link that
-  /// degrades for a while, a device that slows) last tens of steps, and a re-plan that
-  /// needs longer to break even would likely lose to the next change; the cheap changes
-  /// (a), (b), (c) move no state and need no bound.
+  /// many steps of its gain. The disturbances the adapter answers last tens of steps: a
+  /// link that degrades for a while, a device that slows. A re-plan that needs longer than
+  /// 20 steps to break even would likely lose to the next change. The cheap changes
+  /// (rebalance, resplit, compression) move no state and need no bound.
   int payback_steps = 20;
   bool allow_replan = true;
   /// The planner's options for a re-plan (its global batch is set to the current plan's).
   planner_options planner;
 };
 
-/// Chooses how to answer the environment the monitor estimates, scoring every candidate
-/// with the simulator on `estimated` (the cluster with the current estimates applied):
-/// - rebalance: micro-batches per pipeline, moved from slow pipelines to fast ones (their
-///   sum, hence the global batch, unchanged);
-/// - resplit: one sample at a time between the devices of a stage with an affected device;
-/// - compression: the send compression of a stage whose transfers cross an affected link;
-/// - restore: the plan the job started with (`original`), once the disturbance is gone;
-/// - replan: the planner on `estimated`, when its gain repays moving the state.
-/// `affected` (environment_monitor::affected_devices) limits (b) and (c) to what drifted.
-/// Keeps the plan when no candidate gains more than options.min_gain.
+/// Chooses how to answer the environment the monitor estimates. Every candidate is scored
+/// with the simulator on `estimated`, the cluster with the current estimates applied.
+///
+/// Rebalance moves micro-batches from slow pipelines to fast ones. Their sum, hence the
+/// global batch, is unchanged. Resplit moves one sample at a time between the devices of a
+/// stage with an affected device. Compression changes the send compression of a stage whose
+/// transfers cross an affected link. Restore returns to the plan the job started with
+/// (`original`) once the disturbance is gone. Replan runs the planner on `estimated`, when
+/// its gain repays moving the state.
+///
+/// `affected` (environment_monitor::affected_devices) limits resplit and compression to what
+/// drifted. Keeps the plan when no candidate gains more than options.min_gain.
 adapt_decision choose_adaptation(const cluster& estimated, const model_spec& model,
                                  const profile_table& profile, const plan& current,
                                  const plan& original, const std::vector<int>& affected,
                                  const policy_options& options = {});
 
 /// Seconds to move the weights and AdamW moments of every layer a device holds in `to` but
-/// not in `from`, each from a device that held it, over `c`'s links; devices receive in
-/// parallel, each one's layers one after another.
+/// not in `from`. Each layer comes from a device that held it, over `c`'s links. Devices
+/// receive in parallel, each one's layers one after another.
 double state_move_seconds(const cluster& c, const model_spec& model, const plan& from,
                           const plan& to);
 

@@ -42,25 +42,29 @@ struct adaptive_result {
 };
 
 /// The transfers one step of `p` makes between devices, as the monitor would see them if
-/// the step ran from `start_s` for `step_s` under `timeline`: each pipeline's micro-batches
-/// spread evenly over the step, an activation from every device of a stage to every device
-/// of the next whose samples overlap, and the gradient back. Each transfer's drain and
-/// latency follow the device pair's link history (what the simulator charges, without
-/// the FIFO wait, which the runtime's samples leave out too).
+/// the step ran from `start_s` for `step_s` under `timeline`. Each pipeline's micro-batches
+/// spread evenly over the step. A micro-batch sends an activation from every device of a
+/// stage to every device of the next whose samples overlap, and the gradient back. Each
+/// transfer's drain and latency follow the device pair's link history. That is what the
+/// simulator charges, without the FIFO wait, which the runtime's samples leave out too.
 std::vector<link_observation> observed_transfers(const cluster& c, const model_spec& model,
                                                  const plan& p, const link_timeline& timeline,
                                                  double start_s, double step_s);
 
-/// The adapter in the simulator: step k runs under the timeline, and the running adapter's
-/// rule (step_adapter) reads the transfers the simulation records and each stage's compute,
-/// deciding at the step's end when a drift began or ended; its decision takes effect at the
-/// next step boundary, as the runtime applies it. A script's step event happens when the
-/// adapted run starts its step's ops (take_injected at every boundary, as the runtime's
-/// coordinator takes it), so it meets the event at another time than the static run when
-/// decisions changed the steps before. A re-plan's state moves are charged to the step it
-/// starts (and come before its step events), and so are the active probes that the rule
-/// sends at its boundary (step_adapter::probes_due, run on the script's link model by
-/// run_probes; the step's ops start once the probes' hold and the moves are over).
+/// The adapter in the simulator. Step k runs under the timeline. The running adapter's
+/// rule (step_adapter) reads the transfers the simulation records and each stage's compute.
+/// It decides at the step's end when a drift began or ended. Its decision takes effect at
+/// the next step boundary, as the runtime applies it.
+///
+/// A script's step event happens when the adapted run starts its step's ops. That is
+/// take_injected at every boundary, as the runtime's coordinator takes it. So when decisions
+/// changed the steps before, the adapted run meets the event at another time than the static
+/// run.
+///
+/// A re-plan's state moves are charged to the step it starts, before its step events. So
+/// are the active probes that the rule sends at its boundary (step_adapter::probes_due, run
+/// on the script's link model by run_probes). The step's ops start once the probes' hold
+/// and the moves are over.
 adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
                                   const profile_table& profile, const plan& p,
                                   const link_timeline& timeline, const adaptive_options& options);

@@ -21,21 +21,23 @@ struct drift_band {
 
 /// One quantity's robust estimate and drift state.
 ///
-/// The estimate is the median of the last `window` samples rather than an EWMA: a median
-/// of 9 ignores up to 4 outliers (a transfer that waited behind a retransmit, an op that
-/// shared its core with the OS) where an EWMA would carry each one for many samples, and
-/// it follows a step change completely after 5 samples, where an EWMA only approaches it.
-/// The detector does not wait for the median: it counts consecutive samples outside the
-/// band, so a 10x drop is declared after `min_samples` transfers, and then restarts the
-/// window from those samples so that the estimate is the new level at once.
+/// The estimate is the median of the last `window` samples rather than an EWMA. A median
+/// of 9 ignores up to 4 outliers, such as a transfer that waited behind a retransmit or an
+/// op that shared its core with the OS. An EWMA would carry each one for many samples. The
+/// median also follows a step change completely after 5 samples, where an EWMA only
+/// approaches it.
+///
+/// The detector does not wait for the median. It counts consecutive samples outside the
+/// band, so a 10x drop is declared after `min_samples` transfers. It then restarts the
+/// window from those samples, so that the estimate is the new level at once.
 class drift_tracker {
 public:
   explicit drift_tracker(double reference = 1.0, drift_band band = {}, size_t window = 9);
 
-  /// Adds a sample; returns true when it changed the drift state, or when, drifted, the
-  /// estimate moved out of the entering band around its level at the last such event (a
-  /// link that fell 10x and then fell further, or came halfway back): what the plan was
-  /// adapted to is stale then too.
+  /// Adds a sample. Returns true when it changed the drift state. While drifted, also
+  /// returns true when the estimate moved out of the entering band around its level at the
+  /// last such event: a link that fell 10x and then fell further, or came halfway back.
+  /// What the plan was adapted to is then stale too.
   bool add(double value);
 
   double reference() const { return reference_; }

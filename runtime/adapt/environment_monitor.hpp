@@ -69,8 +69,8 @@ public:
   /// is seen by nothing but probes.
   std::set<int> measured_devices(const plan& p) const;
   /// A lower bound on when the first transfer of a step of `p` can start after the step
-  /// does: every transfer follows an op, and no stage's F is shorter than its expected
-  /// one (a slower device only delays it). The slack a probe at the boundary has.
+  /// does. Every transfer follows an op, and no stage's F is shorter than its expected one,
+  /// since a slower device only delays it. This is the slack a probe at the boundary has.
   double earliest_send_s(const plan& p) const;
 
   /// Whether some link or device entered or left drift since the last acknowledge().
@@ -87,11 +87,11 @@ public:
   /// and devices within their bands keep the cluster's figures, so noise changes nothing.
   ///
   /// A WAN path (a directed region pair) on which every measured pair has drifted the same
-  /// way is taken to have drifted as a whole: each pair across it that no transfer has
-  /// measured gets the measured pairs' median ratio too (inferred_links). The plan crosses
-  /// a WAN on few of its pairs; without this the policy would answer a region's drop with a
-  /// plan that moves onto the pairs not measured yet, and need a second decision once they
-  /// turn out as slow.
+  /// way is taken to have drifted as a whole. Each pair across it that no transfer has
+  /// measured gets the measured pairs' median ratio too (inferred_links). Why: the plan
+  /// crosses a WAN on few of its pairs. Without this, the policy would answer a region's drop
+  /// with a plan that moves onto the pairs not measured yet. It would need a second decision
+  /// once they turn out as slow.
   cluster estimated_cluster() const;
   /// The overrides estimated_cluster adds for pairs that no transfer measured.
   std::vector<link_override> inferred_links() const;

@@ -29,16 +29,16 @@ struct state_moves {
   double seconds = 0;
 };
 
-/// Every layer a device holds in `to` but not in `from` (weights and both AdamW moments;
-/// gradients are rebuilt by the next step), each from a device that held it, over `c`'s
-/// links as `script` has them when the move starts at `start_s` (a receiver's layers one
-/// after another, each sent when the previous one has arrived).
+/// Every layer a device holds in `to` but not in `from`: weights and both AdamW moments.
+/// Gradients are not moved, as the next step rebuilds them. Each layer comes from a device
+/// that held it, over `c`'s links as `script` has them when the move starts at `start_s`.
+/// A receiver takes its layers one after another, each sent when the previous one arrived.
 state_moves plan_state_moves(const cluster& c, const model_spec& model, const plan& from,
                              const plan& to, const link_timeline& script = {}, double start_s = 0);
 
 /// For each stage of `to` (flat order: pipeline by pipeline) and each of its layers, the
-/// stage of `from` (flat) it takes the layer's state from: the one with one of its own
-/// devices when one held the layer, or else the holder `moves` sends it from.
+/// stage of `from` (flat) it takes the layer's state from. That is the stage with one of its
+/// own devices when one held the layer, or else the holder `moves` sends it from.
 std::vector<std::vector<int>> layer_sources(const plan& from, const plan& to,
                                             const state_moves& moves);
 

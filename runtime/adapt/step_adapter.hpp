@@ -10,25 +10,25 @@
 
 namespace deepcee::runtime {
 
-/// The adapter's one rule, which the adapter actor and simulate_adaptive both run, so that
-/// the simulator predicts the decisions the running job takes: the monitor reads every
-/// transfer of a step as it is reported, and each stage's compute when the step ends;
-/// then, if a link or device entered or left drift during the step, the policy decides
-/// once, on the estimates at the step's end, and its decision takes effect at the next
-/// step. Deciding at the step's end rather than at the sample that revealed the drift
-/// costs no step (nothing can take effect before the next step starts anyway) and makes
-/// the decision independent of the order in which the links' samples arrive.
+/// The adapter's one rule. The adapter actor and simulate_adaptive both run it, so the
+/// simulator predicts the decisions the running job takes. The monitor reads every transfer
+/// of a step as it is reported, and each stage's compute when the step ends. If a link or
+/// device entered or left drift during the step, the policy then decides once, on the
+/// estimates at the step's end. Its decision takes effect at the next step. Deciding at the
+/// step's end costs no step, since nothing can take effect before the next step starts. It
+/// also makes the decision independent of the order in which the links' samples arrive.
 ///
-/// A drift that comes back within policy_options::payback_steps of a restore is a flap:
-/// from then on, when a drift ends, the policy waits until nothing has drifted for
-/// calm_needed_ steps (4 probe periods, doubled at each flap, at most 4 payback horizons),
-/// probing what the plan leaves out all the while, before it may restore.
+/// A drift that comes back within policy_options::payback_steps of a restore is a flap.
+/// After a flap, when a drift ends, the policy waits for calm_needed_ steps with nothing
+/// drifted before it may restore. That wait is 4 probe periods, doubled at each flap, and
+/// at most 4 payback horizons. Probing of what the plan leaves out goes on meanwhile.
 ///
 /// At the same step end it also says which active probes the next boundary sends
-/// (probes_due): while a drifted link or device is out of the plan that runs next, one round
-/// every probe_options::every_steps steps. The caller runs the round (run_probes) on the
-/// job's link model at the boundary, holds the next step's start by its hold_s, and hands
-/// what it saw to observe_probes; the next step's end decides on it like on any sample.
+/// (probes_due). While a drifted link or device is out of the plan that runs next, that is
+/// one round every probe_options::every_steps steps. The caller runs the round (run_probes)
+/// on the job's link model at the boundary, and holds the next step's start by its hold_s.
+/// It hands what the round saw to observe_probes. The next step's end decides on it like on
+/// any sample.
 class step_adapter {
 public:
   /// `profile` must outlive the adapter; `original` is the plan the job started with.
@@ -38,12 +38,12 @@ public:
 
   void observe(const link_observation& o) { monitor_.observe(o); }
 
-  /// The step ended. `in_force` is the plan that ran it, `stage_compute_s[p][s]` each
-  /// stage's compute in the step (its ops' durations summed; empty where op times are not
-  /// the cluster's, as in wall time), `latest` the plan ordered last (the policy's current
-  /// plan; `in_force` unless a decision is still to take effect). Returns the policy's
-  /// decision (keep included) when a drift began or ended, nothing otherwise; with `decide`
-  /// false (a static run) only the estimates follow the step.
+  /// The step ended. `in_force` is the plan that ran it. `stage_compute_s[p][s]` is each
+  /// stage's compute in the step, its ops' durations summed. It is empty where op times are
+  /// not the cluster's, as in wall time. `latest` is the plan ordered last, the policy's
+  /// current plan: `in_force` unless a decision is still to take effect. Returns the
+  /// policy's decision (keep included) when a drift began or ended, nothing otherwise. With
+  /// `decide` false (a static run) only the estimates follow the step.
   std::optional<adapt_decision> end_step(const plan& in_force,
                                          const std::vector<std::vector<double>>& stage_compute_s,
                                          const plan& latest, bool decide = true);

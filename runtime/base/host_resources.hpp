@@ -18,11 +18,11 @@ struct host_resources {
 /// The resources of the machine this process runs on.
 host_resources probe_host();
 
-/// Bytes that training `model` on `batch` sequences at once needs at the least: weights,
-/// gradients and both AdamW moments (4 fp32 values per parameter) and the activations
-/// that the backward pass keeps (model_spec's figures per sample, times the batch), plus
-/// the batch's token ids and targets. Computed in double: sizes whose int64 figures would
-/// overflow give a figure beyond any machine rather than a wrapped one.
+/// Bytes that training `model` on `batch` sequences at once needs at the least. That is
+/// weights, gradients and both AdamW moments (4 fp32 values per parameter). Add the
+/// activations that the backward pass keeps (model_spec's figures per sample, times the
+/// batch), and the batch's token ids and targets. Computed in double: sizes whose int64 figures
+/// would overflow give a figure beyond any machine rather than a wrapped one.
 double training_bytes(const model_config& model, int64_t batch);
 
 /// The same for evaluation alone (forward, no moments): weights and gradients, which the
@@ -38,8 +38,8 @@ std::string memory_problem(double needed, const host_resources& host, const std:
 /// thousands makes OpenBLAS fail to allocate its buffers.
 std::string threads_problem(int threads, const host_resources& host);
 
-/// How a run holds its batch: `deepcee train` runs the whole batch through the model at
-/// once; a job spreads it over micro-batches and devices, so only its token ids and one
+/// How a run holds its batch. `deepcee train` runs the whole batch through the model at
+/// once. A job spreads it over micro-batches and devices. So only its token ids and one
 /// sample's activations are sure to be held at once.
 enum class batch_use { whole, spread };
 

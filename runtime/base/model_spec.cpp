@@ -36,18 +36,22 @@ layer_spec embedding(const model_config& m) {
   return l;
 }
 
-/// A pre-LayerNorm block, per sample of T tokens (all counts in fp32 elements):
-///  kept F -> B, per token: block input x (LN1 input) C, LN1 mean+rstd 2, LN1 out C,
-///    qkv 3C, q/k/v split 3C, attention output (c_proj input) C, residual x + attn (LN2
-///    input) C, LN2 mean+rstd 2, LN2 out C, pre-GELU 4C, GELU out 4C  = 19C + 4,
-///    plus the attention probabilities [H, T, T] per sample.
-///  kept B -> W, per token (what W needs): inputs of the four matmuls (LN1 out C,
-///    attention output C, LN2 out C, GELU out 4C) = 7C, their output gradients (qkv 3C,
-///    c_proj C, c_fc 4C, mlp c_proj C) = 9C, and for both LayerNorms x C, mean+rstd 2 and
-///    dy C = 4C + 4; in all 20C + 4.
-/// FLOPs: the four matmuls cost 2 * T * 12C^2 for each of F, B and W; attention with full
-/// T x T score matrices (causal mask applied after) costs 4 T^2 C in F (QK^T and AV) and
-/// twice that in B, and nothing in W. Elementwise ops are left to the traffic term.
+/// A pre-LayerNorm block, per sample of T tokens. All counts are in fp32 elements.
+///
+/// Kept from F until B, per token. The attention half keeps block input x (LN1 input) C,
+/// LN1 mean+rstd 2, LN1 out C, qkv 3C, q/k/v split 3C and attention output (c_proj input)
+/// C. The MLP half keeps residual x + attn (LN2 input) C, LN2 mean+rstd 2, LN2 out C,
+/// pre-GELU 4C and GELU out 4C. That is 19C + 4 per token, plus the attention
+/// probabilities [H, T, T] per sample.
+///
+/// Kept from B until W, per token, is what W needs. The inputs of the four matmuls are
+/// LN1 out C, attention output C, LN2 out C and GELU out 4C: 7C. Their output gradients
+/// are qkv 3C, c_proj C, c_fc 4C and mlp c_proj C: 9C. Both LayerNorms keep x C,
+/// mean+rstd 2 and dy C: 4C + 4. In all 20C + 4.
+///
+/// FLOPs: the four matmuls cost 2 * T * 12C^2 for each of F, B and W. Attention uses full
+/// T x T score matrices, with the causal mask applied after. It costs 4 T^2 C in F (QK^T
+/// and AV), twice that in B, and nothing in W. Elementwise ops are left to the traffic term.
 layer_spec block(const model_config& m, int i) {
   const int64_t C = m.d_model, T = m.context, H = m.n_head;
   layer_spec l;
@@ -77,9 +81,9 @@ layer_spec block(const model_config& m, int i) {
 }
 
 /// ln_f, lm_head [V, C] (no bias, untied from wte) and softmax cross-entropy.
-///  kept F -> B per token: x C, mean+rstd 2, ln_f out C, probabilities V, target 1.
-///  kept B -> W per token: ln_f out C, logits gradient V, LayerNorm x C, mean+rstd 2,
-///    dy C.
+/// Kept from F until B, per token: x C, mean+rstd 2, ln_f out C, probabilities V, target 1.
+/// Kept from B until W, per token: ln_f out C, logits gradient V, LayerNorm x C,
+/// mean+rstd 2, dy C.
 layer_spec head(const model_config& m, int i) {
   const int64_t C = m.d_model, T = m.context, V = m.vocab;
   layer_spec l;

@@ -95,17 +95,18 @@ struct stage_figures {
   double rebuilt_bytes = 0; ///< recomputation: rebuilt before B and held only while B runs
 };
 
-/// Bytes a recomputing stage keeps per micro-batch between F and B: its input (the token
-/// ids [n, T] i32 on the stage with the embedding, else the previous stage's activation
-/// [n, T, C] fp32) and, on the stage with the head, the targets [n, T] i32 its B needs.
+/// Bytes a recomputing stage keeps per micro-batch between F and B. It keeps its input:
+/// the token ids [n, T] i32 on the stage with the embedding, else the previous stage's
+/// activation [n, T, C] fp32. The stage with the head also keeps the targets [n, T] i32 its
+/// B needs.
 double recompute_kept_bytes(const model_spec& model, int first_layer, int last_layer, int samples);
 
-/// THE rule of activation recomputation, used by the planner's estimate and memory check,
-/// the simulator and the runtime's virtual time (which takes the simulator's op times):
-/// a recomputing stage keeps only recompute_kept_bytes between F and B instead of its
-/// layers' act_until_b, and its B first runs the forward again (b_s + f_s; the input is
-/// kept decoded, so no codec pass repeats), holding the rebuilt activations (the rest of
-/// act_until_b) while B runs. What B keeps for W is unchanged. Without recomputation the
+/// THE rule of activation recomputation. The planner's estimate and memory check use it,
+/// and so do the simulator and the runtime's virtual time (which takes the simulator's op
+/// times). A recomputing stage keeps only recompute_kept_bytes between F and B instead of
+/// its layers' act_until_b. Its B first runs the forward again: b_s + f_s. The input is
+/// kept decoded, so no codec pass repeats. B holds the rebuilt activations (the rest of
+/// act_until_b) while it runs. What B keeps for W is unchanged. Without recomputation the
 /// figures stay as they are.
 stage_figures with_recompute(const stage_figures& plain, bool recompute, const model_spec& model,
                              int first_layer, int last_layer, int samples);

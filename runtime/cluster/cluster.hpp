@@ -52,7 +52,7 @@ struct node {
   int region = 0;           ///< index into cluster::regions
   std::vector<int> devices; ///< indices into cluster::devices, in local order
   /// The network interface's capacity in bytes per second, each direction (the file's
-  /// `nic`); unset: as fast as the links the file gives the node, so that the interface
+  /// `nic`). Unset, it is as fast as the links the file gives the node. The interface then
   /// only adds sharing (network_path.hpp).
   std::optional<double> nic_Bps;
 };

@@ -62,8 +62,8 @@ std::vector<device_spec> make_catalogue() {
       // at 59.7 GB/s, shared with the CPU.
       {"Jetson-TX2", "NVIDIA Jetson TX2 8GB", device_class::embedded_gpu, 665.6 * giga,
        665.6 * giga, 8 * gib, 59.7 * giga},
-      // Jetson Nano data sheet: 128-core Maxwell GPU at 921.6 MHz = 236 GFLOPS fp32 (the
-      // datasheet's 472 GFLOPS is fp16); no bf16 (Maxwell), so bf16 runs at the fp32 rate;
+      // Jetson Nano data sheet: 128-core Maxwell GPU at 921.6 MHz = 236 GFLOPS fp32. The
+      // datasheet's 472 GFLOPS is fp16. No bf16 (Maxwell), so bf16 runs at the fp32 rate.
       // 4 GB 64-bit LPDDR4 at 25.6 GB/s, shared with the CPU.
       {"Jetson-Nano", "NVIDIA Jetson Nano 4GB", device_class::embedded_gpu, 236 * giga, 236 * giga,
        4 * gib, 25.6 * giga},

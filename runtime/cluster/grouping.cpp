@@ -191,9 +191,9 @@ void choose_cut(grouping& out, const grouping_options& o) {
                " transfer (the given budget)";
     return;
   }
-  // The highest jump of at least min_gap_ratio in [anchor, merge costs...]: only the
-  // slowest tier of links separates groups, so a LAN ten times slower than another LAN
-  // does not split a region while a WAN ten times slower still does.
+  // The highest jump of at least min_gap_ratio in [anchor, merge costs...]. Only the
+  // slowest tier of links separates groups. So a LAN ten times slower than another LAN
+  // does not split a region, while a WAN ten times slower still does.
   std::vector<double> seq{out.anchor_cost_s};
   for (const auto& m : out.merges)
     seq.push_back(m.cost_s);

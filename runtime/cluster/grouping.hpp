@@ -62,21 +62,21 @@ struct grouping {
 
 /// Two-level grouping.
 ///
-/// Level 1: average-linkage agglomerative clustering of nodes; the cost between two
-/// nodes is the mean over their device pairs of the two directions' transfer times of
+/// Level 1: average-linkage agglomerative clustering of nodes. The cost between two nodes
+/// is the mean over their device pairs of the two directions' transfer times of
 /// `transfer_bytes`. The cut is before the highest jump of at least `min_gap_ratio` between
-/// consecutive costs of [anchor, merge 1, merge 2, ...] (average linkage makes them
-/// non-decreasing), where the anchor is the cost over the cluster's same-region default
-/// link; the anchor lets a cluster whose every merge crosses a slow link still split.
+/// consecutive costs of [anchor, merge 1, merge 2, ...]. Average linkage makes them
+/// non-decreasing. The anchor is the cost over the cluster's same-region default link. It
+/// lets a cluster whose every merge crosses a slow link still split.
 /// Taking the highest jump, not the largest, means only the slowest tier of links
 /// separates groups: a 1 Gbps access network beside a 10 Gbps LAN does not split a tier,
 /// a 100 Mbps WAN above both does. No such jump: one group. `fast_cost_s` > 0 replaces
 /// the rule by a fixed budget.
 ///
-/// Level 2: inside each network group, devices sorted by speed (fastest first, then kind
-/// name, then id); a compute group starts at the fastest remaining device and takes every
-/// device within `speed_ratio` of it, so devices of one kind with the same figures always
-/// stay together.
+/// Level 2: inside each network group, devices are sorted by speed (fastest first, then
+/// kind name, then id). A compute group starts at the fastest remaining device and takes
+/// every device within `speed_ratio` of it. So devices of one kind with the same figures
+/// always stay together.
 ///
 /// Deterministic: ties are broken by the smallest device id.
 grouping group_devices(const cluster& c, const grouping_options& options);

@@ -11,13 +11,14 @@
 
 namespace deepcee::runtime {
 
-/// From its time on, every device pair (x, y) with x inside `a` and y inside `b` (or, with
-/// `any_peer`, every pair with one end inside `a`), in both directions, changes: a set
-/// bandwidth or latency replaces what applied before, a scale multiplies it, and a jitter
-/// makes every later transfer's bandwidth a seeded random factor in [1 - j, 1 + j] of it
-/// (0 ends the jitter). A field left out keeps whatever applied before. Later changes (by
-/// time, then by file order) win over earlier ones, whatever their specificity: the
-/// timeline is a script of what happens to the network, not a second set of defaults.
+/// A change to the network from its time on. It applies in both directions to every device
+/// pair (x, y) with x inside `a` and y inside `b`. With `any_peer`, it applies to every pair
+/// with one end inside `a`. A set bandwidth or latency replaces what applied before, and a
+/// scale multiplies it. A jitter makes every later transfer's bandwidth a seeded random
+/// factor in [1 - j, 1 + j] of it (0 ends the jitter). A field left out keeps whatever
+/// applied before. Later changes (by time, then by file order) win over earlier ones,
+/// whatever their specificity. The timeline is a script of what happens to the network, not
+/// a second set of defaults.
 struct link_change {
   double at_s = 0;
   /// Set: the event happens when step `*at_step` (from 0) starts, which a run resolves to a
@@ -132,11 +133,11 @@ struct injection_split {
   link_timeline pending;
 };
 
-/// The rule for injected events, taken when step `next_step` (from 0) starts at `start_s`:
-/// an event of a step up to `next_step`, or of a time before `start_s` (an event given
-/// without either reads as time 0), applies at this boundary (at `start_s`); a later time
-/// stays as it is (due now, effective then); a later step's event waits in `pending` for
-/// its own boundary. Throws std::invalid_argument on a negative step or a non-finite start.
+/// The rule for injected events, taken when step `next_step` (from 0) starts at `start_s`.
+/// An event of a step up to `next_step`, or of a time before `start_s`, applies at this
+/// boundary (at `start_s`). An event given with neither reads as time 0. A later time stays
+/// as it is: due now, effective then. A later step's event waits in `pending` for its own
+/// boundary. Throws std::invalid_argument on a negative step or a non-finite start.
 injection_split take_injected(const link_timeline& injected, int next_step, double start_s);
 
 /// A job's own script as the run starts: `due` holds its time events (in force from the

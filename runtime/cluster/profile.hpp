@@ -24,9 +24,9 @@ struct layer_cost {
 };
 
 /// Roofline parameters of one device class. A matmul reaches `matmul_efficiency` of peak
-/// only when it is large: the share is scaled by N / (N + tokens_half) for N tokens and
-/// by C / (C + width_half) for width C, so small micro-batches and narrow models on big
-/// GPUs run far below peak, as they do in practice.
+/// only when it is large. The share is scaled by N / (N + tokens_half) for N tokens and by
+/// C / (C + width_half) for width C. So small micro-batches and narrow models on big GPUs
+/// run far below peak, as they do in practice.
 struct roofline_factors {
   double matmul_efficiency = 0.6;
   double tokens_half = 256;
@@ -34,10 +34,10 @@ struct roofline_factors {
   double launch_s = 5e-6; ///< fixed cost per kernel launch (per op on a CPU)
 };
 
-/// Defaults: cuBLAS on datacenter parts sustains 60-75% of peak on large GEMMs; consumer
-/// cards clock down under sustained load and their fp32 peak counts dual-issue FMA, so
-/// 50%; Jetsons share memory with the CPU and throttle, 40%; OpenBLAS sgemm on one AVX2
-/// core reaches 70-90% of peak once the matrices exceed a few dozen rows.
+/// Why the default efficiencies: cuBLAS on datacenter parts sustains 60-75% of peak on
+/// large GEMMs. Consumer cards clock down under sustained load, and their fp32 peak counts
+/// dual-issue FMA, so 50%. Jetsons share memory with the CPU and throttle: 40%. OpenBLAS
+/// sgemm on one AVX2 core reaches 70-90% of peak once the matrices exceed a few dozen rows.
 struct estimate_options {
   precision prec = precision::fp32;
   roofline_factors datacenter{0.6, 256, 128, 5e-6};
@@ -93,10 +93,10 @@ struct measured_codec {
   int64_t line = 0;
 };
 
-/// What one layer's share of the optimizer step costs on a device, measured by `deepcee
-/// profile` on the runtime's own calls (kernels::adamw: the squares of its gradients for the
-/// clipping norm, the AdamW update; then zeroing its gradients), independent of the
-/// micro-batch.
+/// What one layer's share of the optimizer step costs on a device, independent of the
+/// micro-batch. `deepcee profile` measures it on the runtime's own calls (kernels::adamw).
+/// They are the squares of its gradients for the clipping norm, the AdamW update, and then
+/// zeroing its gradients.
 struct measured_optimizer {
   std::string device_kind; ///< canonical catalogue kind
   layer_kind layer = layer_kind::block;
@@ -118,17 +118,17 @@ struct measured_optimizer {
 ///     act_until_b = 1.2e8     # optional, bytes
 ///     act_until_w = 9.0e7     # optional, bytes
 ///
-/// A file that `deepcee profile` writes is versioned (`format_version`) and complete: it
-/// also names its fingerprint, the devices it was measured on ([[device]]), how many
-/// entries and links it has (a truncated file is caught), every layer kind at every
-/// micro-batch size of each device, and the links between the nodes ([[link]]). See
+/// A file that `deepcee profile` writes is versioned (`format_version`) and complete. It
+/// also names its fingerprint and the devices it was measured on ([[device]]). It says how
+/// many entries and links it has, so a truncated file is caught. It has every layer kind at
+/// every micro-batch size of each device, and the links between the nodes ([[link]]). See
 /// configs/profiles/cpu-small-measured.toml. A file without `format_version` is a
 /// hand-written partial profile, read as above.
 ///
-/// Either kind may give the measured cost of compressed transfers (codec_cost.hpp uses it
-/// instead of the datasheet roofline), per device kind and encoding; a versioned file that
-/// has them declares their count (`codecs = 3`, so truncation is caught; a file written
-/// before they were measured has neither and is read as it was):
+/// Either kind may give the measured cost of compressed transfers, per device kind and
+/// encoding. codec_cost.hpp uses it instead of the datasheet roofline. A versioned file that
+/// has them declares their count (`codecs = 3`), so truncation is caught. A file without
+/// codec rows needs no count. Its rows:
 ///
 ///     [[codec]]
 ///     device = "CPU"
@@ -136,8 +136,9 @@ struct measured_optimizer {
 ///     encode = 1.1e-10       # seconds per byte of the fp32 tensor
 ///     decode = 4.0e-11
 ///
-/// and the optimizer step per layer kind (simulator.hpp's "Optimizer" uses it instead of the
-/// memory-bandwidth estimate), declared the same way (`optimizers = 3`):
+/// Optimizer steps come the same way (`optimizers = 3`). Each gives the step of one layer
+/// kind on one device kind. The simulator's "Optimizer" (simulator.hpp) uses them instead
+/// of the memory-bandwidth estimate. Their rows:
 ///
 ///     [[optimizer]]
 ///     device = "CPU"
@@ -158,11 +159,11 @@ struct measured_profile {
   std::vector<measured_optimizer> optimizers;
 };
 
-/// Per-layer costs of one model on any device, estimated by the roofline unless the
-/// measured profile has the (kind, layer kind) pair: an exact micro-batch match is taken
-/// as measured; other micro-batch sizes scale the estimate by measured / estimated at the
-/// nearest measured size (the smaller one on a tie), which calibrates the roofline
-/// without trusting it blindly.
+/// Per-layer costs of one model on any device. They are estimated by the roofline unless
+/// the measured profile has the (kind, layer kind) pair. An exact micro-batch match is taken
+/// as measured. Other micro-batch sizes scale the estimate by measured / estimated at the
+/// nearest measured size (the smaller one on a tie). That calibrates the roofline without
+/// trusting it blindly.
 class profile_table {
 public:
   /// Throws input_error (at the measured file's line) when the measured profile names a
@@ -183,10 +184,10 @@ public:
   /// The measured codec cost of `comp` on device kind `kind` (catalogue kind, matched as the
   /// entries are), or null when the profile has none.
   const measured_codec* codec(std::string_view kind, compression comp) const;
-  /// The optimizer step of layers [first, last) on `dev`: the measured step of each layer's
-  /// kind when the profile has it for the device's kind; else AdamW's memory traffic (it
-  /// reads the weights, gradients and both moments and writes the weights and moments) at
-  /// the device's memory bandwidth.
+  /// The optimizer step of layers [first, last) on `dev`. It is the measured step of each
+  /// layer's kind when the profile has it for the device's kind. Otherwise it is AdamW's
+  /// memory traffic at the device's memory bandwidth. AdamW reads the weights, gradients and
+  /// both moments, and writes the weights and moments.
   double optimizer_s(const device& dev, int first, int last) const;
 
 private:

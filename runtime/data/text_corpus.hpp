@@ -33,12 +33,13 @@ struct corpus_file {
 
 /// A byte corpus held in memory, split into train and validation text.
 ///
-/// Loading a directory walks it recursively in sorted path order (so the corpus, and thus
-/// every batch, is the same on every machine) and skips what is not text: symbolic links
-/// (Debian's fortunes has `x.u8 -> x`, which would count each file twice), `.dat` files
-/// (strfile indexes) and any file that contains a NUL byte. Fortune files are kept as they
-/// are, `%` separator lines included: the model learns where a fortune ends, which makes
-/// sampling one fortune at a time possible, and the loader stays format-agnostic.
+/// Loading a directory walks it recursively in sorted path order. So the corpus, and thus
+/// every batch, is the same on every machine. It skips what is not text. Symbolic links
+/// are skipped, since Debian's fortunes has `x.u8 -> x`, which would count each file twice.
+/// So are `.dat` files (strfile indexes) and any file that contains a NUL byte. Fortune
+/// files are kept as they are, `%` separator lines included. The model then learns where a
+/// fortune ends, so one fortune at a time can be sampled. And the loader stays
+/// format-agnostic.
 ///
 /// The split is per file: the last `val_fraction` of each file (rounded up to whole bytes,
 /// then moved back to the start of that line) is validation, the rest train. Both splits
@@ -48,8 +49,9 @@ class text_corpus {
 public:
   /// `path` is a file or a directory; a relative path is relative to the current
   /// directory. Throws input_error naming the path when it does not exist, holds no
-  /// usable text, is larger than max_corpus_bytes, or a file given directly is binary or
-  /// not a regular file (a FIFO would block, a device such as /dev/zero never ends).
+  /// usable text, or is larger than max_corpus_bytes. It also throws when a file given
+  /// directly is binary or not a regular file: a FIFO would block, and a device such as
+  /// /dev/zero never ends.
   static text_corpus load(const std::filesystem::path& path, double val_fraction);
 
   /// A corpus from two texts already in memory (tests, generated data). `source` names it

@@ -4,9 +4,10 @@
 
 namespace deepcee::runtime {
 
-/// Processes: one per node (pid = node index) holding its devices' tracks (tid = device
-/// id) and the tracks of the links its devices send on (tid = device count + link index);
-/// one more (pid = node count) for the WAN pipes between regions. Perfetto shows each
+/// Processes: one per node (pid = node index), and one more (pid = node count) for the WAN
+/// pipes between regions. A node's process holds its devices' tracks (tid = device id).
+/// It also holds the tracks of the links its devices send on (tid = device count + link
+/// index). Perfetto shows each
 /// thread as a row, so every device and every link gets its own row.
 trace_document chrome_trace_document(const sim_result& result, const cluster& c) {
   trace_document doc;

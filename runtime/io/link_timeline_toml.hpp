@@ -8,9 +8,9 @@
 
 namespace deepcee::runtime {
 
-/// A timeline (fluctuation and fault script) file (TOML). Every event happens either
-/// `at` a virtual time (seconds from the start of the run, or "30s", "500ms") or at the
-/// start of `step` N (the first is 1, as in metrics.csv), never both:
+/// A timeline (fluctuation and fault script) file (TOML). Every event happens either `at` a
+/// virtual time or at the start of `step` N, never both. A time is in seconds from the start
+/// of the run, or "30s", "500ms". Steps count from 1, as in metrics.csv:
 ///
 ///     [[change]]                  # links
 ///     at = 30
@@ -36,16 +36,16 @@ link_timeline load_link_timeline(const std::filesystem::path& path, const cluste
 link_timeline parse_link_timeline(std::string_view toml_text, const cluster& c,
                                   const std::filesystem::path& source);
 
-/// Events to inject into a running job (`deepcee inject ADDR SCRIPT`): the script's syntax,
-/// where an event may also give neither `at` nor `step` (it applies at the next step
-/// boundary, as one whose time or step has passed: take_injected).
+/// Events to inject into a running job (`deepcee inject ADDR SCRIPT`), in the script's
+/// syntax. Here an event may also give neither `at` nor `step`. It then applies at the next
+/// step boundary, as one whose time or step has passed (take_injected).
 link_timeline parse_injected_events(std::string_view toml_text, const cluster& c,
                                     const std::filesystem::path& source);
-/// One event given on the command line (`deepcee inject ADDR --event '...'`): one TOML line
-/// `change = {...}`, `device = {...}` or `node = {...}` whose inline table holds the keys
-/// of a [[change]], [[device]] or [[node]] table, `at` and `step` optional as above, e.g.
+/// One event given on the command line (`deepcee inject ADDR --event '...'`). It is one
+/// TOML line `change = {...}`, `device = {...}` or `node = {...}`. Its inline table holds
+/// the keys of a [[change]], [[device]] or [[node]] table, `at` and `step` optional as
+/// above. Every problem is an input_error "--event:1: what". For example:
 ///     change = { between = ["cloud", "edge"], bandwidth_scale = 0.1 }
-/// Every problem is an input_error "--event:1: what".
 link_timeline parse_event_option(std::string_view text, const cluster& c);
 
 /// What `deepcee inject` sends, as the coordinator's node (and the client, given the job)

@@ -9,8 +9,10 @@
 #include <stdexcept>
 #include <system_error>
 
-/// The plan file (JSON, written by `deepcee plan --json`, read by the runtime and by
-/// `deepcee simulate`):
+/// The plan file (JSON). `deepcee plan --json` writes it; the runtime and `deepcee simulate`
+/// read it. Unknown keys are ignored, so that later versions may add fields. Missing
+/// required keys, wrong types and unknown names are input_errors naming the file and the
+/// JSON path. For example:
 ///
 ///     {
 ///       "format": "deepcee-plan", "version": 1,
@@ -26,9 +28,6 @@
 ///       ],
 ///       "excluded": [{"device": 9, "reason": "link to cloud 100 Mbps cannot feed it"}]
 ///     }
-///
-/// Unknown keys are ignored so that later versions may add fields; missing required keys,
-/// wrong types and unknown names are input_errors naming the file and the JSON path.
 namespace deepcee::runtime {
 
 namespace {

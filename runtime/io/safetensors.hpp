@@ -40,10 +40,11 @@ struct safetensors_file {
 /// Bytes per element of a supported dtype; 0 for any other.
 size_t dtype_size(const std::string& dtype);
 
-/// Writes the standard safetensors layout (8-byte little-endian header length, JSON header
-/// padded with spaces to a multiple of 8, data in the order given) to `path + ".tmp"`,
-/// fsyncs it, renames it over `path` and fsyncs the directory, so a crash leaves either
-/// the old checkpoint or the new one, never half of one. An I/O failure is an input_error
+/// Writes the standard safetensors layout to `path + ".tmp"`: an 8-byte little-endian
+/// header length, the JSON header padded with spaces to a multiple of 8, then the data in
+/// the order given. It then fsyncs the file, renames it over `path` and fsyncs the
+/// directory. So a crash leaves either the old checkpoint or the new one, never half of
+/// one. An I/O failure is an input_error
 /// naming the path; a malformed tensor (bad dtype, size not matching the shape, duplicate
 /// or empty name) is a bug and throws std::invalid_argument.
 void write_safetensors(const std::filesystem::path& path, const std::vector<named_tensor>& tensors,

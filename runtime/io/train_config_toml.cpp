@@ -31,8 +31,8 @@ std::string number(double x) {
   return s.str();
 }
 
-/// A range rule over the parsed struct. It names the keys it is about so that loading can
-/// point at the line of the first of them that the file sets; `validate` runs the same
+/// A range rule over the parsed struct. It names the keys it is about, so that loading can
+/// point at the line of the first of them that the file sets. `validate` runs the same
 /// rules without lines, so a command-line override is checked exactly like the file.
 struct rule {
   std::vector<std::string_view> keys;

@@ -12,11 +12,11 @@
 
 namespace deepcee::runtime {
 
-/// How time passes in a job (DESIGN: Time):
-/// - wall: real time; ops run as soon as their inputs are there and are timed by a steady
-///   clock (with `shape_links`, transfers also wait as the cluster's link model says);
-/// - virtual: the emulated cluster's op and link times, the math for real;
-/// - dry: virtual time with the math skipped (no weights, no kernels, no payloads).
+/// How time passes in a job (DESIGN: Time).
+/// `wall` is real time. Ops run as soon as their inputs are there, and a steady clock times
+/// them. With `shape_links`, transfers also wait as the cluster's link model says.
+/// `virtual_time` takes the emulated cluster's op and link times, and does the math for real.
+/// `dry` is virtual time with the math skipped: no weights, no kernels, no payloads.
 enum class time_mode { wall, virtual_time, dry };
 
 /// `[security] certificate, key, ca`: TLS between the nodes (runtime/gate/tls_identity.hpp).

@@ -9,9 +9,9 @@
 namespace deepcee::runtime {
 
 /// Where the parts of a plan run in a multi-process job (`deepcee node`). A stage, with its
-/// group actor, runs on the node of its first device; each of its devices runs on its own
-/// node: with its stage, or apart from it (a stage whose devices span nodes), where that
-/// node spawns the device's actor and hands it over when it joins.
+/// group actor, runs on the node of its first device. Each of its devices runs on its own
+/// node, which may be the stage's node or another one (a stage whose devices span nodes).
+/// A node apart from the stage spawns the device's actor, and hands it over when it joins.
 ///
 /// Devices are numbered by slot: every device of every stage, flat stage by flat stage
 /// (job_context::flat_index), in its stage's order.

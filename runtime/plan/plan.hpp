@@ -21,9 +21,10 @@ struct stage_plan {
   /// Encoding of the activations this stage sends to the next stage and of the gradients
   /// it receives back (compression of transfers that cross slow links).
   compression send_compression = compression::none;
-  /// Activation recomputation: between F and B each device keeps only the stage's input
-  /// of a micro-batch (and what its B needs beyond it) and runs the forward again right
-  /// before B to rebuild the rest (stage_op_costs in runtime/base/model_spec.hpp prices it).
+  /// Activation recomputation, which trades compute for memory. Between F and B each device
+  /// keeps only the stage's input of a micro-batch, and what its B needs beyond it. It runs
+  /// the forward again right before B to rebuild the rest. stage_op_costs in
+  /// runtime/base/model_spec.hpp prices it.
   bool recompute = false;
 };
 

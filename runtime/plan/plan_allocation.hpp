@@ -19,10 +19,11 @@ struct plan_allocation {
 
 plan_allocation allocation_of(const plan& p);
 
-/// `base` with `a` in force. Throws std::invalid_argument, naming what differs, when `a`
-/// does not fit `base`'s pipelines, stages and devices, leaves a device of a stage without samples,
-/// splits a micro-batch into other than micro_batch_size samples, or changes the global batch (the
-/// math of a step must not change).
+/// `base` with `a` in force. An allocation must not change the math of a step. So this
+/// throws std::invalid_argument, naming what differs, when `a` does not fit `base`'s
+/// pipelines, stages and devices. It also throws when `a` leaves a device of a stage without
+/// samples, splits a micro-batch into other than micro_batch_size samples, or changes the
+/// global batch.
 plan with_allocation(const plan& base, const plan_allocation& a);
 
 /// Whether `to` differs from `from` only in what an allocation holds (same pipelines,

@@ -83,8 +83,8 @@ BOOST_AUTO_TEST_CASE(every_schedule_matches_single_device_training) {
 }
 
 // Activation recomputation on some stages (one with the embedding, one with the head, one
-// in the middle) trains as without it: the same losses as one device, and bit for bit the
-// same as the same plan without recomputation, for a fixed schedule and zero bubble.
+// in the middle) trains as without it. It gives the same losses as one device. For a fixed
+// schedule and zero bubble, it is bit for bit the same as the plan without recomputation.
 BOOST_AUTO_TEST_CASE(recomputing_stages_match_single_device_training) {
   auto be = make_backend({});
   auto data = corpus();

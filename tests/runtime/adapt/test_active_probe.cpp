@@ -1,6 +1,6 @@
-// Active probes: a drifted link or device that the plan in force leaves out is probed every
-// probe_options::every_steps steps, the probes clear its drift once it recovered (and not
-// before), cost the plan only where they share its paths, and bring the starting plan back.
+// Active probes. A drifted link or device that the plan in force leaves out is probed every
+// probe_options::every_steps steps. The probes clear its drift once it recovered, and not
+// before. They cost the plan only where they share its paths, and bring the starting plan back.
 #include "runtime/adapt/active_probe.hpp"
 #include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/adapt/environment_monitor.hpp"
@@ -217,11 +217,11 @@ struct default_drop {
 } // namespace
 
 // configs/experiments/default-drop.toml: the edge-end WAN drops 10x at step 10 and recovers
-// at step 30 (of the run, whichever it is). Step 10 (the change's step, counted as step 0 of the
-// answer) reveals it, the policy re-plans once at its end onto the plan for the whole WAN
-// down, the move is charged to step 11, and step 12 runs at >= 90% of the reference. The
-// plan left the WAN out: probes find it back, and the starting plan returns; with +-20%
-// noise on every sample the decisions are the same, with no flapping.
+// at step 30 (of the run, whichever it is). Step 10 reveals it; it counts as step 0 of the
+// answer. The policy re-plans once at its end onto the plan for the whole WAN down. The move
+// is charged to step 11, and step 12 runs at >= 90% of the reference. The plan left the WAN
+// out, so probes find it back, and the starting plan returns. With +-20% noise on every
+// sample the decisions are the same, with no flapping.
 BOOST_AUTO_TEST_CASE(answered_within_two_steps_and_undone_after_recovery) {
   const default_drop f;
   const double reference = f.reference();
@@ -261,8 +261,8 @@ BOOST_AUTO_TEST_CASE(answered_within_two_steps_and_undone_after_recovery) {
   }
 }
 
-// A drop of the whole edge-end WAN seen on the pairs the plan crosses is taken for the WAN's:
-// the pairs across it that no transfer measured get the same ratio, so that the first
+// A drop of the whole edge-end WAN seen on the pairs the plan crosses is taken for the WAN's.
+// The pairs across it that no transfer measured get the same ratio, so that the first
 // decision already knows them slow. One pair of a WAN that drifts while another measured
 // pair across it stays calm is that pair's own.
 BOOST_AUTO_TEST_CASE(a_wan_drop_is_inferred_for_the_pairs_not_measured) {
@@ -297,11 +297,11 @@ BOOST_AUTO_TEST_CASE(a_wan_drop_is_inferred_for_the_pairs_not_measured) {
   BOOST_TEST(mixed.inferred_links().empty());
 }
 
-// configs/experiments/default-square.toml: the WAN drops 5x for 5 steps of every 10. Without
-// the restore backoff the adapter paid a re-plan and a restore at every edge; after the
-// first flap it waits for a calm longer than the square's, and stays on the plan that holds
-// up in both phases, until the wave ends (its last edge, up,
-// at step 50): then the calm lasts and it restores the starting plan.
+// configs/experiments/default-square.toml: the WAN drops 5x for 5 steps of every 10. The
+// restore backoff keeps the adapter from paying a re-plan and a restore at every edge. After
+// the first flap it waits for a calm longer than the square's. It stays on the plan that
+// holds up in both phases until the wave ends (its last edge, up, at step 50). Then the calm
+// lasts and it restores the starting plan.
 BOOST_AUTO_TEST_CASE(a_square_wave_is_not_followed_edge_by_edge) {
   const default_drop f;
   const auto square = load_link_timeline(configs_dir() / "experiments/default-square.toml", f.c);
@@ -327,7 +327,7 @@ BOOST_AUTO_TEST_CASE(a_square_wave_is_not_followed_edge_by_edge) {
     adaptive += r.adaptive[k].step_s;
   }
   // The moves, priced on the links as the wave has them, do not repay within a 5-step
-  // phase (the policy's payback horizon assumes a disturbance lasts 20 steps): what the
+  // phase. The policy's payback horizon assumes a disturbance lasts 20 steps. What the
   // backoff bounds is their cost, a few per cent of the run.
   BOOST_TEST_MESSAGE("adaptive " << adaptive << " s, static " << fixed << " s");
   BOOST_TEST(adaptive < 1.1 * fixed);

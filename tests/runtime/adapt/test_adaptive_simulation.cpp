@@ -117,8 +117,8 @@ BOOST_AUTO_TEST_CASE(twenty_percent_noise_makes_no_decision) {
   }
 }
 
-// Issue 12's target (v): +-20% random noise on the bandwidth of every transfer (the script's
-// jitter, drawn per transfer) over 200 steps, re-plans allowed: no re-plan, and at most one
+// +-20% random noise on the bandwidth of every transfer (the script's jitter, drawn per
+// transfer) over 200 steps, re-plans allowed. Noise is not drift: no re-plan, and at most one
 // rebalance in any 50 consecutive steps.
 BOOST_AUTO_TEST_CASE(twenty_percent_jitter_over_200_steps_neither_replans_nor_flaps) {
   fixture f;
@@ -151,10 +151,10 @@ BOOST_AUTO_TEST_CASE(twenty_percent_jitter_over_200_steps_neither_replans_nor_fl
 }
 
 // A step event happens when the adapted run starts that step, not where the static plan
-// would: after the adapter answered the drop of step 10 (its steps then differ from the
-// static plan's), every device slowing 2x at step 30 gives the very run that time events at
-// the adapted step 30's start give, and another run than ones at the static step 30's start.
-// Up to step 29 the run is the one without the slowdown, step by step; step 30 is not.
+// would. The adapter answers the drop of step 10, so its steps then differ from the static
+// plan's. Every device then slows 2x at step 30. That gives the same run as time events at
+// the adapted step 30's start, and another run than time events at the static step 30's
+// start. Up to step 29 the run is the one without the slowdown, step by step; step 30 is not.
 BOOST_AUTO_TEST_CASE(step_events_land_at_the_adapted_runs_steps) {
   fixture f;
   const std::string drop =
@@ -222,9 +222,9 @@ BOOST_AUTO_TEST_SUITE(default_job)
 // The default job (configs/default.toml): the planner's plan for the small model at batch 32
 // on edge-end.toml (two pipelines that cross the sites) under default-script.toml, with
 // the policy the running job's adapter uses. The link between the sites falls 10x from
-// step 120 to step 240: the adapter re-plans to the edge site alone at the end of step
-// 120, its probes see the link come back, and it restores the starting plan; the run is
-// faster than the static plan under the same script.
+// step 120 to step 240. The adapter re-plans to the edge site alone at the end of step 120.
+// Its probes see the link come back, and it restores the starting plan. The run is faster
+// than the static plan under the same script.
 BOOST_AUTO_TEST_CASE(the_default_script_is_answered_and_then_undone) {
   const cluster c = load_cluster(cluster_file("edge-end"));
   const model_spec model = make_model_spec(*model_preset("small"), "small");

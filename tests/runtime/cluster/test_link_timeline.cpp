@@ -145,9 +145,9 @@ slowdown = 2
   BOOST_TEST(known.device_history(c, 0)[1].rate == 0.5);
 }
 
-// A job's own script as a run takes it: its time events hold from the start, its step
-// events wait, and taken at each boundary (take_injected) they land at that step's real
-// start, however fast the steps before went; one beyond the run never lands.
+// A job's own script as a run takes it. Its time events hold from the start, and its step
+// events wait. Taken at each boundary (take_injected), a step event lands at that step's real
+// start, however fast the steps before went. One beyond the run never lands.
 BOOST_AUTO_TEST_CASE(a_scripts_step_events_wait_for_their_steps) {
   const auto c = deepcee::test::actors_test_cluster();
   const auto t = script(R"([[change]]

@@ -1,6 +1,6 @@
-// Bad input of every kind that issue 13 lists: each is refused with one input_error that
-// names the file (and a line of it), never a crash, a hang or a wrong line. The fuzz
-// cases mutate the real files of configs/ with a fixed seed and a time bound.
+// Bad input of each kind below: each is refused with one input_error that names the file (and a
+// line of it), never a crash, a hang or a wrong line. The fuzz cases mutate the real files
+// of configs/ with a fixed seed and a time bound.
 #include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
 #include "runtime/base/host_resources.hpp"
