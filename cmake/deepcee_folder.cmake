@@ -28,7 +28,7 @@ set(DEEPCEE_LIBRARY_HEADERS
 
 # The top-level folders whose subfolders are layers: an include into one of them must name
 # a declared folder.
-set(DEEPCEE_LAYER_ROOTS runtime kernels messages actors)
+set(DEEPCEE_LAYER_ROOTS runtime kernels messages transport actors)
 
 function(deepcee_folder_library)
   cmake_parse_arguments(arg "" "ENABLED" "DEPS;LIBS;PRIVATE_LIBS;SOURCES" ${ARGN})

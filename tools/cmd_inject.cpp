@@ -15,14 +15,14 @@
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/base/errors.hpp"
-#include "runtime/gate/gate.hpp"
-#include "runtime/gate/tls_identity.hpp"
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/job_token.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
 #include "tools/commands.hpp"
 #include "tools/job_steps.hpp"
 #include "tools/node_network.hpp"
+#include "transport/gate.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -59,7 +59,7 @@ struct inject_options {
 };
 
 /// HOST:PORT, or an input_error naming it.
-runtime::gate::endpoint parse_addr(const std::string& addr) {
+transport::endpoint parse_addr(const std::string& addr) {
   const auto colon = addr.rfind(':');
   const auto bad = [&](const std::string& why) {
     throw runtime::input_error(addr + ": " + why + " (give HOST:PORT, the coordinator's node's)");
@@ -101,9 +101,8 @@ std::pair<std::string, std::string> request_of(const inject_options& o) {
 /// `timeout` (nothing listening) or at once when the node's gate refused the token or the
 /// certificates (`tls`: the tunnel speaks TLS; without, a TLS job's gate refuses it too).
 actors::node_registry_actor connect(caf::actor_system& sys, const std::string& addr,
-                                    const runtime::gate::endpoint& at,
-                                    const runtime::gate::tunnel* tunnel, double timeout_s,
-                                    bool tls) {
+                                    const transport::endpoint& at, const transport::tunnel* tunnel,
+                                    double timeout_s, bool tls) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
   const std::string host = tunnel ? "127.0.0.1" : at.host;
@@ -166,7 +165,7 @@ int run_inject(const inject_options& o) {
   const auto at = parse_addr(o.addr);
   const auto request = request_of(o);
   std::optional<std::filesystem::path> job_token_file;
-  std::shared_ptr<const runtime::gate::tls_context> tls;
+  std::shared_ptr<const transport::tls_context> tls;
   std::string coordinator = "of the job"; // for the tunnel's refusal line
   if (o.name && !o.job)
     throw runtime::input_error("--name " + *o.name + ": give the job's file too (--job JOB)");
@@ -200,12 +199,12 @@ int run_inject(const inject_options& o) {
   configure_actors(cfg);
   cfg.load<caf::io::middleman>();
   cfg.set("middleman.enable-automatic-connections", false);
-  std::unique_ptr<runtime::gate::tunnel> tunnel;
+  std::unique_ptr<transport::tunnel> tunnel;
   if (token) {
-    runtime::gate::gate_settings s;
+    transport::gate_settings s;
     s.token = *token;
     s.tls = tls;
-    tunnel = std::make_unique<runtime::gate::tunnel>(std::move(s), coordinator, at);
+    tunnel = std::make_unique<transport::tunnel>(std::move(s), coordinator, at);
   }
   caf::actor_system sys{cfg};
   const auto registry = connect(sys, o.addr, at, tunnel.get(), o.connect_timeout_s, tls != nullptr);

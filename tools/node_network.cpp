@@ -1,9 +1,9 @@
 #include "tools/node_network.hpp"
 
 #include "runtime/base/errors.hpp"
-#include "runtime/gate/tls_identity.hpp"
 #include "runtime/io/job_token.hpp"
 #include "tools/node_process.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <cstdio>
 
@@ -11,14 +11,14 @@ namespace deepcee::tools {
 
 namespace {
 
-runtime::gate::endpoint public_endpoint(const runtime::node& n) {
+transport::endpoint public_endpoint(const runtime::node& n) {
   return {host_of(n), static_cast<uint16_t>(n.port)};
 }
 
 /// The gate's settings: refusals logged as one line each, naming the node; never the token.
-runtime::gate::gate_settings settings(const std::string& token, const std::string& node,
-                                      std::shared_ptr<const runtime::gate::tls_context> tls) {
-  runtime::gate::gate_settings s;
+transport::gate_settings settings(const std::string& token, const std::string& node,
+                                  std::shared_ptr<const transport::tls_context> tls) {
+  transport::gate_settings s;
   s.token = token;
   s.tls = std::move(tls);
   s.log = [node](const std::string& line) {
@@ -29,8 +29,8 @@ runtime::gate::gate_settings settings(const std::string& token, const std::strin
 
 } // namespace
 
-std::shared_ptr<const runtime::gate::tls_context> node_tls(const runtime::job_config& job, int me,
-                                                           bool insecure) {
+std::shared_ptr<const transport::tls_context> node_tls(const runtime::job_config& job, int me,
+                                                       bool insecure) {
   if (!job.tls)
     return nullptr;
   const auto& name = job.cluster.nodes[size_t(me)].name;
@@ -40,8 +40,8 @@ std::shared_ptr<const runtime::gate::tls_context> node_tls(const runtime::job_co
                             ": --insecure turns the gate off, but [security] names TLS "
                             "certificates; use the job's token");
   const auto files = job.tls->of(name);
-  return std::make_shared<const runtime::gate::tls_context>(
-      runtime::gate::tls_files{files.certificate, files.key, job.tls->ca}, name);
+  return std::make_shared<const transport::tls_context>(
+      transport::tls_files{files.certificate, files.key, job.tls->ca}, name);
 }
 
 node_network::node_network(const runtime::job_config& job, int me, std::optional<std::string> token)
@@ -54,12 +54,12 @@ node_network::node_network(const runtime::job_config& job, int me, std::optional
       // A tunnel's refusal is the caller's one line (refusal()), so it logs nothing itself.
       auto s = settings(*token_, nodes[size_t(me)].name, tls_);
       s.log = nullptr;
-      tunnels_[n] = std::make_unique<runtime::gate::tunnel>(std::move(s), nodes[size_t(n)].name,
-                                                            public_endpoint(nodes[size_t(n)]));
+      tunnels_[n] = std::make_unique<transport::tunnel>(std::move(s), nodes[size_t(n)].name,
+                                                        public_endpoint(nodes[size_t(n)]));
     }
 }
 
-runtime::gate::endpoint node_network::caf_listen() const {
+transport::endpoint node_network::caf_listen() const {
   if (!secure())
     return public_endpoint(job_.cluster.nodes[size_t(me_)]);
   return {"127.0.0.1", 0};
@@ -74,10 +74,10 @@ void node_network::open_gate(uint16_t caf_port) {
   // presents this node's certificate.
   for (const auto& n : job_.cluster.nodes)
     s.peers.push_back(n.name);
-  gate_ = std::make_unique<runtime::gate::gate>(std::move(s), public_endpoint(me), caf_port);
+  gate_ = std::make_unique<transport::gate>(std::move(s), public_endpoint(me), caf_port);
 }
 
-runtime::gate::endpoint node_network::reach(int n) const {
+transport::endpoint node_network::reach(int n) const {
   if (!secure())
     return public_endpoint(job_.cluster.nodes[size_t(n)]);
   return {"127.0.0.1", tunnels_.at(n)->local_port()};

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "runtime/gate/gate.hpp"
 #include "runtime/plan/job_config.hpp"
+#include "transport/gate.hpp"
 
 #include <map>
 #include <memory>
@@ -11,7 +11,7 @@
 /// How a node of `deepcee node` is reached and reaches its peers. With the job's token
 /// (the default), a gate of ours owns the node's public port and CAF's middleman listens
 /// only on 127.0.0.1; CAF reaches each peer through a tunnel to that peer's gate
-/// (runtime/gate/gate.hpp). Where the job file names certificates ([security] ca, ...),
+/// (transport/gate.hpp). Where the job file names certificates ([security] ca, ...),
 /// gates and tunnels speak TLS 1.3 and check each peer's certificate against the job's CA
 /// and its node's name. With --insecure, CAF listens on the public port itself, as
 /// before, and anyone who reaches it can talk to the job.
@@ -28,12 +28,12 @@ public:
   const std::optional<std::string>& token() const { return token_; }
   bool tls() const { return tls_ != nullptr; }
   /// Where CAF listens: the node's own address, or 127.0.0.1 at any free port.
-  runtime::gate::endpoint caf_listen() const;
+  transport::endpoint caf_listen() const;
   /// With a token: opens the gate on the node's public port in front of `caf_port`, or
   /// throws std::runtime_error naming the port. Without one: nothing to do.
   void open_gate(uint16_t caf_port);
   /// Where CAF connects to reach node `n`.
-  runtime::gate::endpoint reach(int n) const;
+  transport::endpoint reach(int n) const;
   /// Why node `n`'s gate failed to authenticate (with the address), or "".
   std::string refusal(int n) const;
 
@@ -41,9 +41,9 @@ private:
   const runtime::job_config& job_;
   int me_;
   std::optional<std::string> token_;
-  std::shared_ptr<const runtime::gate::tls_context> tls_;
-  std::map<int, std::unique_ptr<runtime::gate::tunnel>> tunnels_;
-  std::unique_ptr<runtime::gate::gate> gate_;
+  std::shared_ptr<const transport::tls_context> tls_;
+  std::map<int, std::unique_ptr<transport::tunnel>> tunnels_;
+  std::unique_ptr<transport::gate> gate_;
 };
 
 /// Node `me`'s TLS identity (its certificate and key, the job's CA) when the job names
@@ -51,8 +51,8 @@ private:
 /// `deepcee inject --name` present themselves to a job's gates. An input_error naming the
 /// file that is missing, unreadable, expired, from another CA or for another node, or the
 /// job's file when `insecure` is asked of a job with certificates.
-std::shared_ptr<const runtime::gate::tls_context> node_tls(const runtime::job_config& job, int me,
-                                                           bool insecure);
+std::shared_ptr<const transport::tls_context> node_tls(const runtime::job_config& job, int me,
+                                                       bool insecure);
 
 /// A node's token: `token_file` (--token-file), the job file's [security] token_file or the
 /// environment (runtime::find_job_token); none with `insecure`. Neither: an input_error naming

@@ -19,7 +19,7 @@ namespace deepcee::runtime {
 /// `dry` is virtual time with the math skipped: no weights, no kernels, no payloads.
 enum class time_mode { wall, virtual_time, dry };
 
-/// `[security] certificate, key, ca`: TLS between the nodes (runtime/gate/tls_identity.hpp).
+/// `[security] certificate, key, ca`: TLS between the nodes (transport/tls_identity.hpp).
 /// One job file usually serves every node, so a `[[node]]` table may give its own
 /// certificate and key; [security]'s serve every node that gives none.
 struct tls_config {

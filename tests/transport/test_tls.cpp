@@ -1,9 +1,9 @@
 #include "runtime/base/errors.hpp"
-#include "runtime/gate/gate.hpp"
-#include "runtime/gate/tls_identity.hpp"
-#include "tests/runtime/gate/socket_test_util.hpp"
 #include "tests/support/refusal.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/transport/socket_test_util.hpp"
+#include "transport/gate.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <thread>
 
-using namespace deepcee::runtime::gate;
+using namespace deepcee::transport;
 using namespace deepcee::test;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "runtime/gate/tls_stream.hpp"
+#include "transport/tls_stream.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 namespace {
 
@@ -207,4 +207,4 @@ void tls_stream::splice_until_end(int plain) {
   }
 }
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "runtime/gate/gate.hpp"
+#include "transport/gate.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -21,7 +21,7 @@
 /// the gate's log lines.
 namespace deepcee::test {
 
-using deepcee::runtime::gate::listen_socket;
+using deepcee::transport::listen_socket;
 
 /// A server on 127.0.0.1 that echoes what one connection sends (CAF's place).
 struct echo_server {

@@ -1,11 +1,11 @@
-#include "runtime/gate/sealed_records.hpp"
+#include "transport/sealed_records.hpp"
 
 #include <openssl/evp.h>
 
 #include <memory>
 #include <stdexcept>
 
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 namespace {
 
@@ -91,4 +91,4 @@ std::optional<bytes> record_opener::open(std::span<const uint8_t, record_header_
   return plain;
 }
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

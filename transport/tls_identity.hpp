@@ -14,7 +14,7 @@ using x509_st = struct x509_st;
 /// certificate must chain to. A node is named by its certificate: the subject's CN or a DNS
 /// entry of its subjectAltName equals the node's name in the job, so the certificate of n1
 /// cannot serve as n0's.
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 struct tls_files {
   std::filesystem::path certificate;
@@ -62,4 +62,4 @@ std::string check_peer(ssl_st* ssl, const std::string& expected,
 /// ca"), or `otherwise`; the queue is cleared.
 std::string tls_error_text(const std::string& otherwise);
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

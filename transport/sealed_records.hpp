@@ -1,6 +1,6 @@
 #pragma once
 
-#include "runtime/gate/handshake.hpp"
+#include "transport/handshake.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -14,7 +14,7 @@
 /// direction, so a record that is altered, replayed, dropped or reordered fails to open and
 /// ends the connection. A length above `max_record_plain` ends it before anything is read
 /// or allocated: no peer can make a gate hold more than one record.
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 constexpr size_t record_header_bytes = 4;
 constexpr size_t record_tag_bytes = 16;
@@ -49,4 +49,4 @@ private:
   uint64_t sequence_ = 0;
 };
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

@@ -18,7 +18,7 @@
 /// label per side, so neither proof can be replayed as the other. Every message has a fixed
 /// size: a peer can make the server read at most `max_pre_auth_bytes` before it is
 /// authenticated. Both nonces also key the session (sealed_records.hpp).
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 using bytes = std::vector<uint8_t>;
 using nonce = std::array<uint8_t, 32>;
@@ -89,4 +89,4 @@ private:
   state state_ = state::awaiting_hello;
 };
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

@@ -1,4 +1,4 @@
-#include "runtime/gate/handshake.hpp"
+#include "transport/handshake.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 namespace {
 
@@ -135,4 +135,4 @@ session_keys server_handshake::keys() const {
   return derive_keys(token_, theirs_, mine_);
 }
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

@@ -1,12 +1,12 @@
-#include "runtime/gate/gate.hpp"
-#include "tests/runtime/gate/socket_test_util.hpp"
+#include "tests/transport/socket_test_util.hpp"
+#include "transport/gate.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <thread>
 #include <vector>
 
-using namespace deepcee::runtime::gate;
+using namespace deepcee::transport;
 using namespace deepcee::test;
 using namespace std::chrono_literals;
 

@@ -1,9 +1,9 @@
-#include "runtime/gate/handshake.hpp"
-#include "runtime/gate/sealed_records.hpp"
+#include "transport/handshake.hpp"
+#include "transport/sealed_records.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-using namespace deepcee::runtime::gate;
+using namespace deepcee::transport;
 
 namespace {
 

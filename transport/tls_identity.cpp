@@ -1,4 +1,4 @@
-#include "runtime/gate/tls_identity.hpp"
+#include "transport/tls_identity.hpp"
 
 #include "runtime/base/errors.hpp"
 
@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 namespace fs = std::filesystem;
 
@@ -39,10 +39,11 @@ int no_pass_phrase(char*, int, int, void*) {
 std::unique_ptr<BIO, bio_free> open_file(const fs::path& file, const std::string& what) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec))
-    fail_input(file, 0, "the " + what + " is missing or not a regular file");
+    runtime::fail_input(file, 0, "the " + what + " is missing or not a regular file");
   std::unique_ptr<BIO, bio_free> bio(BIO_new_file(file.c_str(), "r"));
   if (!bio)
-    fail_input(file, 0, "cannot read the " + what + " (" + tls_error_text("unreadable") + ")");
+    runtime::fail_input(file, 0,
+                        "cannot read the " + what + " (" + tls_error_text("unreadable") + ")");
   return bio;
 }
 
@@ -50,9 +51,9 @@ x509_ptr read_certificate(const fs::path& file, const std::string& what) {
   auto bio = open_file(file, what);
   x509_ptr cert(PEM_read_bio_X509(bio.get(), nullptr, no_pass_phrase, nullptr));
   if (!cert)
-    fail_input(file, 0,
-               "the " + what + " is not a PEM certificate (" + tls_error_text("no certificate") +
-                   ")");
+    runtime::fail_input(file, 0,
+                        "the " + what + " is not a PEM certificate (" +
+                            tls_error_text("no certificate") + ")");
   return cert;
 }
 
@@ -120,9 +121,9 @@ tls_context::tls_context(const tls_files& files, const std::string& node) : node
     auto bio = open_file(files.key, "private key");
     key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_pass_phrase, nullptr));
     if (!key)
-      fail_input(files.key, 0,
-                 "the private key is not an unencrypted PEM key (" + tls_error_text("no key") +
-                     ")");
+      runtime::fail_input(files.key, 0,
+                          "the private key is not an unencrypted PEM key (" +
+                              tls_error_text("no key") + ")");
   }
   ctx_ = SSL_CTX_new(TLS_method());
   if (!ctx_)
@@ -137,24 +138,26 @@ tls_context::tls_context(const tls_files& files, const std::string& node) : node
   SSL_CTX_set_max_cert_list(ctx_, 32 * 1024);
   SSL_CTX_set_default_passwd_cb(ctx_, no_pass_phrase);
   if (SSL_CTX_load_verify_locations(ctx_, files.ca.c_str(), nullptr) != 1)
-    fail_input(files.ca, 0, "cannot load the CA certificate (" + tls_error_text("?") + ")");
+    runtime::fail_input(files.ca, 0,
+                        "cannot load the CA certificate (" + tls_error_text("?") + ")");
   if (SSL_CTX_use_certificate(ctx_, cert.get()) != 1)
-    fail_input(files.certificate, 0, "cannot use the certificate (" + tls_error_text("?") + ")");
+    runtime::fail_input(files.certificate, 0,
+                        "cannot use the certificate (" + tls_error_text("?") + ")");
   if (SSL_CTX_use_PrivateKey(ctx_, key.get()) != 1 || SSL_CTX_check_private_key(ctx_) != 1)
-    fail_input(files.key, 0,
-               "the private key does not belong to the certificate " + files.certificate.string() +
-                   " (" + tls_error_text("mismatch") + ")");
+    runtime::fail_input(files.key, 0,
+                        "the private key does not belong to the certificate " +
+                            files.certificate.string() + " (" + tls_error_text("mismatch") + ")");
   std::unique_ptr<X509_STORE_CTX, store_ctx_free> check(X509_STORE_CTX_new());
   X509_STORE_CTX_init(check.get(), SSL_CTX_get_cert_store(ctx_), cert.get(), nullptr);
   if (X509_verify_cert(check.get()) != 1)
-    fail_input(files.certificate, 0,
-               std::string("the certificate does not chain to the CA in ") + files.ca.string() +
-                   " (" + X509_verify_cert_error_string(X509_STORE_CTX_get_error(check.get())) +
-                   ")");
+    runtime::fail_input(
+        files.certificate, 0,
+        std::string("the certificate does not chain to the CA in ") + files.ca.string() + " (" +
+            X509_verify_cert_error_string(X509_STORE_CTX_get_error(check.get())) + ")");
   if (const auto names = certificate_names(cert.get()); !names_node(names, node))
-    fail_input(files.certificate, 0,
-               "the certificate names " + names_text(names) + ", not node " + node +
-                   " (its CN or a DNS subjectAltName must be the node's name)");
+    runtime::fail_input(files.certificate, 0,
+                        "the certificate names " + names_text(names) + ", not node " + node +
+                            " (its CN or a DNS subjectAltName must be the node's name)");
   ERR_clear_error();
 }
 
@@ -182,4 +185,4 @@ std::string check_peer(SSL* ssl, const std::string& expected,
   return "its certificate names " + names_text(names) + ", no node of the job";
 }
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

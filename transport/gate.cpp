@@ -1,8 +1,8 @@
-#include "runtime/gate/gate.hpp"
+#include "transport/gate.hpp"
 
-#include "runtime/gate/handshake.hpp"
-#include "runtime/gate/sealed_records.hpp"
-#include "runtime/gate/tls_stream.hpp"
+#include "transport/handshake.hpp"
+#include "transport/sealed_records.hpp"
+#include "transport/tls_stream.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 namespace detail {
 
@@ -511,4 +511,4 @@ std::string tunnel::refusal() const {
   return shared_->refusal;
 }
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

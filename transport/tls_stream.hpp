@@ -1,6 +1,6 @@
 #pragma once
 
-#include "runtime/gate/tls_identity.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -11,7 +11,7 @@
 /// every SSL call that wants to read or write waits in poll() for that, so the handshake
 /// keeps its time limit and the splice serves both directions from one loop (an SSL object
 /// must not be used by two threads at once).
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 class tls_stream {
 public:
@@ -54,4 +54,4 @@ private:
   std::string failure_;
 };
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport

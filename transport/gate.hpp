@@ -22,7 +22,7 @@
 ///
 /// Every connection has its own thread(s); the accept loops have theirs. Nothing here logs
 /// by itself: what a gate or tunnel refuses goes to `gate_settings::log`, one line each.
-namespace deepcee::runtime::gate {
+namespace deepcee::transport {
 
 struct endpoint {
   std::string host;
@@ -91,4 +91,4 @@ private:
 /// `error` set.
 int listen_socket(const endpoint& at, std::string& error);
 
-} // namespace deepcee::runtime::gate
+} // namespace deepcee::transport
