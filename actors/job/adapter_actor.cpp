@@ -1,6 +1,7 @@
 #include "actors/job/adapter_actor.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire_format.hpp"
+#include "runtime/adapt/stage_compute.hpp"
 #include "runtime/plan/plan_allocation.hpp"
 #include "runtime/sim/simulator.hpp"
 
@@ -11,7 +12,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <iterator>
 #include <string>
 #include <utility>
 
@@ -24,6 +24,38 @@ namespace deepcee::actors {
 namespace {
 
 using self_ptr = adapter_actor::stateful_pointer<adapter_state>;
+
+/// The allocation of `next` (a plan of the running layout) as a rebalance from step `at`.
+messages::rebalance rebalance_of(const runtime::plan& next, int64_t at) {
+  const auto a = runtime::allocation_of(next);
+  return {.micro_batches = a.micro_batches,
+          .effective_step = at,
+          .samples = a.samples,
+          .compressions = a.compressions};
+}
+
+/// The per-link statistics as `links` answers them, by link id.
+std::vector<link_summary> link_summaries(const runtime::link_statistics& stats) {
+  std::vector<link_summary> out;
+  for (const auto& [id, l] : stats.links())
+    out.push_back({.link = l.link,
+                   .from_device = l.from,
+                   .to_device = l.to,
+                   .transfers = l.transfers,
+                   .bytes = l.bytes,
+                   .busy_s = l.busy_s,
+                   .mean_delay_s = l.mean_delay_s(),
+                   .bandwidth_Bps = l.bandwidth_Bps()});
+  return out;
+}
+
+/// The ops of step `r` with their stages, as runtime::stage_compute reads them.
+std::vector<runtime::op_span> op_spans(const step_result& r) {
+  std::vector<runtime::op_span> out;
+  for (size_t k = 0; k < r.ops.size() && k < r.op_stage.size(); ++k)
+    out.push_back({.stage = r.op_stage[k], .start_s = r.ops[k].start, .end_s = r.ops[k].end});
+  return out;
+}
 
 void keep(adapter_state& st, adapt_record r) {
   r.sequence = ++st.decided;
@@ -49,34 +81,35 @@ void order(self_ptr self, const runtime::plan& next, adapt_record r) {
   auto& st = self->state;
   const bool replan = !runtime::same_layout(st.latest, next);
   const auto at = st.last_step + 1;
-  const auto a = runtime::allocation_of(next);
-  const messages::rebalance msg{a.micro_batches, at, a.samples, a.compressions};
+  const auto msg = rebalance_of(next, at);
   if (!replan)
     r.allocation = msg;
   st.latest = next;
   r.effective_step = at;
   keep(st, std::move(r));
   const auto sequence = st.decided;
-  const auto answered = [=](int64_t in_force) {
+  const auto answered = [self, next, sequence](int64_t in_force) {
     auto& s = self->state;
-    s.ordered[in_force] = next;
+    s.ordered.put(in_force, next);
     if (auto* kept = find_record(s, sequence); kept && kept->effective_step != in_force) {
       kept->effective_step = in_force;
       spdlog::info("adapter: decision {} in force from step {}", sequence, in_force);
     }
   };
-  const auto refused = [=](caf::error& e) {
+  const auto refused = [self, sequence](caf::error& e) {
     auto& s = self->state;
     const auto why = self->system().render(e);
     spdlog::warn("adapter: decision {} not applied: {}", sequence, why);
-    s.latest = s.ordered.empty() ? s.in_force : s.ordered.rbegin()->second;
+    s.latest = s.ordered.empty() ? s.in_force : s.ordered.entries().rbegin()->second;
     if (auto* kept = find_record(s, sequence)) {
       kept->effective_step = -1;
       kept->reason += "; not applied: " + why;
     }
   };
   if (replan)
-    self->request(st.coordinator, caf::infinite, replan_order{next, at, nullptr, 0, 0})
+    self->request(st.coordinator, caf::infinite,
+                  replan_order{
+                      .plan = next, .effective_step = at, .job = nullptr, .bytes = 0, .move_s = 0})
         .then(answered, refused);
   else
     self->request(st.coordinator, caf::infinite, msg).then(answered, refused);
@@ -127,19 +160,14 @@ bool emulated_links(const job_context& job) {
 
 void on_sample(self_ptr self, const link_sample& s) {
   auto& st = self->state;
-  auto [it, fresh] = st.links.try_emplace(s.link);
-  auto& l = it->second;
-  if (fresh) {
-    l.link = s.link;
-    l.from_device = s.from;
-    l.to_device = s.to;
-  }
-  ++l.transfers;
-  l.bytes += s.bytes;
-  l.busy_s += s.drained - s.start;
-  st.delay_sum[s.link] += s.end - s.send_time;
-  l.mean_delay_s = st.delay_sum[s.link] / static_cast<double>(l.transfers);
-  l.bandwidth_Bps = l.busy_s > 0 ? l.bytes / l.busy_s : 0.0;
+  st.links.add({.link = s.link,
+                .from = s.from,
+                .to = s.to,
+                .bytes = s.bytes,
+                .send_s = s.send_time,
+                .start_s = s.start,
+                .drained_s = s.drained,
+                .arrival_s = s.end});
   if (st.samples.size() < st.max_samples)
     st.samples.push_back(s);
   if (!st.adapter || !emulated_links(*st.job))
@@ -185,29 +213,13 @@ double on_step(self_ptr self, const step_result& r) {
     st.script = runtime::merged(st.script, u.script);
   if (!st.adapter)
     return 0;
-  // The plan that ran this step.
-  if (auto it = st.ordered.upper_bound(r.step); it != st.ordered.begin()) {
-    st.in_force = std::prev(it)->second;
-    st.ordered.erase(st.ordered.begin(), it);
-  }
+  if (auto ran = st.ordered.take_due(r.step)) // the plan that ran this step
+    st.in_force = std::move(*ran);
   std::vector<std::vector<double>> compute;
-  if (!st.job->wall()) {
-    compute.resize(st.in_force.pipelines.size());
-    for (size_t p = 0; p < compute.size(); ++p)
-      compute[p].assign(st.in_force.pipelines[p].stages.size(), 0.0);
-    // An op's span holds its devices' compute and, for a device on another node than its
-    // stage, its work's round trip (control messages, runtime/sim/simulator.hpp).
-    const auto& hardware = st.job->cluster->hardware();
-    for (size_t k = 0; k < r.ops.size() && k < r.op_stage.size(); ++k) {
-      const auto [p, s] = st.job->stage_at(static_cast<size_t>(r.op_stage[k]));
-      const auto& stage =
-          st.in_force.pipelines.at(static_cast<size_t>(p)).stages.at(static_cast<size_t>(s));
-      compute.at(static_cast<size_t>(p)).at(static_cast<size_t>(s)) += runtime::stage_compute_s(
-          r.ops[k].end - r.ops[k].start, runtime::apart_round_trip_s(hardware, stage));
-    }
-  } else if (!emulated_links(*st.job)) {
+  if (!st.job->wall())
+    compute = runtime::stage_compute(st.job->cluster->hardware(), st.in_force, op_spans(r));
+  else if (!emulated_links(*st.job))
     return 0;
-  }
   if (auto d = st.adapter->end_step(st.in_force, compute, st.latest, st.options.react))
     decided(self, *d);
   return st.options.react ? probe(self, r) : 0.0;
@@ -226,13 +238,13 @@ caf::result<int64_t> ordered_by_caller(self_ptr self, const runtime::plan& next,
   rec.reason = "adapt_to from step " + std::to_string(at);
   st.latest = next;
   ask().then(
-      [=](int64_t in_force) mutable {
+      [self, rec, next, promise](int64_t in_force) mutable {
         rec.effective_step = in_force;
-        self->state.ordered[in_force] = next;
+        self->state.ordered.put(in_force, next);
         keep(self->state, rec);
         promise.deliver(in_force);
       },
-      [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+      [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   return promise;
 }
 
@@ -248,8 +260,9 @@ caf::result<int64_t> adapt_to_allocation(self_ptr self, rebalance r) {
     return make_error(messages::error_code::bad_input, std::string("adapt_to: ") + e.what());
   }
   const auto at = r.effective_step;
-  return ordered_by_caller(
-      self, next, at, [=] { return self->request(self->state.coordinator, caf::infinite, r); });
+  return ordered_by_caller(self, next, at, [self, r] {
+    return self->request(self->state.coordinator, caf::infinite, r);
+  });
 }
 
 /// adapt_to of a plan that moves layers: a re-plan.
@@ -259,8 +272,9 @@ caf::result<int64_t> adapt_to_plan(self_ptr self, replan_order r) {
     return make_error(messages::error_code::internal, "adapter: no job to adapt");
   const auto next = r.plan;
   const auto at = r.effective_step;
-  return ordered_by_caller(
-      self, next, at, [=] { return self->request(self->state.coordinator, caf::infinite, r); });
+  return ordered_by_caller(self, next, at, [self, r] {
+    return self->request(self->state.coordinator, caf::infinite, r);
+  });
 }
 
 /// A re-plan is in force: the adapter reads the new job's stages, and its monitor expects
@@ -272,7 +286,7 @@ void follow_replan(self_ptr self, replan_order r) {
   st.job = std::move(r.job);
   st.latest = r.plan;
   st.in_force = r.plan;
-  st.ordered.erase(st.ordered.begin(), st.ordered.upper_bound(r.effective_step));
+  st.ordered.drop_through(r.effective_step);
   spdlog::info("adapter: following the re-plan in force from step {} ({:.0f} bytes moved in "
                "{:.4g} s)",
                r.effective_step, r.bytes, r.move_s);
@@ -293,33 +307,25 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
   }
   st.job = std::move(job);
   return {
-      [=](const link_sample& s) { on_sample(self, s); },
-      [=](const step_result& r) { return on_step(self, r); },
-      [=](links_atom) {
-        std::vector<link_summary> out;
-        for (const auto& [id, l] : self->state.links)
-          out.push_back(l);
-        return out;
-      },
-      [=](samples_atom) { return self->state.samples; },
-      [=](decisions_atom) {
+      [self](const link_sample& s) { on_sample(self, s); },
+      [self](const step_result& r) { return on_step(self, r); },
+      [self](links_atom) { return link_summaries(self->state.links); },
+      [self](samples_atom) { return self->state.samples; },
+      [self](decisions_atom) {
         const auto& d = self->state.decisions;
         return std::vector<adapt_record>(d.begin(), d.end());
       },
-      [=](wire_atom, const caf::strong_actor_ptr& coordinator) {
+      [self](wire_atom, const caf::strong_actor_ptr& coordinator) {
         self->state.coordinator = caf::actor_cast<coordinator_actor>(coordinator);
       },
-      [=](rebalance& r) { return adapt_to_allocation(self, std::move(r)); },
-      [=](replan_order& r) -> caf::result<int64_t> {
+      [self](rebalance& r) { return adapt_to_allocation(self, std::move(r)); },
+      [self](replan_order& r) -> caf::result<int64_t> {
         auto& st = self->state;
-        if (st.job && runtime::same_layout(st.latest, r.plan)) {
-          const auto a = runtime::allocation_of(r.plan);
-          return adapt_to_allocation(self, messages::rebalance{a.micro_batches, r.effective_step,
-                                                               a.samples, a.compressions});
-        }
+        if (st.job && runtime::same_layout(st.latest, r.plan))
+          return adapt_to_allocation(self, rebalance_of(r.plan, r.effective_step));
         return adapt_to_plan(self, std::move(r));
       },
-      [=](move_atom, replan_order& r) { follow_replan(self, std::move(r)); },
+      [self](move_atom, replan_order& r) { follow_replan(self, std::move(r)); },
   };
 }
 

@@ -5,7 +5,9 @@
 #include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/adapt/drift_tracker.hpp"
 #include "runtime/adapt/environment_monitor.hpp"
+#include "runtime/adapt/link_statistics.hpp"
 #include "runtime/adapt/step_adapter.hpp"
+#include "runtime/base/step_ordered.hpp"
 #include "runtime/schedule/op_readiness.hpp"
 
 #include <deque>
@@ -33,25 +35,28 @@ struct adapter_options {
   size_t max_decisions = 64; ///< the most recent ones kept for `decisions`
 };
 
-/// The dynamic environment adapter. Every link sample feeds its per-link statistics (the
-/// run's trace) and its monitor; every step's result feeds the monitor the stages' compute
-/// times. At the step's end, when a link or device entered or left drift during it, the
-/// policy (runtime::choose_adaptation) decides on the estimated cluster: the one rule of
-/// runtime::step_adapter, which simulate_adaptive runs too. A decision other than keep is
-/// ordered from the coordinator as a rebalance for the next step. Each decision is logged (spdlog
-/// info) and kept, the latest `max_decisions` of them. While a drifted link or device is out of
-/// the plan, the rule's active probes (runtime/adapt/active_probe.hpp) run at the step
-/// boundaries it names, on the job's link model and script in force (virtual and dry time; not
-/// yet in wall time), and the step's answer to the coordinator is how long they hold the next
-/// step's start.
+/// The dynamic environment adapter. It reacts at step boundaries, where a new allocation or
+/// plan can take effect, with the one rule that simulate_adaptive runs too
+/// (runtime::step_adapter).
+/// - Every link sample feeds its per-link statistics (the run's trace) and its monitor.
+/// - Every step's result feeds the monitor the stages' compute times.
+/// - When a link or device entered or left drift during the step, the policy
+///   (runtime::choose_adaptation) decides on the estimated cluster. A decision other than
+///   keep is ordered from the coordinator for the next step: a rebalance, or a re-plan when
+///   it moves layers.
+/// - Each decision is logged (spdlog info) and kept, the latest `max_decisions` of them.
+/// - While a drifted link or device is out of the plan, the rule's active probes
+///   (runtime/adapt/active_probe.hpp) run at the boundaries it names, on the job's link model
+///   and script in force. That is virtual and dry time only; nothing probes in wall time yet.
+///   The step's answer to the coordinator is how long they hold the next step's start.
 struct adapter_state {
   static inline const char* name = "adapter";
   std::shared_ptr<job_context> job; ///< none: statistics only; a re-plan's once in force
   adapter_options options;
   std::optional<runtime::step_adapter> adapter;
-  runtime::plan latest;                     ///< the plan ordered last (the policy's current plan)
-  runtime::plan in_force;                   ///< the plan of the last step that ran (the monitor's)
-  std::map<int64_t, runtime::plan> ordered; ///< by the step each takes effect at
+  runtime::plan latest;   ///< the plan ordered last (the policy's current plan)
+  runtime::plan in_force; ///< the plan of the last step that ran (the monitor's)
+  runtime::step_ordered<runtime::plan> ordered; ///< by the step each takes effect at
   coordinator_actor coordinator;
   int64_t last_step = 0; ///< the latest step a sample or result came from
   std::string probed; ///< what the last probe round probed (a round that repeats it logs at debug)
@@ -61,8 +66,7 @@ struct adapter_state {
   /// model the active probes run on.
   runtime::link_timeline script;
 
-  std::map<int, link_summary> links;
-  std::map<int, double> delay_sum;
+  runtime::link_statistics links;
   std::vector<link_sample> samples;
   size_t max_samples = 1'000'000;
 };

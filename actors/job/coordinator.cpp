@@ -2,10 +2,12 @@
 #include "actors/job/coordinator_replan.hpp"
 
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/fan_out.hpp"
 #include "actors/protocol/wire_format.hpp"
 #include <caf/scoped_actor.hpp>
 
 #include "runtime/base/lr_schedule.hpp"
+#include "runtime/step/step_totals.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
@@ -14,8 +16,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cmath>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,9 +24,12 @@ namespace deepcee::actors {
 
 namespace {
 
-using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
+using self_ptr = coordinator_self;
+using phase = coordinator_phase;
 
 using messages::error_code;
+
+// ---- Failures ------------------------------------------------------------------------------
 
 /// Refuses every injection that waits: the job cannot take them any more.
 void refuse_injections(self_ptr self, error_code code, const std::string& why) {
@@ -36,91 +39,133 @@ void refuse_injections(self_ptr self, error_code code, const std::string& why) {
   st.injections.clear();
 }
 
+/// The step in flight fails with `code` and `why`, and no later step runs: its stages may
+/// hold half-reduced gradients, rings and pieces.
 void fail_step(self_ptr self, error_code code, const std::string& why) {
   auto& st = self->state;
   refuse_injections(self, code, why);
-  if (st.pending) {
-    st.pending->deliver(make_error(code, why));
-    if (st.failed.empty()) // its stages may hold half-reduced gradients, rings, pieces
-      st.failed = "the job cannot go on after step " + std::to_string(st.result.step) +
-                  " failed (" + why + ")";
-  }
+  if (!in_step(st.phase))
+    return;
+  st.pending->deliver(make_error(code, why));
   st.pending.reset();
+  st.phase = phase::failed;
+  st.ended =
+      "the job cannot go on after step " + std::to_string(st.result.step) + " failed (" + why + ")";
 }
+
+/// Stops the job for good: a node went away, or the job was stopped. The first reason is
+/// the one every later request reads.
+void stop_job(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  const std::string reason = st.phase == phase::stopped ? st.ended : why;
+  fail_step(self, error_code::peer_down, reason);
+  st.phase = phase::stopped;
+  st.ended = reason;
+}
+
+/// Why a request that needs a later step is refused: the job has failed or stopped.
+std::optional<caf::error> refusal(const coordinator_state& st) {
+  if (st.phase == phase::stopped)
+    return make_error(error_code::peer_down, st.ended);
+  if (st.phase == phase::failed)
+    return make_error(error_code::internal, st.ended);
+  return std::nullopt;
+}
+
+/// Whether step `step` is still at its boundary in phase `at` (it has not failed since).
+bool at_boundary(const coordinator_state& st, int64_t step, phase at = phase::starting) {
+  return st.phase == at && st.result.step == step;
+}
+
+/// The caf::error of a failed request as fail_step takes it.
+void fail_step_on(self_ptr self, const caf::error& e) {
+  fail_step(self, code_of(e).value_or(error_code::internal), self->system().render(e));
+}
+
+// ---- The end of a step ---------------------------------------------------------------------
 
 void deliver_result(self_ptr self) {
   auto& st = self->state;
-  if (!st.pending)
+  if (st.phase != phase::ending)
     return;
   st.pending->deliver(st.result);
   st.pending.reset();
+  st.phase = phase::idle;
 }
 
 /// The step has ended (every report is in and the optimizer's orders are sent): its
 /// result goes to the adapter, then to whoever asked for the step.
 void step_ended(self_ptr self) {
   auto& st = self->state;
+  st.phase = phase::ending;
   if (st.job->wall()) { // the all-reduce and the reports as they really took
     st.result.end_s = st.job->real_now_s();
-    st.result.finish.push_back(
-        {"allreduce + reports", -1, st.result.compute_end_s, st.result.end_s});
+    st.result.finish.push_back({.name = "allreduce + reports",
+                                .device = -1,
+                                .start_s = st.result.compute_end_s,
+                                .end_s = st.result.end_s});
   }
   st.clock_s = st.result.end_s;
   if (!st.adapter) {
     deliver_result(self);
     return;
   }
-  // The adapter reads the step before it ends: a decision that the step's transfers led to
-  // reaches this actor (before the adapter's answer) before the next step can start.
-  // Its answer is how long the active probes it sends at this boundary hold the next step
-  // (runtime/adapt/active_probe.hpp): virtual time charges them to that step's start.
+  // The adapter reads the step before it ends, so that a decision the step's transfers led
+  // to reaches this actor before the next step can start (it comes before the answer).
+  // The answer is how long the active probes the adapter sends at this boundary hold the
+  // next step (runtime/adapt/active_probe.hpp): virtual time charges them to its start.
   self->request(st.adapter, caf::infinite, st.result)
       .then(
-          [=](double hold_s) { // 0 in wall time, where nothing sends probes
+          [self](double hold_s) { // 0 in wall time, where nothing sends probes
             self->state.probe_hold_s = hold_s;
             deliver_result(self);
           },
-          [=](caf::error&) { deliver_result(self); });
+          [self](caf::error&) { deliver_result(self); });
 }
 
-/// Every stage reported: decide the norm, the rate and the step's virtual end.
+/// Every stage reported: decide the loss, the norm, the rate and the step's virtual end.
 void all_reported(self_ptr self) {
   auto& st = self->state;
   const auto& plan = st.plan;
   auto& r = st.result;
-  double loss = 0, squares = 0;
-  std::vector<std::vector<double>> ends(plan.pipelines.size());
+  std::vector<runtime::stage_totals> stages;
   for (size_t k = 0; k < st.reports.size(); ++k) {
-    auto& rep = *st.reports[k];
-    loss += rep.loss_sum;
-    squares += rep.grad_sum_squares;
-    ends[static_cast<size_t>(rep.pipeline)].push_back(rep.end_time);
-    r.compute_end_s = std::max(r.compute_end_s, rep.end_time);
-    r.dropped += rep.dropped;
+    const auto& rep = *st.reports[k];
+    stages.push_back({.pipeline = rep.pipeline,
+                      .end_s = rep.end_time,
+                      .loss_sum = rep.loss_sum,
+                      .grad_sum_squares = rep.grad_sum_squares,
+                      .dropped = rep.dropped});
     for (const auto& op : rep.ops) {
       r.ops.push_back(op);
       r.op_stage.push_back(static_cast<int32_t>(k));
     }
   }
-  r.dropped += st.dropped;
-  r.loss = loss / (static_cast<double>(plan.global_batch()) * plan.model.context);
-  r.grad_norm = std::sqrt(squares);
+  const auto totals = runtime::total_of(stages, static_cast<int>(plan.pipelines.size()),
+                                        plan.global_batch(), plan.model.context);
+  r.loss = totals.loss;
+  r.grad_norm = totals.grad_norm;
+  r.compute_end_s = totals.compute_end_s;
+  r.dropped = totals.dropped + st.dropped;
   r.lr = runtime::learning_rate(st.job->train.optimizer, static_cast<int>(r.step),
                                 st.job->train.steps);
   if (!st.job->wall()) {
     std::vector<runtime::trace_event> finish;
-    r.end_s = st.cluster->finish_step(ends, &finish);
+    r.end_s = st.cluster->finish_step(totals.pipeline_ends, &finish);
     for (auto& e : finish)
-      r.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
+      r.finish.push_back(
+          {.name = std::move(e.name), .device = e.track, .start_s = e.start_s, .end_s = e.end_s});
   }
-  // One message per stage, answered by nothing: the next step's start follows it on the
-  // same way, and each stage's devices step before that step's ops reach them (control
+  // One message per stage, answered by nothing. The next step's start follows it on the
+  // same way, so each stage's devices step before that step's ops reach them (control
   // messages, runtime/sim/simulator.hpp). A failed optimizer step comes as an error report.
-  const optimize_order order{r.step, r.lr, r.grad_norm};
+  const optimize_order order{.step = r.step, .learning_rate = r.lr, .grad_norm = r.grad_norm};
   for (auto& stage : st.stages)
     self->send(stage, order);
   step_ended(self);
 }
+
+// ---- The start of a step -------------------------------------------------------------------
 
 /// Sends the step's start to every stage, with the micro-batch counts in force.
 void start_stages(self_ptr self) {
@@ -141,8 +186,10 @@ void start_stages(self_ptr self) {
       return;
     }
     for (auto& e : begin)
-      st.result.finish.push_back({std::move(e.name), e.track, e.start_s, e.end_s});
+      st.result.finish.push_back(
+          {.name = std::move(e.name), .device = e.track, .start_s = e.start_s, .end_s = e.end_s});
   }
+  st.phase = phase::running;
   // Shaped wall time: each start crosses the emulated link from this node to its stage's.
   size_t k = 0; // flat order: pipeline by pipeline
   for (int p = 0; p < static_cast<int>(st.plan.pipelines.size()); ++p)
@@ -158,26 +205,21 @@ void start_stages(self_ptr self) {
     }
 }
 
-/// Puts the allocation `order` in force from its step on: every stage has it (and has
-/// built its op list) before any stage starts the step, so no tensor of the step meets a
-/// stage that still counts the old micro-batches.
+/// Puts the allocation `order` in force from its step on. Every stage has it (and has
+/// built its op list) before any stage starts the step, so that no tensor of the step
+/// meets a stage that still counts the old micro-batches.
 void rebalance_then_start(self_ptr self, rebalance order) {
   auto& st = self->state;
   st.plan = st.job->plan_after(order);         // checked when it was ordered
   st.cluster = st.cluster->with_plan(st.plan); // under the script in force
   const auto step = order.effective_step;
-  auto acks = std::make_shared<size_t>(0);
-  for (auto& stage : st.stages)
-    self->request(stage, caf::infinite, order)
-        .then(
-            [=](int64_t) {
-              auto& s = self->state;
-              if (++*acks == s.stages.size() && s.pending && s.result.step == step)
-                start_stages(self);
-            },
-            [=](caf::error& e) {
-              fail_step(self, code_of(e).value_or(error_code::internal), self->system().render(e));
-            });
+  fan_out<int64_t>(self, st.stages, caf::infinite, std::move(order))
+      .then(
+          [self, step](std::vector<int64_t>&) {
+            if (at_boundary(self->state, step))
+              start_stages(self);
+          },
+          [self](caf::error& e) { fail_step_on(self, e); });
 }
 
 /// Starts the step once its allocation is in force (`order`: a rebalance from this step on).
@@ -189,7 +231,7 @@ void allocate_then_start(self_ptr self, std::optional<rebalance> order) {
 }
 
 /// The events due at this step's start (runtime::take_injected): the job's step events of
-/// this step, then those taken off the waiting injections (what came later wins); the
+/// this step, then those taken off the waiting injections (what came later wins). The
 /// injections left with none are `answered` once the events are in force.
 runtime::link_timeline take_due(coordinator_state& st, double start_s,
                                 std::vector<caf::typed_response_promise<int64_t>>& answered) {
@@ -212,9 +254,9 @@ runtime::link_timeline take_due(coordinator_state& st, double start_s,
 }
 
 /// Puts the events due now in force on every stage (each passes them to its pipes) before
-/// the step starts, then answers their injectors with the step. After a re-plan (`replanned`)
-/// the new stages get the script in force even when nothing is due: those on other nodes
-/// were built from the job's own script.
+/// the step starts, then answers their injectors with the step. After a re-plan
+/// (`replanned`) the new stages get the script in force even when nothing is due: those on
+/// other nodes were built from the job's own script.
 void inject_then_start(self_ptr self, std::optional<rebalance> order, bool replanned = false) {
   auto& st = self->state;
   std::vector<caf::typed_response_promise<int64_t>> answered;
@@ -228,41 +270,122 @@ void inject_then_start(self_ptr self, std::optional<rebalance> order, bool repla
   if (!due.empty()) {
     st.script = runtime::merged(st.script, due);
     st.cluster = st.cluster->with_plan(st.plan, st.script);
-    st.result.injected.push_back({step, std::move(due)});
+    st.result.injected.push_back({.step = step, .script = std::move(due)});
   }
-  const script_update update{step, st.script};
-  auto acks = std::make_shared<size_t>(0);
-  auto waiting =
-      std::make_shared<std::vector<caf::typed_response_promise<int64_t>>>(std::move(answered));
-  for (auto& stage : st.stages)
-    self->request(stage, caf::infinite, update)
-        .then(
-            [=](int64_t) {
-              auto& s = self->state;
-              if (++*acks != s.stages.size())
-                return;
-              for (auto& a : *waiting)
-                a.deliver(step);
-              waiting->clear();
-              if (s.pending && s.result.step == step)
-                allocate_then_start(self, order);
-            },
-            [=](caf::error& e) {
-              for (auto& a : *waiting)
-                a.deliver(e);
-              waiting->clear();
-              fail_step(self, code_of(e).value_or(error_code::internal), self->system().render(e));
-            });
+  fan_out<int64_t>(self, st.stages, caf::infinite, script_update{.step = step, .script = st.script})
+      .then(
+          [self, step, order, answered](std::vector<int64_t>&) mutable {
+            for (auto& a : answered)
+              a.deliver(step);
+            if (at_boundary(self->state, step))
+              allocate_then_start(self, std::move(order));
+          },
+          [self, answered](caf::error& e) mutable {
+            for (auto& a : answered)
+              a.deliver(e);
+            fail_step_on(self, e);
+          });
+}
+
+/// The boundary of step `step`: a re-plan due by then (the rebalances ordered for the old
+/// plan up to the step go with it), else the allocation due, with the events due; then the
+/// step starts. A re-plan's failure fails the step.
+void begin_boundary(self_ptr self, int64_t step) {
+  auto& st = self->state;
+  if (auto replan = st.replans.take_due(step)) {
+    st.ordered.drop_through(step);
+    replan->effective_step = step;
+    st.phase = phase::replanning;
+    replan_then(
+        self, std::move(*replan),
+        [self, step] {
+          if (!at_boundary(self->state, step, phase::replanning))
+            return; // the step failed while the re-plan ran
+          self->state.phase = phase::starting;
+          inject_then_start(self, std::nullopt, true);
+        },
+        [self](error_code code, const std::string& why) { fail_step(self, code, why); });
+    return;
+  }
+  st.phase = phase::starting;
+  auto order = st.ordered.take_due(step);
+  if (order)
+    order->effective_step = step;
+  inject_then_start(self, std::move(order));
+}
+
+// ---- Handlers ------------------------------------------------------------------------------
+
+caf::result<double> on_restore(self_ptr self, double clock_s) {
+  auto& st = self->state;
+  if (in_step(st.phase))
+    return make_error(error_code::internal, "clock restored while a step runs");
+  if (!st.job->wall())
+    st.clock_s = clock_s;
+  return st.clock_s;
+}
+
+caf::result<step_result> on_step(self_ptr self, int64_t step) {
+  auto& st = self->state;
+  if (in_step(st.phase))
+    return make_error(error_code::internal,
+                      "step " + std::to_string(step) + " asked while one runs");
+  if (auto why = refusal(st))
+    return std::move(*why);
+  st.result = step_result{};
+  st.result.step = step;
+  // The step starts at its boundary: what happens there before its ops (a re-plan's
+  // move, an allocation or injection put in force) is part of its time, as in
+  // runtime::simulate_adaptive.
+  st.result.start_s = st.job->wall() ? st.job->real_now_s() : st.clock_s;
+  st.clock_s += std::exchange(st.probe_hold_s, 0.0); // the probes go first
+  st.reports.assign(st.stages.size(), std::nullopt);
+  st.next_step = step + 1;
+  // Pending before anything starts, so that a re-plan that fails at once fails this step.
+  auto promise = self->make_response_promise<step_result>();
+  st.pending = promise;
+  begin_boundary(self, step);
+  if (st.step_timeout.count() > 0)
+    self->delayed_send(self, st.step_timeout, timeout_atom_v, step);
+  return promise;
+}
+
+caf::result<int64_t> on_rebalance(self_ptr self, rebalance& r) {
+  auto& st = self->state;
+  if (auto why = refusal(st))
+    return std::move(*why);
+  try {
+    (void)st.job->plan_after(r);
+  } catch (const std::exception& e) {
+    return make_error(error_code::bad_input, std::string("rebalance: ") + e.what());
+  }
+  r.effective_step = std::max(r.effective_step, st.next_step);
+  const auto at = r.effective_step;
+  st.ordered.put(at, std::move(r));
+  return at;
+}
+
+caf::result<int64_t> on_replan(self_ptr self, replan_order& r) {
+  auto& st = self->state;
+  if (auto why = refusal(st))
+    return std::move(*why);
+  try {
+    check_replan(*st.job, r.plan, st.replanners);
+  } catch (const std::exception& e) {
+    return make_error(error_code::bad_input, std::string("re-plan: ") + e.what());
+  }
+  r.effective_step = std::max(r.effective_step, st.next_step);
+  const auto at = r.effective_step;
+  st.replans.put(at, std::move(r));
+  return at;
 }
 
 /// An injection (`deepcee inject`): checked against the cluster, then kept for the next
 /// step boundary. The answer is the step from which its events are in force.
 caf::result<int64_t> on_injection(self_ptr self, script_update& u) {
   auto& st = self->state;
-  if (!st.lost.empty())
-    return make_error(error_code::peer_down, st.lost);
-  if (!st.failed.empty())
-    return make_error(error_code::internal, st.failed);
+  if (auto why = refusal(st))
+    return std::move(*why);
   if (u.script.empty())
     return make_error(error_code::bad_input, "the injection holds no event");
   try {
@@ -275,20 +398,16 @@ caf::result<int64_t> on_injection(self_ptr self, script_update& u) {
                                                 std::to_string(st.job->train.steps) +
                                                 "): no step boundary is left");
   auto answer = self->make_response_promise<int64_t>();
-  st.injections.push_back({std::move(u.script), answer});
+  st.injections.push_back({.events = std::move(u.script), .answer = answer});
   return answer;
 }
 
-void peer_lost(self_ptr self, const caf::down_msg& down) {
+job_in_force on_plan(self_ptr self) {
   auto& st = self->state;
-  for (const auto& [actor, node] : st.watched) {
-    if (actor->address() != down.source)
-      continue;
-    if (st.lost.empty())
-      st.lost = "node " + node + " disconnected (" + self->system().render(down.reason) + ")";
-    fail_step(self, error_code::peer_down, st.lost);
-    return;
-  }
+  job_in_force out{.job = st.job, .stages = {}};
+  for (const auto& s : st.stages)
+    out.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
+  return out;
 }
 
 /// The stages a timed-out step still waits for, as "pipeline p stage s (node n)".
@@ -302,6 +421,64 @@ std::string missing_stages(const coordinator_state& st) {
     out += (out.empty() ? "" : ", ") + st.job->stage_name(k); // names the node, if several
   }
   return (reported ? "no optimizer acknowledgement among " : "no report from ") + out;
+}
+
+void on_timeout(self_ptr self, int64_t step) {
+  auto& st = self->state;
+  if (!in_step(st.phase) || st.result.step != step)
+    return; // that step has ended
+  fail_step(self, error_code::timeout,
+            missing_stages(st) + " within " +
+                fmt::format("{:.1f}", st.step_timeout.count() / 1000.0) + " s");
+}
+
+/// A stage's error: the step in flight fails, or, between steps (a failed optimizer step),
+/// the job cannot go on.
+void on_error_report(self_ptr self, const stage_report& rep) {
+  auto& st = self->state;
+  if (st.phase == phase::idle) {
+    st.phase = phase::failed;
+    st.ended = "the job cannot go on after step " + std::to_string(st.result.step) + " (" +
+               rep.error + ")";
+  }
+  fail_step(self, rep.code, rep.error);
+}
+
+void on_report(self_ptr self, stage_report& rep) {
+  auto& st = self->state;
+  if (!rep.error.empty()) {
+    on_error_report(self, rep);
+    return;
+  }
+  if (st.phase != phase::running || rep.step != st.result.step)
+    return; // a late report of a failed step
+  const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
+  if (rep.pipeline >= pipelines || rep.stage >= st.job->stage_count(rep.pipeline)) {
+    ++st.dropped;
+    spdlog::warn("coordinator: dropped a report of pipeline {} stage {}, which the plan "
+                 "does not have; {} so far",
+                 rep.pipeline, rep.stage, st.dropped);
+    return;
+  }
+  const int k = st.job->flat_index(rep.pipeline, rep.stage);
+  st.reports[static_cast<size_t>(k)] = std::move(rep);
+  if (!std::all_of(st.reports.begin(), st.reports.end(), [](const auto& x) { return x; }))
+    return;
+  try {
+    all_reported(self);
+  } catch (const std::exception& e) {
+    fail_step(self, error_code::internal, e.what());
+  }
+}
+
+/// A watched actor went away: its node disconnected or died.
+void on_down(self_ptr self, const caf::down_msg& down) {
+  auto& st = self->state;
+  for (const auto& [actor, node] : st.watched)
+    if (actor->address() == down.source) {
+      stop_job(self, "node " + node + " disconnected (" + self->system().render(down.reason) + ")");
+      return;
+    }
 }
 
 coordinator_actor::behavior_type coordinator_behavior(
@@ -318,153 +495,45 @@ coordinator_actor::behavior_type coordinator_behavior(
   st.script = st.cluster->timeline();
   st.scripted = runtime::split_step_events(st.job->script).pending;
   st.stages = std::move(stages);
-  if (!stage_nodes.empty())
-    for (size_t k = 0; k < st.stages.size(); ++k)
-      st.watched.emplace_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages[k]),
-                              stage_nodes.at(k));
-  for (size_t slot = 0; slot < devices.size(); ++slot)
-    if (devices[slot])
-      st.watched.emplace_back(devices[slot], st.job->slot_node_name(static_cast<int>(slot)));
   st.devices_apart = std::move(devices);
   st.replanners = std::move(replanners);
   st.boot_ids = std::move(boot_ids);
-  self->set_down_handler([=](caf::down_msg& down) { peer_lost(self, down); });
-  for (const auto& w : st.watched)
-    self->monitor(w.first);
+  self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
+  watch_remote_actors(self, stage_nodes);
   return {
-      [=](restore_atom, double clock_s) -> caf::result<double> {
-        auto& st = self->state;
-        if (st.pending)
-          return make_error(error_code::internal, "clock restored while a step runs");
-        if (!st.job->wall())
-          st.clock_s = clock_s;
-        return st.clock_s;
-      },
-      [=](step_atom, int64_t step) -> caf::result<step_result> {
-        auto& st = self->state;
-        if (st.pending)
-          return make_error(error_code::internal,
-                            "step " + std::to_string(step) + " asked while one runs");
-        if (!st.lost.empty())
-          return make_error(error_code::peer_down, st.lost);
-        if (!st.failed.empty())
-          return make_error(error_code::internal, st.failed);
-        st.result = step_result{};
-        st.result.step = step;
-        // The step starts at its boundary: what happens there before its ops (a re-plan's
-        // move, an allocation or injection put in force) is part of its time, as in
-        // runtime::simulate_adaptive.
-        st.result.start_s = st.job->wall() ? st.job->real_now_s() : st.clock_s;
-        st.clock_s += std::exchange(st.probe_hold_s, 0.0); // the probes go first
-        st.reports.assign(st.stages.size(), std::nullopt);
-        st.next_step = step + 1;
-        // Pending before anything starts: a re-plan that fails at once fails this step.
-        auto promise = self->make_response_promise<step_result>();
-        st.pending = promise;
-        if (auto it = st.replans.upper_bound(step); it != st.replans.begin()) {
-          auto order = std::prev(it)->second;
-          st.replans.erase(st.replans.begin(), it);
-          // Rebalances ordered for the old plan up to this step are replaced by the new plan.
-          st.ordered.erase(st.ordered.begin(), st.ordered.upper_bound(step));
-          order.effective_step = step;
-          replan_then(
-              self, std::move(order), [=] { inject_then_start(self, std::nullopt, true); },
-              [=](error_code code, const std::string& why) { fail_step(self, code, why); });
-        } else {
-          std::optional<rebalance> order;
-          if (auto it = st.ordered.upper_bound(step); it != st.ordered.begin()) {
-            order = std::prev(it)->second;
-            st.ordered.erase(st.ordered.begin(), it);
-            order->effective_step = step;
-          }
-          inject_then_start(self, std::move(order));
-        }
-        if (st.step_timeout.count() > 0)
-          self->delayed_send(self, st.step_timeout, timeout_atom_v, step);
-        return promise;
-      },
-      [=](rebalance& r) -> caf::result<int64_t> {
-        auto& st = self->state;
-        try {
-          (void)st.job->plan_after(r);
-        } catch (const std::exception& e) {
-          return make_error(error_code::bad_input, std::string("rebalance: ") + e.what());
-        }
-        r.effective_step = std::max(r.effective_step, st.next_step);
-        const auto at = r.effective_step;
-        st.ordered[at] = std::move(r);
-        return at;
-      },
-      [=](script_update& u) -> caf::result<int64_t> { return on_injection(self, u); },
-      [=](replan_order& r) -> caf::result<int64_t> {
-        auto& st = self->state;
-        try {
-          check_replan(*st.job, r.plan, st.replanners);
-        } catch (const std::exception& e) {
-          return make_error(error_code::bad_input, std::string("re-plan: ") + e.what());
-        }
-        r.effective_step = std::max(r.effective_step, st.next_step);
-        const auto at = r.effective_step;
-        st.replans[at] = std::move(r);
-        return at;
-      },
-      [=](plan_atom) {
-        auto& st = self->state;
-        job_in_force out{st.job, {}};
-        for (const auto& s : st.stages)
-          out.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
-        return out;
-      },
-      [=](wire_atom, const caf::strong_actor_ptr& adapter) {
+      [self](restore_atom, double clock_s) { return on_restore(self, clock_s); },
+      [self](step_atom, int64_t step) { return on_step(self, step); },
+      [self](rebalance& r) { return on_rebalance(self, r); },
+      [self](script_update& u) { return on_injection(self, u); },
+      [self](replan_order& r) { return on_replan(self, r); },
+      [self](plan_atom) { return on_plan(self); },
+      [self](wire_atom, const caf::strong_actor_ptr& adapter) {
         self->state.adapter = caf::actor_cast<adapter_actor>(adapter);
       },
-      [=](timeout_atom, int64_t step) {
-        auto& st = self->state;
-        if (!st.pending || st.result.step != step)
-          return; // that step has ended
-        fail_step(self, error_code::timeout,
-                  missing_stages(st) + " within " +
-                      fmt::format("{:.1f}", st.step_timeout.count() / 1000.0) + " s");
-      },
-      [=](stop_atom, const std::string& why) {
-        auto& st = self->state;
-        if (st.lost.empty())
-          st.lost = why;
-        fail_step(self, error_code::peer_down, st.lost);
-      },
-      [=](stage_report& rep) {
-        auto& st = self->state;
-        if (!rep.error.empty()) {
-          if (!st.pending && st.failed.empty()) // an optimizer step between two steps
-            st.failed = "the job cannot go on after step " + std::to_string(st.result.step) + " (" +
-                        rep.error + ")";
-          fail_step(self, rep.code, rep.error);
-          return;
-        }
-        if (!st.pending || rep.step != st.result.step)
-          return; // a late report of a failed step
-        const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
-        if (rep.pipeline >= pipelines || rep.stage >= st.job->stage_count(rep.pipeline)) {
-          ++st.dropped;
-          spdlog::warn("coordinator: dropped a report of pipeline {} stage {}, which the plan "
-                       "does not have; {} so far",
-                       rep.pipeline, rep.stage, st.dropped);
-          return;
-        }
-        const int k = st.job->flat_index(rep.pipeline, rep.stage);
-        st.reports[static_cast<size_t>(k)] = std::move(rep);
-        if (std::all_of(st.reports.begin(), st.reports.end(), [](const auto& x) { return x; })) {
-          try {
-            all_reported(self);
-          } catch (const std::exception& e) {
-            fail_step(self, error_code::internal, e.what());
-          }
-        }
-      },
+      [self](timeout_atom, int64_t step) { on_timeout(self, step); },
+      [self](stop_atom, const std::string& why) { stop_job(self, why); },
+      [self](stage_report& rep) { on_report(self, rep); },
   };
 }
 
 } // namespace
+
+void watch_remote_actors(coordinator_self self, const std::vector<std::string>& stage_nodes) {
+  auto& st = self->state;
+  for (const auto& [actor, node] : st.watched)
+    self->demonitor(caf::actor_cast<caf::actor_addr>(actor));
+  st.watched.clear();
+  if (!stage_nodes.empty())
+    for (size_t k = 0; k < st.stages.size(); ++k)
+      st.watched.emplace_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages[k]),
+                              stage_nodes.at(k));
+  for (size_t slot = 0; slot < st.devices_apart.size(); ++slot)
+    if (st.devices_apart[slot])
+      st.watched.emplace_back(st.devices_apart[slot],
+                              st.job->slot_node_name(static_cast<int>(slot)));
+  for (const auto& w : st.watched)
+    self->monitor(w.first);
+}
 
 void restore_clock(caf::actor_system& sys, const coordinator_actor& coordinator, double clock_s,
                    std::chrono::milliseconds timeout) {

@@ -3,8 +3,10 @@
 #include "actors/job/job_wiring.hpp"
 #include "actors/job/node_deployment.hpp"
 #include "actors/net/pipe_actor.hpp"
+#include "actors/protocol/fan_out.hpp"
 #include "runtime/adapt/state_move.hpp"
 #include "runtime/plan/plan_allocation.hpp"
+#include "runtime/plan/replan_check.hpp"
 
 #include <caf/exit_reason.hpp>
 #include <caf/stateful_actor.hpp>
@@ -20,26 +22,6 @@ namespace deepcee::actors {
 namespace {
 
 using failure_fn = std::function<void(messages::error_code, std::string)>;
-
-/// The job of this process running `next`: the same training, data, time mode and clock
-/// zero, the emulated cluster for `next` under `script` (the one in force: the job's with the
-/// injected events merged in), laid out on the nodes when the job runs as several processes.
-std::shared_ptr<job_context> replanned_context(const job_context& job, const runtime::plan& next,
-                                               const runtime::link_timeline& script) {
-  auto out = std::make_shared<job_context>();
-  out->plan = next;
-  out->train = job.train;
-  out->corpus = job.corpus;
-  out->cluster = job.cluster->with_plan(next, script);
-  out->mode = job.mode;
-  out->local_index = job.local_index;
-  out->ring_chunk_values = job.ring_chunk_values;
-  out->epoch = job.epoch;
-  out->boot_id = job.boot_id;
-  if (!job.layout.empty())
-    out->place_on_nodes(job.cluster->hardware());
-  return out;
-}
 
 /// "2 pipelines: [0-1 | 1-3 | 3-4], [0-2 | 2-4]": each stage's layers.
 std::string stages_of(const runtime::plan& p) {
@@ -87,13 +69,15 @@ void abandon(coordinator_self self, const replan_work& w, messages::error_code c
   w.failed(code, "re-plan before step " + std::to_string(w.order.effective_step) + ": " + why);
 }
 
+/// abandon with a failed request's error.
+void abandon_on(coordinator_self self, const replan_work& w, const caf::error& e) {
+  abandon(self, w, code_of(e).value_or(messages::error_code::internal), self->system().render(e));
+}
+
 /// The old plan's actors stop and the coordinator runs the new job from now on, watching
 /// its actors on other nodes.
 void switch_to(coordinator_self self, replan_work& w) {
   auto& st = self->state;
-  for (const auto& [actor, node] : st.watched)
-    self->demonitor(caf::actor_cast<caf::actor_addr>(actor));
-  st.watched.clear();
   for (auto& old : st.stages)
     stop(self, caf::actor_cast<caf::strong_actor_ptr>(old));
   for (auto& old : st.devices_apart)
@@ -109,15 +93,7 @@ void switch_to(coordinator_self self, replan_work& w) {
   st.devices_apart = w.wiring.devices;
   st.replanned_pipes = w.pipes;
   st.reports.assign(st.stages.size(), std::nullopt);
-  if (!st.job->stage_nodes.empty())
-    for (size_t k = 0; k < st.stages.size(); ++k)
-      st.watched.emplace_back(w.wiring.stages[k], st.job->stage_nodes.at(k));
-  for (size_t slot = 0; slot < st.devices_apart.size(); ++slot)
-    if (st.devices_apart[slot])
-      st.watched.emplace_back(st.devices_apart[slot],
-                              st.job->slot_node_name(static_cast<int>(slot)));
-  for (const auto& w2 : st.watched)
-    self->monitor(w2.first);
+  watch_remote_actors(self, st.job->stage_nodes);
 }
 
 /// Every new stage has its layers: the switch, the clock, the log and the adapter.
@@ -128,9 +104,11 @@ void moved(coordinator_self self, const std::shared_ptr<replan_work>& w) {
   const double before = st.clock_s;
   if (!w->job->wall())
     st.clock_s += w->moves.seconds;
-  st.result.finish.push_back(
-      {fmt::format("re-plan: {} -> {}, {:.4g} MB over links", from, to, w->moves.bytes / 1e6), -1,
-       before, st.clock_s});
+  st.result.finish.push_back({.name = fmt::format("re-plan: {} -> {}, {:.4g} MB over links", from,
+                                                  to, w->moves.bytes / 1e6),
+                              .device = -1,
+                              .start_s = before,
+                              .end_s = st.clock_s});
   spdlog::info("re-plan before step {}: {} -> {}; {:.0f} bytes over the cluster's links, {:.0f} "
                "bytes between stage actors, {:.4g} s",
                w->order.effective_step, from, to, w->moves.bytes, w->received, w->moves.seconds);
@@ -164,28 +142,38 @@ void wire_and_move(coordinator_self self, const std::shared_ptr<replan_work>& w)
   wiring = complete_wiring(std::move(wiring), self, st.adapter, w->pipes);
   for (auto& stage : stages)
     self->send(stage, wiring);
-  auto left = std::make_shared<size_t>(stages.size());
-  auto done = std::make_shared<bool>(false);
+  auto all = make_fan_in<int64_t>(
+      stages.size(),
+      [self, w](std::vector<int64_t>& bytes) {
+        for (const auto b : bytes)
+          w->received += static_cast<double>(b);
+        moved(self, w);
+      },
+      [self, w](caf::error& e) { abandon_on(self, *w, e); });
   for (size_t k = 0; k < stages.size(); ++k) {
     layer_holders holders;
     holders.step = w->order.effective_step - 1;
     for (int old : w->sources.at(k))
       holders.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages.at(size_t(old))));
     self->request(stages[k], caf::infinite, move_atom_v, std::move(holders))
-        .then(
-            [=](int64_t bytes) {
-              w->received += static_cast<double>(bytes);
-              if (--*left == 0 && !*done) {
-                *done = true;
-                moved(self, w);
-              }
-            },
-            [=](caf::error& e) {
-              if (!std::exchange(*done, true))
-                abandon(self, *w, code_of(e).value_or(messages::error_code::internal),
-                        self->system().render(e));
-            });
+        .then(all->answer(k), all->failure());
   }
+  all->finish_if_empty();
+}
+
+/// Puts node `n`'s part of the new plan in its places in `w`'s wiring; false when the node
+/// spawned other stages or devices than the plan gives it.
+bool place_part(replan_work& w, int n, stage_wiring& part) {
+  const auto& layout = w.job->layout;
+  const auto stages = layout.stages_on(n);
+  const auto slots = layout.apart_on(n);
+  if (part.stages.size() != stages.size() || part.devices.size() != slots.size())
+    return false;
+  for (size_t i = 0; i < stages.size(); ++i)
+    w.wiring.stages[size_t(stages[i])] = std::move(part.stages[i]);
+  for (size_t i = 0; i < slots.size(); ++i)
+    w.wiring.devices[size_t(slots[i])] = std::move(part.devices[i]);
+  return true;
 }
 
 /// Across node processes: each node's replanner spawns its part from the new deployment.
@@ -198,64 +186,52 @@ void spawn_on_nodes(coordinator_self self, const std::shared_ptr<replan_work>& w
   for (int n = 0; n < static_cast<int>(w->job->node_names.size()); ++n)
     if (layout.runs_on(n))
       nodes.push_back(n);
-  auto left = std::make_shared<size_t>(nodes.size());
-  auto done = std::make_shared<bool>(false);
-  for (int n : nodes) {
+  // Each part takes its places as it comes, so that a failure stops what has come so far.
+  auto all = make_fan_in<bool>(
+      nodes.size(), [self, w](std::vector<bool>&) { wire_and_move(self, w); },
+      [self, w](caf::error& e) { abandon_on(self, *w, e); });
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const int n = nodes[k];
     auto d = make_deployment("re-plan", w->job->plan, w->job->train, w->job->mode);
     d.node = w->job->node_names.at(static_cast<size_t>(n));
     const auto replanner =
         caf::actor_cast<node_replanner_actor>(st.replanners.at(static_cast<size_t>(n)));
     self->request(replanner, caf::infinite, std::move(d))
         .then(
-            [=](stage_wiring& part) {
-              const auto stages = layout.stages_on(n);
-              const auto slots = layout.apart_on(n);
-              if (part.stages.size() != stages.size() || part.devices.size() != slots.size()) {
-                if (!std::exchange(*done, true))
-                  abandon(self, *w, messages::error_code::internal,
-                          "node " + w->job->node_names[size_t(n)] +
-                              " spawned other stages than the plan gives it");
+            [w, n, k, all](stage_wiring& part) {
+              if (!place_part(*w, n, part)) {
+                auto e = make_error(messages::error_code::internal,
+                                    "node " + w->job->node_names[size_t(n)] +
+                                        " spawned other stages than the plan gives it");
+                all->failure()(e);
                 return;
               }
-              for (size_t i = 0; i < stages.size(); ++i)
-                w->wiring.stages[size_t(stages[i])] = std::move(part.stages[i]);
-              for (size_t i = 0; i < slots.size(); ++i)
-                w->wiring.devices[size_t(slots[i])] = std::move(part.devices[i]);
-              if (--*left == 0 && !*done)
-                wire_and_move(self, w);
+              bool placed = true;
+              all->answer(k)(placed);
             },
-            [=](caf::error& e) {
-              if (!std::exchange(*done, true))
-                abandon(self, *w, code_of(e).value_or(messages::error_code::internal),
-                        self->system().render(e));
-            });
+            all->failure());
   }
+  all->finish_if_empty();
 }
 
 } // namespace
 
 void check_replan(const job_context& job, const runtime::plan& next,
                   const std::vector<caf::strong_actor_ptr>& replanners) {
-  const auto& a = next.model;
-  const auto& b = job.plan.model;
-  if (a.n_layer != b.n_layer || a.d_model != b.d_model || a.n_head != b.n_head ||
-      a.context != b.context || a.vocab != b.vocab)
-    throw std::invalid_argument("a re-plan must keep the job's model");
-  if (next.global_batch() != job.plan.global_batch())
-    throw std::invalid_argument("a re-plan must keep the global batch " +
-                                std::to_string(job.plan.global_batch()) + " (it has " +
-                                std::to_string(next.global_batch()) + ")");
-  const auto& c = job.cluster->hardware();
-  runtime::validate_plan(next, static_cast<int>(c.devices.size()), "re-plan");
-  if (job.layout.empty())
-    return;
-  // The nodes of the new plan must be nodes of the job, with a replanner and connected.
-  const auto layout = runtime::layout_of(c, next);
-  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n)
-    if (layout.runs_on(n) &&
-        (!job.layout.runs_on(n) || size_t(n) >= replanners.size() || !replanners[size_t(n)]))
-      throw std::invalid_argument("node " + c.nodes[size_t(n)].name +
-                                  " runs nothing of the job, so a re-plan cannot give it work");
+  std::vector<bool> can_spawn;
+  for (const auto& r : replanners)
+    can_spawn.push_back(r != nullptr);
+  runtime::check_replan(job.plan, job.layout, job.cluster->hardware(), next, can_spawn);
+}
+
+std::shared_ptr<job_context> replanned_context(const job_context& job, const runtime::plan& next,
+                                               const runtime::link_timeline& script) {
+  auto out = std::make_shared<job_context>(job);
+  out->plan = next;
+  out->cluster = job.cluster->with_plan(next, script);
+  if (!job.layout.empty())
+    out->place_on_nodes(job.cluster->hardware());
+  return out;
 }
 
 void replan_then(coordinator_self self, replan_order order, std::function<void()> then,

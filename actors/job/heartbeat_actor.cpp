@@ -32,7 +32,8 @@ void report_silence(self_ptr self) {
 void beat(self_ptr self, const caf::strong_actor_ptr& to) {
   auto& st = self->state;
   const double t = std::chrono::duration<double>(clock_type::now() - st.started).count();
-  self->send(caf::actor_cast<heartbeat_actor>(to), heartbeat{st.node, ++st.sequence, t});
+  self->send(caf::actor_cast<heartbeat_actor>(to),
+             heartbeat{.node = st.node, .sequence = ++st.sequence, .time = t});
 }
 
 void tick(self_ptr self) {
@@ -85,10 +86,10 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
   st.last_tick = st.started;
   st.notify = std::move(notify);
   for (auto& name : expect)
-    st.peers.push_back({std::move(name), nullptr, st.started});
+    st.peers.push_back({.name = std::move(name), .handle = nullptr, .last_heard = st.started});
   self->send(self, timeout_atom_v);
   return {
-      [=](const heartbeat& h) {
+      [self](const heartbeat& h) {
         auto& s = self->state;
         auto* p = find(s, h.node);
         if (!p) {
@@ -103,22 +104,23 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
             beat(self, p->handle);
         }
       },
-      [=](peer_atom, std::string& name, caf::strong_actor_ptr& handle) {
+      [self](peer_atom, std::string& name, caf::strong_actor_ptr& handle) {
         auto& s = self->state;
         auto* p = find(s, name);
         if (p)
           p->handle = std::move(handle);
         else
-          p = &s.peers.emplace_back(heartbeat_peer{name, std::move(handle), clock_type::now()});
+          p = &s.peers.emplace_back(heartbeat_peer{
+              .name = name, .handle = std::move(handle), .last_heard = clock_type::now()});
         if (p->handle) // a new peer hears from us at once
           beat(self, p->handle);
       },
-      [=](stop_atom, caf::actor& target) {
+      [self](stop_atom, caf::actor& target) {
         self->state.notify = std::move(target);
         report_silence(self);
       },
-      [=](timeout_atom) { tick(self); },
-      [=](progress_atom, int64_t step, int64_t steps, double loss, double rate, double clock) {
+      [self](timeout_atom) { tick(self); },
+      [self](progress_atom, int64_t step, int64_t steps, double loss, double rate, double clock) {
         auto& s = self->state;
         const auto& from = self->current_sender();
         if (from && from->node() != self->node()) { // the coordinator's node: show it

@@ -105,7 +105,7 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
 
 running_job job_now(caf::actor_system& sys, const wired_job& wired,
                     std::chrono::milliseconds wait) {
-  running_job out{wired.job, wired.stages};
+  running_job out{.job = wired.job, .stages = wired.stages};
   caf::scoped_actor self{sys};
   self->request(wired.coordinator, wait, plan_atom_v)
       .receive(
@@ -139,7 +139,10 @@ caf::expected<int64_t> adapt_to(caf::actor_system& sys, const adapter_actor& ada
   caf::scoped_actor self{sys};
   std::optional<int64_t> at;
   caf::error error;
-  self->request(adapter, wait, replan_order{next, at_step, nullptr, 0, 0})
+  self->request(
+          adapter, wait,
+          replan_order{
+              .plan = next, .effective_step = at_step, .job = nullptr, .bytes = 0, .move_s = 0})
       .receive([&](int64_t step) { at = step; }, [&](caf::error& e) { error = std::move(e); });
   if (at)
     return *at;

@@ -20,10 +20,11 @@ namespace deepcee::actors {
 job_deployment make_deployment(const std::string& job_name, const runtime::plan& plan,
                                const runtime::train_config& train, run_mode mode);
 
-/// Checks a deployment against the cluster this node read and builds its job from it, laid
-/// out on the cluster's nodes (job_context::layout): it must be addressed to `node`, its
-/// plan must fit the cluster (device ids) and its model, its training settings must pass
-/// train's rules, and its data must load here. Throws input_error saying what is wrong.
+/// This node's job, built from the deployment and laid out on the cluster's nodes
+/// (job_context::layout). A deployment is checked first, against the cluster this node read,
+/// because a wrong one must fail here, named, not in some actor later. It must be addressed
+/// to `node`; its plan must fit the cluster (device ids) and its model; its training settings
+/// must pass train's rules; its data must load here. Throws input_error saying what is wrong.
 std::shared_ptr<job_context> accept_deployment(const job_deployment& d,
                                                const runtime::cluster& cluster,
                                                const std::string& node,

@@ -103,19 +103,18 @@ caf::result<int64_t> inject(self_ptr self, const std::string& source, const std:
   } catch (const std::exception& e) {
     return refuse(e.what());
   }
-  return self->delegate(s.coordinator, script_update{0, std::move(events)});
+  return self->delegate(s.coordinator, script_update{.step = 0, .script = std::move(events)});
 }
 
 std::string other_cluster(const std::string& node) {
   return "node '" + node + "' read a different cluster than the coordinator's node";
 }
 
-node_registry_actor::behavior_type
-registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
-                  std::vector<std::string> names, runtime::node_layout layout, local_part local,
-                  std::chrono::milliseconds timeout, heartbeat_actor beats, script_parser parse) {
-  self->set_default_handler(drop_unexpected);
-  auto& st = self->state;
+/// The registry's state at its start: who must join with what, and what this process runs
+/// (`local`'s stages, devices apart and replanner are in the wiring at once).
+void start_registry(node_registry_state& st, job_deployment deployment, std::string cluster,
+                    std::vector<std::string> names, const runtime::node_layout& layout,
+                    const local_part& local, heartbeat_actor beats, script_parser parse) {
   st.beats = std::move(beats);
   st.parse = std::move(parse);
   st.deployment = std::move(deployment);
@@ -148,125 +147,158 @@ registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
   for (size_t i = 0; i < slots.size(); ++i)
     st.wiring.devices[static_cast<size_t>(slots[i])] =
         caf::actor_cast<caf::strong_actor_ptr>(local.devices[i]);
+}
+
+/// A node asks for its deployment. A node of the cluster that runs nothing gets it too: it
+/// sees that the plan leaves it out, says why and ends, without joining.
+caf::result<job_deployment> on_deployment_request(self_ptr self, const deployment_request& r) {
+  auto& s = self->state;
+  const size_t n = node_index(s, r.node);
+  if (n == s.node_names.size())
+    return refuse("node '" + r.node + "' is not a node of this job");
+  if (!s.failure.empty())
+    return refuse(s.failure);
+  const auto from = sender_node(self);
+  if (s.asked_from[n] && from != s.asked_from[n])
+    return refuse("node '" + r.node + "' was asked for by another process already");
+  s.asked_from[n] = from;
+  // A node that read another cluster can never join: the job fails now (unless the plan
+  // leaves the node out anyway).
+  if (r.cluster != s.cluster && !must_join(s, n))
+    return refuse(other_cluster(r.node));
+  if (r.cluster != s.cluster) {
+    s.failure = other_cluster(r.node);
+    try_deliver(self);
+    return refuse(s.failure);
+  }
+  auto d = s.deployment;
+  d.node = r.node;
+  d.clock_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+  return d;
+}
+
+/// Why node `n` cannot join as `joining` offers (empty when it can): the job's cluster, and
+/// the stages, device slots and device actors the plan gives it.
+std::string join_refusal(const node_registry_state& s, size_t n, const joining_node& joining) {
+  const auto& j = joining.join;
+  if (j.job != s.cluster)
+    return other_cluster(j.node);
+  if (j.stages != s.expected[n] || joining.handles.size() != j.stages.size())
+    return "node '" + j.node + "' offers other stages than the plan gives it";
+  if (j.devices != s.expected_devices[n] || joining.device_handles.size() != j.devices.size())
+    return "node '" + j.node + "' offers device slots " + slots_text(j.devices) +
+           ", the plan gives it " + slots_text(s.expected_devices[n]);
+  if (const auto k = first_null(joining, s.deployment.mode); k >= 0)
+    return "node '" + j.node + "' handed over no actor for device slot " + std::to_string(k);
+  return "";
+}
+
+/// Node `n`'s actors take their places in the wiring; its heartbeat actor goes to `beats`.
+void admit(self_ptr self, size_t n, joining_node& joining) {
+  auto& s = self->state;
+  const auto& j = joining.join;
+  for (size_t i = 0; i < j.stages.size(); ++i)
+    s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(joining.handles[i]);
+  for (size_t i = 0; i < j.devices.size(); ++i)
+    s.wiring.devices[static_cast<size_t>(j.devices[i])] = std::move(joining.device_handles[i]);
+  s.wiring.replanners[n] = std::move(joining.replanner);
+  s.wiring.boot_ids[n] = std::move(joining.boot_id);
+  s.joined[n] = true;
+  if (s.beats && joining.heartbeat)
+    self->send(s.beats, peer_atom_v, j.node, std::move(joining.heartbeat));
+  if (j.devices.empty())
+    std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(), j.stages.size());
+  else
+    std::fprintf(stderr, "node %s joined with %zu stage(s) and %zu device(s) of others\n",
+                 j.node.c_str(), j.stages.size(), j.devices.size());
+}
+
+/// A node joins with its actors. A join the plan does not expect fails the job, unless it
+/// comes from a process that does not speak for the node.
+caf::result<int32_t> on_join(self_ptr self, joining_node& joining) {
+  auto& s = self->state;
+  const auto& j = joining.join;
+  const size_t n = node_index(s, j.node);
+  if (n == s.node_names.size() || !must_join(s, n))
+    return refuse("node '" + j.node + "' runs nothing of this job");
+  if (s.joined[n])
+    return refuse("node '" + j.node + "' joined twice");
+  if (!s.failure.empty())
+    return refuse(s.failure);
+  if (!speaks_for(self, n))
+    return refuse("node '" + j.node +
+                  "' joins from another process than the one that asked for its deployment");
+  s.failure = join_refusal(s, n, joining);
+  if (!s.failure.empty()) {
+    try_deliver(self);
+    return refuse(s.failure);
+  }
+  admit(self, n, joining);
+  try_deliver(self);
+  return static_cast<int32_t>(n);
+}
+
+/// A node that cannot run its part says why: the job fails with its reason and code.
+void on_error_report(self_ptr self, const error_report& e) {
+  auto& s = self->state;
+  const size_t n = node_index(s, e.node);
+  if (n == s.node_names.size() || !must_join(s, n) || s.joined[n] || !s.failure.empty() ||
+      !speaks_for(self, n))
+    return;
+  s.failure = "node " + e.node + " cannot run the job: " + e.message;
+  s.failure_code = e.code;
+  try_deliver(self);
+}
+
+caf::result<stage_wiring> on_await(self_ptr self) {
+  auto& s = self->state;
+  s.waiting = self->make_response_promise<stage_wiring>();
+  auto promise = *s.waiting;
+  try_deliver(self);
+  return promise;
+}
+
+/// The join's time is up: the job fails naming the nodes that did not join.
+void on_join_timeout(self_ptr self, std::chrono::milliseconds timeout) {
+  auto& s = self->state;
+  if (complete(s))
+    return;
+  std::string missing;
+  for (size_t n = 0; n < s.joined.size(); ++n)
+    if (!s.joined[n] && must_join(s, n))
+      missing += (missing.empty() ? "" : ", ") + s.node_names[n];
+  s.failure = "node(s) " + missing + " did not join within " +
+              std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s";
+  s.failure_code = messages::error_code::timeout;
+  try_deliver(self);
+}
+
+node_registry_actor::behavior_type
+registry_behavior(self_ptr self, job_deployment deployment, std::string cluster,
+                  std::vector<std::string> names, runtime::node_layout layout, local_part local,
+                  std::chrono::milliseconds timeout, heartbeat_actor beats, script_parser parse) {
+  self->set_default_handler(drop_unexpected);
+  start_registry(self->state, std::move(deployment), std::move(cluster), std::move(names), layout,
+                 local, std::move(beats), std::move(parse));
   self->delayed_send(self, timeout, timeout_atom_v);
   return {
-      [=](deployment_request& r) -> caf::result<job_deployment> {
-        auto& s = self->state;
-        // A node of the cluster that runs nothing gets the deployment too: it sees that the
-        // plan leaves it out, says why and ends, without joining.
-        const size_t n = node_index(s, r.node);
-        if (n == s.node_names.size())
-          return refuse("node '" + r.node + "' is not a node of this job");
-        if (!s.failure.empty())
-          return refuse(s.failure);
-        const auto from = sender_node(self);
-        if (s.asked_from[n] && from != s.asked_from[n])
-          return refuse("node '" + r.node + "' was asked for by another process already");
-        s.asked_from[n] = from;
-        // A node that read another cluster can never join: the job fails now (unless the
-        // plan leaves the node out anyway).
-        if (r.cluster != s.cluster && !must_join(s, n))
-          return refuse(other_cluster(r.node));
-        if (r.cluster != s.cluster) {
-          s.failure = other_cluster(r.node);
-          try_deliver(self);
-          return refuse(s.failure);
-        }
-        auto d = s.deployment;
-        d.node = r.node;
-        d.clock_s +=
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
-        return d;
-      },
-      [=](joining_node& joining) -> caf::result<int32_t> {
-        auto& s = self->state;
-        const auto& j = joining.join;
-        const size_t n = node_index(s, j.node);
-        if (n == s.node_names.size() || !must_join(s, n))
-          return refuse("node '" + j.node + "' runs nothing of this job");
-        if (s.joined[n])
-          return refuse("node '" + j.node + "' joined twice");
-        if (!s.failure.empty())
-          return refuse(s.failure);
-        if (!speaks_for(self, n))
-          return refuse("node '" + j.node +
-                        "' joins from another process than the one that asked for its deployment");
-        if (j.job != s.cluster)
-          s.failure = other_cluster(j.node);
-        else if (j.stages != s.expected[n] || joining.handles.size() != j.stages.size())
-          s.failure = "node '" + j.node + "' offers other stages than the plan gives it";
-        else if (j.devices != s.expected_devices[n] ||
-                 joining.device_handles.size() != j.devices.size())
-          s.failure = "node '" + j.node + "' offers device slots " + slots_text(j.devices) +
-                      ", the plan gives it " + slots_text(s.expected_devices[n]);
-        else if (const auto k = first_null(joining, s.deployment.mode); k >= 0)
-          s.failure =
-              "node '" + j.node + "' handed over no actor for device slot " + std::to_string(k);
-        if (!s.failure.empty()) {
-          try_deliver(self);
-          return refuse(s.failure);
-        }
-        for (size_t i = 0; i < j.stages.size(); ++i)
-          s.wiring.stages[static_cast<size_t>(j.stages[i])] = std::move(joining.handles[i]);
-        for (size_t i = 0; i < j.devices.size(); ++i)
-          s.wiring.devices[static_cast<size_t>(j.devices[i])] =
-              std::move(joining.device_handles[i]);
-        s.wiring.replanners[n] = std::move(joining.replanner);
-        s.wiring.boot_ids[n] = std::move(joining.boot_id);
-        s.joined[n] = true;
-        if (s.beats && joining.heartbeat)
-          self->send(s.beats, peer_atom_v, j.node, std::move(joining.heartbeat));
-        if (j.devices.empty())
-          std::fprintf(stderr, "node %s joined with %zu stage(s)\n", j.node.c_str(),
-                       j.stages.size());
-        else
-          std::fprintf(stderr, "node %s joined with %zu stage(s) and %zu device(s) of others\n",
-                       j.node.c_str(), j.stages.size(), j.devices.size());
-        try_deliver(self);
-        return static_cast<int32_t>(n);
-      },
-      [=](const error_report& e) {
-        auto& s = self->state;
-        const size_t n = node_index(s, e.node);
-        if (n == s.node_names.size() || !must_join(s, n) || s.joined[n] || !s.failure.empty() ||
-            !speaks_for(self, n))
-          return;
-        s.failure = "node " + e.node + " cannot run the job: " + e.message;
-        s.failure_code = e.code;
-        try_deliver(self);
-      },
-      [=](await_atom) -> caf::result<stage_wiring> {
-        auto& s = self->state;
-        s.waiting = self->make_response_promise<stage_wiring>();
-        auto promise = *s.waiting;
-        try_deliver(self);
-        return promise;
-      },
-      [=](timeout_atom) {
-        auto& s = self->state;
-        if (complete(s))
-          return;
-        std::string missing;
-        for (size_t n = 0; n < s.joined.size(); ++n)
-          if (!s.joined[n] && must_join(s, n))
-            missing += (missing.empty() ? "" : ", ") + s.node_names[n];
-        s.failure = "node(s) " + missing + " did not join within " +
-                    std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s";
-        s.failure_code = messages::error_code::timeout;
-        try_deliver(self);
-      },
-      [=](stop_atom, const std::string& why) {
+      [self](deployment_request& r) { return on_deployment_request(self, r); },
+      [self](joining_node& joining) { return on_join(self, joining); },
+      [self](const error_report& e) { on_error_report(self, e); },
+      [self](await_atom) { return on_await(self); },
+      [self, timeout](timeout_atom) { on_join_timeout(self, timeout); },
+      [self](stop_atom, const std::string& why) {
         if (why.empty())
           self->quit(caf::exit_reason::normal);
         else
           self->quit(make_error(messages::error_code::internal, why)); // the job's own failure
       },
-      [=](stop_atom, interrupt_atom, std::string& why) { self->quit(job_interrupted(why)); },
-      [=](wire_atom, const caf::strong_actor_ptr& coordinator) {
+      [self](stop_atom, interrupt_atom, std::string& why) { self->quit(job_interrupted(why)); },
+      [self](wire_atom, const caf::strong_actor_ptr& coordinator) {
         if (sender_node(self) == self->node()) // never another process's
           self->state.coordinator = caf::actor_cast<coordinator_actor>(coordinator);
       },
-      [=](inject_atom, const std::string& source, const std::string& text) -> caf::result<int64_t> {
+      [self](inject_atom, const std::string& source, const std::string& text) {
         return inject(self, source, text);
       },
   };

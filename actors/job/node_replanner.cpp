@@ -49,7 +49,7 @@ replanner_behavior(self_ptr self, runtime::cluster cluster, std::string node, in
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   });
   return {
-      [=](const job_deployment& d) -> caf::result<stage_wiring> {
+      [self](const job_deployment& d) -> caf::result<stage_wiring> {
         auto& s = self->state;
         try {
           auto job = accept_deployment(d, s.cluster, s.node, s.script);

@@ -63,6 +63,16 @@ private:
   runtime::link_fifo fifo_;
 };
 
+/// What the actors of one job context write (`counts`, `shaped`) belongs to that context: a
+/// copy of the context (a re-plan's) starts with its own, fresh. So copying a context copies
+/// every setting, and a field added later is never left out of a copy.
+template <class T>
+struct fresh_on_copy : T {
+  fresh_on_copy() = default;
+  fresh_on_copy(const fresh_on_copy&) : T() {}
+  fresh_on_copy& operator=(const fresh_on_copy&) { return *this; }
+};
+
 /// A wait of `seconds` (none when not positive) as a timer of delayed_send takes it.
 inline std::chrono::microseconds wait_of(double seconds) {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -88,8 +98,8 @@ struct job_context {
   /// The most values of one ring chunk of a stage's all-reduce: what one message between
   /// nodes carries (the same in every layout, so every layout sums alike; tests lower it).
   size_t ring_chunk_values = messages::max_payload_floats;
-  mutable tensor_path_counts counts; ///< what actors write: statistics,
-  mutable shaped_links shaped;       ///< and shaped wall time's link FIFOs
+  mutable fresh_on_copy<tensor_path_counts> counts; ///< what actors write: statistics,
+  mutable fresh_on_copy<shaped_links> shaped;       ///< and shaped wall time's link FIFOs
   /// Wall mode's zero: real times are seconds since this process set up the job.
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
   /// This host's boot id (runtime::read_boot_id, read by main; "" unknown): the processes of

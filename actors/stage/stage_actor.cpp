@@ -9,6 +9,7 @@
 #include "actors/stage/stage_tensors.hpp"
 #include "kernels/train/stage_worker.hpp"
 #include "runtime/base/errors.hpp"
+#include "runtime/base/loss_scale.hpp"
 #include "runtime/plan/plan_allocation.hpp"
 
 #include <caf/actor_system.hpp>
@@ -130,8 +131,7 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
   work.micro = op.micro;
   work.first_sample = kernels::micro_batch_offset(plan, st.pipeline, op.micro);
   work.samples = plan.micro_batch_size;
-  work.loss_scale =
-      1.0f / static_cast<float>(static_cast<int64_t>(plan.global_batch()) * plan.model.context);
+  work.loss_scale = runtime::loss_scale(plan.global_batch(), plan.model.context);
   work.recompute = plan.pipelines[size_t(st.pipeline)].stages[size_t(st.stage)].recompute;
   work.batch = st.batch;
   if (input) {

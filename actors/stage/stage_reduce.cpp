@@ -100,7 +100,7 @@ std::string where(const stage_state& st) {
   return "pipeline " + std::to_string(st.pipeline) + " stage " + std::to_string(st.stage);
 }
 
-void report_error(stage_self self, const std::string& what) {
+void report_error(stage_self self, const std::string& what, messages::error_code code) {
   auto& st = self->state;
   st.phase = stage_phase::idle;
   st.op_running = false;
@@ -109,6 +109,7 @@ void report_error(stage_self self, const std::string& what) {
   r.pipeline = st.pipeline;
   r.stage = st.stage;
   r.error = where(st) + ": " + what;
+  r.code = code;
   if (st.coordinator)
     self->send(st.coordinator, std::move(r));
 }
@@ -125,7 +126,8 @@ group_failure::group_failure(stage_self self) : self_(self), epoch_(self->state.
 
 void group_failure::operator()(caf::error& e) const {
   if (self_->state.epoch == epoch_)
-    report_error(self_, reason_text(self_->system(), e));
+    report_error(self_, reason_text(self_->system(), e),
+                 code_of(e).value_or(messages::error_code::internal));
 }
 
 void try_reduce(stage_self self) {

@@ -14,12 +14,14 @@ namespace deepcee::actors {
 /// "pipeline P stage S", for messages.
 std::string where(const stage_state& st);
 
-/// A failed handler never kills the actor: the coordinator fails the step with the reason,
-/// and the stage returns to idle.
-void report_error(stage_self self, const std::string& what);
+/// A failed handler never kills the actor: the coordinator fails the step with the reason
+/// and its `code`, and the stage returns to idle.
+void report_error(stage_self self, const std::string& what,
+                  messages::error_code code = messages::error_code::internal);
 
 /// What a failed answer of the group does: fails the step it belongs to (unless that step
-/// was abandoned since), naming the reason.
+/// was abandoned since), naming the reason. The error's code (a device's timeout, a peer
+/// down) reaches the coordinator as it is; an error of CAF's own is internal.
 class group_failure {
 public:
   explicit group_failure(stage_self self);

@@ -1,5 +1,6 @@
 #include "kernels/train/plan_executor.hpp"
 
+#include "runtime/base/loss_scale.hpp"
 #include "runtime/base/lr_schedule.hpp"
 #include "runtime/schedule/op_readiness.hpp"
 
@@ -79,7 +80,7 @@ void plan_executor::run_op(int p, int s, const runtime::schedule_op& op,
   const int last = static_cast<int>(stages_[p].size()) - 1;
   const int i = op.micro, b = plan_.micro_batch_size, T = config_.model.context;
   const int first_sample = micro_batch_offset(plan_, p, i);
-  const float loss_scale = 1.0f / static_cast<float>(int64_t{config_.batch} * T);
+  const float loss_scale = runtime::loss_scale(config_.batch, T);
 
   switch (op.kind) {
   case runtime::op_kind::forward: {
@@ -203,7 +204,7 @@ trainer::step_result plan_executor::train_step() {
   r.lr = runtime::learning_rate(config_.optimizer, r.step, config_.steps);
   for (stage_worker* w : all_workers())
     w->optimizer().step(static_cast<float>(r.lr), r.step, r.grad_norm);
-  r.loss = loss_sum / (static_cast<double>(config_.batch) * config_.model.context);
+  r.loss = runtime::mean_loss(loss_sum, config_.batch, config_.model.context);
   steps_done_ = r.step;
   return r;
 }
