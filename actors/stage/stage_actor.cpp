@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iterator>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -268,11 +267,10 @@ void advance(self_ptr self) {
 /// and its device split for the group (which gets it before the step's first op).
 void adopt_allocation(self_ptr self, int64_t step) {
   auto& st = self->state;
-  auto it = st.ordered.upper_bound(step);
-  if (it == st.ordered.begin())
+  auto due = st.ordered.take_due(step);
+  if (!due)
     return;
-  st.allocation = std::prev(it)->second;
-  st.ordered.erase(st.ordered.begin(), it);
+  st.allocation = std::move(*due);
   const auto& cluster = *st.allocation->cluster;
   st.ops = cluster.schedule(st.pipeline).stages.at(static_cast<size_t>(st.stage));
   st.costs = cluster.stage(st.pipeline, st.stage);
@@ -300,9 +298,9 @@ int64_t on_rebalance(self_ptr self, const rebalance& r) {
   const auto& before = allocation_at(st, r.effective_step);
   next->cluster = before.cluster->with_plan(next->plan); // under the script in force
   next->order = r;
-  if (st.ordered.count(r.effective_step))
+  if (st.ordered.entries().contains(r.effective_step))
     next->script = before.script;
-  st.ordered[r.effective_step] = std::move(next);
+  st.ordered.put(r.effective_step, std::move(next));
   return r.effective_step;
 }
 
@@ -322,10 +320,10 @@ int64_t on_script_update(self_ptr self, const script_update& u) {
   auto next = std::make_shared<stage_allocation>();
   next->plan = before.plan;
   next->cluster = before.cluster->with_plan(next->plan, u.script);
-  if (st.ordered.count(u.step))
+  if (st.ordered.entries().contains(u.step))
     next->order = before.order;
   next->script = u;
-  st.ordered[u.step] = std::move(next);
+  st.ordered.put(u.step, std::move(next));
   return u.step;
 }
 
@@ -627,8 +625,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
 } // namespace
 
 const stage_allocation& allocation_at(const stage_state& st, int64_t step) {
-  auto it = st.ordered.upper_bound(step);
-  return it == st.ordered.begin() ? *st.allocation : *std::prev(it)->second;
+  const auto* ordered = st.ordered.in_force_at(step);
+  return ordered ? **ordered : *st.allocation;
 }
 
 const runtime::plan& plan_at(const stage_state& st, int64_t step) {
