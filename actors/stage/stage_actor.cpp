@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -145,28 +144,12 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
 }
 
 /// Wall time: how much longer than its measured time an op started at `start_s` (real
-/// seconds) lasts under the script's slowdowns and node stops, as virtual time has its
-/// devices take (virtual_stage::op_duration): its devices' nominal work is what the op took
-/// for real, less the round trip that the answers of its devices on other nodes waited in
-/// shaped wall time (remote_device.hpp), which the slowdowns do not stretch. Throws
-/// job_stopped when a device's node stops for good or is killed first.
+/// seconds) lasts under the script (runtime::held_back_s). Throws job_stopped when a
+/// device's node stops for good or is killed first.
 double held_back_s(const stage_state& st, double start_s) {
-  if (!st.job->wall() || !st.costs.scripted())
+  if (!st.job->wall())
     return 0;
-  double trip = 0;
-  if (st.job->shaping())
-    for (const auto& link : st.costs.apart)
-      trip = std::max(trip, 2.0 * runtime::message_latency_s(link, start_s));
-  const double took = std::max(0.0, st.job->real_now_s() - start_s);
-  const double work = std::max(0.0, took - trip);
-  double slowed = work;
-  for (size_t d = 0; d < st.costs.rates.size(); ++d) {
-    const double one = runtime::work_duration(st.costs.rates[d], start_s, work);
-    if (!std::isfinite(one))
-      throw runtime::job_stopped(runtime::stopped_message(st.costs.rates[d], st.costs.nodes.at(d)));
-    slowed = std::max(slowed, one);
-  }
-  return slowed - work;
+  return runtime::held_back_s(st.costs, start_s, st.job->real_now_s(), st.job->shaping());
 }
 
 /// Hands `op` to the group; its answer ends the op and runs what can run next.
