@@ -4,6 +4,7 @@
 #include "actors/device/gpu_all_reduce.hpp"
 #include "actors/device/remote_device.hpp"
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/fan_out.hpp"
 #include "actors/protocol/wire_format.hpp"
 #include "kernels/train/stage_worker.hpp"
 
@@ -39,53 +40,37 @@ std::vector<size_t> apart_first(const group_state& st, const std::vector<size_t>
 
 /// Asks each device in `asked` (indices into the group) the request `request_of(k)` for the
 /// k-th of them (a tuple of the message's elements) and, once all have answered, calls
-/// `on_all(answers)` (in the order of `asked`), which answers `promise`; the first error (a
+/// `on_all(answers)` (in the order of `asked`), which answers `promise`. The first error (a
 /// device's, or what `on_all` throws) answers it instead, and later answers are ignored.
 template <class Answer, class Result, class RequestOf, class OnAll>
 void ask_devices(self_ptr self, const std::vector<size_t>& asked,
                  caf::typed_response_promise<Result> promise, RequestOf request_of, OnAll on_all) {
-  struct gather {
-    std::vector<Answer> answers;
-    size_t missing = 0;
-    bool failed = false;
-  };
   if (!self->state.unready.empty()) {
     promise.deliver(
         make_error(messages::error_code::internal, self->state.where + ": " + self->state.unready));
     return;
   }
-  if (asked.empty()) {
-    std::vector<Answer> none;
-    on_all(none);
-    return;
-  }
-  auto g = std::make_shared<gather>();
-  g->answers.resize(asked.size());
-  g->missing = asked.size();
+  auto all = make_fan_in<Answer>(
+      asked.size(),
+      [self, promise, on_all](std::vector<Answer>& answers) mutable {
+        try {
+          on_all(answers);
+        } catch (const std::exception& e) {
+          promise.deliver(
+              make_error(messages::error_code::internal, self->state.where + ": " + e.what()));
+        }
+      },
+      [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   for (size_t k : apart_first(self->state, asked)) {
     const auto& device = self->state.devices.at(asked[k]);
     std::apply(
         [&](auto&&... xs) {
           self->request(device, caf::infinite, std::forward<decltype(xs)>(xs)...)
-              .then(
-                  [=](Answer& a) mutable {
-                    g->answers[k] = std::move(a);
-                    if (--g->missing > 0 || g->failed)
-                      return;
-                    try {
-                      on_all(g->answers);
-                    } catch (const std::exception& e) {
-                      promise.deliver(make_error(messages::error_code::internal,
-                                                 self->state.where + ": " + e.what()));
-                    }
-                  },
-                  [=](caf::error& e) mutable {
-                    if (!std::exchange(g->failed, true))
-                      promise.deliver(std::move(e));
-                  });
+              .then(all->answer(k), all->failure());
         },
         request_of(k));
   }
+  all->finish_if_empty();
 }
 
 /// ask_devices whose promise gets `finish(answers)`.

@@ -1,6 +1,7 @@
 #include "actors/device/remote_device.hpp"
 
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/fan_out.hpp"
 #include "actors/protocol/wire_format.hpp"
 #include "messages/codec.hpp"
 #include "runtime/schedule/schedule.hpp"
@@ -33,30 +34,20 @@ caf::result<int64_t> send_in_pieces(self_ptr self, const gradient_values& g) {
   const size_t piece = self->state.piece_values;
   if (g.values.size() <= piece)
     return self->delegate(self->state.device, g);
-  struct progress {
-    size_t left = 0;
-    bool failed = false;
-  };
-  auto p = std::make_shared<progress>();
-  p->left = (g.values.size() + piece - 1) / piece;
   auto promise = self->make_response_promise<int64_t>();
   const int64_t step = g.step;
-  for (size_t at = 0; at < g.values.size(); at += piece) {
+  auto all = make_fan_in<int64_t>(
+      (g.values.size() + piece - 1) / piece,
+      [promise, step](std::vector<int64_t>&) mutable { promise.deliver(step); },
+      [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  for (size_t at = 0, k = 0; at < g.values.size(); at += piece, ++k) {
     const auto end = std::min(g.values.size(), at + piece);
     gradient_values part{step,
                          std::vector<float>(g.values.begin() + static_cast<ptrdiff_t>(at),
                                             g.values.begin() + static_cast<ptrdiff_t>(end)),
                          static_cast<int64_t>(at)};
     self->request(self->state.device, caf::infinite, std::move(part))
-        .then(
-            [=](int64_t) mutable {
-              if (--p->left == 0 && !p->failed)
-                promise.deliver(step);
-            },
-            [=](caf::error& e) mutable {
-              if (!std::exchange(p->failed, true))
-                promise.deliver(std::move(e));
-            });
+        .then(all->answer(k), all->failure());
   }
   return promise;
 }

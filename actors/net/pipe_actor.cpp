@@ -5,7 +5,6 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -26,8 +25,8 @@ int sender_of(const pipe_state& st, int pipeline, int stage) {
 }
 
 const runtime::transfer_part& part_of(const pipe_state& st, const pipe_request& r) {
-  auto it = st.allocations.upper_bound(r.step);
-  const auto& cluster = it == st.allocations.begin() ? *st.job->cluster : *std::prev(it)->second;
+  const auto* allocation = st.allocations.in_force_at(r.step);
+  const auto& cluster = allocation ? **allocation : *st.job->cluster;
   const auto& costs = cluster.stage(r.pipeline, r.stage);
   const bool forward = r.role == static_cast<int32_t>(tensor_role::activation);
   const auto& parts = forward ? costs.act_parts : costs.grad_parts;
@@ -40,19 +39,12 @@ const runtime::transfer_part& part_of(const pipe_state& st, const pipe_request& 
   return parts[static_cast<size_t>(r.part)];
 }
 
-/// The latest entry of `m` at or before `step`, or `fallback`.
-template <class T>
-const T& in_force(const std::map<int64_t, T>& m, int64_t step, const T& fallback) {
-  auto it = m.upper_bound(step);
-  return it == m.begin() ? fallback : std::prev(it)->second;
-}
-
 /// Rebuilds the emulated cluster of the allocation that starts at `step` from the plan and
 /// the script in force then.
 void rebuild(pipe_state& s, int64_t step) {
-  const auto& plan = in_force(s.plans, step, s.job->plan);
-  const auto& script = in_force(s.scripts, step, s.job->cluster->timeline());
-  s.allocations[step] = s.job->cluster->with_plan(plan, script);
+  const auto& plan = s.plans.in_force_at(step, s.job->plan);
+  const auto& script = s.scripts.in_force_at(step, s.job->cluster->timeline());
+  s.allocations.put(step, s.job->cluster->with_plan(plan, script));
 }
 
 /// Commits every transfer that no sender can precede any more, in the link's order.
@@ -125,10 +117,10 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
       },
       [=](const messages::rebalance& r) {
         auto& s = self->state;
-        if (s.plans.count(r.effective_step))
+        if (s.plans.entries().contains(r.effective_step))
           return; // another sender's copy
         try {
-          s.plans[r.effective_step] = s.job->plan_after(r);
+          s.plans.put(r.effective_step, s.job->plan_after(r));
           rebuild(s, r.effective_step);
         } catch (const std::exception& e) {
           report(self, r.effective_step, 0, 0, e.what());
@@ -136,11 +128,11 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
       },
       [=](const script_update& u) {
         auto& s = self->state;
-        if (s.scripts.count(u.step))
+        if (s.scripts.entries().contains(u.step))
           return; // another sender's copy
         try {
           runtime::check_fits(u.script, s.job->cluster->hardware());
-          s.scripts[u.step] = u.script;
+          s.scripts.put(u.step, u.script);
           rebuild(s, u.step);
         } catch (const std::exception& e) {
           report(self, u.step, 0, 0, e.what());

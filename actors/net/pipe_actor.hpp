@@ -2,6 +2,7 @@
 
 #include "actors/protocol/interfaces.hpp"
 #include "actors/protocol/job_context.hpp"
+#include "runtime/base/step_ordered.hpp"
 #include "runtime/sim/virtual_cluster.hpp"
 #include "runtime/step/link_sharing.hpp"
 #include "runtime/step/pipe_order.hpp"
@@ -32,11 +33,11 @@ struct pipe_state {
   /// The emulated cluster of each allocation the adapter ordered, by the step it starts at
   /// (its senders forward the rebalance before their first request of that step): a
   /// request's part is the one of its step's allocation.
-  std::map<int64_t, std::shared_ptr<const runtime::virtual_cluster>> allocations;
+  runtime::step_ordered<std::shared_ptr<const runtime::virtual_cluster>> allocations;
   /// What each allocation is built from: the plans the adapter ordered and the scripts of
   /// injected events (script_update), by the step they start at.
-  std::map<int64_t, runtime::plan> plans;
-  std::map<int64_t, runtime::link_timeline> scripts;
+  runtime::step_ordered<runtime::plan> plans;
+  runtime::step_ordered<runtime::link_timeline> scripts;
 };
 
 /// Spawns the pipe of `link`; `stages` in flat order. A malformed request or a broken

@@ -21,8 +21,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <iterator>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -146,28 +144,12 @@ device_work work_for(const stage_state& st, const runtime::schedule_op& op,
 }
 
 /// Wall time: how much longer than its measured time an op started at `start_s` (real
-/// seconds) lasts under the script's slowdowns and node stops, as virtual time has its
-/// devices take (virtual_stage::op_duration): its devices' nominal work is what the op took
-/// for real, less the round trip that the answers of its devices on other nodes waited in
-/// shaped wall time (remote_device.hpp), which the slowdowns do not stretch. Throws
-/// job_stopped when a device's node stops for good or is killed first.
+/// seconds) lasts under the script (runtime::held_back_s). Throws job_stopped when a
+/// device's node stops for good or is killed first.
 double held_back_s(const stage_state& st, double start_s) {
-  if (!st.job->wall() || !st.costs.scripted())
+  if (!st.job->wall())
     return 0;
-  double trip = 0;
-  if (st.job->shaping())
-    for (const auto& link : st.costs.apart)
-      trip = std::max(trip, 2.0 * runtime::message_latency_s(link, start_s));
-  const double took = std::max(0.0, st.job->real_now_s() - start_s);
-  const double work = std::max(0.0, took - trip);
-  double slowed = work;
-  for (size_t d = 0; d < st.costs.rates.size(); ++d) {
-    const double one = runtime::work_duration(st.costs.rates[d], start_s, work);
-    if (!std::isfinite(one))
-      throw runtime::job_stopped(runtime::stopped_message(st.costs.rates[d], st.costs.nodes.at(d)));
-    slowed = std::max(slowed, one);
-  }
-  return slowed - work;
+  return runtime::held_back_s(st.costs, start_s, st.job->real_now_s(), st.job->shaping());
 }
 
 /// Hands `op` to the group; its answer ends the op and runs what can run next.
@@ -268,11 +250,10 @@ void advance(self_ptr self) {
 /// and its device split for the group (which gets it before the step's first op).
 void adopt_allocation(self_ptr self, int64_t step) {
   auto& st = self->state;
-  auto it = st.ordered.upper_bound(step);
-  if (it == st.ordered.begin())
+  auto due = st.ordered.take_due(step);
+  if (!due)
     return;
-  st.allocation = std::prev(it)->second;
-  st.ordered.erase(st.ordered.begin(), it);
+  st.allocation = std::move(*due);
   const auto& cluster = *st.allocation->cluster;
   st.ops = cluster.schedule(st.pipeline).stages.at(static_cast<size_t>(st.stage));
   st.costs = cluster.stage(st.pipeline, st.stage);
@@ -300,9 +281,9 @@ int64_t on_rebalance(self_ptr self, const rebalance& r) {
   const auto& before = allocation_at(st, r.effective_step);
   next->cluster = before.cluster->with_plan(next->plan); // under the script in force
   next->order = r;
-  if (st.ordered.count(r.effective_step))
+  if (st.ordered.entries().contains(r.effective_step))
     next->script = before.script;
-  st.ordered[r.effective_step] = std::move(next);
+  st.ordered.put(r.effective_step, std::move(next));
   return r.effective_step;
 }
 
@@ -322,10 +303,10 @@ int64_t on_script_update(self_ptr self, const script_update& u) {
   auto next = std::make_shared<stage_allocation>();
   next->plan = before.plan;
   next->cluster = before.cluster->with_plan(next->plan, u.script);
-  if (st.ordered.count(u.step))
+  if (st.ordered.entries().contains(u.step))
     next->order = before.order;
   next->script = u;
-  st.ordered[u.step] = std::move(next);
+  st.ordered.put(u.step, std::move(next));
   return u.step;
 }
 
@@ -627,8 +608,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
 } // namespace
 
 const stage_allocation& allocation_at(const stage_state& st, int64_t step) {
-  auto it = st.ordered.upper_bound(step);
-  return it == st.ordered.begin() ? *st.allocation : *std::prev(it)->second;
+  const auto* ordered = st.ordered.in_force_at(step);
+  return ordered ? **ordered : *st.allocation;
 }
 
 const runtime::plan& plan_at(const stage_state& st, int64_t step) {

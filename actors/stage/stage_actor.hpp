@@ -6,6 +6,7 @@
 #include "actors/protocol/job_context.hpp"
 #include "messages/codec.hpp"
 #include "messages/types.hpp"
+#include "runtime/base/step_ordered.hpp"
 #include "runtime/schedule/op_readiness.hpp"
 #include "runtime/step/shaped_delivery.hpp"
 
@@ -82,7 +83,7 @@ struct stage_state {
   runtime::stage_place place; ///< first (embedding), last (head), fused backward
   std::shared_ptr<const stage_allocation> allocation; ///< the current step's
   /// Allocations the coordinator ordered for later steps, by the step they start at.
-  std::map<int64_t, std::shared_ptr<const stage_allocation>> ordered;
+  runtime::step_ordered<std::shared_ptr<const stage_allocation>> ordered;
   std::vector<runtime::schedule_op> ops; ///< the allocation's op list for this stage
   runtime::virtual_stage costs;
   link_layer links;

@@ -2,6 +2,7 @@
 
 #include "actors/device/device_worker.hpp"
 #include "actors/protocol/errors.hpp"
+#include "actors/protocol/fan_out.hpp"
 #include "actors/protocol/wire_format.hpp"
 #include "actors/stage/stage_reduce.hpp"
 
@@ -9,7 +10,6 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -84,6 +84,35 @@ caf::result<stage_snapshot> answer_layer_snapshot(stage_self self, int32_t layer
   return answer_snapshot_of(self, layer);
 }
 
+namespace {
+
+/// Loads `layers` (one snapshot per layer, in layer order) into the group as the stage's
+/// snapshot after `step`, and answers `promise` with the bytes they carried.
+void load_layers(stage_self self, int64_t step, std::vector<stage_snapshot>& layers,
+                 caf::typed_response_promise<int64_t> promise) {
+  stage_snapshot whole;
+  whole.step = step;
+  whole.pipeline = self->state.pipeline;
+  whole.stage = self->state.stage;
+  whole.source = "the re-plan before step " + std::to_string(step + 1);
+  int64_t bytes = 0;
+  for (auto& one : layers)
+    for (auto& p : one.params) {
+      bytes += static_cast<int64_t>(p.value.size() + p.exp_avg.size() + p.exp_avg_sq.size()) *
+               static_cast<int64_t>(sizeof(float));
+      whole.params.push_back(std::move(p));
+    }
+  self->request(self->state.group, caf::infinite, restore_atom_v, std::move(whole))
+      .then(
+          [self, promise, bytes](int64_t done) mutable {
+            self->state.step = done;
+            promise.deliver(bytes);
+          },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+}
+
+} // namespace
+
 caf::result<int64_t> take_layers(stage_self self, std::vector<caf::strong_actor_ptr> sources,
                                  int64_t step) {
   auto& s = self->state;
@@ -96,44 +125,18 @@ caf::result<int64_t> take_layers(stage_self self, std::vector<caf::strong_actor_
   if (!s.group)  // dry time: no weights anywhere; the coordinator accounts the move's time
     return int64_t{0};
   auto promise = self->make_response_promise<int64_t>();
-  // One request per layer, answered peer to peer: each message carries one layer's weights
-  // and moments, well under what one message between nodes carries.
-  auto got = std::make_shared<std::vector<std::optional<stage_snapshot>>>(layers);
-  auto left = std::make_shared<size_t>(layers);
-  auto failed = std::make_shared<bool>(false);
+  // One request per layer, answered peer to peer. Each message then carries one layer's
+  // weights and moments, well under what one message between nodes carries.
+  auto all = make_fan_in<stage_snapshot>(
+      layers,
+      [self, step, promise](std::vector<stage_snapshot>& parts) {
+        load_layers(self, step, parts, promise);
+      },
+      [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   for (size_t i = 0; i < layers; ++i) {
     const auto layer = static_cast<int32_t>(s.first_layer + static_cast<int>(i));
     self->request(caf::actor_cast<stage_actor>(sources[i]), caf::infinite, snapshot_atom_v, layer)
-        .then(
-            [=](stage_snapshot& part) mutable {
-              (*got)[i] = std::move(part);
-              if (--*left > 0 || *failed)
-                return;
-              stage_snapshot whole;
-              whole.step = step;
-              whole.pipeline = self->state.pipeline;
-              whole.stage = self->state.stage;
-              whole.source = "the re-plan before step " + std::to_string(step + 1);
-              int64_t bytes = 0;
-              for (auto& one : *got)
-                for (auto& p : one->params) {
-                  bytes += static_cast<int64_t>(p.value.size() + p.exp_avg.size() +
-                                                p.exp_avg_sq.size()) *
-                           static_cast<int64_t>(sizeof(float));
-                  whole.params.push_back(std::move(p));
-                }
-              self->request(self->state.group, caf::infinite, restore_atom_v, std::move(whole))
-                  .then(
-                      [=](int64_t done) mutable {
-                        self->state.step = done;
-                        promise.deliver(bytes);
-                      },
-                      [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
-            },
-            [=](caf::error& e) mutable {
-              if (!std::exchange(*failed, true))
-                promise.deliver(std::move(e));
-            });
+        .then(all->answer(i), all->failure());
   }
   return promise;
 }

@@ -1,9 +1,9 @@
 #include "runtime/sim/simulator_world.hpp"
 
 #include "runtime/cluster/codec_cost.hpp"
+#include "runtime/sim/device_time.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -69,15 +69,15 @@ void world::set_timeline(const link_timeline& t) {
     device_rates.push_back(t.device_history(*c, d));
 }
 
+const std::string& world::node_name(int device) const {
+  return c->nodes[static_cast<size_t>(c->devices[static_cast<size_t>(device)].node)].name;
+}
+
 double world::work_time(int device, double start_s, double work_s) const {
-  const auto& rates = device_rates[static_cast<size_t>(device)];
   // device::slowdown (an estimated cluster's) stretches the work as a script's slowdown does.
-  const double dt =
-      work_duration(rates, start_s, work_s * c->devices[static_cast<size_t>(device)].slowdown);
-  if (std::isfinite(dt))
-    return dt;
-  const auto& node = c->nodes[static_cast<size_t>(c->devices[static_cast<size_t>(device)].node)];
-  throw job_stopped(stopped_message(rates, node.name));
+  return work_duration_or_stop(device_rates[static_cast<size_t>(device)], start_s,
+                               work_s * c->devices[static_cast<size_t>(device)].slowdown,
+                               node_name(device));
 }
 
 double world::control_latency(const stage_rt& st, double t_s) const {
@@ -88,20 +88,13 @@ double world::control_latency(const stage_rt& st, double t_s) const {
 
 double world::optimizer_time(const stage_rt& st, size_t d, double t_s) const {
   const int device = st.devices[d];
-  const auto& rates = device_rates[static_cast<size_t>(device)];
-  const double dt = work_duration(rates, t_s, st.dev_opt[d]);
-  if (std::isfinite(dt))
-    return dt;
-  const auto& node = c->nodes[static_cast<size_t>(c->devices[static_cast<size_t>(device)].node)];
-  throw job_stopped(stopped_message(rates, node.name));
+  return work_duration_or_stop(device_rates[static_cast<size_t>(device)], t_s, st.dev_opt[d],
+                               node_name(device));
 }
 
 double world::step_begin(const stage_rt& st, double t0) const {
-  const double arrived = t0 + control_latency(st, t0);
-  double begin = arrived;
-  for (size_t d = 0; d < st.devices.size(); ++d)
-    begin = std::max(begin, arrived + optimizer_time(st, d, arrived));
-  return begin;
+  return step_begin_s(t0, control_latency(st, t0), st.devices.size(),
+                      [&](size_t d, double arrived) { return optimizer_time(st, d, arrived); });
 }
 
 double world::apart_round_trip(const stage_rt& st, size_t d, double t_s) const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -110,6 +111,8 @@ struct world {
   /// Recomputes every pair's history and device's rates from `t` (kept by pointer): a
   /// script whose step events became known as the run went on.
   void set_timeline(const link_timeline& t);
+  /// The name of `device`'s node, for job_stopped.
+  const std::string& node_name(int device) const;
   /// How long `work_s` of nominal compute on `device` started at `start_s` takes.
   /// Throws job_stopped when the device's node is killed, or stops for good, first.
   double work_time(int device, double start_s, double work_s) const;

@@ -1,10 +1,10 @@
 #include "runtime/sim/virtual_cluster.hpp"
 
 #include "runtime/base/errors.hpp"
+#include "runtime/sim/device_time.hpp"
 #include "runtime/sim/simulator_world.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -46,9 +46,8 @@ double virtual_stage::op_duration(op_kind k, double start_s) const {
     return op_time(k);
   double dt = 0;
   for (size_t d = 0; d < costs.size(); ++d) {
-    const double one = is_scripted ? work_duration(rates[d], start_s, costs[d]) : costs[d];
-    if (!std::isfinite(one))
-      throw job_stopped(stopped_message(rates[d], nodes.at(d)));
+    const double one =
+        is_scripted ? work_duration_or_stop(rates[d], start_s, costs[d], nodes.at(d)) : costs[d];
     const double trip = d < apart.size() ? 2.0 * message_latency_s(apart[d], start_s) : 0.0;
     dt = std::max(dt, one + trip); // its answer (simulator.hpp, control messages)
   }
@@ -56,15 +55,27 @@ double virtual_stage::op_duration(op_kind k, double start_s) const {
 }
 
 double virtual_stage::step_begin(double t0) const {
-  const double arrived = t0 + control_latency(t0);
-  double begin = arrived;
-  for (size_t d = 0; d < dev_opt.size() && d < rates.size(); ++d) {
-    const double one = work_duration(rates[d], arrived, dev_opt[d]);
-    if (!std::isfinite(one))
-      throw job_stopped(stopped_message(rates[d], nodes.at(d)));
-    begin = std::max(begin, arrived + one);
-  }
-  return begin;
+  return step_begin_s(t0, control_latency(t0), std::min(dev_opt.size(), rates.size()),
+                      [&](size_t d, double arrived) {
+                        return work_duration_or_stop(rates[d], arrived, dev_opt[d], nodes.at(d));
+                      });
+}
+
+double held_back_s(const virtual_stage& costs, double start_s, double now_s,
+                   bool round_trips_waited) {
+  if (!costs.scripted())
+    return 0;
+  double trip = 0;
+  if (round_trips_waited)
+    for (const auto& link : costs.apart)
+      trip = std::max(trip, 2.0 * message_latency_s(link, start_s));
+  const double took = std::max(0.0, now_s - start_s);
+  const double work = std::max(0.0, took - trip);
+  double slowed = work;
+  for (size_t d = 0; d < costs.rates.size(); ++d)
+    slowed =
+        std::max(slowed, work_duration_or_stop(costs.rates[d], start_s, work, costs.nodes.at(d)));
+  return slowed - work;
 }
 
 /// Owns copies of what the simulator's world points to, so the world outlives no input.

@@ -82,6 +82,16 @@ struct virtual_stage {
   double op_duration(op_kind k, double start_s) const;
 };
 
+/// Wall time: how much longer than the time it was measured to take an op lasts, started
+/// at `start_s` and answered at `now_s` (seconds on the script's clock), under the script's
+/// slowdowns and node stops. Virtual time stretches ops the same way (op_duration). The
+/// devices' nominal work is what the op took for real, less the round trip that answers
+/// of devices on other nodes waited when `round_trips_waited` (shaped wall time), since
+/// the slowdowns do not stretch a link. 0 where the script touches none of its devices.
+/// Throws job_stopped when a device's node is killed or stops for good first.
+double held_back_s(const virtual_stage& costs, double start_s, double now_s,
+                   bool round_trips_waited);
+
 /// When a transfer sent at `send_s` occupies its link and when it arrives.
 struct transfer_times {
   double start_s = 0;   ///< the link took it (FIFO behind earlier transfers)
