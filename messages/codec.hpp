@@ -95,119 +95,26 @@ std::vector<uint8_t> encode_tensor_header(const tensor_header& header);
 /// The kind of an encoded message, after the same framing checks as the decoders.
 result<message_kind> peek_kind(std::span<const uint8_t> bytes);
 
-result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes);
-result<deployment_request> decode_deployment_request(std::span<const uint8_t> bytes);
-result<step_start> decode_step_start(std::span<const uint8_t> bytes);
-result<link_sample> decode_link_sample(std::span<const uint8_t> bytes);
-result<step_stats> decode_step_stats(std::span<const uint8_t> bytes);
-result<rebalance> decode_rebalance(std::span<const uint8_t> bytes);
-result<heartbeat> decode_heartbeat(std::span<const uint8_t> bytes);
-result<error_report> decode_error_report(std::span<const uint8_t> bytes);
-result<optimize_order> decode_optimize_order(std::span<const uint8_t> bytes);
-result<stage_report> decode_stage_report(std::span<const uint8_t> bytes);
-result<node_join> decode_node_join(std::span<const uint8_t> bytes);
-result<pipe_request> decode_pipe_request(std::span<const uint8_t> bytes);
-result<send_horizon> decode_send_horizon(std::span<const uint8_t> bytes);
-result<pipe_arrival> decode_pipe_arrival(std::span<const uint8_t> bytes);
-result<stage_snapshot> decode_stage_snapshot(std::span<const uint8_t> bytes);
-result<device_rows> decode_device_rows(std::span<const uint8_t> bytes);
-result<device_output> decode_device_output(std::span<const uint8_t> bytes);
-result<ring_chunk> decode_ring_chunk(std::span<const uint8_t> bytes);
-result<gradient_values> decode_gradient_values(std::span<const uint8_t> bytes);
-result<script_update> decode_script_update(std::span<const uint8_t> bytes);
-
-/// A Tensor message that is a gradient share; a valid activation or gradient is refused.
-result<gradient_share> decode_gradient_share(std::span<const uint8_t> bytes);
+/// decode_<type> for every entry of message_list.hpp (decode_job_deployment,
+/// decode_heartbeat, ...). decode_gradient_share reads a Tensor message that is a gradient
+/// share, and refuses a valid activation or gradient.
+#define DEEPCEE_DECODER(type, kind, schema)                                                        \
+  result<type> decode_##type(std::span<const uint8_t> bytes);
+DEEPCEE_WIRE_MESSAGES(DEEPCEE_DECODER)
+#undef DEEPCEE_DECODER
 
 /// The decoder of `T` by its type, for callers generic over the message (the actors' CAF
-/// `inspect`, actors/protocol.hpp). Defined for every struct that has an `encode`.
+/// `inspect`, actors/protocol/wire_format.hpp): one per entry of message_list.hpp.
 template <class T>
 result<T> decode(std::span<const uint8_t> bytes);
 
-template <>
-inline result<job_deployment> decode<job_deployment>(std::span<const uint8_t> bytes) {
-  return decode_job_deployment(bytes);
-}
-template <>
-inline result<deployment_request> decode<deployment_request>(std::span<const uint8_t> bytes) {
-  return decode_deployment_request(bytes);
-}
-template <>
-inline result<step_start> decode<step_start>(std::span<const uint8_t> bytes) {
-  return decode_step_start(bytes);
-}
-template <>
-inline result<link_sample> decode<link_sample>(std::span<const uint8_t> bytes) {
-  return decode_link_sample(bytes);
-}
-template <>
-inline result<step_stats> decode<step_stats>(std::span<const uint8_t> bytes) {
-  return decode_step_stats(bytes);
-}
-template <>
-inline result<rebalance> decode<rebalance>(std::span<const uint8_t> bytes) {
-  return decode_rebalance(bytes);
-}
-template <>
-inline result<heartbeat> decode<heartbeat>(std::span<const uint8_t> bytes) {
-  return decode_heartbeat(bytes);
-}
-template <>
-inline result<error_report> decode<error_report>(std::span<const uint8_t> bytes) {
-  return decode_error_report(bytes);
-}
-template <>
-inline result<optimize_order> decode<optimize_order>(std::span<const uint8_t> bytes) {
-  return decode_optimize_order(bytes);
-}
-template <>
-inline result<stage_report> decode<stage_report>(std::span<const uint8_t> bytes) {
-  return decode_stage_report(bytes);
-}
-template <>
-inline result<node_join> decode<node_join>(std::span<const uint8_t> bytes) {
-  return decode_node_join(bytes);
-}
-template <>
-inline result<pipe_request> decode<pipe_request>(std::span<const uint8_t> bytes) {
-  return decode_pipe_request(bytes);
-}
-template <>
-inline result<send_horizon> decode<send_horizon>(std::span<const uint8_t> bytes) {
-  return decode_send_horizon(bytes);
-}
-template <>
-inline result<pipe_arrival> decode<pipe_arrival>(std::span<const uint8_t> bytes) {
-  return decode_pipe_arrival(bytes);
-}
-template <>
-inline result<stage_snapshot> decode<stage_snapshot>(std::span<const uint8_t> bytes) {
-  return decode_stage_snapshot(bytes);
-}
-template <>
-inline result<device_rows> decode<device_rows>(std::span<const uint8_t> bytes) {
-  return decode_device_rows(bytes);
-}
-template <>
-inline result<device_output> decode<device_output>(std::span<const uint8_t> bytes) {
-  return decode_device_output(bytes);
-}
-template <>
-inline result<ring_chunk> decode<ring_chunk>(std::span<const uint8_t> bytes) {
-  return decode_ring_chunk(bytes);
-}
-template <>
-inline result<gradient_values> decode<gradient_values>(std::span<const uint8_t> bytes) {
-  return decode_gradient_values(bytes);
-}
-template <>
-inline result<script_update> decode<script_update>(std::span<const uint8_t> bytes) {
-  return decode_script_update(bytes);
-}
-template <>
-inline result<gradient_share> decode<gradient_share>(std::span<const uint8_t> bytes) {
-  return decode_gradient_share(bytes);
-}
+#define DEEPCEE_DECODE_BY_TYPE(type, kind, schema)                                                 \
+  template <>                                                                                      \
+  inline result<type> decode<type>(std::span<const uint8_t> bytes) {                               \
+    return decode_##type(bytes);                                                                   \
+  }
+DEEPCEE_WIRE_MESSAGES(DEEPCEE_DECODE_BY_TYPE)
+#undef DEEPCEE_DECODE_BY_TYPE
 
 /// Copies the bytes once into an aligned buffer that the result's payload view points into.
 result<tensor_message> decode_tensor(std::span<const uint8_t> bytes);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "messages/message_list.hpp"
 #include "messages/tensor_codec.hpp"
 #include "runtime/base/parameter_tensor.hpp"
 #include "runtime/base/train_config.hpp"
@@ -22,28 +23,12 @@
 /// Times are seconds (virtual, or wall since the job began); device ids are the cluster's.
 namespace deepcee::messages {
 
+/// Which member of the schema's Envelope a message is: one per entry of message_list.hpp, in
+/// the union's order, so a kind's value is its member's discriminant.
 enum class message_kind : uint8_t {
-  job_deployment,
-  step_start,
-  tensor,
-  link_sample,
-  step_stats,
-  rebalance,
-  heartbeat,
-  error,
-  optimize_order,
-  stage_report,
-  node_join,
-  pipe_request,
-  send_horizon,
-  pipe_arrival,
-  stage_snapshot,
-  deployment_request,
-  device_rows,
-  device_output,
-  ring_chunk,
-  gradient_values,
-  script_update
+#define DEEPCEE_KIND_ENUMERATOR(type, kind, schema) kind,
+  DEEPCEE_WIRE_MESSAGES(DEEPCEE_KIND_ENUMERATOR)
+#undef DEEPCEE_KIND_ENUMERATOR
 };
 
 std::string_view to_string(message_kind k);

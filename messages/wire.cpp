@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 namespace deepcee::messages::detail {
 
@@ -42,6 +45,21 @@ private:
   bool first_used_ = false;
   std::vector<std::unique_ptr<capnp::word[]>> more_;
 };
+
+/// The kinds in the order of the Envelope's union (message_list.hpp), so that a member's
+/// discriminant indexes its kind; the test of the list checks the order against the schema.
+constexpr message_kind kinds_by_discriminant[] = {
+#define DEEPCEE_KIND_AT(type, kind, schema) message_kind::kind,
+    DEEPCEE_WIRE_MESSAGES(DEEPCEE_KIND_AT)
+#undef DEEPCEE_KIND_AT
+};
+
+// Every entry's schema struct exists and is what the Envelope member of its name holds.
+#define DEEPCEE_ENVELOPE_HOLDS(type, kind, schema)                                                 \
+  static_assert(std::is_same_v<decltype(std::declval<wire::Envelope::Reader>().get##schema()),     \
+                               wire::schema::Reader>);
+DEEPCEE_WIRE_MESSAGES(DEEPCEE_ENVELOPE_HOLDS)
+#undef DEEPCEE_ENVELOPE_HOLDS
 
 } // namespace
 
@@ -99,51 +117,10 @@ result<word_buffer> adopt(std::vector<uint8_t>&& bytes) {
 }
 
 std::optional<message_kind> kind_of(wire::Envelope::Which which) {
-  switch (which) {
-  case wire::Envelope::JOB_DEPLOYMENT:
-    return message_kind::job_deployment;
-  case wire::Envelope::STEP_START:
-    return message_kind::step_start;
-  case wire::Envelope::TENSOR:
-    return message_kind::tensor;
-  case wire::Envelope::LINK_SAMPLE:
-    return message_kind::link_sample;
-  case wire::Envelope::STEP_STATS:
-    return message_kind::step_stats;
-  case wire::Envelope::REBALANCE:
-    return message_kind::rebalance;
-  case wire::Envelope::HEARTBEAT:
-    return message_kind::heartbeat;
-  case wire::Envelope::ERROR:
-    return message_kind::error;
-  case wire::Envelope::OPTIMIZE_ORDER:
-    return message_kind::optimize_order;
-  case wire::Envelope::STAGE_REPORT:
-    return message_kind::stage_report;
-  case wire::Envelope::NODE_JOIN:
-    return message_kind::node_join;
-  case wire::Envelope::PIPE_REQUEST:
-    return message_kind::pipe_request;
-  case wire::Envelope::SEND_HORIZON:
-    return message_kind::send_horizon;
-  case wire::Envelope::PIPE_ARRIVAL:
-    return message_kind::pipe_arrival;
-  case wire::Envelope::STAGE_SNAPSHOT:
-    return message_kind::stage_snapshot;
-  case wire::Envelope::DEPLOYMENT_REQUEST:
-    return message_kind::deployment_request;
-  case wire::Envelope::DEVICE_ROWS:
-    return message_kind::device_rows;
-  case wire::Envelope::DEVICE_OUTPUT:
-    return message_kind::device_output;
-  case wire::Envelope::RING_CHUNK:
-    return message_kind::ring_chunk;
-  case wire::Envelope::GRADIENT_VALUES:
-    return message_kind::gradient_values;
-  case wire::Envelope::SCRIPT_UPDATE:
-    return message_kind::script_update;
-  }
-  return std::nullopt;
+  const auto at = static_cast<size_t>(which);
+  if (at >= std::size(kinds_by_discriminant))
+    return std::nullopt;
+  return kinds_by_discriminant[at];
 }
 
 capnp::ReaderOptions reader_options(const word_buffer& in) {

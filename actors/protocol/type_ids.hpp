@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/protocol/protocol.hpp"
+#include "messages/message_list.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/type_id.hpp>
@@ -9,7 +10,7 @@
 #include <cstdint>
 
 /// The one CAF type-ID block of every type that crosses actors (STYLE point 3): the
-/// messages of the schema (messages/types.hpp) and the values of actors/protocol.hpp.
+/// messages of the schema (messages/message_list.hpp) and the values of actors/protocol.hpp.
 CAF_BEGIN_TYPE_ID_BLOCK(deepcee, caf::first_custom_type_id)
 
 CAF_ADD_ATOM(deepcee, deepcee::actors, step_atom, "step")
@@ -21,22 +22,18 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, timeout_atom, "timeout")
 CAF_ADD_ATOM(deepcee, deepcee::actors, stop_atom, "stop")
 CAF_ADD_ATOM(deepcee, deepcee::actors, peer_atom, "peer")
 
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::step_start))
+// Every message of the schema (messages/message_list.hpp): between nodes, its Cap'n Proto
+// bytes (actors/protocol/wire_format.hpp).
+#define DEEPCEE_WIRE_TYPE_ID(type, kind, schema) CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::type))
+DEEPCEE_WIRE_MESSAGES(DEEPCEE_WIRE_TYPE_ID)
+#undef DEEPCEE_WIRE_TYPE_ID
+
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::tensor_msg))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::gradient_share))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::op_record))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::stage_report))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::optimize_order))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::link_sample))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::link_summary))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::stage_wiring))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::step_result))
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::joining_node))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::heartbeat))
-// Shared links in virtual time (pipe_actor.hpp).
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::pipe_request))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::send_horizon))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::pipe_arrival))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::messages::op_record>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::messages::link_sample>))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::link_summary>))
@@ -44,38 +41,27 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, snapshot_atom, "snapshot")
 CAF_ADD_ATOM(deepcee, deepcee::actors, restore_atom, "restore")
 CAF_ADD_TYPE_ID(deepcee, (deepcee::runtime::parameter_tensor))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::runtime::parameter_tensor>))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::stage_snapshot))
-// Job deployment of a multi-process job (node_deployment.hpp).
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::deployment_request))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::job_deployment))
 CAF_ADD_ATOM(deepcee, deepcee::actors, interrupt_atom, "interrupt")
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::error_report))
 
 // A stage, its group and its devices (device_work and device_buffers: in-process only).
 CAF_ADD_ATOM(deepcee, deepcee::actors, reduce_atom, "reduce")
 CAF_ADD_ATOM(deepcee, deepcee::actors, ring_atom, "ring")
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_work))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::ring_chunk))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::gradient_values))
 CAF_ADD_ATOM(deepcee, deepcee::actors, buffers_atom, "buffers")
 CAF_ADD_ATOM(deepcee, deepcee::actors, gradients_atom, "gradients")
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::device_buffers))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<float>))
 // A stage's devices on other nodes (remote_device.hpp).
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::device_rows))
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::device_output))
 CAF_ADD_ATOM(deepcee, deepcee::actors, digest_atom, "digest")
 CAF_ADD_ATOM(deepcee, deepcee::actors, devices_atom, "devices")
 CAF_ADD_ATOM(deepcee, deepcee::actors, squares_atom, "squares")
 // The coordinator's node telling the other nodes how far the job is (heartbeat_actor.hpp).
 CAF_ADD_ATOM(deepcee, deepcee::actors, progress_atom, "progress")
-// The adapter's allocation changes (adapter_actor.hpp) and its log of decisions.
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::rebalance))
+// The adapter's log of decisions (adapter_actor.hpp).
 CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::adapt_record))
 CAF_ADD_TYPE_ID(deepcee, (std::vector<deepcee::actors::adapt_record>))
 CAF_ADD_ATOM(deepcee, deepcee::actors, decisions_atom, "decisions")
 // A running job's script once events were injected (`deepcee inject`).
-CAF_ADD_TYPE_ID(deepcee, (deepcee::messages::script_update))
 CAF_ADD_ATOM(deepcee, deepcee::actors, inject_atom, "inject")
 // Re-plans: the order (adapter -> coordinator -> adapter), and a new stage taking its
 // layers' state from the old stages (stage_actor.hpp).

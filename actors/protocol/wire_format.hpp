@@ -1,6 +1,7 @@
 #pragma once
 
 #include "messages/codec.hpp"
+#include "messages/message_list.hpp"
 
 #include <caf/error.hpp>
 #include <caf/execution_unit.hpp>
@@ -104,3 +105,17 @@ typename Inspector::result_type inspect_in_process(Inspector& f, T&, const char*
 }
 
 } // namespace deepcee::actors
+
+/// The `inspect` of every message of the schema (messages/message_list.hpp): found by ADL
+/// beside its struct, it carries the message as its Cap'n Proto bytes.
+namespace deepcee::messages {
+
+#define DEEPCEE_INSPECT_AS_WIRE(type, kind, schema)                                                \
+  template <class Inspector>                                                                       \
+  typename Inspector::result_type inspect(Inspector& f, type& x) {                                 \
+    return actors::inspect_as_wire(f, x, #type);                                                   \
+  }
+DEEPCEE_WIRE_MESSAGES(DEEPCEE_INSPECT_AS_WIRE)
+#undef DEEPCEE_INSPECT_AS_WIRE
+
+} // namespace deepcee::messages
