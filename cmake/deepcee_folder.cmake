@@ -9,7 +9,14 @@
 #   itself or one it depends on (directly or not), and every `#include <x/...>` of a library
 #   below must name one the folder links (LIBS, PRIVATE_LIBS, or a dependency's LIBS).
 #   Anything else stops the configure with the file and the forbidden folder or library, so
-#   a dependency against the layers fails the build even when it is header-only.
+#   a dependency against the layers fails the build even when it is header-only;
+# - folders under runtime/ and kernels/ are plain computation: none of their files may include
+#   a thread, lock, socket or TLS header (DEEPCEE_EFFECT_HEADERS: <thread>, <mutex>,
+#   <condition_variable>, <sys/socket.h>, <netinet/...>, <arpa/inet.h>, <openssl/...> and
+#   kin), and none may link Threads::Threads, OpenSSL, CAF or cpp-httplib
+#   (DEEPCEE_EFFECT_LIBS). Those belong to transport/, actors/ and tools/. The configure
+#   stops naming the file; the only exceptions are two kernel backends, each with its reason
+#   (DEEPCEE_EFFECT_EXCEPTIONS).
 # ENABLED OFF (the CUDA backend without nvcc) still checks the folder and declares it, as an
 # empty interface library, so that folders above may name it.
 
@@ -29,6 +36,61 @@ set(DEEPCEE_LIBRARY_HEADERS
 # The top-level folders whose subfolders are layers: an include into one of them must name
 # a declared folder.
 set(DEEPCEE_LAYER_ROOTS runtime kernels messages transport actors)
+
+# What the folders of runtime/ and kernels/ may not include or link: threads, locks, sockets
+# and TLS (see the top of this file). A header that ends in "/" stands for all below it.
+set(DEEPCEE_PURE_ROOTS runtime kernels)
+set(DEEPCEE_EFFECT_HEADERS thread mutex shared_mutex condition_variable future stop_token
+  semaphore latch barrier pthread.h sys/socket.h sys/un.h netinet/ arpa/inet.h netdb.h poll.h
+  sys/poll.h sys/select.h openssl/)
+set(DEEPCEE_EFFECT_LIBS Threads::Threads OpenSSL::SSL OpenSSL::Crypto deepcee_caf
+  deepcee_httplib)
+# The exceptions, folder=header, each for a backend that must share memory or wait:
+# - kernels/cpu: its block pool is shared with the deleters of the tensors it handed out,
+#   which run on whichever actor's thread drops the last reference;
+# - kernels/cuda: the NCCL wait sleeps between polls of its streams and of NCCL's
+#   asynchronous errors, so that a dead peer ends in a timeout instead of a hang.
+set(DEEPCEE_EFFECT_EXCEPTIONS kernels/cpu=mutex kernels/cuda=thread)
+
+# deepcee_effect_problems(FOLDER FILES LIBS OUT): the lines naming each file of FOLDER that
+# includes an effect header, and each effect library it links, unless FOLDER is outside
+# DEEPCEE_PURE_ROOTS or holds an exception for that header.
+function(deepcee_effect_problems folder files libs out)
+  set(problems "")
+  string(REGEX MATCH "^[^/]+" root ${folder})
+  list(FIND DEEPCEE_PURE_ROOTS ${root} is_pure)
+  if(is_pure LESS 0)
+    set(${out} "" PARENT_SCOPE)
+    return()
+  endif()
+  foreach(file IN LISTS files)
+    file(RELATIVE_PATH shown ${PROJECT_SOURCE_DIR} ${file})
+    file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*<[^>]+>")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*<([^>]+)>.*" "\\1" path "${line}")
+      foreach(header IN LISTS DEEPCEE_EFFECT_HEADERS)
+        if(header MATCHES "/$")
+          string(FIND "${path}" "${header}" at)
+        elseif(path STREQUAL header)
+          set(at 0)
+        else()
+          set(at -1)
+        endif()
+        list(FIND DEEPCEE_EFFECT_EXCEPTIONS "${folder}=${header}" excepted)
+        if(at EQUAL 0 AND excepted LESS 0)
+          string(APPEND problems "\n  ${shown} includes <${path}>.")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+  foreach(lib IN LISTS libs)
+    list(FIND DEEPCEE_EFFECT_LIBS ${lib} is_effect)
+    if(is_effect GREATER_EQUAL 0)
+      string(APPEND problems "\n  ${folder} links ${lib}.")
+    endif()
+  endforeach()
+  set(${out} "${problems}" PARENT_SCOPE)
+endfunction()
 
 function(deepcee_folder_library)
   cmake_parse_arguments(arg "" "ENABLED" "DEPS;LIBS;PRIVATE_LIBS;SOURCES" ${ARGN})
@@ -108,6 +170,15 @@ function(deepcee_folder_library)
     message(FATAL_ERROR "deepcee layers: ${folder} uses what it does not depend on:${problems}\n"
       "Move the code to a folder that may use it, or, if the dependency is meant, name it in "
       "DEPS (or LIBS) in ${folder}/CMakeLists.txt.")
+  endif()
+  deepcee_effect_problems(${folder} "${files}" "${allowed_libs}" effects)
+  if(effects)
+    message(FATAL_ERROR "deepcee layers: ${folder} uses threads, sockets or TLS, which runtime/ "
+      "and kernels/ may not:${effects}\n"
+      "runtime/ and kernels/ are plain computation, tested alone. Move what needs these to "
+      "transport/, actors/ or tools/ and pass its results down in value structs. (A kernel "
+      "backend that must share memory or wait is an exception in DEEPCEE_EFFECT_EXCEPTIONS, "
+      "cmake/deepcee_folder.cmake, with its reason.)")
   endif()
 
   set(sources ${arg_SOURCES})

@@ -5,6 +5,7 @@
 #include "runtime/base/host_resources.hpp"
 #include "runtime/base/train_config.hpp"
 #include "tools/commands.hpp"
+#include "tools/host_probe.hpp"
 #include "tools/run_directory.hpp"
 
 #include <fmt/format.h>
@@ -27,7 +28,7 @@ int run_eval(const eval_options& o) {
                         "--batch must be in 1.." + std::to_string(runtime::max_batch) +
                             " and --batches in 1.." + std::to_string(runtime::max_eval_batches));
   kernels::checkpoint_info info = kernels::read_checkpoint_info(o.checkpoint);
-  const auto host = runtime::probe_host();
+  const auto host = probe_host();
   if (auto problem = runtime::threads_problem(o.threads, host); !problem.empty())
     runtime::fail_input("--threads", 0, problem);
   if (auto problem =
@@ -48,7 +49,7 @@ int run_eval(const eval_options& o) {
 
 } // namespace
 
-command_action add_eval_command(CLI::App& app) {
+command_action add_eval_command(CLI::App& app, const process_environment&) {
   auto o = std::make_shared<eval_options>();
   CLI::App* cmd = app.add_subcommand("eval", "Print the validation loss of a checkpoint");
   cmd->add_option("--checkpoint", o->checkpoint, "Checkpoint (safetensors)")->required();

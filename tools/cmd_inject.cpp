@@ -161,7 +161,7 @@ inject_answer ask(caf::actor_system& sys, const actors::node_registry_actor& reg
   return out;
 }
 
-int run_inject(const inject_options& o) {
+int run_inject(const inject_options& o, const runtime::token_environment& token_env) {
   const auto at = parse_addr(o.addr);
   const auto request = request_of(o);
   std::optional<std::filesystem::path> job_token_file;
@@ -190,7 +190,8 @@ int run_inject(const inject_options& o) {
       tls = node_tls(job, me, o.insecure);
     }
   }
-  auto token = o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, job_token_file);
+  auto token =
+      o.insecure ? std::nullopt : runtime::find_job_token(o.token_file, job_token_file, token_env);
   if (!token && !o.insecure)
     throw runtime::input_error("the job's token is needed: --token-file FILE (or the "
                                "environment's DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN), or "
@@ -225,7 +226,7 @@ int run_inject(const inject_options& o) {
 
 } // namespace
 
-command_action add_inject_command(CLI::App& app) {
+command_action add_inject_command(CLI::App& app, const process_environment& env) {
   auto o = std::make_shared<inject_options>();
   CLI::App* cmd = app.add_subcommand(
       "inject", "Send fluctuation and fault events to a running job (`deepcee node`'s "
@@ -253,7 +254,7 @@ command_action add_inject_command(CLI::App& app) {
                   "Seconds to wait until the events are in force (the next step boundary)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  return [o] { return run_inject(*o); };
+  return [o, token_env = env.token] { return run_inject(*o, token_env); };
 }
 
 } // namespace deepcee::tools

@@ -27,11 +27,12 @@ struct inspect_options {
 };
 
 /// The job's token: --token-file, else the environment's; empty when none is set.
-std::string token_of(const std::optional<std::string>& file) {
+std::string token_of(const std::optional<std::string>& file,
+                     const runtime::token_environment& token_env) {
   std::optional<std::filesystem::path> flag;
   if (file)
     flag = *file;
-  return runtime::find_job_token(flag, std::nullopt).value_or("");
+  return runtime::find_job_token(flag, std::nullopt, token_env).value_or("");
 }
 
 void print_lines(const std::vector<std::string>& lines) {
@@ -138,8 +139,8 @@ int plain_lines(inspect_client& client, bool json) {
   return 0;
 }
 
-int inspect(const inspect_options& o) {
-  inspect_client client(o.address, token_of(o.token_file));
+int inspect(const inspect_options& o, const runtime::token_environment& token_env) {
+  inspect_client client(o.address, token_of(o.token_file, token_env));
   try {
     if (o.json)
       return plain_lines(client, true);
@@ -159,7 +160,7 @@ int inspect(const inspect_options& o) {
 
 } // namespace
 
-command_action add_inspect_command(CLI::App& app) {
+command_action add_inspect_command(CLI::App& app, const process_environment& env) {
   auto o = std::make_shared<inspect_options>();
   CLI::App* cmd = app.add_subcommand("inspect", "Watch a running job live (read-only)");
   cmd->add_option("addr", o->address,
@@ -172,7 +173,7 @@ command_action add_inspect_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--token-file", o->token_file,
                   "File holding the job's token (else DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN)");
-  return [o] { return inspect(*o); };
+  return [o, token_env = env.token] { return inspect(*o, token_env); };
 }
 
 } // namespace deepcee::tools

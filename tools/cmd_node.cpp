@@ -310,7 +310,7 @@ struct dropped_note {
   }
 };
 
-int run_node(const node_options& o) {
+int run_node(const node_options& o, const runtime::token_environment& token_env) {
   auto job = runtime::load_job_config(o.job);
   if (o.connect_timeout_s)
     job.connect_timeout_s = *o.connect_timeout_s;
@@ -318,7 +318,7 @@ int run_node(const node_options& o) {
   if (!me)
     runtime::fail_input(
         o.job, 0, "node '" + o.name + "' is not a node of cluster '" + job.cluster.name + "'");
-  auto token = node_token(job, o.name, o.token_file, o.insecure);
+  auto token = node_token(job, o.name, o.token_file, o.insecure, token_env);
   // Only the coordinator's node plans; the others run what it deploys.
   std::optional<node_setup> s;
   if (*me == job.coordinator_node)
@@ -347,7 +347,7 @@ int run_node(const node_options& o) {
 
 } // namespace
 
-command_action add_node_command(CLI::App& app) {
+command_action add_node_command(CLI::App& app, const process_environment& env) {
   auto o = std::make_shared<node_options>();
   CLI::App* cmd = app.add_subcommand("node", "Run one node (process) of a multi-process job");
   cmd->add_option("job", o->job, "Job file (TOML) naming the nodes")->required();
@@ -376,7 +376,7 @@ command_action add_node_command(CLI::App& app) {
   cmd->add_option("--adapt-to", o->adapt_to,
                   "STEP:PLAN: run PLAN from STEP on, through the adapter (the coordinator's "
                   "node; repeatable; see deepcee run)");
-  return [o] { return run_node(*o); };
+  return [o, token_env = env.token] { return run_node(*o, token_env); };
 }
 
 } // namespace deepcee::tools

@@ -151,7 +151,7 @@ int run_plan(const plan_options& o) {
 
 } // namespace
 
-command_action add_plan_command(CLI::App& app) {
+command_action add_plan_command(CLI::App& app, const process_environment&) {
   auto o = std::make_shared<plan_options>();
   CLI::App* cmd = app.add_subcommand("plan", "Search a training plan and compare strategies");
   cmd->add_option("--cluster", o->cluster, "Cluster description (TOML)")->required();

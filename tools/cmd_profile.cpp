@@ -9,6 +9,7 @@
 #include "runtime/io/job_config_toml.hpp"
 #include "runtime/io/profile_toml.hpp"
 #include "tools/commands.hpp"
+#include "tools/host_probe.hpp"
 #include "tools/node_network.hpp"
 #include "tools/profile_links.hpp"
 #include "tools/profile_run.hpp"
@@ -54,7 +55,7 @@ kernels::profile_request request_of(const profile_options& o) {
       runtime::fail_input("--micro-batches", 0, "sizes must be positive");
   if (o.repetitions < 1 || o.warmup < 0)
     runtime::fail_input("--repetitions", 0, "at least one repetition, no negative warm-up");
-  if (auto why = runtime::threads_problem(o.threads, runtime::probe_host()); !why.empty())
+  if (auto why = runtime::threads_problem(o.threads, probe_host()); !why.empty())
     runtime::fail_input("--threads", 0, why);
   r.micro_batches = o.micro_batches;
   r.cpu_threads = o.threads;
@@ -64,7 +65,7 @@ kernels::profile_request request_of(const profile_options& o) {
   return r;
 }
 
-int run_profile(const profile_options& o) {
+int run_profile(const profile_options& o, const runtime::token_environment& token_env) {
   const auto request = request_of(o);
   std::vector<runtime::measured_link> links;
   if (o.name) {
@@ -75,7 +76,8 @@ int run_profile(const profile_options& o) {
     if (!me)
       runtime::fail_input(
           *o.job, 0, "node '" + *o.name + "' is not a node of cluster '" + job.cluster.name + "'");
-    links = measure_links(job, *me, node_token(job, *o.name, o.token_file, o.insecure), stderr);
+    links = measure_links(job, *me, node_token(job, *o.name, o.token_file, o.insecure, token_env),
+                          stderr);
     if (*me != job.coordinator_node) {
       std::printf("node %s: %zu link(s) measured and reported to the coordinator's node\n",
                   o.name->c_str(), links.size());
@@ -93,7 +95,7 @@ int run_profile(const profile_options& o) {
 
 } // namespace
 
-command_action add_profile_command(CLI::App& app) {
+command_action add_profile_command(CLI::App& app, const process_environment& env) {
   auto o = std::make_shared<profile_options>();
   CLI::App* cmd = app.add_subcommand(
       "profile", "Measure this node's devices per layer kind and micro-batch size");
@@ -118,7 +120,7 @@ command_action add_profile_command(CLI::App& app) {
   cmd->add_flag("--no-gpu", o->no_gpu, "Measure the CPU only");
   cmd->add_option("--gpu-kind", o->gpu_kind, "Catalogue kind of the GPUs (else from their name)");
   cmd->add_option("--out", o->out, "Profile file to write (TOML)")->required();
-  return [o] { return run_profile(*o); };
+  return [o, token_env = env.token] { return run_profile(*o, token_env); };
 }
 
 } // namespace deepcee::tools

@@ -200,7 +200,7 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
                   s.error.c_str());
 }
 
-int run_job(const run_options& o) {
+int run_job(const run_options& o, const runtime::token_environment& token_env) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
   const auto r = resolve_job(path, {o.steps, o.seed, o.plan, o.profile}, true);
   const auto& job = r.job;
@@ -223,7 +223,7 @@ int run_job(const run_options& o) {
     resume.reset(); // the stages hold their copies
   }
   job_watch watch(make_snapshot_builder(job, r.profile, r.plan, r.report), inspect_at,
-                  runtime::find_job_token(std::nullopt, job.token_file).value_or(""));
+                  runtime::find_job_token(std::nullopt, job.token_file, token_env).value_or(""));
   steps.watch(&watch);
   watch.started(steps.steps_done());
   apply_adapt_orders(sys, run.wired(), orders, 2 * step_timeout);
@@ -256,7 +256,7 @@ int run_job(const run_options& o) {
 
 } // namespace
 
-command_action add_run_command(CLI::App& app) {
+command_action add_run_command(CLI::App& app, const process_environment& env) {
   auto o = std::make_shared<run_options>();
   CLI::App* cmd = app.add_subcommand("run", "Run a whole job in one process (actors)");
   cmd->add_option("job", o->job, "Job file (TOML; default: configs/default.toml)");
@@ -279,7 +279,7 @@ command_action add_run_command(CLI::App& app) {
   cmd->add_option("--adapt-to", o->adapt_to,
                   "STEP:PLAN: run PLAN (the job's layout, other micro-batches, device splits or "
                   "compressions) from STEP on, through the adapter (repeatable)");
-  return [o] { return run_job(*o); };
+  return [o, token_env = env.token] { return run_job(*o, token_env); };
 }
 
 } // namespace deepcee::tools

@@ -109,7 +109,7 @@ int run_simulate(const simulate_options& o) {
 
 } // namespace
 
-command_action add_simulate_command(CLI::App& app) {
+command_action add_simulate_command(CLI::App& app, const process_environment&) {
   auto o = std::make_shared<simulate_options>();
   CLI::App* cmd = app.add_subcommand("simulate", "Re-evaluate a saved plan in the simulator");
   cmd->add_option("--cluster", o->cluster, "Cluster description (TOML)")->required();

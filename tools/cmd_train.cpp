@@ -8,6 +8,7 @@
 #include "runtime/io/train_config_toml.hpp"
 #include "tools/commands.hpp"
 #include "tools/embedded_configs.hpp"
+#include "tools/host_probe.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
 #include "tools/step_loop.hpp"
@@ -127,7 +128,7 @@ void print_setup(const runtime::train_config& c, kernels::trainer& t,
 
 int run_train(const train_options& o) {
   runtime::train_config c = effective_config(o);
-  runtime::require_fits_host(c, runtime::probe_host(), runtime::batch_use::whole);
+  runtime::require_fits_host(c, probe_host(), runtime::batch_use::whole);
   if (c.device == "cuda" && !o.device && kernels::visible_cuda_devices() == 0)
     runtime::fail_input(c.origin.file, c.origin.line("device"),
                         "device = \"cuda\", but " + kernels::no_cuda_devices_reason());
@@ -161,7 +162,7 @@ int run_train(const train_options& o) {
 
 } // namespace
 
-command_action add_train_command(CLI::App& app) {
+command_action add_train_command(CLI::App& app, const process_environment&) {
   auto o = std::make_shared<train_options>();
   CLI::App* cmd = app.add_subcommand("train", "Train the GPT on one device");
   cmd->add_option("--config", o->config,

@@ -60,13 +60,13 @@ std::optional<inspect_address> parse_inspect_address(std::string_view text,
 }
 
 struct inspect_server::impl {
-  runtime::snapshot_board& board;
+  snapshot_board& board;
   const std::string token;
   httplib::Server http;
   std::thread thread;
   std::atomic<bool> stopping{false};
 
-  impl(runtime::snapshot_board& b, std::string t) : board(b), token(std::move(t)) {}
+  impl(snapshot_board& b, std::string t) : board(b), token(std::move(t)) {}
 
   using handler = void (impl::*)(const httplib::Request&, httplib::Response&);
   struct route {
@@ -207,7 +207,7 @@ struct inspect_server::impl {
   }
 };
 
-inspect_server::inspect_server(runtime::snapshot_board& board, std::string token)
+inspect_server::inspect_server(snapshot_board& board, std::string token)
     : impl_(std::make_unique<impl>(board, std::move(token))) {
   impl_->configure();
 }

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "runtime/watch/snapshot_board.hpp"
+#include "tools/snapshot_board.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -40,7 +40,7 @@ std::optional<inspect_address> parse_inspect_address(std::string_view text,
 class inspect_server {
 public:
   /// `token`: empty for none. Never printed or logged.
-  inspect_server(runtime::snapshot_board& board, std::string token);
+  inspect_server(snapshot_board& board, std::string token);
   ~inspect_server();
   inspect_server(const inspect_server&) = delete;
   inspect_server& operator=(const inspect_server&) = delete;

@@ -8,6 +8,7 @@
 #include "runtime/io/profile_toml.hpp"
 #include "runtime/io/train_config_toml.hpp"
 #include "runtime/sim/simulator.hpp"
+#include "tools/host_probe.hpp"
 #include "tools/profile_run.hpp"
 
 #include <spdlog/spdlog.h>
@@ -47,7 +48,7 @@ resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool a
   if (o.plan)
     job.plan_path = std::filesystem::absolute(*o.plan);
   runtime::validate_job_train(job, "command line");
-  runtime::require_fits_host(job.train, runtime::probe_host(), runtime::batch_use::spread);
+  runtime::require_fits_host(job.train, probe_host(), runtime::batch_use::spread);
   auto corpus = std::make_shared<const runtime::text_corpus>(
       runtime::text_corpus::load(job.train.data.path, job.train.data.val_fraction));
   runtime::measured_profile measured;

@@ -5,9 +5,9 @@
 #include "runtime/cluster/profile.hpp"
 #include "runtime/plan/job_config.hpp"
 #include "runtime/planner/planner.hpp"
-#include "runtime/watch/snapshot_board.hpp"
 #include "runtime/watch/snapshot_builder.hpp"
 #include "tools/inspect_server.hpp"
+#include "tools/snapshot_board.hpp"
 
 #include <memory>
 #include <optional>
@@ -52,7 +52,7 @@ public:
 
 private:
   runtime::snapshot_builder builder_;
-  runtime::snapshot_board board_;
+  snapshot_board board_;
   std::unique_ptr<inspect_server> server_;
 };
 

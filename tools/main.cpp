@@ -17,10 +17,13 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
 
+  // The environment is read here, once; the commands get the values.
+  const auto env = deepcee::tools::read_process_environment();
   std::map<CLI::App*, deepcee::tools::command_action> actions;
-  auto add = [&](deepcee::tools::command_action (*make)(CLI::App&)) {
+  auto add = [&](deepcee::tools::command_action (*make)(
+                 CLI::App&, const deepcee::tools::process_environment&)) {
     size_t before = app.get_subcommands({}).size();
-    auto action = make(app);
+    auto action = make(app, env);
     actions[app.get_subcommands({})[before]] = std::move(action);
   };
   add(deepcee::tools::add_train_command);

@@ -90,10 +90,11 @@ std::string node_network::refusal(int n) const {
 }
 
 std::optional<std::string> node_token(const runtime::job_config& job, const std::string& node,
-                                      const std::optional<std::string>& token_file, bool insecure) {
+                                      const std::optional<std::string>& token_file, bool insecure,
+                                      const runtime::token_environment& token_env) {
   if (insecure)
     return std::nullopt;
-  auto token = runtime::find_job_token(token_file, job.token_file);
+  auto token = runtime::find_job_token(token_file, job.token_file, token_env);
   if (!token)
     throw runtime::input_error(
         "node " + node +

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "runtime/io/job_token.hpp"
 #include "runtime/plan/job_config.hpp"
 #include "transport/gate.hpp"
 
@@ -58,6 +59,7 @@ std::shared_ptr<const transport::tls_context> node_tls(const runtime::job_config
 /// environment (runtime::find_job_token); none with `insecure`. Neither: an input_error naming
 /// the node and how to give one.
 std::optional<std::string> node_token(const runtime::job_config& job, const std::string& node,
-                                      const std::optional<std::string>& token_file, bool insecure);
+                                      const std::optional<std::string>& token_file, bool insecure,
+                                      const runtime::token_environment& token_env);
 
 } // namespace deepcee::tools

@@ -4,12 +4,7 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/base/model_spec.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 namespace deepcee::runtime {
 
@@ -47,26 +42,6 @@ double spec_bytes(const model_config& m, int64_t batch, double values_per_param,
 }
 
 } // namespace
-
-host_resources probe_host() {
-  host_resources h;
-  h.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream s(line);
-    std::string key;
-    double kib = 0;
-    if (s >> key >> kib && key == "MemAvailable:") {
-      h.available_bytes = kib * 1024.0;
-      return h;
-    }
-  }
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  h.available_bytes = pages > 0 && page > 0 ? double(pages) * double(page) : 0.0;
-  return h;
-}
 
 double training_bytes(const model_config& model, int64_t batch) {
   return spec_bytes(model, batch, 4.0, true);

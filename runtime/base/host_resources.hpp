@@ -9,14 +9,12 @@ namespace deepcee::runtime {
 
 /// What this machine offers a run: checked before anything large is allocated, so that a
 /// size the machine cannot hold is refused in one line instead of dying of bad_alloc
-/// half-way, with files written.
+/// half-way, with files written. Read from the machine at the edge (tools/host_probe.hpp) and
+/// passed in.
 struct host_resources {
   int cores = 1;
   double available_bytes = 0; ///< MemAvailable of /proc/meminfo (free pages where absent)
 };
-
-/// The resources of the machine this process runs on.
-host_resources probe_host();
 
 /// Bytes that training `model` on `batch` sequences at once needs at the least. That is
 /// weights, gradients and both AdamW moments (4 fp32 values per parameter). Add the

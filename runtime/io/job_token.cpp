@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 
 namespace deepcee::runtime {
 
@@ -51,17 +50,17 @@ std::string read_job_token(const std::filesystem::path& file) {
   return token;
 }
 
-std::optional<std::string>
-find_job_token(const std::optional<std::filesystem::path>& flag,
-               const std::optional<std::filesystem::path>& job_file_key) {
+std::optional<std::string> find_job_token(const std::optional<std::filesystem::path>& flag,
+                                          const std::optional<std::filesystem::path>& job_file_key,
+                                          const token_environment& environment) {
   if (flag)
     return read_job_token(*flag);
   if (job_file_key)
     return read_job_token(*job_file_key);
-  if (const char* file = std::getenv("DEEPCEE_TOKEN_FILE"); file && *file)
-    return read_job_token(file);
-  if (const char* token = std::getenv("DEEPCEE_TOKEN"); token && *token)
-    return checked_token(token, "DEEPCEE_TOKEN");
+  if (environment.token_file)
+    return read_job_token(*environment.token_file);
+  if (environment.token)
+    return checked_token(*environment.token, "DEEPCEE_TOKEN");
   return std::nullopt;
 }
 

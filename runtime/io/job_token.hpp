@@ -14,11 +14,20 @@ namespace deepcee::runtime {
 /// input_error naming the file.
 std::string read_job_token(const std::filesystem::path& file);
 
+/// The token's settings in the process's environment, which main reads once (tools/) and
+/// passes down: nothing here reads the environment itself.
+struct token_environment {
+  std::optional<std::filesystem::path> token_file; ///< DEEPCEE_TOKEN_FILE, unless unset or empty
+  std::optional<std::string> token;                ///< DEEPCEE_TOKEN, unless unset or empty
+};
+
 /// Where the token comes from, first that is set: `flag` (--token-file), `job_file_key`
 /// (a job file's [security] token_file), the environment's DEEPCEE_TOKEN_FILE, then
-/// DEEPCEE_TOKEN (the token itself, for scripts). Nothing when none is set.
+/// DEEPCEE_TOKEN (the token itself, for scripts). Nothing when none is set. The default
+/// `environment` is an empty one (no variable set).
 std::optional<std::string> find_job_token(const std::optional<std::filesystem::path>& flag,
-                                          const std::optional<std::filesystem::path>& job_file_key);
+                                          const std::optional<std::filesystem::path>& job_file_key,
+                                          const token_environment& environment = {});
 
 /// Checks a token taken from the environment as read_job_token checks a file's; `origin`
 /// names where it came from in the error.

@@ -10,7 +10,7 @@
 #include <vector>
 
 /// What `deepcee inspect` shows of a running job, as plain values: the job publishes one
-/// after every step (snapshot_board.hpp), the inspection endpoint serves it as JSON
+/// after every step (tools/snapshot_board.hpp), the inspection endpoint serves it as JSON
 /// (runtime/io/job_snapshot_json.hpp), the inspector renders it (inspect_view.hpp).
 namespace deepcee::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/watch/snapshot_board.hpp"
+#include "tools/snapshot_board.hpp"
 
 #include "tests/runtime/watch/snapshot_samples.hpp"
 
@@ -8,6 +8,7 @@
 #include <thread>
 
 using namespace deepcee::runtime;
+using namespace deepcee::tools;
 using namespace std::chrono_literals;
 
 BOOST_AUTO_TEST_SUITE(snapshot_board_tests)

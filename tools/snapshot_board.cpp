@@ -1,8 +1,8 @@
-#include "runtime/watch/snapshot_board.hpp"
+#include "tools/snapshot_board.hpp"
 
 #include <algorithm>
 
-namespace deepcee::runtime {
+namespace deepcee::tools {
 
 void snapshot_subscription::offer(frame f) {
   {
@@ -47,8 +47,8 @@ int64_t snapshot_subscription::dropped() const {
   return dropped_;
 }
 
-void snapshot_board::publish(job_snapshot s) {
-  auto f = std::make_shared<job_snapshot>(std::move(s)); // built before the lock
+void snapshot_board::publish(runtime::job_snapshot s) {
+  auto f = std::make_shared<runtime::job_snapshot>(std::move(s)); // built before the lock
   std::lock_guard lock(mutex_);
   f->version = ++version_;
   latest_ = f;
@@ -108,4 +108,4 @@ void snapshot_board::close() {
     sub->close();
 }
 
-} // namespace deepcee::runtime
+} // namespace deepcee::tools

@@ -10,13 +10,16 @@
 #include <memory>
 #include <mutex>
 
-namespace deepcee::runtime {
+/// The mailbox between the job, which publishes a snapshot after every step, and the
+/// inspection endpoint's threads (inspect_server.hpp). It holds locks, so it lives here,
+/// where main wires the two, and not in runtime/watch with the snapshot it carries.
+namespace deepcee::tools {
 
 /// The frames of one streaming client: at most `capacity` wait; a frame that finds the queue
 /// full is dropped and counted, so a client that does not read never holds the job up.
 class snapshot_subscription {
 public:
-  using frame = std::shared_ptr<const job_snapshot>;
+  using frame = std::shared_ptr<const runtime::job_snapshot>;
 
   explicit snapshot_subscription(size_t capacity) : capacity_(capacity) {}
 
@@ -46,7 +49,7 @@ public:
   using frame = snapshot_subscription::frame;
 
   /// Numbers `s` with the next version and makes it the latest.
-  void publish(job_snapshot s);
+  void publish(runtime::job_snapshot s);
   /// The latest (nullptr before the first publish).
   frame latest() const;
   uint64_t version() const;
@@ -69,4 +72,4 @@ private:
   bool closed_ = false;
 };
 
-} // namespace deepcee::runtime
+} // namespace deepcee::tools
