@@ -53,17 +53,17 @@ double run(device_worker& w, const device_work& work) {
   throw std::invalid_argument("op kind " + std::to_string(work.kind));
 }
 
-/// A device_rows of a stage on another node, checked before anything is allocated (it came
-/// from the network: runtime::device_rows_refusal). They make a batch of their own; the rows
-/// the op writes are the answer.
+/// Runs a device_rows of a stage on another node. The rows came from the network, so they
+/// are checked before anything is allocated (runtime::device_rows_refusal). They make a
+/// batch of their own, and the rows the op writes are the answer.
 device_output run_rows(device_worker& w, const runtime::model_config& model, int samples,
                        const device_rows& rows) {
-  const runtime::rows_request request{static_cast<runtime::op_kind>(rows.kind),
-                                      rows.micro_batch,
-                                      rows.samples,
-                                      rows.output_values,
-                                      rows.tokens,
-                                      rows.targets};
+  const runtime::rows_request request{.kind = static_cast<runtime::op_kind>(rows.kind),
+                                      .micro = rows.micro_batch,
+                                      .samples = rows.samples,
+                                      .output_values = rows.output_values,
+                                      .tokens = rows.tokens,
+                                      .targets = rows.targets};
   if (auto why = runtime::device_rows_refusal(request, samples, model, w.first(), w.last());
       !why.empty())
     throw std::invalid_argument(why);
@@ -100,14 +100,19 @@ void pump(self_ptr self) {
         const double now = st.job->real_now_s();
         const double arrival = st.job->shaped.send(*st.hop, now).arrival_s;
         if (st.hold_at_next) { // the next device holds it until then
-          self->send(next, ring_chunk{st.ring_step, c.round, std::move(c.values),
-                                      st.job->steady_ns_at(arrival)});
+          self->send(next, ring_chunk{.step = st.ring_step,
+                                      .round = c.round,
+                                      .values = std::move(c.values),
+                                      .deliver_at_ns = st.job->steady_ns_at(arrival)});
         } else {
-          self->delayed_send(next, wait_of(arrival - now),
-                             ring_chunk{st.ring_step, c.round, std::move(c.values)});
+          self->delayed_send(
+              next, wait_of(arrival - now),
+              ring_chunk{.step = st.ring_step, .round = c.round, .values = std::move(c.values)});
         }
       } else {
-        self->send(next, ring_chunk{st.ring_step, c.round, std::move(c.values)});
+        self->send(
+            next,
+            ring_chunk{.step = st.ring_step, .round = c.round, .values = std::move(c.values)});
       }
       st.sent_round = true;
     }
@@ -127,7 +132,8 @@ void pump(self_ptr self) {
   st.ring.reset();
   st.worker->set_gradients(values);
   st.reduced.deliver(gradient_values{
-      st.ring_step, st.rank == 0 && st.answer_sums ? std::move(values) : std::vector<float>{}});
+      .step = st.ring_step,
+      .values = st.rank == 0 && st.answer_sums ? std::move(values) : std::vector<float>{}});
 }
 
 /// A failed ring answers its reduce with the reason and forgets the round.
@@ -145,13 +151,13 @@ std::string early_refusal(self_ptr self, const ring_chunk& c) {
   std::vector<runtime::ring_round> waiting;
   for (const auto& w : st.early)
     waiting.push_back({w.step, w.round});
-  const runtime::ring_position at{st.rank,
-                                  st.size,
-                                  st.worker->gradient_size(),
-                                  st.ring_step,
-                                  st.ring ? st.ring->round() : 0,
-                                  st.ring_chunk_values,
-                                  st.ring.has_value()};
+  const runtime::ring_position at{.rank = st.rank,
+                                  .size = st.size,
+                                  .length = st.worker->gradient_size(),
+                                  .last_step = st.ring_step,
+                                  .applied = st.ring ? st.ring->round() : 0,
+                                  .max_chunk = st.ring_chunk_values,
+                                  .reducing = st.ring.has_value()};
   return runtime::early_chunk_refusal(waiting, {c.step, c.round}, c.values.size(), at);
 }
 
@@ -206,7 +212,8 @@ void release_due(self_ptr self) {
   for (auto& c : st.held.take_due(now))
     take_chunk(self, c);
   if (const auto at = st.held.wake_at())
-    self->delayed_send(self, std::chrono::microseconds((*at - now + 999) / 1000), release_atom_v);
+    self->delayed_send(self, std::chrono::microseconds(runtime::wake_timer_us(now, *at)),
+                       release_atom_v);
 }
 
 /// A chunk that asks to be held until its modelled arrival waits for it, never longer
@@ -221,6 +228,115 @@ void hold_chunk(self_ptr self, ring_chunk& c) {
       runtime::release_at_ns(job_context::steady_now_ns(), c.deliver_at_ns, st.max_hold_s);
   st.held.push(0, at, std::move(c));
   release_due(self);
+}
+
+/// Answers what `work` returns; a failure answers with the device's name instead.
+template <class Result, class Work>
+caf::result<Result> answer_or_failure(self_ptr self, Work&& work) {
+  try {
+    return work();
+  } catch (const std::exception& e) {
+    return failure(self, e);
+  }
+}
+
+/// The group's wiring of the ring: the next device, this one's rank among `size`, and
+/// whether the next device holds what this one sends it until its modelled arrival.
+void join_ring(self_ptr self, caf::strong_actor_ptr next, int32_t rank, int32_t size,
+               bool hold_at_next) {
+  auto& s = self->state;
+  s.next = caf::actor_cast<caf::actor>(next);
+  s.rank = rank;
+  s.size = size;
+  s.hold_at_next = hold_at_next;
+}
+
+/// Starts the ring all-reduce of `step`'s gradients; its answer comes when the ring is
+/// done (pump). A device alone answers at once: its gradients are the sums already.
+caf::result<gradient_values> start_reduce(self_ptr self, int64_t step, bool answer_sums) {
+  auto& s = self->state;
+  if (s.size == 1)
+    return answer_or_failure<gradient_values>(self, [&] {
+      return gradient_values{
+          .step = step, .values = answer_sums ? worker(self).gradients() : std::vector<float>{}};
+    });
+  if (s.ring) // an older reduce that never ended (its step failed elsewhere)
+    fail_ring(self, std::runtime_error("reduce of step " + std::to_string(s.ring_step) +
+                                       " abandoned: step " + std::to_string(step) + " reduces"));
+  s.reduced = self->make_response_promise<gradient_values>();
+  s.ring_step = step;
+  s.answer_sums = answer_sums;
+  s.sent_round = false;
+  // Rounds of earlier (failed) steps will never be needed.
+  std::erase_if(s.early, [&](const ring_chunk& c) { return c.step < step; });
+  try {
+    if (!s.refused.empty())
+      throw std::runtime_error(std::exchange(s.refused, {}));
+    s.ring.emplace(s.rank, s.size, worker(self).gradients(), s.ring_chunk_values);
+    pump(self);
+  } catch (const std::exception& e) {
+    fail_ring(self, e);
+  }
+  return s.reduced;
+}
+
+/// The worker's gradient tensors, for NCCL to sum where they lie.
+device_buffers buffers_of(device_worker& w) {
+  w.backend().synchronize(); // NCCL reads them next, on its own streams
+  device_buffers out;
+  for (auto* t : w.gradient_tensors())
+    out.buffers.emplace_back(t->f32(), static_cast<size_t>(t->numel()));
+  return out;
+}
+
+/// The optimizer step of `order`, once every piece of the step's gradients has come.
+int64_t optimize(self_ptr self, const optimize_order& order) {
+  const auto size = worker(self).gradient_size();
+  if (auto why = self->state.pieces.unfinished(order.step, size); !why.empty())
+    throw std::runtime_error(why);
+  worker(self).optimizer_step(order.learning_rate, static_cast<int>(order.step), order.grad_norm);
+  return order.step;
+}
+
+/// Loads a snapshot's weights and moments. A malformed snapshot is the file's fault, and
+/// its error says so (bad_input).
+caf::result<int64_t> restore(self_ptr self, const stage_snapshot& snapshot) {
+  try {
+    worker(self).load_parameter_states(snapshot.params, snapshot.source);
+    return snapshot.step;
+  } catch (const runtime::input_error& e) {
+    return make_error(messages::error_code::bad_input, e.what());
+  } catch (const std::exception& e) {
+    return failure(self, e);
+  }
+}
+
+/// The device's name for errors, its hop of the ring in shaped wall time, and its worker
+/// for stage plan `sp`. A worker that cannot be built leaves the reason: every request
+/// answers with it, so the step fails and names the device.
+void init_device(self_ptr self, const std::shared_ptr<job_context>& job, int pipeline, int stage,
+                 int index, const runtime::stage_plan& sp) {
+  auto& st = self->state;
+  st.ring_chunk_values = job->ring_chunk_values;
+  st.job = job;
+  if (job->shaping()) {
+    const auto& parts = job->cluster->stage(pipeline, stage).ring_parts;
+    if (static_cast<size_t>(index) < parts.size())
+      st.hop = parts[static_cast<size_t>(index)];
+  }
+  st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage) +
+             " device " + std::to_string(index);
+  const int flat = job->flat_index(pipeline, stage);
+  if (job->layout.apart(flat, index)) // its errors reach another node: they name this one
+    st.where += " (node " + job->slot_node_name(job->layout.slot(flat, index)) + ")";
+  const auto backend = device_backend(*job, sp.devices.at(static_cast<size_t>(index)));
+  try {
+    st.worker = std::make_unique<device_worker>(job->plan.model, sp.first_layer, sp.last_layer,
+                                                job->train.seed, job->train.optimizer, backend);
+  } catch (const std::exception& e) {
+    st.broken = e.what();
+    spdlog::error("{}: {}", st.where, st.broken);
+  }
 }
 
 } // namespace
@@ -248,162 +364,65 @@ kernels::backend_options device_backend(const job_context& job, int device) {
 
 device_actor::behavior_type device_behavior(self_ptr self, std::shared_ptr<job_context> job,
                                             int pipeline, int stage, int index) {
-  auto& st = self->state;
-  st.ring_chunk_values = job->ring_chunk_values;
-  st.job = job;
-  if (job->shaping()) {
-    const auto& parts = job->cluster->stage(pipeline, stage).ring_parts;
-    if (static_cast<size_t>(index) < parts.size())
-      st.hop = parts[static_cast<size_t>(index)];
-  }
-  st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage) +
-             " device " + std::to_string(index);
-  const int flat = job->flat_index(pipeline, stage);
-  if (job->layout.apart(flat, index)) // its errors reach another node: they name this one
-    st.where += " (node " + job->slot_node_name(job->layout.slot(flat, index)) + ")";
-  const auto& sp =
+  const auto sp =
       job->plan.pipelines.at(static_cast<size_t>(pipeline)).stages.at(static_cast<size_t>(stage));
-  const auto backend = device_backend(*job, sp.devices.at(static_cast<size_t>(index)));
-  try {
-    st.worker = std::make_unique<device_worker>(job->plan.model, sp.first_layer, sp.last_layer,
-                                                job->train.seed, job->train.optimizer, backend);
-  } catch (const std::exception& e) { // every request answers with it: the step fails, named
-    st.broken = e.what();
-    spdlog::error("{}: {}", st.where, st.broken);
-  }
+  init_device(self, job, pipeline, stage, index, sp);
   return {
-      [=](const device_work& work) -> caf::result<double> {
-        try {
-          return run(worker(self), work);
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [self](const device_work& work) -> caf::result<double> {
+        return answer_or_failure<double>(self, [&] { return run(worker(self), work); });
       },
-      [=](const device_rows& rows) -> caf::result<device_output> {
-        try {
+      [self, job, sp, index](const device_rows& rows) -> caf::result<device_output> {
+        return answer_or_failure<device_output>(self, [&] {
           const int samples = sp.samples.at(static_cast<size_t>(index));
           return run_rows(worker(self), job->plan.model, samples, rows);
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+        });
       },
-      [=](ring_atom, caf::strong_actor_ptr next, int32_t rank, int32_t size, bool hold_at_next) {
-        auto& s = self->state;
-        s.next = caf::actor_cast<caf::actor>(next);
-        s.rank = rank;
-        s.size = size;
-        s.hold_at_next = hold_at_next;
+      [self](ring_atom, caf::strong_actor_ptr next, int32_t rank, int32_t size, bool hold_at_next) {
+        join_ring(self, std::move(next), rank, size, hold_at_next);
       },
-      [=](reduce_atom, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
-        auto& s = self->state;
-        if (s.size == 1) { // alone: its gradients are the sums already
-          try {
-            return gradient_values{step,
-                                   answer_sums ? worker(self).gradients() : std::vector<float>{}};
-          } catch (const std::exception& e) {
-            return failure(self, e);
-          }
-        }
-        if (s.ring) // an older reduce that never ended (its step failed elsewhere)
-          fail_ring(self,
-                    std::runtime_error("reduce of step " + std::to_string(s.ring_step) +
-                                       " abandoned: step " + std::to_string(step) + " reduces"));
-        s.reduced = self->make_response_promise<gradient_values>();
-        s.ring_step = step;
-        s.answer_sums = answer_sums;
-        s.sent_round = false;
-        // Rounds of earlier (failed) steps will never be needed.
-        std::erase_if(s.early, [&](const ring_chunk& c) { return c.step < step; });
-        try {
-          if (!s.refused.empty())
-            throw std::runtime_error(std::exchange(s.refused, {}));
-          s.ring.emplace(s.rank, s.size, worker(self).gradients(), s.ring_chunk_values);
-          pump(self);
-        } catch (const std::exception& e) {
-          fail_ring(self, e);
-        }
-        return s.reduced;
+      [self](reduce_atom, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
+        return start_reduce(self, step, answer_sums);
       },
-      [=](ring_chunk& c) {
+      [self, job](ring_chunk& c) {
         if (c.deliver_at_ns != 0 && job->shaping())
           hold_chunk(self, c);
         else
           take_chunk(self, c);
       },
-      [=](release_atom) {
+      [self](release_atom) {
         self->state.held.woken();
         release_due(self);
       },
-      [=](release_atom, uint64_t) {}, // a stand-in's held answer (remote_device.hpp): none here
-      [=](buffers_atom) -> caf::result<device_buffers> {
-        try {
-          auto& w = worker(self);
-          w.backend().synchronize(); // NCCL reads them next, on its own streams
-          device_buffers out;
-          for (auto* t : w.gradient_tensors())
-            out.buffers.emplace_back(t->f32(), static_cast<size_t>(t->numel()));
-          return out;
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [](release_atom, uint64_t) {}, // a stand-in's held answer (remote_device.hpp): none here
+      [self](buffers_atom) -> caf::result<device_buffers> {
+        return answer_or_failure<device_buffers>(self, [&] { return buffers_of(worker(self)); });
       },
-      [=](gradients_atom) -> caf::result<std::vector<float>> {
-        try {
-          return worker(self).gradients();
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [self](gradients_atom) -> caf::result<std::vector<float>> {
+        return answer_or_failure<std::vector<float>>(self,
+                                                     [&] { return worker(self).gradients(); });
       },
-      [=](squares_atom) -> caf::result<double> {
-        try {
-          return worker(self).gradient_sum_squares();
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [self](squares_atom) -> caf::result<double> {
+        return answer_or_failure<double>(self, [&] { return worker(self).gradient_sum_squares(); });
       },
-      [=](gradient_values& g) -> caf::result<int64_t> {
-        try {
+      [self](gradient_values& g) -> caf::result<int64_t> {
+        return answer_or_failure<int64_t>(self, [&] {
           take_gradients(self, g);
           return g.step;
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+        });
       },
-      [=](const optimize_order& order) -> caf::result<int64_t> {
-        try {
-          const auto size = worker(self).gradient_size();
-          if (auto why = self->state.pieces.unfinished(order.step, size); !why.empty())
-            throw std::runtime_error(why);
-          worker(self).optimizer_step(order.learning_rate, static_cast<int>(order.step),
-                                      order.grad_norm);
-          return order.step;
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [self](const optimize_order& order) -> caf::result<int64_t> {
+        return answer_or_failure<int64_t>(self, [&] { return optimize(self, order); });
       },
-      [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
-        try {
-          return worker(self).parameter_states();
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [self](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
+        return answer_or_failure<std::vector<kernels::parameter_state>>(
+            self, [&] { return worker(self).parameter_states(); });
       },
-      [=](digest_atom) -> caf::result<uint64_t> {
-        try {
-          return state_digest(worker(self).parameter_states());
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [self](digest_atom) -> caf::result<uint64_t> {
+        return answer_or_failure<uint64_t>(
+            self, [&] { return state_digest(worker(self).parameter_states()); });
       },
-      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
-        try {
-          worker(self).load_parameter_states(snapshot.params, snapshot.source);
-          return snapshot.step;
-        } catch (const runtime::input_error& e) { // the file's fault: named as such
-          return make_error(messages::error_code::bad_input, e.what());
-        } catch (const std::exception& e) {
-          return failure(self, e);
-        }
+      [self](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+        return restore(self, snapshot);
       },
   };
 }

@@ -7,6 +7,7 @@
 #include "actors/protocol/fan_out.hpp"
 #include "actors/protocol/wire_format.hpp"
 #include "kernels/train/stage_worker.hpp"
+#include "runtime/step/device_places.hpp"
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -23,20 +24,6 @@ namespace deepcee::actors {
 namespace {
 
 using self_ptr = group_actor::stateful_pointer<group_state>;
-
-/// The positions in `asked` of the devices on other nodes, then of the others: a device
-/// here may compute as soon as it is asked, and the work of those apart then waits for a
-/// core to leave this node (a 7 ms op's work left 2-4 ms late on the two cores of the
-/// fidelity bench, bench/bench_fidelity.sh).
-std::vector<size_t> apart_first(const group_state& st, const std::vector<size_t>& asked) {
-  std::vector<size_t> order;
-  order.reserve(asked.size());
-  for (bool apart : {true, false})
-    for (size_t k = 0; k < asked.size(); ++k)
-      if (st.apart.at(asked[k]) == apart)
-        order.push_back(k);
-  return order;
-}
 
 /// Asks each device in `asked` (indices into the group) the request `request_of(k)` for the
 /// k-th of them (a tuple of the message's elements) and, once all have answered, calls
@@ -61,7 +48,7 @@ void ask_devices(self_ptr self, const std::vector<size_t>& asked,
         }
       },
       [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
-  for (size_t k : apart_first(self->state, asked)) {
+  for (size_t k : runtime::apart_first(self->state.apart, asked)) {
     const auto& device = self->state.devices.at(asked[k]);
     std::apply(
         [&](auto&&... xs) {
@@ -78,9 +65,10 @@ template <class Answer, class Result, class RequestOf, class Finish>
 void gather_devices(self_ptr self, const std::vector<size_t>& asked,
                     caf::typed_response_promise<Result> promise, Finish finish,
                     RequestOf request_of) {
-  ask_devices<Answer>(self, asked, promise, request_of, [=](std::vector<Answer>& answers) mutable {
-    promise.deliver(finish(answers));
-  });
+  ask_devices<Answer>(self, asked, promise, request_of,
+                      [promise, finish](std::vector<Answer>& answers) mutable {
+                        promise.deliver(finish(answers));
+                      });
 }
 
 /// Tells every device its rank and the next device of the ring; from then on the group
@@ -102,21 +90,6 @@ void wire_ring(self_ptr self, const std::vector<std::string>& boots = {}) {
   st.unready.clear();
 }
 
-/// The host boot of each place of the group's stage, from the nodes' (stage_wiring's); ""
-/// where unknown. The group's own devices run on its stage's node.
-std::vector<std::string> place_boots(const group_state& st, const job_context& job,
-                                     const std::vector<std::string>& node_boots) {
-  std::vector<std::string> out;
-  for (size_t j = 0; j < st.devices.size(); ++j) {
-    const auto& layout = job.layout;
-    const int node = layout.apart(st.flat, static_cast<int>(j))
-                         ? layout.slot_node.at(static_cast<size_t>(layout.slot(st.flat, int(j))))
-                         : layout.stage_node.at(static_cast<size_t>(st.flat));
-    out.push_back(static_cast<size_t>(node) < node_boots.size() ? node_boots[size_t(node)] : "");
-  }
-  return out;
-}
-
 /// "device j (node n)" of device `j` of the group's stage, which runs apart from it.
 std::string device_apart(const group_state& st, const job_context& job, size_t j) {
   return "device " + std::to_string(j) + " (node " +
@@ -131,7 +104,7 @@ shaped_trip(const group_state& st, const std::shared_ptr<job_context>& job, size
     return nullptr;
   const auto [pipeline, stage] = job->stage_at(static_cast<size_t>(st.flat));
   return std::make_shared<const shaped_round_trip>(
-      shaped_round_trip{job, job->cluster->stage(pipeline, stage).apart.at(j)});
+      shaped_round_trip{.job = job, .link = job->cluster->stage(pipeline, stage).apart.at(j)});
 }
 
 /// Takes the device actors of the devices apart from this stage (by place) and wires the ring.
@@ -155,7 +128,8 @@ void take_devices_apart(self_ptr self, const std::shared_ptr<job_context>& job,
         shaped_trip(st, job, j));
     st.ring[j] = handed[j];
   }
-  wire_ring(self, place_boots(st, *job, node_boots));
+  // The group's own devices run on its stage's node.
+  wire_ring(self, runtime::device_boots(job->layout, st.flat, st.devices.size(), node_boots));
 }
 
 std::vector<size_t> all_devices(const group_state& st) {
@@ -172,7 +146,7 @@ caf::typed_response_promise<int64_t> to_every_device(self_ptr self, int64_t step
   auto promise = self->make_response_promise<int64_t>();
   gather_devices<int64_t>(
       self, all_devices(self->state), promise, [step](std::vector<int64_t>&) { return step; },
-      [=](size_t) { return std::make_tuple(xs...); });
+      [xs...](size_t) { return std::make_tuple(xs...); });
   return promise;
 }
 
@@ -186,15 +160,16 @@ void all_reduce(self_ptr self, int64_t step, bool on_host,
   const auto all = all_devices(self->state);
   if (!self->state.gpu_all_reduce) { // the ring of actor messages
     ask_devices<gradient_values>(
-        self, all, promise, [=](size_t) { return std::make_tuple(reduce_atom_v, step, on_host); },
-        [=](std::vector<gradient_values>& reduced) mutable {
+        self, all, promise,
+        [step, on_host](size_t) { return std::make_tuple(reduce_atom_v, step, on_host); },
+        [then, on_host](std::vector<gradient_values>& reduced) mutable {
           then(on_host ? &reduced.at(0).values : nullptr);
         });
     return;
   }
   ask_devices<device_buffers>(
       self, all, promise, [](size_t) { return std::make_tuple(buffers_atom_v); },
-      [=](std::vector<device_buffers>& by_device) mutable {
+      [self, then](std::vector<device_buffers>& by_device) mutable {
         std::vector<std::vector<std::span<float>>> per_rank;
         for (auto& d : by_device)
           per_rank.push_back(std::move(d.buffers));
@@ -208,10 +183,121 @@ void all_reduce(self_ptr self, int64_t step, bool on_host,
       });
 }
 
-} // namespace
+/// The stage's new split of its micro-batches among the devices (the adapter's rebalance),
+/// from the stage as its step starts: the work that follows uses it.
+caf::result<int64_t> take_split(self_ptr self, const messages::rebalance& r) {
+  auto& s = self->state;
+  const auto flat = static_cast<size_t>(s.flat);
+  if (r.samples.empty())
+    return r.effective_step;
+  if (flat >= r.samples.size() || r.samples[flat].size() != s.plan.devices.size())
+    return make_error(messages::error_code::bad_input,
+                      s.where + ": a rebalance without a split for its devices");
+  s.plan.samples = r.samples[flat];
+  return r.effective_step;
+}
 
-group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_context> job,
-                                          int pipeline, int stage) {
+/// The devices that take part in `work` and each one's part: its contiguous rows of the
+/// micro-batch (kernels::sample_range). A device with no samples sits the op out.
+std::pair<std::vector<size_t>, std::vector<device_work>> split_work(const group_state& s,
+                                                                    const device_work& work) {
+  std::vector<size_t> asked;
+  std::vector<device_work> parts;
+  for (size_t j = 0; j < s.devices.size(); ++j) {
+    const auto [b0, b1] = kernels::sample_range(s.plan, static_cast<int>(j));
+    if (b1 == b0)
+      continue;
+    device_work part = work;
+    part.first_sample = work.first_sample + b0;
+    part.samples = b1 - b0;
+    const auto at = static_cast<size_t>(b0 * s.row_values);
+    const auto n = static_cast<size_t>((b1 - b0) * s.row_values);
+    if (!work.input.empty())
+      part.input = work.input.subspan(at, n);
+    if (!work.output.empty())
+      part.output = work.output.subspan(at, n);
+    asked.push_back(j);
+    parts.push_back(std::move(part));
+  }
+  return {std::move(asked), std::move(parts)};
+}
+
+/// Runs `work` on the devices, each on its rows; answers the sum of their losses.
+caf::result<double> run_work(self_ptr self, const device_work& work) {
+  auto promise = self->make_response_promise<double>();
+  auto [asked, parts] = split_work(self->state, work);
+  auto shared_parts = std::make_shared<std::vector<device_work>>(std::move(parts));
+  gather_devices<double, double>(
+      self, asked, promise,
+      [](std::vector<double>& losses) {
+        double sum = 0; // in device order: the same sum whatever answers first
+        for (double l : losses)
+          sum += l;
+        return sum;
+      },
+      [shared_parts](size_t k) { return std::make_tuple(shared_parts->at(k)); });
+  return promise;
+}
+
+/// All-reduces `step`'s gradients and answers the sums, from the ring or, after NCCL, from
+/// the first device.
+caf::result<std::vector<float>> reduce_to_host(self_ptr self, int64_t step) {
+  auto promise = self->make_response_promise<std::vector<float>>();
+  all_reduce(self, step, true, promise, [self, promise](std::vector<float>* sums) mutable {
+    if (sums) {
+      promise.deliver(std::move(*sums));
+      return;
+    }
+    gather_devices<std::vector<float>>( // the first device's, where NCCL left them
+        self, {0}, promise,
+        [](std::vector<std::vector<float>>& first) { return std::move(first.at(0)); },
+        [](size_t) { return std::make_tuple(gradients_atom_v); });
+  });
+  return promise;
+}
+
+/// All-reduces `step`'s gradients where they lie and answers the squares of the sums.
+caf::result<double> reduce_squares(self_ptr self, int64_t step) {
+  auto promise = self->make_response_promise<double>();
+  all_reduce(self, step, false, promise, [self, promise](std::vector<float>*) mutable {
+    gather_devices<double>(
+        self, {0}, promise, [](std::vector<double>& first) { return first.at(0); },
+        [](size_t) { return std::make_tuple(squares_atom_v); });
+  });
+  return promise;
+}
+
+/// The first device's weights and moments. Every other device steps on the same reduced
+/// gradients, so one whose digest differs (wherever it runs) is a bug.
+caf::result<std::vector<kernels::parameter_state>> snapshot_checked(self_ptr self) {
+  using states = std::vector<kernels::parameter_state>;
+  auto promise = self->make_response_promise<states>();
+  ask_devices<states>(
+      self, {0}, promise, [](size_t) { return std::make_tuple(snapshot_atom_v); },
+      [self, promise](std::vector<states>& first) mutable {
+        auto snapshot = std::make_shared<states>(std::move(first.at(0)));
+        std::vector<size_t> others;
+        for (size_t j = 1; j < self->state.devices.size(); ++j)
+          others.push_back(j);
+        ask_devices<uint64_t>(
+            self, others, promise, [](size_t) { return std::make_tuple(digest_atom_v); },
+            [promise, snapshot, others](std::vector<uint64_t>& digests) mutable {
+              const auto want = state_digest(*snapshot);
+              for (size_t k = 0; k < digests.size(); ++k)
+                if (digests[k] != want)
+                  throw std::logic_error("device " + std::to_string(others[k]) +
+                                         " of the stage holds other weights or moments "
+                                         "than device 0");
+              promise.deliver(std::move(*snapshot));
+            });
+      });
+  return promise;
+}
+
+/// Spawns the devices that run on the stage's node and notes those on other nodes, which
+/// the stage hands over later. With all of them here, the ring is wired at once, and NCCL
+/// sums their gradients where it can.
+void init_group(self_ptr self, const std::shared_ptr<job_context>& job, int pipeline, int stage) {
   auto& st = self->state;
   st.where = "pipeline " + std::to_string(pipeline) + " stage " + std::to_string(stage);
   st.flat = job->flat_index(pipeline, stage);
@@ -241,115 +327,36 @@ group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_con
   }
   if (!apart)
     wire_ring(self);
+}
+
+} // namespace
+
+group_actor::behavior_type group_behavior(self_ptr self, std::shared_ptr<job_context> job,
+                                          int pipeline, int stage) {
+  init_group(self, job, pipeline, stage);
   return {
-      [=](devices_atom, const std::vector<caf::strong_actor_ptr>& handed,
-          const std::vector<std::string>& node_boots) {
+      [self, job](devices_atom, const std::vector<caf::strong_actor_ptr>& handed,
+                  const std::vector<std::string>& node_boots) {
         take_devices_apart(self, job, handed, node_boots);
       },
-      // The stage's new split of its micro-batches among the devices (the adapter's
-      // rebalance), from the stage as its step starts: the work that follows uses it.
-      [=](const messages::rebalance& r) -> caf::result<int64_t> {
-        auto& s = self->state;
-        const auto flat = static_cast<size_t>(s.flat);
-        if (r.samples.empty())
-          return r.effective_step;
-        if (flat >= r.samples.size() || r.samples[flat].size() != s.plan.devices.size())
-          return make_error(messages::error_code::bad_input,
-                            s.where + ": a rebalance without a split for its devices");
-        s.plan.samples = r.samples[flat];
-        return r.effective_step;
+      [self](const messages::rebalance& r) -> caf::result<int64_t> { return take_split(self, r); },
+      [self](const device_work& work) -> caf::result<double> { return run_work(self, work); },
+      [self](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
+        return reduce_to_host(self, step);
       },
-      [=](const device_work& work) -> caf::result<double> {
-        auto& s = self->state;
-        auto promise = self->make_response_promise<double>();
-        // Each device takes its contiguous rows of the micro-batch (kernels::sample_range);
-        // a device with no samples sits the op out.
-        std::vector<size_t> asked;
-        std::vector<device_work> parts;
-        for (size_t j = 0; j < s.devices.size(); ++j) {
-          const auto [b0, b1] = kernels::sample_range(s.plan, static_cast<int>(j));
-          if (b1 == b0)
-            continue;
-          device_work part = work;
-          part.first_sample = work.first_sample + b0;
-          part.samples = b1 - b0;
-          const auto at = static_cast<size_t>(b0 * s.row_values);
-          const auto n = static_cast<size_t>((b1 - b0) * s.row_values);
-          if (!work.input.empty())
-            part.input = work.input.subspan(at, n);
-          if (!work.output.empty())
-            part.output = work.output.subspan(at, n);
-          asked.push_back(j);
-          parts.push_back(std::move(part));
-        }
-        auto shared_parts = std::make_shared<std::vector<device_work>>(std::move(parts));
-        gather_devices<double, double>(
-            self, asked, promise,
-            [](std::vector<double>& losses) {
-              double sum = 0; // in device order: the same sum whatever answers first
-              for (double l : losses)
-                sum += l;
-              return sum;
-            },
-            [=](size_t k) { return std::make_tuple(shared_parts->at(k)); });
-        return promise;
+      [self](squares_atom, int64_t step) -> caf::result<double> {
+        return reduce_squares(self, step);
       },
-      [=](reduce_atom, int64_t step) -> caf::result<std::vector<float>> {
-        auto promise = self->make_response_promise<std::vector<float>>();
-        all_reduce(self, step, true, promise, [=](std::vector<float>* sums) mutable {
-          if (sums) {
-            promise.deliver(std::move(*sums));
-            return;
-          }
-          gather_devices<std::vector<float>>( // the first device's, where NCCL left them
-              self, {0}, promise,
-              [](std::vector<std::vector<float>>& first) { return std::move(first.at(0)); },
-              [](size_t) { return std::make_tuple(gradients_atom_v); });
-        });
-        return promise;
-      },
-      [=](squares_atom, int64_t step) -> caf::result<double> {
-        auto promise = self->make_response_promise<double>();
-        all_reduce(self, step, false, promise, [=](std::vector<float>*) mutable {
-          gather_devices<double>(
-              self, {0}, promise, [](std::vector<double>& first) { return first.at(0); },
-              [](size_t) { return std::make_tuple(squares_atom_v); });
-        });
-        return promise;
-      },
-      [=](const gradient_values& g) -> caf::result<int64_t> {
+      [self](const gradient_values& g) -> caf::result<int64_t> {
         return to_every_device(self, g.step, g);
       },
-      [=](const optimize_order& order) -> caf::result<int64_t> {
+      [self](const optimize_order& order) -> caf::result<int64_t> {
         return to_every_device(self, order.step, order);
       },
-      [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
-        using states = std::vector<kernels::parameter_state>;
-        auto promise = self->make_response_promise<states>();
-        // The first device's weights and moments; every other device steps on the same
-        // reduced gradients, so one whose digest differs (wherever it runs) is a bug.
-        ask_devices<states>(
-            self, {0}, promise, [](size_t) { return std::make_tuple(snapshot_atom_v); },
-            [=](std::vector<states>& first) mutable {
-              auto snapshot = std::make_shared<states>(std::move(first.at(0)));
-              std::vector<size_t> others;
-              for (size_t j = 1; j < self->state.devices.size(); ++j)
-                others.push_back(j);
-              ask_devices<uint64_t>(
-                  self, others, promise, [](size_t) { return std::make_tuple(digest_atom_v); },
-                  [=](std::vector<uint64_t>& digests) mutable {
-                    const auto want = state_digest(*snapshot);
-                    for (size_t k = 0; k < digests.size(); ++k)
-                      if (digests[k] != want)
-                        throw std::logic_error("device " + std::to_string(others[k]) +
-                                               " of the stage holds other weights or moments "
-                                               "than device 0");
-                    promise.deliver(std::move(*snapshot));
-                  });
-            });
-        return promise;
+      [self](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
+        return snapshot_checked(self);
       },
-      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+      [self](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         return to_every_device(self, snapshot.step, restore_atom_v, snapshot);
       },
   };

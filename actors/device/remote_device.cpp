@@ -42,19 +42,20 @@ caf::result<int64_t> send_in_pieces(self_ptr self, const gradient_values& g) {
       [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   for (size_t at = 0, k = 0; at < g.values.size(); at += piece, ++k) {
     const auto end = std::min(g.values.size(), at + piece);
-    gradient_values part{step,
-                         std::vector<float>(g.values.begin() + static_cast<ptrdiff_t>(at),
-                                            g.values.begin() + static_cast<ptrdiff_t>(end)),
-                         static_cast<int64_t>(at)};
+    gradient_values part{.step = step,
+                         .values =
+                             std::vector<float>(g.values.begin() + static_cast<ptrdiff_t>(at),
+                                                g.values.begin() + static_cast<ptrdiff_t>(end)),
+                         .offset = static_cast<int64_t>(at)};
     self->request(self->state.device, caf::infinite, std::move(part))
         .then(all->answer(k), all->failure());
   }
   return promise;
 }
 
-/// Shaped wall time: answers `loss` when the op's work and answer would have crossed the
-/// emulated link (runtime::apart_answer_s: sent at `sent_s`, computed for `compute_s` by the
-/// device); at once otherwise, or when that time has passed.
+/// Answers `loss` at once, except in shaped wall time before the op's work and answer would
+/// have crossed the emulated link. The work was sent at `sent_s` and the device computed
+/// for `compute_s` (runtime::apart_answer_s). An answer whose time has passed goes at once.
 void answer_when_due(self_ptr self, caf::typed_response_promise<double> promise, double loss,
                      double sent_s, double compute_s) {
   auto& st = self->state;
@@ -104,6 +105,44 @@ device_rows rows_of(const device_work& work, bool first, bool last, int context)
   return r;
 }
 
+namespace {
+
+/// Sends `work` to the device as rows of its own, and writes the rows it answers into the
+/// stage's message. In shaped wall time the answer waits for its modelled round trip.
+caf::result<double> run_apart(self_ptr self, const device_work& work) {
+  auto& s = self->state;
+  device_rows rows;
+  try {
+    rows = rows_of(work, s.first, s.last, s.context);
+  } catch (const std::exception& e) {
+    return failure(self, e.what());
+  }
+  // Sent anyway, a message too large would be dropped by the encoder, the step waiting.
+  for (const auto values : {work.input.size(), work.output.size()})
+    if (static_cast<int64_t>(values * sizeof(float)) > messages::max_payload_bytes)
+      return failure(self, "rows of " + std::to_string(values) +
+                               " values are more than one message carries");
+  auto promise = self->make_response_promise<double>();
+  const double sent_s = s.shaped ? s.shaped->job->real_now_s() : 0.0;
+  self->request(s.device, caf::infinite, std::move(rows))
+      .then(
+          [self, promise, work, sent_s](device_output& out) mutable {
+            if (out.output.size() != work.output.size()) {
+              promise.deliver(failure(self, "answered " + std::to_string(out.output.size()) +
+                                                " values, expected " +
+                                                std::to_string(work.output.size())));
+              return;
+            }
+            // `work` (captured) keeps the message these rows are written into alive.
+            std::copy(out.output.begin(), out.output.end(), work.output.begin());
+            answer_when_due(self, promise, out.loss, sent_s, out.compute_s);
+          },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
+} // namespace
+
 device_actor::behavior_type
 remote_device_behavior(self_ptr self, device_actor device, std::string where, bool first, bool last,
                        int context, size_t piece_values,
@@ -116,71 +155,47 @@ remote_device_behavior(self_ptr self, device_actor device, std::string where, bo
   st.first = first;
   st.last = last;
   st.context = context;
-  const auto not_here = [=](const char* what) {
+  const auto not_here = [self](const char* what) {
     return failure(self, std::string(what) + " of a device on another node");
   };
   return {
-      [=](const device_work& work) -> caf::result<double> {
-        auto& s = self->state;
-        device_rows rows;
-        try {
-          rows = rows_of(work, s.first, s.last, s.context);
-        } catch (const std::exception& e) {
-          return failure(self, e.what());
-        }
-        // Sent anyway, a message too large would be dropped by the encoder, the step waiting.
-        for (const auto values : {work.input.size(), work.output.size()})
-          if (static_cast<int64_t>(values * sizeof(float)) > messages::max_payload_bytes)
-            return failure(self, "rows of " + std::to_string(values) +
-                                     " values are more than one message carries");
-        auto promise = self->make_response_promise<double>();
-        const double sent_s = s.shaped ? s.shaped->job->real_now_s() : 0.0;
-        self->request(s.device, caf::infinite, std::move(rows))
-            .then(
-                [=](device_output& out) mutable {
-                  if (out.output.size() != work.output.size()) {
-                    promise.deliver(failure(self, "answered " + std::to_string(out.output.size()) +
-                                                      " values, expected " +
-                                                      std::to_string(work.output.size())));
-                    return;
-                  }
-                  // `work` (captured) keeps the message these rows are written into alive.
-                  std::copy(out.output.begin(), out.output.end(), work.output.begin());
-                  answer_when_due(self, promise, out.loss, sent_s, out.compute_s);
-                },
-                [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
-        return promise;
-      },
-      [=](const device_rows& rows) -> caf::result<device_output> {
+      [self](const device_work& work) -> caf::result<double> { return run_apart(self, work); },
+      [self](const device_rows& rows) -> caf::result<device_output> {
         return self->delegate(self->state.device, rows);
       },
-      [=](ring_atom a, caf::strong_actor_ptr next, int32_t rank, int32_t size, bool hold) {
+      [self](ring_atom a, caf::strong_actor_ptr next, int32_t rank, int32_t size, bool hold) {
         self->send(self->state.device, a, std::move(next), rank, size, hold);
       },
-      [=](release_atom) {}, // the device itself holds what it receives
-      [=](release_atom, uint64_t id) {
+      [](release_atom) {}, // the device itself holds what it receives
+      [self](release_atom, uint64_t id) {
         auto& held = self->state.held;
         if (auto it = held.find(id); it != held.end()) {
           it->second.first.deliver(it->second.second);
           held.erase(it);
         }
       },
-      [=](reduce_atom a, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
+      [self](reduce_atom a, int64_t step, bool answer_sums) -> caf::result<gradient_values> {
         return self->delegate(self->state.device, a, step, answer_sums);
       },
-      [=](squares_atom a) -> caf::result<double> { return self->delegate(self->state.device, a); },
-      [=](ring_chunk& c) { self->send(self->state.device, std::move(c)); },
-      [=](buffers_atom) -> caf::result<device_buffers> { return not_here("GPU buffers"); },
-      [=](gradients_atom) -> caf::result<std::vector<float>> { return not_here("host gradients"); },
-      [=](const gradient_values& g) -> caf::result<int64_t> { return send_in_pieces(self, g); },
-      [=](const optimize_order& order) -> caf::result<int64_t> {
+      [self](squares_atom a) -> caf::result<double> {
+        return self->delegate(self->state.device, a);
+      },
+      [self](ring_chunk& c) { self->send(self->state.device, std::move(c)); },
+      [not_here](buffers_atom) -> caf::result<device_buffers> { return not_here("GPU buffers"); },
+      [not_here](gradients_atom) -> caf::result<std::vector<float>> {
+        return not_here("host gradients");
+      },
+      [self](const gradient_values& g) -> caf::result<int64_t> { return send_in_pieces(self, g); },
+      [self](const optimize_order& order) -> caf::result<int64_t> {
         return self->delegate(self->state.device, order);
       },
-      [=](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
+      [not_here](snapshot_atom) -> caf::result<std::vector<kernels::parameter_state>> {
         return not_here("a snapshot (its digest is compared)");
       },
-      [=](digest_atom a) -> caf::result<uint64_t> { return self->delegate(self->state.device, a); },
-      [=](restore_atom a, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+      [self](digest_atom a) -> caf::result<uint64_t> {
+        return self->delegate(self->state.device, a);
+      },
+      [self](restore_atom a, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         if (auto why = too_large_to_send(snapshot); !why.empty())
           return failure(self, why);
         return self->delegate(self->state.device, a, snapshot);

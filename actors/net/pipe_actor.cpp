@@ -58,7 +58,12 @@ void commit_ready(self_ptr self) {
     const bool forward = r.role == static_cast<int32_t>(tensor_role::activation);
     const int to = st.job->flat_index(r.pipeline, forward ? r.stage + 1 : r.stage - 1);
     self->send(st.stages.at(static_cast<size_t>(to)),
-               pipe_arrival{r.step, r.role, r.pipeline, r.stage, r.micro_batch, times.arrival_s});
+               pipe_arrival{.step = r.step,
+                            .role = r.role,
+                            .pipeline = r.pipeline,
+                            .stage = r.stage,
+                            .micro_batch = r.micro_batch,
+                            .arrival_time = times.arrival_s});
     if (st.adapter) {
       link_sample s;
       s.step = r.step;
@@ -102,7 +107,7 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
   st.coordinator = std::move(coordinator);
   st.adapter = std::move(adapter);
   return {
-      [=](const pipe_request& r) {
+      [self](const pipe_request& r) {
         try {
           auto& s = self->state;
           const int sender = sender_of(s, r.pipeline, r.stage);
@@ -115,7 +120,7 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
           report(self, r.step, r.pipeline, r.stage, e.what());
         }
       },
-      [=](const messages::rebalance& r) {
+      [self](const messages::rebalance& r) {
         auto& s = self->state;
         if (s.plans.entries().contains(r.effective_step))
           return; // another sender's copy
@@ -126,7 +131,7 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
           report(self, r.effective_step, 0, 0, e.what());
         }
       },
-      [=](const script_update& u) {
+      [self](const script_update& u) {
         auto& s = self->state;
         if (s.scripts.entries().contains(u.step))
           return; // another sender's copy
@@ -138,7 +143,7 @@ pipe_actor::behavior_type pipe_behavior(self_ptr self, std::shared_ptr<job_conte
           report(self, u.step, 0, 0, e.what());
         }
       },
-      [=](const send_horizon& h) {
+      [self](const send_horizon& h) {
         try {
           auto& s = self->state;
           s.order->promise(sender_of(s, h.pipeline, h.stage), {h.step, h.time});

@@ -99,7 +99,8 @@ void complete_op(self_ptr self, double start, double end, double loss,
     st.activations[st.step].erase(op.micro);
   else if (op.kind == op_kind::backward_input)
     st.gradients[st.step].erase(op.micro);
-  st.records.push_back({static_cast<int32_t>(op.kind), op.micro, start, end});
+  st.records.push_back(
+      {.kind = static_cast<int32_t>(op.kind), .micro_batch = op.micro, .start = start, .end = end});
   st.free_at = end;
 }
 
@@ -162,13 +163,14 @@ void start_on_group(self_ptr self, const runtime::schedule_op& op, double start,
   const auto epoch = st.epoch;
   self->request(st.group, caf::infinite, std::move(work))
       .then(
-          [=](double loss) mutable {
+          [self, epoch, start, end, out = std::move(out)](double loss) mutable {
             auto& s = self->state;
             if (s.epoch != epoch || s.phase != stage_phase::computing)
               return; // an answer of an abandoned step
             try {
               if (const double extra = held_back_s(s, start); extra > 0) {
-                s.held = stage_state::held_op{start, end, loss, std::move(out)};
+                s.held = stage_state::held_op{
+                    .start = start, .end = end, .loss = loss, .out = std::move(out)};
                 self->delayed_send(self, wait_of(extra), slowed_atom_v, epoch);
                 return; // the op runs on until then
               }
@@ -344,9 +346,10 @@ void start_step(self_ptr self, const step_start& order) {
 }
 
 /// Shaped wall time: the held start begins its step once it has arrived and the optimizer
-/// step before it would have ended had it begun when its order crossed the emulated link
-/// (runtime::step_begin_due_s: the order came at once; it left the coordinator at the
-/// step's end, the start once the step loop asked for the next step).
+/// step before it is done. The optimizer's order came at once over the real link, so the
+/// optimizer step counts as begun when the order would have crossed the emulated one
+/// (runtime::step_begin_due_s). The order left the coordinator at the step's end; the
+/// start left once the step loop asked for the next step.
 void release_held_start(self_ptr self) {
   auto& s = self->state;
   if (!s.held_start || s.optimizing)
@@ -376,10 +379,10 @@ void on_step_start(self_ptr self, const step_start& order) {
   release_held_start(self);
 }
 
-/// The coordinator's order of the optimizer step once every stage reported step
-/// `order.step`: the group steps its devices. No answer: the next step's start follows,
-/// and its ops reach each device after this step (messages between two actors keep their
-/// order); a failure comes to the coordinator as an error report.
+/// The coordinator's order of the optimizer step, once every stage reported step
+/// `order.step`: the group steps its devices. The stage answers nothing, because the next
+/// step's start follows and CAF keeps the order of messages between two actors: its ops
+/// reach each device after this step. A failure comes to the coordinator as an error report.
 void on_optimize(self_ptr self, const optimize_order& order) {
   auto& s = self->state;
   s.activations.erase(order.step);
@@ -391,7 +394,7 @@ void on_optimize(self_ptr self, const optimize_order& order) {
   const auto step = order.step;
   self->request(s.group, caf::infinite, order)
       .then(
-          [=](int64_t) {
+          [self](int64_t) {
             auto& st = self->state;
             st.optimizing = false;
             st.optimizer_took = st.job->real_now_s() - st.optimizer_started;
@@ -401,7 +404,7 @@ void on_optimize(self_ptr self, const optimize_order& order) {
               report_error(self, e.what());
             }
           },
-          [=](caf::error& e) {
+          [self, step](caf::error& e) {
             self->state.optimizing = false;
             report_error(self, "the optimizer step of step " + std::to_string(step) + ": " +
                                    reason_text(self->system(), e));
@@ -450,7 +453,8 @@ void release_due(self_ptr self) {
     keep_share(self, share);
   for (const auto at : {s.held_tensors.wake_at(), s.held_shares.wake_at()})
     if (at)
-      self->delayed_send(self, std::chrono::microseconds((*at - now + 999) / 1000), release_atom_v);
+      self->delayed_send(self, std::chrono::microseconds(runtime::wake_timer_us(now, *at)),
+                         release_atom_v);
 }
 
 void on_wiring(self_ptr self, const stage_wiring& w) {
@@ -539,8 +543,8 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
   self->set_default_handler(drop_unexpected);
   init_stage(self, std::move(job), pipeline, stage);
   return {
-      [=](const stage_wiring& w) { guarded(self, [&] { on_wiring(self, w); }); },
-      [=](const step_start& order) {
+      [self](const stage_wiring& w) { guarded(self, [&] { on_wiring(self, w); }); },
+      [self](const step_start& order) {
         guarded(self, [&] {
           if (self->state.phase == stage_phase::unwired)
             self->state.unwired_order = order;
@@ -548,54 +552,54 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
             on_step_start(self, order);
         });
       },
-      [=](step_atom, int64_t step) {
+      [self](step_atom, int64_t step) {
         guarded(self, [&] {
           auto& s = self->state;
           if (s.held_start && s.held_start->step == step)
             start_step(self, *std::exchange(s.held_start, std::nullopt));
         });
       },
-      [=](tensor_msg& msg) { guarded(self, [&] { on_tensor(self, msg); }); },
-      [=](gradient_share& share) { guarded(self, [&] { on_share(self, share); }); },
-      [=](release_atom) {
+      [self](tensor_msg& msg) { guarded(self, [&] { on_tensor(self, msg); }); },
+      [self](gradient_share& share) { guarded(self, [&] { on_share(self, share); }); },
+      [self](release_atom) {
         guarded(self, [&] {
           self->state.held_tensors.woken();
           self->state.held_shares.woken();
           release_due(self);
         });
       },
-      [=](const optimize_order& order) { guarded(self, [&] { on_optimize(self, order); }); },
-      [=](const send_horizon& h) {
+      [self](const optimize_order& order) { guarded(self, [&] { on_optimize(self, order); }); },
+      [self](const send_horizon& h) {
         guarded(self, [&] {
           self->state.sync.on_horizon(h);
           advance(self);
         });
       },
-      [=](const pipe_arrival& a) {
+      [self](const pipe_arrival& a) {
         guarded(self, [&] {
           self->state.sync.on_arrival(a);
           advance(self);
         });
       },
-      [=](snapshot_atom) -> caf::result<stage_snapshot> { return answer_snapshot(self); },
-      [=](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
+      [self](snapshot_atom) -> caf::result<stage_snapshot> { return answer_snapshot(self); },
+      [self](restore_atom, const stage_snapshot& snapshot) -> caf::result<int64_t> {
         return answer_restore(self, snapshot);
       },
-      [=](snapshot_atom, int32_t layer) -> caf::result<stage_snapshot> {
+      [self](snapshot_atom, int32_t layer) -> caf::result<stage_snapshot> {
         return answer_layer_snapshot(self, layer);
       },
-      [=](move_atom, layer_holders& from) -> caf::result<int64_t> {
+      [self](move_atom, layer_holders& from) -> caf::result<int64_t> {
         return take_layers(self, std::move(from.stages), from.step);
       },
-      [=](slowed_atom, uint64_t epoch) { guarded(self, [&] { end_held_op(self, epoch); }); },
-      [=](const rebalance& r) -> caf::result<int64_t> {
+      [self](slowed_atom, uint64_t epoch) { guarded(self, [&] { end_held_op(self, epoch); }); },
+      [self](const rebalance& r) -> caf::result<int64_t> {
         try {
           return on_rebalance(self, r);
         } catch (const std::exception& e) {
           return make_error(messages::error_code::bad_input, where(self->state) + ": " + e.what());
         }
       },
-      [=](const script_update& u) -> caf::result<int64_t> {
+      [self](const script_update& u) -> caf::result<int64_t> {
         try {
           return on_script_update(self, u);
         } catch (const std::exception& e) {

@@ -56,7 +56,8 @@ caf::result<stage_snapshot> answer_snapshot_of(stage_self self, int32_t layer) {
   const int n_layer = s.job->plan.model.n_layer;
   self->request(s.group, caf::infinite, snapshot_atom_v)
       .then(
-          [=](std::vector<kernels::parameter_state>& params) mutable {
+          [self, promise, layer, n_layer,
+           remote](std::vector<kernels::parameter_state>& params) mutable {
             if (layer >= 0)
               std::erase_if(params, [&](const kernels::parameter_state& p) {
                 return layer_of_parameter(p.name, n_layer) != layer;
@@ -70,7 +71,7 @@ caf::result<stage_snapshot> answer_snapshot_of(stage_self self, int32_t layer) {
               }
             promise.deliver(std::move(snapshot));
           },
-          [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   return promise;
 }
 
@@ -151,11 +152,11 @@ caf::result<int64_t> answer_restore(stage_self self, const stage_snapshot& snaps
   auto promise = self->make_response_promise<int64_t>();
   self->request(s.group, caf::infinite, restore_atom_v, snapshot)
       .then(
-          [=](int64_t step) mutable {
+          [self, promise](int64_t step) mutable {
             self->state.step = step;
             promise.deliver(step);
           },
-          [=](caf::error& e) mutable { promise.deliver(std::move(e)); });
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   return promise;
 }
 

@@ -1,6 +1,7 @@
 #include "actors/stage/stage_tensors.hpp"
 
 #include "messages/codec.hpp"
+#include "runtime/step/device_places.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -156,15 +157,13 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s) {
 
 bool held_by_receiver(stage_self self, int k) {
   const auto& st = self->state;
-  const auto& nodes = st.job->layout.stage_node;
-  const auto boot = [&](size_t flat) {
-    const auto node = flat < nodes.size() ? static_cast<size_t>(nodes[flat]) : st.boot_ids.size();
-    return node < st.boot_ids.size() ? st.boot_ids[node] : std::string();
-  };
+  const auto& layout = st.job->layout;
   const bool one_process = st.peers.at(static_cast<size_t>(k))->node() == self->node();
-  return runtime::shaping_side_of(
-             one_process, boot(static_cast<size_t>(st.job->flat_index(st.pipeline, st.stage))),
-             boot(static_cast<size_t>(k))) == runtime::shaping_side::hold_at_receiver;
+  const auto here =
+      runtime::boot_of_stage(layout, st.job->flat_index(st.pipeline, st.stage), st.boot_ids);
+  return runtime::shaping_side_of(one_process, here,
+                                  runtime::boot_of_stage(layout, k, st.boot_ids)) ==
+         runtime::shaping_side::hold_at_receiver;
 }
 
 void report_arrival(stage_self self, accepted_tensor& t) {

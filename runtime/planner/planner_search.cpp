@@ -485,6 +485,57 @@ std::vector<std::pair<size_t, size_t>> memory_bound_stages(const cost_cache& cos
 /// one (each an estimate): deeper plans keep it where memory bound.
 constexpr size_t max_recompute_refinements = 16;
 
+/// Whether every device of `q`, a plan with fixed schedules, holds its state, its peak
+/// of activations and the activations it rebuilds. A fixed schedule's peak follows from its
+/// op order alone (time_schedule counts the micro-batches held after each op). The
+/// estimate prices each device at the stage's peak scaled by its share, at least this, so
+/// a device that fails here fails there too.
+bool fixed_peaks_fit(const context& x, const plan& q) {
+  const cluster& c = x.costs.cl();
+  for (const auto& pp : q.pipelines) {
+    const int stages = static_cast<int>(pp.stages.size());
+    const pipeline_schedule sched = make_schedule(pp.schedule, stages, pp.micro_batches);
+    for (int st = 0; st < stages; ++st) {
+      std::set<std::pair<int, int>> states; // (held until B, held until W) after each op
+      in_flight held;
+      for (const auto& op : sched.stages[size_t(st)]) {
+        held.count(op.kind);
+        states.emplace(held.forward_held, held.backward_held);
+      }
+      const stage_plan& sp = pp.stages[size_t(st)];
+      const double state = x.costs.range_state(sp.first_layer, sp.last_layer);
+      for (size_t k = 0; k < sp.devices.size(); ++k) {
+        const stage_figures fig = x.costs.stage(sp.devices[k], sp.first_layer, sp.last_layer,
+                                                sp.samples[k], sp.recompute);
+        double peak = 0;
+        for (const auto& [fb, bw] : states)
+          peak = std::max(peak, fb * fig.act_until_b + bw * fig.act_until_w);
+        const double usable =
+            x.options.memory_fraction * c.devices[size_t(sp.devices[k])].memory_bytes;
+        if (state + peak + fig.rebuilt_bytes > usable)
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// Gives back, stage by stage, the recomputation of `bound` that `q` (estimated as `e`)
+/// fits without and is not slower for: each try is one estimate.
+void give_back_recompute(search_state& s, plan& q, plan_estimate& e,
+                         const std::vector<std::pair<size_t, size_t>>& bound) {
+  const double fraction = s.x.options.memory_fraction;
+  for (const auto& [pi, st] : bound) {
+    q.pipelines[pi].stages[st].recompute = false;
+    plan_estimate without = estimate_plan(s.x.costs, q, link_model::real, fraction);
+    ++s.out.estimated;
+    if (without.fits && without.step_s <= e.step_s)
+      e = without;
+    else
+      q.pipelines[pi].stages[st].recompute = true;
+  }
+}
+
 /// `p` with recomputation on the stages where memory binds, when that makes it fit where
 /// it did not or run faster (a greedy schedule then holds more micro-batches at once);
 /// recomputation that a fitting plan does not need is given back stage by stage where
@@ -521,38 +572,8 @@ std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s,
       for (const auto& c : pipeline_costs(s.x.costs, q, pi, link_model::real))
         if (!admits_forward(in_flight{}, c))
           return std::nullopt;
-  // A fixed schedule's peak follows from its op order alone (time_schedule counts the
-  // micro-batches held after each op): a device whose state, peak with recomputation and
-  // rebuilt activations exceed its memory cannot fit, and the estimate would say so too
-  // (it prices each device at the stage's peak scaled by its share, at least this).
-  if (!plain.fits) {
-    const cluster& c = s.x.costs.cl();
-    for (const auto& pp : q.pipelines) {
-      const int stages = static_cast<int>(pp.stages.size());
-      const pipeline_schedule sched = make_schedule(pp.schedule, stages, pp.micro_batches);
-      for (int st = 0; st < stages; ++st) {
-        std::set<std::pair<int, int>> states; // (held until B, held until W) after each op
-        in_flight held;
-        for (const auto& op : sched.stages[size_t(st)]) {
-          held.count(op.kind);
-          states.emplace(held.forward_held, held.backward_held);
-        }
-        const stage_plan& sp = pp.stages[size_t(st)];
-        const double state = s.x.costs.range_state(sp.first_layer, sp.last_layer);
-        for (size_t k = 0; k < sp.devices.size(); ++k) {
-          const stage_figures fig = s.x.costs.stage(sp.devices[k], sp.first_layer, sp.last_layer,
-                                                    sp.samples[k], sp.recompute);
-          double peak = 0;
-          for (const auto& [fb, bw] : states)
-            peak = std::max(peak, fb * fig.act_until_b + bw * fig.act_until_w);
-          const double usable =
-              s.x.options.memory_fraction * c.devices[size_t(sp.devices[k])].memory_bytes;
-          if (state + peak + fig.rebuilt_bytes > usable)
-            return std::nullopt;
-        }
-      }
-    }
-  }
+  if (!plain.fits && !fixed_peaks_fit(s.x, q))
+    return std::nullopt;
   const double fraction = s.x.options.memory_fraction;
   plan_estimate e = estimate_plan(s.x.costs, q, link_model::real, fraction);
   ++s.out.estimated;
@@ -560,15 +581,7 @@ std::optional<std::pair<plan, plan_estimate>> recompute_variant(search_state& s,
   if (e.fits ? !better(e, plain) : plain.fits || !e.shortfall.closer_than(plain.shortfall))
     return std::nullopt;
   if (!plain.fits && e.fits && bound.size() <= max_recompute_refinements)
-    for (const auto& [pi, st] : bound) {
-      q.pipelines[pi].stages[st].recompute = false;
-      plan_estimate without = estimate_plan(s.x.costs, q, link_model::real, fraction);
-      ++s.out.estimated;
-      if (without.fits && without.step_s <= e.step_s)
-        e = without;
-      else
-        q.pipelines[pi].stages[st].recompute = true;
-    }
+    give_back_recompute(s, q, e, bound);
   return std::make_pair(std::move(q), e);
 }
 
@@ -696,9 +709,10 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
         plan p =
             k == 0 ? *base
                    : with_encodings(s.x.costs, *base, batch, layout_options(options, b, comps[k]));
-        // Greedy schedules are still tried where only recomputation made it fit, and where
-        // every fixed plan was skipped by its bound: a greedy split, for fewer micro-batches
-        // in flight, may be faster and has its own bound.
+        // An encoding counts as fitted only where a priced plan fits without recomputation.
+        // Greedy is still tried for the others: where only recomputation made a plan fit,
+        // and where every fixed plan was skipped by its bound. A greedy split holds fewer
+        // micro-batches in flight, so it may be faster, and it has its own bound.
         const considered c = consider(s, std::move(p), used_groups);
         fitted[k] = (c.priced && c.plain_fits) || fitted[k];
       }

@@ -184,6 +184,131 @@ void assign_groups(world& w) {
 
 } // namespace
 
+namespace {
+
+/// What one device of a stage costs: its F, B and W and activation sizes over the stage's
+/// layers at its share of the samples, with its compressed boundaries' encode and decode
+/// passes and recomputation. `cache` keeps the profile look-ups of devices alike.
+void add_device_costs(stage_rt& st, const cluster& c, const model_spec& model,
+                      const profile_table& profile, const stage_plan& sp, size_t k, compression in,
+                      compression out, std::map<cost_key, stage_device_cost>& cache) {
+  const auto& dev = c.devices[static_cast<size_t>(sp.devices[k])];
+  cost_key key{.kind = dev.kind,
+               .memory = dev.memory_bytes,
+               .fp32 = dev.fp32_flops,
+               .bf16 = dev.bf16_flops,
+               .mem_bw = dev.mem_bandwidth_Bps,
+               .samples = sp.samples[k],
+               .first = sp.first_layer,
+               .last = sp.last_layer};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    stage_device_cost sum;
+    for (int l = sp.first_layer; l < sp.last_layer; ++l) {
+      const auto lc = profile.cost(dev, l, sp.samples[k]);
+      sum.f += lc.f_s;
+      sum.b += lc.b_s;
+      sum.w += lc.w_s;
+      sum.act_b += static_cast<double>(lc.act_until_b);
+      sum.act_w += static_cast<double>(lc.act_until_w);
+    }
+    it = cache.emplace(key, sum).first;
+  }
+  // Compressed boundaries: this device's encode and decode passes (codec_cost.hpp).
+  const auto codec = stage_codec_s(dev, model, in, out, sp.samples[k], profile);
+  // Recomputation (model_spec.hpp's with_recompute, the planner's rule too).
+  const stage_figures fig =
+      with_recompute({.f_s = it->second.f,
+                      .b_s = it->second.b,
+                      .w_s = it->second.w,
+                      .act_until_b = it->second.act_b,
+                      .act_until_w = it->second.act_w,
+                      .rebuilt_bytes = 0},
+                     sp.recompute, model, sp.first_layer, sp.last_layer, sp.samples[k]);
+  st.dev_f.push_back(fig.f_s + codec.f);
+  st.dev_b.push_back(fig.b_s + codec.b);
+  st.dev_w.push_back(fig.w_s);
+  st.act_b.push_back(fig.act_until_b);
+  st.act_w.push_back(fig.act_until_w);
+  st.rebuilt.push_back(fig.rebuilt_bytes);
+  st.f = std::max(st.f, st.dev_f.back());
+  st.b = std::max(st.b, st.dev_b.back());
+  st.w = std::max(st.w, fig.w_s);
+}
+
+/// The links of the step's control messages (simulator.hpp): from the coordinator's node
+/// to the stage's, and from the stage's node to each of its devices'. Also each device's
+/// optimizer step.
+void add_control(world& w, stage_rt& st, const cluster& c, const profile_table& profile,
+                 const plan& p, const stage_plan& sp) {
+  const auto node_of = [&](int d) { return c.devices[static_cast<size_t>(d)].node; };
+  const int lead = sp.devices.front();
+  const int coordinator = p.pipelines.front().stages.front().devices.front();
+  st.control_pair = node_of(coordinator) == node_of(lead) ? -1 : w.pair_of(coordinator, lead);
+  for (size_t k = 0; k < sp.devices.size(); ++k) {
+    const int d = sp.devices[k];
+    st.apart_pairs.push_back(node_of(d) == node_of(lead) ? -1 : w.pair_of(lead, d));
+    st.dev_opt.push_back(
+        profile.optimizer_s(c.devices[static_cast<size_t>(d)], sp.first_layer, sp.last_layer));
+  }
+}
+
+/// Stage `si` of pipeline `pi`, whose first stage is world stage `base`: its layers,
+/// devices, op costs, state and control links.
+stage_rt lay_out_stage(world& w, const cluster& c, const model_spec& model,
+                       const profile_table& profile, const plan& p, size_t pi, size_t si, int base,
+                       std::map<cost_key, stage_device_cost>& cache) {
+  const auto& pp = p.pipelines[pi];
+  const auto& sp = pp.stages[si];
+  const bool last = si + 1 == pp.stages.size();
+  const compression in = si > 0 ? pp.stages[si - 1].send_compression : compression::none;
+  stage_rt st;
+  st.pipeline = static_cast<int>(pi);
+  st.stage = static_cast<int>(si);
+  st.first_layer = sp.first_layer;
+  st.last_layer = sp.last_layer;
+  st.devices = sp.devices;
+  st.samples = sp.samples;
+  st.schedule = static_cast<int>(pi);
+  st.prev = si > 0 ? base + static_cast<int>(si) - 1 : -1;
+  st.next = si + 1 < pp.stages.size() ? base + static_cast<int>(si) + 1 : -1;
+  for (int l = sp.first_layer; l < sp.last_layer; ++l)
+    st.state += static_cast<double>(model.layers[static_cast<size_t>(l)].state_bytes());
+  for (size_t k = 0; k < sp.devices.size(); ++k)
+    add_device_costs(st, c, model, profile, sp, k, in,
+                     last ? compression::none : sp.send_compression, cache);
+  add_control(w, st, c, profile, p, sp);
+  return st;
+}
+
+/// The schedule of pipeline `pi`, whose first stage is world stage `base`. Replicated
+/// pipelines (same kind, shape and costs) share one schedule, since the greedy scheduler is
+/// the expensive part of a large plan: their stages point to the first one's, and their own
+/// slot stays empty.
+void add_schedule(world& w, const plan& p, size_t pi, int base, const greedy_options& greedy,
+                  std::vector<std::vector<stage_cost>>& schedule_costs,
+                  std::vector<int>& first_stage) {
+  const auto& pp = p.pipelines[pi];
+  const auto costs = stage_costs_of(w, static_cast<int>(pi), 0.0);
+  int same = -1;
+  for (size_t q = 0; q < pi && same < 0; ++q)
+    if (p.pipelines[q].schedule == pp.schedule &&
+        p.pipelines[q].micro_batches == pp.micro_batches && schedule_costs[q] == costs)
+      same = static_cast<int>(q);
+  if (same >= 0) {
+    for (size_t si = 0; si < pp.stages.size(); ++si)
+      w.stages[static_cast<size_t>(base) + si].schedule =
+          w.stages[static_cast<size_t>(first_stage[static_cast<size_t>(same)])].schedule;
+    w.schedules.push_back({});
+  } else {
+    w.schedules.push_back(schedule_of(pp, costs, greedy));
+  }
+  schedule_costs.push_back(costs);
+  first_stage.push_back(base);
+}
+
+} // namespace
+
 world build_world(const cluster& c, const model_spec& model, const profile_table& profile,
                   const plan& p, const link_timeline& timeline, const greedy_options& greedy) {
   world w;
@@ -198,71 +323,8 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
   for (size_t pi = 0; pi < p.pipelines.size(); ++pi) {
     const auto& pp = p.pipelines[pi];
     const int base = static_cast<int>(w.stages.size());
-    for (size_t si = 0; si < pp.stages.size(); ++si) {
-      const auto& sp = pp.stages[si];
-      const bool last = si + 1 == pp.stages.size();
-      const compression in = si > 0 ? pp.stages[si - 1].send_compression : compression::none;
-      stage_rt st;
-      st.pipeline = static_cast<int>(pi);
-      st.stage = static_cast<int>(si);
-      st.first_layer = sp.first_layer;
-      st.last_layer = sp.last_layer;
-      st.devices = sp.devices;
-      st.samples = sp.samples;
-      st.schedule = static_cast<int>(pi);
-      st.prev = si > 0 ? base + static_cast<int>(si) - 1 : -1;
-      st.next = si + 1 < pp.stages.size() ? base + static_cast<int>(si) + 1 : -1;
-      for (int l = sp.first_layer; l < sp.last_layer; ++l)
-        st.state += static_cast<double>(model.layers[static_cast<size_t>(l)].state_bytes());
-      for (size_t k = 0; k < sp.devices.size(); ++k) {
-        const auto& dev = c.devices[static_cast<size_t>(sp.devices[k])];
-        cost_key key{dev.kind,       dev.memory_bytes,      dev.fp32_flops,
-                     dev.bf16_flops, dev.mem_bandwidth_Bps, sp.samples[k],
-                     sp.first_layer, sp.last_layer};
-        auto it = cache.find(key);
-        if (it == cache.end()) {
-          stage_device_cost sum;
-          for (int l = sp.first_layer; l < sp.last_layer; ++l) {
-            const auto lc = profile.cost(dev, l, sp.samples[k]);
-            sum.f += lc.f_s;
-            sum.b += lc.b_s;
-            sum.w += lc.w_s;
-            sum.act_b += static_cast<double>(lc.act_until_b);
-            sum.act_w += static_cast<double>(lc.act_until_w);
-          }
-          it = cache.emplace(key, sum).first;
-        }
-        // Compressed boundaries: this device's encode and decode passes (codec_cost.hpp).
-        const auto codec = stage_codec_s(
-            dev, model, in, last ? compression::none : sp.send_compression, sp.samples[k], profile);
-        // Recomputation (model_spec.hpp's with_recompute, the planner's rule too).
-        const stage_figures fig = with_recompute(
-            {it->second.f, it->second.b, it->second.w, it->second.act_b, it->second.act_w, 0},
-            sp.recompute, model, sp.first_layer, sp.last_layer, sp.samples[k]);
-        st.dev_f.push_back(fig.f_s + codec.f);
-        st.dev_b.push_back(fig.b_s + codec.b);
-        st.dev_w.push_back(fig.w_s);
-        st.act_b.push_back(fig.act_until_b);
-        st.act_w.push_back(fig.act_until_w);
-        st.rebuilt.push_back(fig.rebuilt_bytes);
-        st.f = std::max(st.f, st.dev_f.back());
-        st.b = std::max(st.b, st.dev_b.back());
-        st.w = std::max(st.w, fig.w_s);
-      }
-      // The control messages' links (simulator.hpp): the coordinator's node to the stage's,
-      // the stage's node to each of its devices'; and each device's optimizer step.
-      const auto node_of = [&](int d) { return c.devices[static_cast<size_t>(d)].node; };
-      const int lead = sp.devices.front();
-      const int coordinator = p.pipelines.front().stages.front().devices.front();
-      st.control_pair = node_of(coordinator) == node_of(lead) ? -1 : w.pair_of(coordinator, lead);
-      for (size_t k = 0; k < sp.devices.size(); ++k) {
-        const int d = sp.devices[k];
-        st.apart_pairs.push_back(node_of(d) == node_of(lead) ? -1 : w.pair_of(lead, d));
-        st.dev_opt.push_back(
-            profile.optimizer_s(c.devices[static_cast<size_t>(d)], sp.first_layer, sp.last_layer));
-      }
-      w.stages.push_back(std::move(st));
-    }
+    for (size_t si = 0; si < pp.stages.size(); ++si)
+      w.stages.push_back(lay_out_stage(w, c, model, profile, p, pi, si, base, cache));
     for (size_t si = 0; si + 1 < pp.stages.size(); ++si) {
       auto& s0 = w.stages[static_cast<size_t>(base) + si];
       auto& s1 = w.stages[static_cast<size_t>(base) + si + 1];
@@ -270,24 +332,7 @@ world build_world(const cluster& c, const model_spec& model, const profile_table
       add_parts(w, s1, s0, pp.stages[si].send_compression, s1.grad_parts);
     }
     w.micro_batches.push_back(pp.micro_batches);
-    // Replicated pipelines (same kind, shape and costs) share one schedule: the greedy
-    // scheduler is the expensive part of a large plan.
-    const auto costs = stage_costs_of(w, static_cast<int>(pi), 0.0);
-    int same = -1;
-    for (size_t q = 0; q < pi && same < 0; ++q)
-      if (p.pipelines[q].schedule == pp.schedule &&
-          p.pipelines[q].micro_batches == pp.micro_batches && schedule_costs[q] == costs)
-        same = static_cast<int>(q);
-    if (same >= 0) {
-      for (size_t si = 0; si < pp.stages.size(); ++si)
-        w.stages[static_cast<size_t>(base) + si].schedule =
-            w.stages[static_cast<size_t>(first_stage[static_cast<size_t>(same)])].schedule;
-      w.schedules.push_back({});
-    } else {
-      w.schedules.push_back(schedule_of(pp, costs, greedy));
-    }
-    schedule_costs.push_back(costs);
-    first_stage.push_back(base);
+    add_schedule(w, p, pi, base, greedy, schedule_costs, first_stage);
   }
   assign_groups(w);
   return w;

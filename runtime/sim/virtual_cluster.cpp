@@ -97,8 +97,24 @@ namespace {
 std::vector<transfer_part> parts_of(sim_detail::world& w, const std::vector<sim_detail::part>& in) {
   std::vector<transfer_part> out;
   for (const auto& p : in)
-    out.push_back({p.from, p.to, p.link, p.bytes, w.histories[static_cast<size_t>(p.pair)], p.res});
+    out.push_back({.from = p.from,
+                   .to = p.to,
+                   .link = p.link,
+                   .bytes = p.bytes,
+                   .history = w.histories[static_cast<size_t>(p.pair)],
+                   .resources = p.res});
   return out;
+}
+
+/// The transfer from device x to device y outside the pipeline's parts (a ring hop, a
+/// gradient share): no sharing group, and no bytes until a message sets them.
+transfer_part unsized_part(sim_detail::world& w, int x, int y) {
+  return {.from = x,
+          .to = y,
+          .link = -1,
+          .bytes = 0.0,
+          .history = w.histories[static_cast<size_t>(w.pair_of(x, y))],
+          .resources = w.resources_of(x, y)};
 }
 
 } // namespace
@@ -142,8 +158,7 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
     const size_t n = st.devices.size();
     for (size_t j = 0; j < n && n > 1; ++j) {
       const int x = st.devices[j], y = st.devices[(j + 1) % n];
-      vs.ring_parts.push_back(
-          {x, y, -1, 0.0, w.histories[static_cast<size_t>(w.pair_of(x, y))], w.resources_of(x, y)});
+      vs.ring_parts.push_back(unsized_part(w, x, y));
     }
     vs.act_parts = parts_of(w, st.act_parts);
     vs.grad_parts = parts_of(w, st.grad_parts);
@@ -153,8 +168,7 @@ virtual_cluster::virtual_cluster(const cluster& c, const model_spec& model,
           st.last_layer <= other.first_layer)
         continue;
       const int x = st.devices.front(), y = other.devices.front();
-      vs.share_parts[static_cast<int>(o)] = {
-          x, y, -1, 0.0, w.histories[static_cast<size_t>(w.pair_of(x, y))], w.resources_of(x, y)};
+      vs.share_parts[static_cast<int>(o)] = unsized_part(w, x, y);
     }
     impl_->stages[static_cast<size_t>(st.pipeline)].push_back(std::move(vs));
     impl_->flat[static_cast<size_t>(st.pipeline)].push_back(static_cast<int>(s));

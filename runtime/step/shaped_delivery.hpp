@@ -58,6 +58,12 @@ double hold_limit_s(const virtual_cluster& vc, const plan& p);
 /// arrival is used as it comes) and never after `now_ns + limit_s`.
 int64_t release_at_ns(int64_t now_ns, int64_t deliver_at_ns, double limit_s);
 
+/// The timer from `now_ns` to a wake-up at `wake_ns` (hold_lines::wake_at), in whole
+/// microseconds rounded up: a timer that fired early would find nothing due yet.
+inline int64_t wake_timer_us(int64_t now_ns, int64_t wake_ns) {
+  return (wake_ns - now_ns + 999) / 1000;
+}
+
 /// Held messages, released in time order within each line (a line: one sender's link), so a
 /// message is never released before one received earlier on its line, whatever their hold
 /// times: the receiver pushes each message it gets, uses what take_due gives and schedules a

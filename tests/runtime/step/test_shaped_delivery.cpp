@@ -138,4 +138,12 @@ BOOST_AUTO_TEST_CASE(the_hold_limit_is_twice_a_step_of_lone_transfers_over_every
   BOOST_TEST(hold_limit_s(vc, p) < 10.0);
 }
 
+BOOST_AUTO_TEST_CASE(a_wake_up_timer_never_fires_before_the_release) {
+  BOOST_TEST(wake_timer_us(0, 0) == 0);
+  BOOST_TEST(wake_timer_us(0, 1) == 1);
+  BOOST_TEST(wake_timer_us(5'000, 6'000) == 1);
+  BOOST_TEST(wake_timer_us(5'000, 6'001) == 2);
+  BOOST_TEST(wake_timer_us(1'000'000'000, 1'002'500'000) == 2'500);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
