@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 source "$(dirname "$0")/test_lib.sh"
-# Every node of these jobs holds the same token (runtime/gate); section 12 tries others.
+# Every node of these jobs holds the same token (transport/); section 12 tries others.
 (umask 077 && openssl rand -hex 32 >"$work/token")
 export DEEPCEE_TOKEN_FILE=$work/token
 
@@ -582,7 +582,7 @@ start n1 "$work/short.toml" "$work/alone.log"
 finish n1; [[ $rc == 1 ]] || fail "no coordinator: exit code"
 expect_line "$work/alone.log" "node n1: could not reach the coordinator's node n0 at 127.0.0.1:$p0 within 2"
 
-# 12. Security (runtime/gate): every node's port is a gate that only the job's token opens.
+# 12. Security (transport/): every node's port is a gate that only the job's token opens.
 # rss_kb NAME: the resident memory of node NAME's process (the child of its `timeout`).
 rss_kb() {
   local p child
