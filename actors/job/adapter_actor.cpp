@@ -73,10 +73,10 @@ adapt_record* find_record(adapter_state& st, int64_t sequence) {
   return nullptr;
 }
 
-/// Orders `next` from the coordinator (a rebalance when it keeps the layout of the plan ordered
-/// last, else a re-plan) for the step after the latest one seen, and keeps `r` at once (the log's
-/// order is the order of decisions); the coordinator's answer sets the step it takes effect at (a
-/// later one when that step has started meanwhile).
+/// Orders `next` from the coordinator for the step after the latest one seen: a rebalance
+/// when it keeps the layout of the plan ordered last, else a re-plan. `r` is kept at once, so
+/// that the log's order is the order of decisions. The coordinator's answer sets the step it
+/// takes effect at, a later one when that step has started meanwhile.
 void order(self_ptr self, const runtime::plan& next, adapt_record r) {
   auto& st = self->state;
   const bool replan = !runtime::same_layout(st.latest, next);
@@ -176,10 +176,10 @@ void on_sample(self_ptr self, const link_sample& s) {
   st.adapter->observe({s.from, s.to, s.bytes, s.start, s.drained, s.end});
 }
 
-/// The active probes due at the boundary after step `r` (runtime::step_adapter::probes_due)
-/// on the plan that runs the next step: run on the job's link model at the step's end, fed
-/// to the monitor; returns how long they hold the next step's start. Virtual and dry time
-/// only: in wall time nothing sends them yet.
+/// Runs the active probes due at the boundary after step `r`
+/// (runtime::step_adapter::probes_due) on the plan that runs the next step. They run on the
+/// job's link model at the step's end, and the monitor reads them. Returns how long they
+/// hold the next step's start. Virtual and dry time only: in wall time nothing sends them.
 double probe(self_ptr self, const step_result& r) {
   auto& st = self->state;
   const auto round = st.adapter->probes_due(st.in_force, st.latest, r.end_s - r.start_s);

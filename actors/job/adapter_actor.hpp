@@ -36,19 +36,17 @@ struct adapter_options {
 };
 
 /// The dynamic environment adapter. It reacts at step boundaries, where a new allocation or
-/// plan can take effect, with the one rule that simulate_adaptive runs too
-/// (runtime::step_adapter).
-/// - Every link sample feeds its per-link statistics (the run's trace) and its monitor.
-/// - Every step's result feeds the monitor the stages' compute times.
-/// - When a link or device entered or left drift during the step, the policy
-///   (runtime::choose_adaptation) decides on the estimated cluster. A decision other than
-///   keep is ordered from the coordinator for the next step: a rebalance, or a re-plan when
-///   it moves layers.
-/// - Each decision is logged (spdlog info) and kept, the latest `max_decisions` of them.
-/// - While a drifted link or device is out of the plan, the rule's active probes
-///   (runtime/adapt/active_probe.hpp) run at the boundaries it names, on the job's link model
-///   and script in force. That is virtual and dry time only; nothing probes in wall time yet.
-///   The step's answer to the coordinator is how long they hold the next step's start.
+/// plan can take effect. Its rule is runtime::step_adapter, which simulate_adaptive runs too.
+/// Every link sample feeds its per-link statistics (the run's trace) and its monitor. Every
+/// step's result feeds the monitor the stages' compute times. When a link or device entered
+/// or left drift during the step, the policy (runtime::choose_adaptation) decides on the
+/// estimated cluster. A decision other than keep is ordered from the coordinator for the
+/// next step: a rebalance, or a re-plan when it moves layers. Each decision is logged
+/// (spdlog info) and kept, the latest `max_decisions` of them.
+/// While a drifted link or device is out of the plan, the rule's active probes
+/// (runtime/adapt/active_probe.hpp) run at the boundaries it names. They run on the job's
+/// link model and script in force, in virtual and dry time; nothing probes in wall time
+/// yet. The step's answer to the coordinator is how long they hold the next step's start.
 struct adapter_state {
   static inline const char* name = "adapter";
   std::shared_ptr<job_context> job; ///< none: statistics only; a re-plan's once in force

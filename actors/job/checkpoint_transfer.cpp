@@ -17,10 +17,10 @@ namespace deepcee::actors {
 
 namespace {
 
-/// Asks `stage` and waits for its answer, its end or the timeout, whichever comes first: a
-/// request to a stage whose node went away would otherwise wait out its whole timeout,
-/// since a lost proxy does not answer pending requests. An error that the stage marks as
-/// the input's (bad_input) is an input_error; any other a runtime_error naming `who`.
+/// Asks `stage` and waits for its answer, its end or the timeout, whichever comes first.
+/// A lost proxy does not answer pending requests, so a request to a stage whose node went
+/// away would otherwise wait out its whole timeout. An error that the stage marks as the
+/// input's (bad_input) is an input_error; any other a runtime_error naming `who`.
 template <class Reply, class... Ts>
 Reply ask(caf::actor_system& sys, const stage_actor& stage, std::chrono::milliseconds timeout,
           const std::string& who, Ts... xs) {

@@ -16,28 +16,28 @@
 namespace deepcee::actors {
 
 /// Where the coordinator is in its life. A step goes idle -> starting (-> replanning ->
-/// starting) -> running -> ending -> idle; failed and stopped last for good.
+/// starting) -> running -> ending -> idle. Failed and stopped last for good.
 ///
-/// Which message is valid in which phase (anything else is refused with an error, or, for a
-/// message nobody waits an answer to, dropped):
-/// - `step`: idle. In a step's phases it is an error (one step at a time); once failed or
-///   stopped, the error says why the job cannot go on.
-/// - `restore` (the virtual clock): between steps (idle, failed, stopped).
-/// - `rebalance`, `replan_order`, `script_update`: ordered for a later step in every phase
-///   but failed and stopped, where no later step comes.
-/// - a stage's report: running, for the step that runs. A report of an error is valid in any
-///   phase: it fails the step in flight, or the job between steps.
-/// - the step timeout: in the step's phases, for the step it was set for.
-/// - `stop` and a watched actor's end: any phase; the job stops.
-/// - `plan` and `wire`: any phase.
+/// Which message is valid in which phase. One that is not is refused with an error, or
+/// dropped when nobody waits for its answer.
+/// `step` is valid when idle. During a step it is refused, since one step runs at a time.
+/// Once failed or stopped, the refusal says why the job cannot go on.
+/// `restore` (the virtual clock) is valid between steps: idle, failed or stopped.
+/// `rebalance`, `replan_order` and `script_update` order something for a later step. They
+/// are valid in every phase but failed and stopped, where no later step comes.
+/// A stage's report is valid when running, for the step that runs. A report of an error
+/// is valid in any phase: it fails the step in flight, or the job between steps.
+/// The step timeout counts during the step it was set for.
+/// `stop` and the end of a watched actor stop the job in any phase.
+/// `plan` and `wire` are valid in any phase.
 enum class coordinator_phase {
-  idle,       ///< between steps
-  starting,   ///< at a step's boundary: its events and allocation go to every stage
-  replanning, ///< at a step's boundary: a re-plan spawns the new stages and moves layers
-  running,    ///< the stages have the step's start; their reports come in
-  ending,     ///< every report is in; the adapter reads the result before it goes out
-  failed,     ///< a step failed: its stages may hold half-reduced gradients, so none runs
-  stopped,    ///< a node of the job went away, or the job was stopped
+  idle,       ///< Between steps.
+  starting,   ///< At a step's boundary. Its events and allocation go to every stage.
+  replanning, ///< At a step's boundary. A re-plan spawns the new stages and moves layers.
+  running,    ///< The stages have the step's start. Their reports come in.
+  ending,     ///< Every report is in. The adapter reads the result before it goes out.
+  failed,     ///< A step failed. Its stages may hold half-reduced gradients, so none runs.
+  stopped,    ///< A node of the job went away, or the job was stopped.
 };
 
 /// Whether a step runs (from its boundary until its answer goes out).
@@ -46,15 +46,16 @@ inline bool in_step(coordinator_phase p) {
          p == coordinator_phase::running || p == coordinator_phase::ending;
 }
 
-/// Drives the steps of a job. A step: step_start to every stage (with the micro-batch
-/// counts), one stage_report from each once its gradients are reduced, then the global
-/// norm, the learning rate and the virtual end of the step (all-reduce times and the
-/// reports' way from the emulated cluster), then optimize_order to every stage. Nothing
-/// answers the order: the step's result is the reply at once, and the next step's start
-/// follows the order on the same way (each stage's devices step first). In wall mode the
-/// step starts and ends when it really does (real seconds since the job's epoch). With
-/// shaped links the starts and reports wait the latency of the emulated link between the
-/// coordinator's node and the stage's (control messages, runtime/sim/simulator.hpp).
+/// Drives the steps of a job. A step begins with step_start to every stage, with the
+/// micro-batch counts. Each stage reports once its gradients are reduced. Then the
+/// coordinator decides the global norm, the learning rate and the virtual end of the step
+/// (the emulated cluster times the all-reduce and the reports' way). Then optimize_order
+/// goes to every stage. Nothing answers the order: the step's result is the reply at once.
+/// The next step's start follows the order on the same way, so each stage's devices step
+/// first. In wall mode the step starts and ends when it really does (real seconds since the
+/// job's epoch). With shaped links the starts and reports wait the latency of the emulated
+/// link between the coordinator's node and the stage's (control messages,
+/// runtime/sim/simulator.hpp).
 struct coordinator_state {
   static inline const char* name = "coordinator";
   std::shared_ptr<job_context> job;

@@ -23,16 +23,17 @@
 ///      keeps the time), and the adapter follows the new job.
 namespace deepcee::actors {
 
-/// Throws when the running job cannot run `next` (runtime::check_replan): another model or
-/// global batch, devices the cluster lacks, or (a job of several node processes) a node
-/// that has no replanner or ran nothing of the job, so it is not connected to the others.
+/// Throws when the running job cannot run `next` (runtime::check_replan). That is another
+/// model or global batch, or devices the cluster lacks. In a job of several node processes
+/// it is also a node that has no replanner, or one that ran nothing of the job: it is not
+/// connected to the others.
 void check_replan(const job_context& job, const runtime::plan& next,
                   const std::vector<caf::strong_actor_ptr>& replanners);
 
-/// The job of this process running `next`: `job` with its plan and its emulated cluster
-/// changed (under `script`, the one in force: the job's with the injected events merged in),
-/// laid out on the nodes again when the job runs as several processes. Every other field
-/// is `job`'s, and the copy has its own statistics and link FIFOs (job_context::counts).
+/// The job of this process running `next`: a copy of `job`, so that no setting is lost.
+/// Only what the plan decides changes: the plan, its emulated cluster (under `script`, the
+/// one in force, with the injected events merged in) and, across node processes, where each
+/// part runs. The copy has its own statistics and link FIFOs (job_context::counts).
 std::shared_ptr<job_context> replanned_context(const job_context& job, const runtime::plan& next,
                                                const runtime::link_timeline& script);
 

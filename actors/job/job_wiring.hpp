@@ -11,13 +11,14 @@
 #include <memory>
 #include <vector>
 
-/// The one wiring of a job, for `deepcee run` (every actor in one process) and `deepcee node`
-/// (each node spawns its part; the coordinator's node wires every stage, wherever it runs):
-///   1. spawn_local_part: this process's stages (and, across nodes, its devices apart);
-///   2. the stages of every node gathered in flat order (at once in one process; from the
-///      node registry across nodes) into a stage_wiring;
-///   3. wire_job: the adapter, the coordinator and the pipes spawned beside the coordinator,
-///      and every stage sent its peers.
+/// The one wiring of a job, so that `deepcee run` (every actor in one process) and `deepcee
+/// node` (each node spawns its part) cannot drift apart. The coordinator's node wires every
+/// stage, wherever it runs.
+///   1. spawn_local_part spawns this process's stages, and across nodes its devices apart.
+///   2. The stages of every node are gathered in flat order into a stage_wiring. In one
+///      process that is at once; across nodes the node registry gathers them.
+///   3. wire_job spawns the adapter, the coordinator and the pipes beside the coordinator,
+///      and sends every stage its peers.
 namespace deepcee::actors {
 
 /// Ends the actors it holds when it goes, however the process leaves, so that the actor

@@ -10,9 +10,10 @@
 #include <vector>
 
 /// The coordinator's node is the one source of a multi-process job's plan and training
-/// settings: it plans (or loads the plan file) once and deploys the result; every other
-/// node builds its job from that deployment and keeps from its own job file only what is
-/// its own (its name, the addresses, timeouts) and the cluster, which must be the same.
+/// settings, so that the nodes cannot disagree on them. It plans (or loads the plan file)
+/// once and deploys the result. Every other node builds its job from that deployment. From
+/// its own job file it keeps only what is its own (its name, the addresses, timeouts) and
+/// the cluster, which must be the same.
 namespace deepcee::actors {
 
 /// The deployment of a job as the coordinator's node resolved it (`node` left empty: the

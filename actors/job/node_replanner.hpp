@@ -9,9 +9,9 @@
 #include <chrono>
 #include <string>
 
-/// A re-plan of a job that runs as several node processes: the coordinator sends each node's
+/// A re-plan of a job that runs as several node processes. The coordinator sends each node's
 /// replanner the deployment of the new plan, as the job's start sends it to each node
-/// (node_deployment.hpp); the node builds its job from it and spawns its part with the
+/// (node_deployment.hpp). The node builds its job from it and spawns its part with the
 /// job's one wiring path (job_wiring.hpp: spawn_local_part), then answers with its actors.
 /// The new actors live until the coordinator stops them (the next re-plan) or the replanner
 /// ends with the job.

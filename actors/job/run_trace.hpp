@@ -11,16 +11,16 @@
 namespace deepcee::actors {
 
 /// A run's trace (virtual seconds; real ones in wall mode) as a neutral document
-/// (runtime/io/trace_writer.hpp), to lay beside the simulator's:
-/// - process "stages": one track per stage of each plan in force (its F, B and W ops, args:
-///   step); `plans[k]` ran `steps[k]` (the last one the steps after it), and a re-plan's
-///   stages get tracks of their own, named "... from step N";
-/// - process "devices": one track per device, named as the cluster names it, with its
-///   all-reduce buckets and optimizer step; in wall mode one "allreduce + optimizer" span
-///   per step on a "job" track instead;
-/// - process "links": one track per link, named by its endpoints ("link cloud0/1 ->
-///   edge0/0"), each transfer the adapter recorded, from the link's start to its last byte
-///   (args: step, bytes, arrival_us).
+/// (runtime/io/trace_writer.hpp), to lay beside the simulator's. It has three processes.
+/// Process "stages" has one track per stage of each plan in force, with its F, B and W ops
+/// (args: step). `plans[k]` ran `steps[k]`, and the last plan the steps after it. A
+/// re-plan's stages get tracks of their own, named "... from step N".
+/// Process "devices" has one track per device, named as the cluster names it, with its
+/// all-reduce buckets and optimizer step. In wall mode one "allreduce + optimizer" span per
+/// step on a "job" track stands for them.
+/// Process "links" has one track per link, named by its endpoints ("link cloud0/1 ->
+/// edge0/0"). Each transfer the adapter recorded spans from the link's start to its last
+/// byte (args: step, bytes, arrival_us).
 runtime::trace_document run_trace_document(const std::vector<runtime::plan>& plans,
                                            const runtime::cluster& c,
                                            const std::vector<step_result>& steps,

@@ -4,8 +4,8 @@
 
 /// A step's loss is the mean of the per-token losses over every token of its global batch.
 /// The devices scale each token's loss (and so its gradient) by 1 / tokens as they compute
-/// it, so that the sum over all stages and pipelines is the mean; the coordinator divides
-/// the summed loss by the same count. Both read it here, so that they cannot disagree.
+/// it. The sum over all stages and pipelines is then the mean. The coordinator divides the
+/// summed loss by the same count. Both read it here, so that they cannot disagree.
 namespace deepcee::runtime {
 
 /// The tokens one step trains on: `global_batch` sequences of `context` tokens.

@@ -10,11 +10,12 @@
 /// layers): the rule the coordinator checks before it orders one.
 namespace deepcee::runtime {
 
-/// Throws when a job that runs `running` on `c` cannot run `next`: std::invalid_argument
-/// when `next` has another model or global batch, or gives work to a node that cannot take
-/// it; input_error (validate_plan) when it does not fit the cluster. `layout` is where
-/// `running` runs (empty: one process, where any plan can be spawned); a node `n` can take
-/// work when it runs some of the job already and `can_spawn[n]` holds (it has a replanner).
+/// Throws when a job that runs `running` on `c` cannot run `next`. It throws
+/// std::invalid_argument when `next` has another model or global batch, or gives work to a
+/// node that cannot take it, and input_error (validate_plan) when it does not fit the
+/// cluster. `layout` is where `running` runs; empty, it is one process, which can spawn any
+/// plan. A node `n` can take work when it runs some of the job already and `can_spawn[n]`
+/// holds (it has a replanner).
 void check_replan(const plan& running, const node_layout& layout, const cluster& c,
                   const plan& next, const std::vector<bool>& can_spawn);
 

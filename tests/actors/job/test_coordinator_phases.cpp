@@ -1,7 +1,7 @@
-// The coordinator's phases (coordinator.hpp): one step at a time, the clock restored only
-// between steps, a failed step or a stage's error between steps ending the job with the
-// stage's error code, a stop ending it for good with its first reason. Dry time under CAF's
-// deterministic scheduler: every message runs on this thread, in the order sent.
+// The coordinator's phases (coordinator.hpp). One step runs at a time, and the clock is
+// restored only between steps. A stage's error fails the step with the stage's code, and
+// no step runs after it. A stop ends the job for good with its first reason. Dry time
+// under CAF's deterministic scheduler: every message runs on this thread, in the order sent.
 #include "tests/actors/actor_test_util.hpp"
 
 #include "actors/protocol/errors.hpp"
