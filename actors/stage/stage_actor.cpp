@@ -406,8 +406,10 @@ void on_optimize(self_ptr self, const optimize_order& order) {
           },
           [self, step](caf::error& e) {
             self->state.optimizing = false;
-            report_error(self, "the optimizer step of step " + std::to_string(step) + ": " +
-                                   reason_text(self->system(), e));
+            report_error(self,
+                         "the optimizer step of step " + std::to_string(step) + ": " +
+                             reason_text(self->system(), e),
+                         code_of(e).value_or(messages::error_code::internal));
           });
 }
 
