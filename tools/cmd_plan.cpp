@@ -108,12 +108,7 @@ void print_strategies(const runtime::cluster& c, const runtime::planner_report& 
 int run_plan(const plan_options& o) {
   runtime::cluster c = runtime::load_cluster(o.cluster);
   runtime::model_spec model = runtime::make_model_spec(model_of(o.model), o.model);
-  runtime::measured_profile measured;
-  if (o.profile)
-    measured = runtime::load_measured_profile(*o.profile);
-  runtime::require_profile_covers(measured, c.devices);
-  runtime::apply_measured_links(c, measured);
-  runtime::profile_table profiles(model, {}, measured);
+  runtime::profile_table profiles = profiles_for(c, model, o.profile);
 
   runtime::planner_options po = planner_options_of(o);
   // The search can take minutes on large clusters: say where it is (stderr, after 1 s).

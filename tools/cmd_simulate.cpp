@@ -68,12 +68,7 @@ int run_simulate(const simulate_options& o) {
   runtime::plan p = runtime::load_plan(o.plan);
   runtime::validate_plan(p, static_cast<int>(c.devices.size()), o.plan);
   runtime::model_spec model = runtime::make_model_spec(p.model, p.model_name);
-  runtime::measured_profile measured;
-  if (o.profile)
-    measured = runtime::load_measured_profile(*o.profile);
-  runtime::require_profile_covers(measured, c.devices);
-  runtime::apply_measured_links(c, measured);
-  runtime::profile_table profiles(model, {}, measured);
+  runtime::profile_table profiles = profiles_for(c, model, o.profile);
   runtime::link_timeline timeline;
   if (o.timeline)
     timeline = runtime::load_link_timeline(*o.timeline, c);

@@ -3,6 +3,7 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/base/units.hpp"
 #include "runtime/io/chrome_trace.hpp"
+#include "runtime/io/profile_toml.hpp"
 
 #include <fstream>
 #include <map>
@@ -112,6 +113,16 @@ void write_trace_file(const runtime::cluster& c, const runtime::model_spec& mode
   if (!f)
     runtime::fail_input(path, 0, "cannot write the trace");
   runtime::write_chrome_trace(s, c, f);
+}
+
+runtime::profile_table profiles_for(runtime::cluster& c, const runtime::model_spec& model,
+                                    const std::optional<std::string>& profile_file) {
+  runtime::measured_profile measured;
+  if (profile_file)
+    measured = runtime::load_measured_profile(*profile_file);
+  runtime::require_profile_covers(measured, c.devices);
+  runtime::apply_measured_links(c, measured);
+  return runtime::profile_table(model, {}, measured);
 }
 
 } // namespace deepcee::tools

@@ -6,10 +6,17 @@
 #include "runtime/sim/simulator.hpp"
 
 #include <cstdio>
+#include <optional>
+#include <string>
 
 /// Text views of groups, plans and simulation results for `deepcee plan` and
 /// `deepcee simulate`.
 namespace deepcee::tools {
+
+/// The profile table of `model` on `c`. A measured profile file, where given, must cover
+/// every device kind, and its links become the cluster's.
+runtime::profile_table profiles_for(runtime::cluster& c, const runtime::model_spec& model,
+                                    const std::optional<std::string>& profile_file);
 
 void print_groups(std::FILE* out, const runtime::cluster& c, const runtime::grouping& g);
 void print_plan(std::FILE* out, const runtime::cluster& c, const runtime::model_spec& model,
