@@ -1,6 +1,7 @@
 #include "kernels/train/trainer.hpp"
 
 #include "runtime/base/errors.hpp"
+#include "runtime/base/loss_scale.hpp"
 #include "runtime/base/lr_schedule.hpp"
 
 #include <cmath>
@@ -33,11 +34,12 @@ trainer::step_result trainer::train_step() {
   model_.zero_grad();
   tensor tokens = be_.from_host(b.tokens, {b.batch, b.context});
   tensor targets = be_.from_host(b.targets, {b.batch, b.context});
-  float scale = 1.0f / static_cast<float>(b.tokens.size());
+  const float scale = runtime::loss_scale(b.batch, b.context);
   auto losses = be_.to_host<float>(model_.forward(0, tokens, &targets, scale));
   model_.backward_input(0, {});
   model_.backward_weight(0);
-  r.loss = std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
+  r.loss =
+      runtime::mean_loss(std::accumulate(losses.begin(), losses.end(), 0.0), b.batch, b.context);
   r.grad_norm = std::sqrt(optimizer_.grad_sum_squares());
   r.lr = runtime::learning_rate(config_.optimizer, r.step, config_.steps);
   optimizer_.step(static_cast<float>(r.lr), r.step, r.grad_norm);

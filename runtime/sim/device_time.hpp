@@ -19,6 +19,12 @@ namespace deepcee::runtime {
 double work_duration_or_stop(const std::vector<device_piece>& rates, double start_s, double work_s,
                              const std::string& node);
 
+/// When the order that starts a step at `t0_s` reaches a stage whose control link has
+/// latency `latency_s`: the stage's optimizer step runs from then.
+inline double order_arrives_s(double t0_s, double latency_s) {
+  return t0_s + latency_s;
+}
+
 /// When a stage's first op of a step that the coordinator starts at `t0_s` may begin. The
 /// start travels with the previous step's optimizer order and takes `latency_s` to arrive.
 /// Then each of the stage's `devices` runs that optimizer step, which lasts
@@ -26,7 +32,7 @@ double work_duration_or_stop(const std::vector<device_piece>& rates, double star
 /// is done. The simulator and virtual time both begin their steps by this rule.
 template <class OptimizerTime>
 double step_begin_s(double t0_s, double latency_s, size_t devices, OptimizerTime&& optimizer_s) {
-  const double arrived = t0_s + latency_s;
+  const double arrived = order_arrives_s(t0_s, latency_s);
   double begin = arrived;
   for (size_t d = 0; d < devices; ++d)
     begin = std::max(begin, arrived + optimizer_s(d, arrived));

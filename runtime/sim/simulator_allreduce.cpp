@@ -1,3 +1,4 @@
+#include "runtime/sim/device_time.hpp"
 #include "runtime/sim/simulator_world.hpp"
 
 #include <algorithm>
@@ -204,7 +205,7 @@ double finish_step(world& w, const sim_options& options, sim_result& r,
 void begin_step(const world& w, const sim_options& options, sim_result& r, double t0,
                 std::vector<double>& device_opt) {
   for (const auto& st : w.stages) {
-    const double begin = t0 + w.control_latency(st, t0);
+    const double begin = order_arrives_s(t0, w.control_latency(st, t0));
     for (size_t k = 0; k < st.devices.size(); ++k) {
       const auto di = static_cast<size_t>(st.devices[k]);
       const double t = w.optimizer_time(st, k, begin);

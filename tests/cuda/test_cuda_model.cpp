@@ -56,7 +56,9 @@ run train(backend& be, int steps) {
   return r;
 }
 
-void compare(matmul_precision precision, double tolerance) {
+/// `loose_share`: the share of each tensor's weights that may differ by more than 10x
+/// `tolerance` (adam_weights_disagree).
+void compare(matmul_precision precision, double tolerance, double loose_share) {
   auto cpu = make_backend({});
   backend_options o;
   o.kind = backend_kind::cuda;
@@ -68,10 +70,11 @@ void compare(matmul_precision precision, double tolerance) {
     BOOST_TEST_INFO("gradient " << i);
     BOOST_TEST(test::max_rel_diff(b.grads[i], a.grads[i]) <= 10 * tolerance);
   }
-  for (size_t i = 0; i < a.weights.size(); ++i)
-    BOOST_TEST(test::adam_weights_disagree(b.weights[i], a.weights[i], 10 * tolerance, 1e-3, 3) ==
-                   "",
-               "weights " << i);
+  for (size_t i = 0; i < a.weights.size(); ++i) {
+    const auto why = test::adam_weights_disagree(b.weights[i], a.weights[i], 10 * tolerance, 1e-3,
+                                                 3, loose_share);
+    BOOST_TEST(why.empty(), "weights " << i << ": " << why);
+  }
 }
 
 } // namespace
@@ -79,11 +82,14 @@ void compare(matmul_precision precision, double tolerance) {
 BOOST_AUTO_TEST_SUITE(cuda_model)
 
 BOOST_AUTO_TEST_CASE(fp32_matches_cpu) {
-  compare(matmul_precision::fp32, 1e-4);
+  compare(matmul_precision::fp32, 1e-4, 0.01);
 }
 
 BOOST_AUTO_TEST_CASE(bf16_matches_cpu_loosely) {
-  compare(matmul_precision::bf16, 2e-2);
+  // bf16 matmuls leave gradients within 10x 2e-2 of fp32's, so where a gradient is that close
+  // to zero (a bias, which starts at 0) its sign may flip, and Adam's first steps move that
+  // weight the other way by up to lr per step: up to a tenth of a tensor may so differ.
+  compare(matmul_precision::bf16, 2e-2, 0.1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
