@@ -81,6 +81,7 @@ struct inspect_server::impl {
     static const std::vector<route> table{
         {"/api/snapshot", &impl::snapshot},
         {"/api/stream", &impl::stream},
+        {"/api/history", &impl::history},
         {"/metrics", &impl::metrics},
         {"/", &impl::page, true},
         {"/static/inspect_page.js", &impl::page_script, true},
@@ -120,6 +121,13 @@ struct inspect_server::impl {
   void snapshot(const httplib::Request&, httplib::Response& res) {
     serve_latest(
         res, [](const auto& s) { return runtime::job_snapshot_to_json(s) + "\n"; },
+        "application/json");
+  }
+
+  /// The whole run's figures by step (run_history), for a page opened late.
+  void history(const httplib::Request&, httplib::Response& res) {
+    serve_latest(
+        res, [](const auto& s) { return runtime::run_history_to_json(s.history.get()) + "\n"; },
         "application/json");
   }
 

@@ -100,17 +100,20 @@ step_record job_steps::step() {
     for (const auto& u : r->injected)
       script_->injected(u.script);
   show_new_decisions();
-  if (watch_ && watch_->on())
+  const bool watched = watch_ && watch_->on();
+  const bool traced = traced_.size() < trace_steps_;
+  // The plan that ran it: a re-plan or rebalance takes effect when the next step starts.
+  const auto ran = watched || traced ? actors::job_now(sys_, job_, wait_).plan : runtime::plan{};
+  if (watched)
     watch_->stepped(
-        *r, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        *r, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), ran,
         link_totals());
   clock_s_ = job_.job->wall() ? 0 : r->end_s;
   const step_record out{
       static_cast<int>(r->step), r->loss, r->lr, r->grad_norm, r->start_s, r->end_s};
-  if (traced_.size() < trace_steps_) {
+  if (traced) {
     traced_.push_back(std::move(*r));
-    // The plan that ran it: a re-plan takes effect when the next step starts.
-    traced_plans_.push_back(actors::job_now(sys_, job_, wait_).job->plan);
+    traced_plans_.push_back(ran);
   }
   return out;
 }
@@ -126,12 +129,8 @@ void job_steps::show_new_decisions() {
     if (d.sequence > shown_) {
       if (print)
         std::printf("%s\n", actors::describe(d).c_str());
-      if (watched) {
+      if (watched)
         watch_->decided({int(d.step), d.kind, d.reason, d.predicted_gain - 1});
-        const auto& a = d.allocation;
-        if (d.effective_step >= 0 && !a.micro_batches.empty())
-          watch_->allocated(d.effective_step, {a.micro_batches, a.samples, a.compressions});
-      }
       shown_ = d.sequence;
     }
   std::fflush(stdout);

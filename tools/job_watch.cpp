@@ -50,7 +50,16 @@ runtime::step_facts facts_of(const actors::step_result& r, double real_s, bool d
          op.start, op.end});
   }
   for (const auto& l : links)
-    f.links.push_back({l.from_device, l.to_device, l.transfers, l.bytes, l.busy_s, l.mean_delay_s});
+    f.links.push_back({.from_device = l.from_device,
+                       .to_device = l.to_device,
+                       .bandwidth_Bps = l.bandwidth_Bps,
+                       .latency_s = l.latency_s,
+                       .plan_bandwidth_Bps = l.plan_bandwidth_Bps,
+                       .plan_latency_s = l.plan_latency_s,
+                       .samples = l.samples,
+                       .drifted = l.drifted,
+                       .transfers = l.transfers,
+                       .bytes = l.bytes});
   f.dropped_messages = r.dropped;
   return f;
 }
@@ -65,10 +74,13 @@ make_snapshot_builder(const runtime::job_config& job, const runtime::profile_tab
       job.name, job.model_name, std::string(runtime::to_string(job.time)),
       report ? group_lines(job.cluster, report->groups) : std::vector<std::string>{},
       job.train.steps};
-  runtime::sim_options so;
-  so.steps = 1;
-  const auto estimate = runtime::simulate(job.cluster, profile.model(), profile, plan, {}, so);
-  return runtime::snapshot_builder(std::move(header), plan, job.cluster, estimate);
+  // Each device's memory need under a plan: the simulator's peak for its share.
+  auto estimate = [cluster = job.cluster, profile](const runtime::plan& p) {
+    runtime::sim_options so;
+    so.steps = 1;
+    return runtime::simulate(cluster, profile.model(), profile, p, {}, so);
+  };
+  return runtime::snapshot_builder(std::move(header), plan, job.cluster, std::move(estimate));
 }
 
 std::optional<inspect_address> inspect_address_of(const std::optional<std::string>& flag,
@@ -98,11 +110,13 @@ void job_watch::started(int step) {
     board_.publish(builder_.initial(step));
 }
 
-void job_watch::stepped(const actors::step_result& r, double real_s,
+void job_watch::stepped(const actors::step_result& r, double real_s, const runtime::plan& ran,
                         const std::vector<actors::link_summary>& links) {
-  if (on())
-    board_.publish(
-        builder_.after_step(facts_of(r, real_s, builder_.latest().time_mode == "dry", links)));
+  if (!on())
+    return;
+  builder_.plan_in_force(ran);
+  board_.publish(
+      builder_.after_step(facts_of(r, real_s, builder_.latest().time_mode == "dry", links)));
 }
 
 void job_watch::validated(int step, double loss) {
@@ -110,11 +124,6 @@ void job_watch::validated(int step, double loss) {
     return;
   builder_.validated(step, loss);
   board_.publish(builder_.latest());
-}
-
-void job_watch::allocated(int64_t from_step, runtime::plan_allocation a) {
-  if (on())
-    builder_.allocated(from_step, std::move(a));
 }
 
 void job_watch::decided(runtime::adapter_decision d) {

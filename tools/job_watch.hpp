@@ -41,14 +41,14 @@ public:
   bool on() const { return server_ != nullptr; }
   /// Before the first step (`step`: the step the job resumes after, 0 when new).
   void started(int step);
-  void stepped(const actors::step_result& r, double real_s,
+  /// Step `r` ran on `ran` (the plan in force: the snapshot shows its stages and devices).
+  void stepped(const actors::step_result& r, double real_s, const runtime::plan& ran,
                const std::vector<actors::link_summary>& links);
   /// Publishes the last step's snapshot again with the validation loss.
   void validated(int step, double loss);
   /// An injected event and an adapter's decision, shown from the next snapshot on.
   void injected(int step, const runtime::described_event& e);
   void decided(runtime::adapter_decision d);
-  void allocated(int64_t from_step, runtime::plan_allocation a);
 
 private:
   runtime::snapshot_builder builder_;

@@ -34,18 +34,22 @@ messages::rebalance rebalance_of(const runtime::plan& next, int64_t at) {
           .compressions = a.compressions};
 }
 
-/// The per-link statistics as `links` answers them, by link id.
-std::vector<link_summary> link_summaries(const runtime::link_statistics& stats) {
+/// Every link the plan in force sends on, as `links` answers them (runtime::link_reports).
+std::vector<link_summary> link_summaries(const adapter_state& st) {
   std::vector<link_summary> out;
-  for (const auto& [id, l] : stats.links())
-    out.push_back({.link = l.link,
-                   .from_device = l.from,
-                   .to_device = l.to,
-                   .transfers = l.transfers,
-                   .bytes = l.bytes,
-                   .busy_s = l.busy_s,
-                   .mean_delay_s = l.mean_delay_s(),
-                   .bandwidth_Bps = l.bandwidth_Bps()});
+  if (!st.adapter)
+    return out;
+  for (const auto& r : runtime::link_reports(st.adapter->monitor(), st.links, st.in_force))
+    out.push_back({.from_device = r.from,
+                   .to_device = r.to,
+                   .bandwidth_Bps = r.estimated.bandwidth_Bps,
+                   .latency_s = r.estimated.latency_s,
+                   .plan_bandwidth_Bps = r.assumed.bandwidth_Bps,
+                   .plan_latency_s = r.assumed.latency_s,
+                   .samples = r.samples,
+                   .drifted = r.drifted,
+                   .transfers = r.carried.transfers,
+                   .bytes = r.carried.bytes});
   return out;
 }
 
@@ -160,14 +164,7 @@ bool emulated_links(const job_context& job) {
 
 void on_sample(self_ptr self, const link_sample& s) {
   auto& st = self->state;
-  st.links.add({.link = s.link,
-                .from = s.from,
-                .to = s.to,
-                .bytes = s.bytes,
-                .send_s = s.send_time,
-                .start_s = s.start,
-                .drained_s = s.drained,
-                .arrival_s = s.end});
+  st.links.add(s.from, s.to, s.bytes);
   if (st.samples.size() < st.max_samples)
     st.samples.push_back(s);
   if (!st.adapter || !emulated_links(*st.job))
@@ -309,7 +306,7 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
   return {
       [self](const link_sample& s) { on_sample(self, s); },
       [self](const step_result& r) { return on_step(self, r); },
-      [self](links_atom) { return link_summaries(self->state.links); },
+      [self](links_atom) { return link_summaries(self->state); },
       [self](samples_atom) { return self->state.samples; },
       [self](decisions_atom) {
         const auto& d = self->state.decisions;

@@ -350,34 +350,36 @@ caf::result<step_result> on_step(self_ptr self, int64_t step) {
   return promise;
 }
 
-caf::result<int64_t> on_rebalance(self_ptr self, rebalance& r) {
-  auto& st = self->state;
+/// An order for a later step (a rebalance or a re-plan): refused while the job cannot take
+/// one, checked by `check` (which throws on a bad order), then kept in `orders` for the
+/// first step boundary not yet passed. The answer is the step it takes effect from.
+template <class Order, class Check>
+caf::result<int64_t> accept_order(coordinator_state& st, Order& r,
+                                  runtime::step_ordered<Order>& orders, const char* what,
+                                  Check&& check) {
   if (auto why = refusal(st))
     return std::move(*why);
   try {
-    (void)st.job->plan_after(r);
+    check(r);
   } catch (const std::exception& e) {
-    return make_error(error_code::bad_input, std::string("rebalance: ") + e.what());
+    return make_error(error_code::bad_input, std::string(what) + ": " + e.what());
   }
   r.effective_step = std::max(r.effective_step, st.next_step);
   const auto at = r.effective_step;
-  st.ordered.put(at, std::move(r));
+  orders.put(at, std::move(r));
   return at;
+}
+
+caf::result<int64_t> on_rebalance(self_ptr self, rebalance& r) {
+  auto& st = self->state;
+  return accept_order(st, r, st.ordered, "rebalance",
+                      [&](const rebalance& x) { (void)st.job->plan_after(x); });
 }
 
 caf::result<int64_t> on_replan(self_ptr self, replan_order& r) {
   auto& st = self->state;
-  if (auto why = refusal(st))
-    return std::move(*why);
-  try {
-    check_replan(*st.job, r.plan, st.replanners);
-  } catch (const std::exception& e) {
-    return make_error(error_code::bad_input, std::string("re-plan: ") + e.what());
-  }
-  r.effective_step = std::max(r.effective_step, st.next_step);
-  const auto at = r.effective_step;
-  st.replans.put(at, std::move(r));
-  return at;
+  return accept_order(st, r, st.replans, "re-plan",
+                      [&](const replan_order& x) { check_replan(*st.job, x.plan, st.replanners); });
 }
 
 /// An injection (`deepcee inject`): checked against the cluster, then kept for the next
@@ -404,7 +406,7 @@ caf::result<int64_t> on_injection(self_ptr self, script_update& u) {
 
 job_in_force on_plan(self_ptr self) {
   auto& st = self->state;
-  job_in_force out{.job = st.job, .stages = {}};
+  job_in_force out{.job = st.job, .stages = {}, .plan = st.plan};
   for (const auto& s : st.stages)
     out.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(s));
   return out;

@@ -105,12 +105,13 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
 
 running_job job_now(caf::actor_system& sys, const wired_job& wired,
                     std::chrono::milliseconds wait) {
-  running_job out{.job = wired.job, .stages = wired.stages};
+  running_job out{.job = wired.job, .stages = wired.stages, .plan = wired.job->plan};
   caf::scoped_actor self{sys};
   self->request(wired.coordinator, wait, plan_atom_v)
       .receive(
           [&](job_in_force& now) {
             out.job = std::move(now.job);
+            out.plan = std::move(now.plan);
             out.stages.clear();
             for (const auto& s : now.stages)
               out.stages.push_back(caf::actor_cast<stage_actor>(s));

@@ -93,6 +93,7 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
 struct running_job {
   std::shared_ptr<job_context> job;
   std::vector<stage_actor> stages;
+  runtime::plan plan; ///< that ran the last step: job->plan with any rebalance since
 };
 running_job job_now(caf::actor_system& sys, const wired_job& wired, std::chrono::milliseconds wait);
 

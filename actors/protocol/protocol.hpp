@@ -73,16 +73,19 @@ struct joining_node {
   std::string boot_id;             ///< the node's host boot (job_context::boot_id)
 };
 
-/// What the adapter knows about one link.
+/// One directed link the plan in force sends on, as the adapter's monitor sees it
+/// (runtime::link_report): its estimates beside the plan's figures and what it carried.
 struct link_summary {
-  int32_t link = 0;
-  int32_t from_device = 0; ///< of its first transfer
+  int32_t from_device = 0;
   int32_t to_device = 0;
+  double bandwidth_Bps = 0; ///< the monitor's estimate (the plan's before any sample)
+  double latency_s = 0;
+  double plan_bandwidth_Bps = 0;
+  double plan_latency_s = 0;
+  int64_t samples = 0; ///< behind the estimates
+  bool drifted = false;
   int64_t transfers = 0;
   double bytes = 0;
-  double busy_s = 0;        ///< sum of drain times
-  double mean_delay_s = 0;  ///< mean of arrival - send (queueing included)
-  double bandwidth_Bps = 0; ///< bytes / busy_s as observed
 };
 
 /// One decision of the adapter, as it logged it (adapter_actor.hpp): the step whose
@@ -118,10 +121,11 @@ struct replan_order {
 };
 
 /// The job the coordinator runs now (its plan, with a re-plan's once in force) and its
-/// stages in flat order: what checkpoints and traces read between steps.
+/// stages in flat order: what checkpoints, traces and the inspector read between steps.
 struct job_in_force {
   std::shared_ptr<job_context> job;
   std::vector<caf::strong_actor_ptr> stages;
+  runtime::plan plan; ///< that ran the last step: the job's, with any rebalance since
 };
 
 /// A re-plan's order to a new stage: take each of its layers (in order, from its first) from
@@ -219,8 +223,9 @@ typename Inspector::result_type inspect(Inspector& f, joining_node& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, link_summary& x) {
-  return f(caf::meta::type_name("link_summary"), x.link, x.from_device, x.to_device, x.transfers,
-           x.bytes, x.busy_s, x.mean_delay_s, x.bandwidth_Bps);
+  return f(caf::meta::type_name("link_summary"), x.from_device, x.to_device, x.bandwidth_Bps,
+           x.latency_s, x.plan_bandwidth_Bps, x.plan_latency_s, x.samples, x.drifted, x.transfers,
+           x.bytes);
 }
 
 template <class Inspector>

@@ -1,50 +1,48 @@
 #pragma once
 
+#include "runtime/adapt/environment_monitor.hpp"
+#include "runtime/plan/plan.hpp"
+
 #include <cstdint>
 #include <map>
+#include <utility>
+#include <vector>
 
-/// The run's per-link statistics, as the adapter keeps them from its link samples (the
-/// trace's and `deepcee run`'s link table): transfers, bytes, busy time, mean delay and the
-/// observed bandwidth of each link the job's transfers took.
+/// What the job's transfers have carried on each directed device pair, and what the
+/// inspector shows of the links: the monitor's estimates beside those totals.
 namespace deepcee::runtime {
 
-/// One transfer on a link, as its sender reported it.
-struct link_transfer {
-  int link = 0; ///< the FIFO resource it took
-  int from = 0; ///< devices
-  int to = 0;
-  double bytes = 0;
-  double send_s = 0;    ///< when the sender handed it over
-  double start_s = 0;   ///< when it began to drain
-  double drained_s = 0; ///< when its last byte left
-  double arrival_s = 0; ///< when it arrived
-};
-
-/// One link's transfers so far.
+/// One pair's transfers so far.
 struct link_totals {
-  int link = 0;
-  int from = 0; ///< the devices of its first transfer
-  int to = 0;
   int64_t transfers = 0;
   double bytes = 0;
-  double busy_s = 0;  ///< sum of drain times
-  double delay_s = 0; ///< sum of arrival - send (queueing included)
-
-  double mean_delay_s() const {
-    return transfers > 0 ? delay_s / static_cast<double>(transfers) : 0;
-  }
-  /// Bytes over busy time as observed (0 before any time was busy).
-  double bandwidth_Bps() const { return busy_s > 0 ? bytes / busy_s : 0.0; }
 };
 
 class link_statistics {
 public:
-  void add(const link_transfer& t);
-  /// By link id.
-  const std::map<int, link_totals>& links() const { return links_; }
+  void add(int from, int to, double bytes);
+  /// By directed device pair (from, to).
+  const std::map<std::pair<int, int>, link_totals>& links() const { return links_; }
 
 private:
-  std::map<int, link_totals> links_;
+  std::map<std::pair<int, int>, link_totals> links_;
 };
+
+/// A link as the inspector shows it: the monitor's estimate (its medians; the plan's
+/// figures while it has no sample) beside what the plan assumed and what was carried.
+struct link_report {
+  int from = 0;
+  int to = 0;
+  link_params assumed;
+  link_params estimated;
+  long samples = 0; ///< the monitor's samples behind `estimated` (0: the plan's figures)
+  bool drifted = false;
+  link_totals carried;
+};
+
+/// Every directed pair `in_force` sends on (measured_pairs: both directions of each stage
+/// boundary), in pair order. One source for the inspector, `/metrics` and the web page.
+std::vector<link_report> link_reports(const environment_monitor& monitor,
+                                      const link_statistics& stats, const plan& in_force);
 
 } // namespace deepcee::runtime

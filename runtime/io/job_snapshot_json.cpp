@@ -52,6 +52,8 @@ json to_json(const link_status& l) {
           {"latency_s", l.latency_s},
           {"plan_bandwidth_Bps", l.plan_bandwidth_Bps},
           {"plan_latency_s", l.plan_latency_s},
+          {"samples", l.samples},
+          {"drifted", l.drifted},
           {"bytes_sent", l.bytes_sent},
           {"transfers", l.transfers}};
 }
@@ -112,6 +114,12 @@ struct reader {
     if (x < low || x > high)
       fail(where + "." + key, "out of range");
     return x;
+  }
+  bool boolean(const json& obj, const char* key, const std::string& where) const {
+    const auto& v = at(obj, key, where);
+    if (!v.is_boolean())
+      fail(where + "." + key, "expected true or false");
+    return v.get<bool>();
   }
   std::string text(const json& obj, const char* key, const std::string& where) const {
     const auto& v = at(obj, key, where);
@@ -179,13 +187,15 @@ device_status read_device(const reader& r, const json& v, const std::string& at)
 }
 
 link_status read_link(const reader& r, const json& v, const std::string& at) {
-  return {r.text(v, "name", at),
-          r.number(v, "bandwidth_Bps", at),
-          r.number(v, "latency_s", at),
-          r.number(v, "plan_bandwidth_Bps", at),
-          r.number(v, "plan_latency_s", at),
-          r.number(v, "bytes_sent", at),
-          r.integer(v, "transfers", at, 0, INT64_MAX)};
+  return {.name = r.text(v, "name", at),
+          .bandwidth_Bps = r.number(v, "bandwidth_Bps", at),
+          .latency_s = r.number(v, "latency_s", at),
+          .plan_bandwidth_Bps = r.number(v, "plan_bandwidth_Bps", at),
+          .plan_latency_s = r.number(v, "plan_latency_s", at),
+          .samples = r.integer(v, "samples", at, 0, INT64_MAX),
+          .drifted = r.boolean(v, "drifted", at),
+          .bytes_sent = r.number(v, "bytes_sent", at),
+          .transfers = r.integer(v, "transfers", at, 0, INT64_MAX)};
 }
 
 allocation_status read_allocation(const reader& r, const json& v, const std::string& at) {
@@ -208,6 +218,31 @@ allocation_status read_allocation(const reader& r, const json& v, const std::str
 struct depth_exceeded {};
 
 } // namespace
+
+namespace {
+
+json points_json(const thinned_series& series) {
+  json out = json::array();
+  for (const auto& p : series.points())
+    out.push_back({p.step, std::isfinite(p.value) ? json(p.value) : json(nullptr)});
+  return out;
+}
+
+} // namespace
+
+std::string run_history_to_json(const run_history* h) {
+  const run_history none;
+  const auto& r = h ? *h : none;
+  json links = json::object();
+  for (const auto& [name, series] : r.link_bandwidth_Bps)
+    links[name] = points_json(series);
+  return json{{"loss", points_json(r.loss)},
+              {"validation", points_json(r.validation)},
+              {"real_samples_per_s", points_json(r.real_samples_per_s)},
+              {"emulated_samples_per_s", points_json(r.emulated_samples_per_s)},
+              {"links", links}}
+      .dump();
+}
 
 std::string job_snapshot_to_json(const job_snapshot& s) {
   json decisions = json::array(), events = json::array(), history = json::array();

@@ -28,6 +28,11 @@ inline constexpr size_t max_snapshot_depth = 8;
 /// One line, no newline.
 std::string job_snapshot_to_json(const job_snapshot& s);
 
+/// The run's history as one JSON object: "loss", "validation", "real_samples_per_s" and
+/// "emulated_samples_per_s" as lists of [step, value], and "links" by link name (bandwidth
+/// in bytes/s). Empty lists when there is none yet (`h` null).
+std::string run_history_to_json(const run_history* h);
+
 job_snapshot job_snapshot_from_json(std::string_view text, const std::string& source);
 
 } // namespace deepcee::runtime

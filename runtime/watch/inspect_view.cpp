@@ -153,16 +153,22 @@ void devices(const job_snapshot& s, const inspect_frame& f, std::vector<std::str
   (void)f;
 }
 
+/// "drifted", "ok", or "no sample" while the estimates are still the plan's figures.
+const char* link_state(const link_status& l) {
+  return l.drifted ? "drifted" : l.samples > 0 ? "ok" : "no sample";
+}
+
 void links(const job_snapshot& s, const inspect_frame&, std::vector<std::string>& out) {
-  out.push_back(format("%-34s %12s %12s %12s %12s %11s %9s", "link", "bandwidth", "plan's",
-                       "latency", "plan's", "sent", "transfers"));
+  out.push_back(format("%-34s %12s %12s %12s %12s %11s %9s %9s", "link", "bandwidth", "plan's",
+                       "latency", "plan's", "sent", "transfers", "state"));
   if (s.links.empty())
-    out.push_back("(no transfer yet)");
+    out.push_back("(the plan sends on no link)");
   for (const auto& l : s.links)
-    out.push_back(format("%-34s %12s %12s %12s %12s %11s %9lld", l.name.c_str(),
+    out.push_back(format("%-34s %12s %12s %12s %12s %11s %9lld %9s", l.name.c_str(),
                          rate(l.bandwidth_Bps).c_str(), rate(l.plan_bandwidth_Bps).c_str(),
                          millis(l.latency_s).c_str(), millis(l.plan_latency_s).c_str(),
-                         bytes(l.bytes_sent).c_str(), static_cast<long long>(l.transfers)));
+                         bytes(l.bytes_sent).c_str(), static_cast<long long>(l.transfers),
+                         link_state(l)));
 }
 
 void adapter(const job_snapshot& s, const inspect_frame&, std::vector<std::string>& out) {

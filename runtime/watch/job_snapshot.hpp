@@ -1,8 +1,11 @@
 #pragma once
 
+#include "runtime/watch/run_history.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -42,13 +45,16 @@ struct device_status {
   double memory_capacity_bytes = 0;
 };
 
-/// A link as the trace names it, by its endpoints: "cloud0/1 -> edge0/0".
+/// A directed link the plan in force sends on, named by its endpoints ("cloud0/1 ->
+/// edge0/0"), as the adapter's monitor estimates it.
 struct link_status {
   std::string name;
-  double bandwidth_Bps = 0; ///< estimated from its transfers so far
+  double bandwidth_Bps = 0; ///< the monitor's estimate (the plan's before any sample)
   double latency_s = 0;
   double plan_bandwidth_Bps = 0; ///< the cluster file's, which the plan was made for
   double plan_latency_s = 0;
+  int64_t samples = 0; ///< the monitor's, behind the estimates
+  bool drifted = false;
   double bytes_sent = 0;
   int64_t transfers = 0;
 };
@@ -111,6 +117,9 @@ struct job_snapshot {
   int64_t events_total = 0;
   int64_t dropped_messages = 0; ///< malformed messages the stages dropped
   int64_t dropped_frames = 0;   ///< frames the endpoint dropped for slow clients
+  /// The whole run so far, for a chart opened late: served on its own (/api/history), never
+  /// inside the snapshot's JSON. Shared, since every snapshot of a step holds the same.
+  std::shared_ptr<const run_history> history;
 };
 
 /// The idle share of a stage's window [from_s, to_s] that its ops leave (ops of one stage

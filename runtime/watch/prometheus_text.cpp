@@ -138,9 +138,11 @@ void link_families(exposition& e, const job_snapshot& s) {
   };
   static const link_metric metrics[] = {
       {"deepcee_link_bandwidth_bytes_per_second", "gauge",
-       "A link's bandwidth estimated from its transfers so far.", &link_status::bandwidth_Bps},
+       "A link's bandwidth as the adapter estimates it (the plan's before any sample).",
+       &link_status::bandwidth_Bps},
       {"deepcee_link_latency_seconds", "gauge",
-       "A link's latency estimated from its transfers so far.", &link_status::latency_s},
+       "A link's latency as the adapter estimates it (the plan's before any sample).",
+       &link_status::latency_s},
       {"deepcee_link_plan_bandwidth_bytes_per_second", "gauge",
        "A link's bandwidth in the cluster file the plan was made for.",
        &link_status::plan_bandwidth_Bps},
@@ -162,6 +164,10 @@ void link_families(exposition& e, const job_snapshot& s) {
   e.family("deepcee_link_transfers_total", "counter", "Transfers over a link so far.");
   for (size_t i = 0; i < s.links.size(); ++i)
     e.sample(link_labels[i], double(s.links[i].transfers));
+  e.family("deepcee_link_drifted", "gauge",
+           "1 while the adapter finds a link outside its band around the plan's figures.");
+  for (size_t i = 0; i < s.links.size(); ++i)
+    e.sample(link_labels[i], s.links[i].drifted ? 1.0 : 0.0);
 }
 
 void count_families(exposition& e, const job_snapshot& s) {

@@ -6,8 +6,8 @@
 namespace deepcee::runtime {
 
 snapshot_builder::snapshot_builder(snapshot_header header, plan p, cluster c,
-                                   const sim_result& estimate)
-    : plan_(std::move(p)), cluster_(std::move(c)) {
+                                   memory_estimate estimate)
+    : plan_(std::move(p)), cluster_(std::move(c)), estimate_(std::move(estimate)) {
   auto& s = last_;
   s.job = std::move(header.job);
   s.model = std::move(header.model);
@@ -15,8 +15,13 @@ snapshot_builder::snapshot_builder(snapshot_header header, plan p, cluster c,
   s.groups = std::move(header.groups);
   s.steps = header.steps;
   s.cluster = cluster_.name;
-  s.strategy = plan_.strategy;
+  fill_layout(s);
+  fill_allocation(s);
+}
 
+void snapshot_builder::fill_layout(job_snapshot& s) const {
+  s.strategy = plan_.strategy;
+  s.stages.clear();
   for (size_t p = 0; p < plan_.pipelines.size(); ++p) {
     const auto& pipe = plan_.pipelines[p];
     for (size_t k = 0; k < pipe.stages.size(); ++k) {
@@ -27,8 +32,8 @@ snapshot_builder::snapshot_builder(snapshot_header header, plan p, cluster c,
       s.stages.push_back(std::move(status));
     }
   }
-  fill_allocation(s);
-
+  const auto estimate = estimate_(plan_);
+  s.devices.clear();
   for (const auto& d : cluster_.devices) {
     device_status status{d.name, d.kind, -1, -1, 0, 0, d.memory_bytes};
     for (const auto& e : estimate.devices)
@@ -39,6 +44,16 @@ snapshot_builder::snapshot_builder(snapshot_header header, plan p, cluster c,
       }
     s.devices.push_back(std::move(status));
   }
+}
+
+void snapshot_builder::plan_in_force(const plan& p) {
+  const bool moved = !same_layout(plan_, p);
+  if (!moved && allocation_of(plan_) == allocation_of(p))
+    return;
+  plan_ = p;
+  if (moved)
+    fill_layout(last_);
+  fill_allocation(last_);
 }
 
 std::string snapshot_builder::device_name(int device) const {
@@ -92,30 +107,20 @@ void snapshot_builder::fill_allocation(job_snapshot& s) const {
 
 void snapshot_builder::fill_links(job_snapshot& s, const step_facts& f) const {
   s.links.clear();
-  for (const auto& l : f.links) {
-    const auto plan_link = cluster_.link_between(l.from_device, l.to_device);
-    link_status status;
-    status.name = device_name(l.from_device) + " -> " + device_name(l.to_device);
-    status.transfers = l.transfers;
-    status.bytes_sent = l.bytes;
-    status.bandwidth_Bps = l.busy_s > 0 ? l.bytes / l.busy_s : 0;
-    // A transfer's delay is the link's latency, its drain time and any queueing: the mean
-    // delay less the mean drain time bounds the latency from above.
-    const double mean_drain_s = l.transfers > 0 ? l.busy_s / double(l.transfers) : 0;
-    status.latency_s = std::max(l.mean_delay_s - mean_drain_s, 0.0);
-    status.plan_bandwidth_Bps = plan_link.bandwidth_Bps;
-    status.plan_latency_s = plan_link.latency_s;
-    s.links.push_back(std::move(status));
-  }
+  for (const auto& l : f.links)
+    s.links.push_back({.name = device_name(l.from_device) + " -> " + device_name(l.to_device),
+                       .bandwidth_Bps = l.bandwidth_Bps,
+                       .latency_s = l.latency_s,
+                       .plan_bandwidth_Bps = l.plan_bandwidth_Bps,
+                       .plan_latency_s = l.plan_latency_s,
+                       .samples = l.samples,
+                       .drifted = l.drifted,
+                       .bytes_sent = l.bytes,
+                       .transfers = l.transfers});
 }
 
 job_snapshot snapshot_builder::after_step(const step_facts& f) {
   auto& s = last_;
-  if (!pending_.empty() && pending_.begin()->first <= f.step) {
-    for (; !pending_.empty() && pending_.begin()->first <= f.step; pending_.erase(pending_.begin()))
-      plan_ = with_allocation(plan_, pending_.begin()->second);
-    fill_allocation(s);
-  }
   s.step = f.step;
   s.loss = f.loss;
   if (f.loss)
@@ -135,21 +140,33 @@ job_snapshot snapshot_builder::after_step(const step_facts& f) {
   fill_stages(s, f);
   fill_links(s, f);
   s.dropped_messages = f.dropped_messages;
+  record_history(s);
   return s;
+}
+
+void snapshot_builder::record_history(job_snapshot& s) {
+  auto& h = history_;
+  if (s.loss)
+    h.loss.add(s.step, *s.loss);
+  if (s.real_samples_per_s)
+    h.real_samples_per_s.add(s.step, *s.real_samples_per_s);
+  if (s.emulated_samples_per_s)
+    h.emulated_samples_per_s.add(s.step, *s.emulated_samples_per_s);
+  for (const auto& l : s.links)
+    h.link_bandwidth_Bps[l.name].add(s.step, l.bandwidth_Bps);
+  s.history = std::make_shared<const run_history>(h);
 }
 
 void snapshot_builder::validated(int step, double loss) {
   last_.val_loss = loss;
   last_.val_step = step;
+  history_.validation.add(step, loss);
+  last_.history = std::make_shared<const run_history>(history_);
 }
 
 void snapshot_builder::injected(job_event e) {
   ++last_.events_total;
   push_history(last_.events, std::move(e), recent);
-}
-
-void snapshot_builder::allocated(int64_t from_step, plan_allocation a) {
-  pending_[from_step] = std::move(a);
 }
 
 void snapshot_builder::decided(adapter_decision d) {

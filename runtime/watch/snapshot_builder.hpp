@@ -7,6 +7,7 @@
 #include "runtime/watch/job_snapshot.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,14 +15,19 @@
 
 namespace deepcee::runtime {
 
-/// What the job's adapter has seen of one link so far (its transfers' totals).
+/// One directed link the plan in force sends on, as the job's adapter sees it: its monitor's
+/// estimates (the plan's figures before any sample) and what the link carried so far.
 struct link_facts {
   int from_device = 0;
   int to_device = 0;
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+  double plan_bandwidth_Bps = 0;
+  double plan_latency_s = 0;
+  int64_t samples = 0;
+  bool drifted = false;
   int64_t transfers = 0;
   double bytes = 0;
-  double busy_s = 0;       ///< sum of drain times
-  double mean_delay_s = 0; ///< mean of arrival - send
 };
 
 /// What one finished step left, in plain values.
@@ -44,12 +50,14 @@ struct snapshot_header {
   int steps = 0;
 };
 
-/// Turns a job's steps into snapshots: the plan's layout and the cluster's names once, each
-/// step's facts after it. `estimate` (the simulator's run of the plan) gives each device's
-/// memory need.
+/// Turns a job's steps into snapshots: the layout of the plan in force and the cluster's
+/// names, each step's facts after it.
 class snapshot_builder {
 public:
-  snapshot_builder(snapshot_header header, plan p, cluster c, const sim_result& estimate);
+  /// The simulator's run of a plan, for each device's memory need under it.
+  using memory_estimate = std::function<sim_result(const plan&)>;
+
+  snapshot_builder(snapshot_header header, plan p, cluster c, memory_estimate estimate);
 
   /// The job before its first step (or at `resumed_step` after a restore).
   job_snapshot initial(int resumed_step = 0) const;
@@ -59,9 +67,9 @@ public:
   /// are kept in the snapshot.
   void injected(job_event e);
   void decided(adapter_decision d);
-  /// The allocation `a` is in force from step `from_step` on (a decision of the adapter):
-  /// the snapshots of that step and later show it.
-  void allocated(int64_t from_step, plan_allocation a);
+  /// The next steps run on `p` (after a rebalance or a re-plan): their snapshots show its
+  /// stages, devices and allocation.
+  void plan_in_force(const plan& p);
   /// The last snapshot built, with any validation since.
   const job_snapshot& latest() const { return last_; }
 
@@ -71,14 +79,19 @@ public:
 
 private:
   std::string device_name(int device) const;
+  /// The plan's stages and each device's place and memory need in it.
+  void fill_layout(job_snapshot& s) const;
   void fill_stages(job_snapshot& s, const step_facts& f) const;
   void fill_links(job_snapshot& s, const step_facts& f) const;
   void fill_allocation(job_snapshot& s) const;
+  /// Adds `s`'s figures to the run's history and gives `s` the history as it is now.
+  void record_history(job_snapshot& s);
 
   plan plan_;
   cluster cluster_;
+  memory_estimate estimate_;
   job_snapshot last_;
-  std::map<int64_t, plan_allocation> pending_; ///< by the step each takes effect at
+  run_history history_;
 };
 
 } // namespace deepcee::runtime

@@ -7,13 +7,18 @@
 #include "runtime/cluster/profile.hpp"
 #include "runtime/data/text_corpus.hpp"
 #include "runtime/io/cluster_toml.hpp"
+#include "runtime/adapt/active_probe.hpp"
 #include "runtime/plan/plan.hpp"
+#include "runtime/plan/plan_allocation.hpp"
 #include "tests/support/clusters.hpp"
+
+#include <boost/test/unit_test.hpp>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
 #include <memory>
+#include <set>
 #include <string>
 
 namespace deepcee::actors::test {
@@ -145,6 +150,24 @@ inline runtime::train_config train_for(const runtime::plan& p, int steps) {
   t.steps = steps;
   t.seed = 7;
   return t;
+}
+
+/// What the inspector reads after a step that `ran` ran: the coordinator's plan in force
+/// (rebalances and re-plans included), and the adapter's links, which are exactly the
+/// directed pairs `ran` sends on, none estimated faster than the cluster's figure.
+inline void check_plan_in_force(caf::actor_system& sys, local_job& job, const runtime::plan& ran,
+                                int step) {
+  const auto now = job_now(sys, job.wired(), std::chrono::seconds(10));
+  BOOST_CHECK_MESSAGE(runtime::same_layout(now.plan, ran) &&
+                          runtime::allocation_of(now.plan) == runtime::allocation_of(ran),
+                      "step " << step << ": the job's plan in force is not the plan that ran");
+  std::set<std::pair<int, int>> shown;
+  for (const auto& l : job.links()) {
+    shown.insert({l.from_device, l.to_device});
+    BOOST_CHECK_LE(l.bandwidth_Bps, l.plan_bandwidth_Bps * (1 + 1e-9));
+  }
+  BOOST_CHECK_MESSAGE(shown == runtime::measured_pairs(ran),
+                      "step " << step << ": the links shown are not the pairs the plan sends on");
 }
 
 } // namespace deepcee::actors::test

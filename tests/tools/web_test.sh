@@ -120,12 +120,15 @@ chromium() {
   timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "$offline" \
     --window-size=1280,900 --virtual-time-budget=8000 "$@" "http://$addr/#token=$token" 2>>"$work/chromium.log"
 }
+# Opened late: the charts hold the run from its first step (/api/history), not only the
+# steps polled since.
+opened_at=$(get /metrics "$token" 3>/dev/null | sed -n 's/^deepcee_step //p')
 screenshot=$artifacts/web_page.png
 rm -f "$screenshot"
 chromium --screenshot="$screenshot" >/dev/null
 [[ -s $screenshot ]] && echo "screenshot: $screenshot" || fail "no screenshot: $(tail -3 "$work/chromium.log")"
 chromium --dump-dom >"$work/dom.html"
-python3 - "$work/dom.html" <<'PY' || fail "the page's DOM (above)"
+python3 - "$work/dom.html" "${opened_at:-0}" <<'PY' || fail "the page's DOM (above)"
 import re, sys
 dom = open(sys.argv[1]).read()
 def number(id):
@@ -135,10 +138,16 @@ def number(id):
 state = re.search(r'id="state"[^>]*>([^<]*)<', dom).group(1)
 assert state == "live", f"the page says {state!r}"
 assert number("polls") >= 3, f'only {number("polls")} snapshots read'
+opened_at = int(sys.argv[2])
+assert opened_at >= 200, f"opened at step {opened_at}, before the first validation"
+assert number("first-step") == 1, f'the loss chart starts at step {number("first-step")}'
+# The history keeps at least 256 points per series however long the run (run_history.hpp).
+assert number("points-loss") >= min(opened_at, 256), \
+    f'loss: {number("points-loss")} points on a page opened at step {opened_at}'
 for chart, least in (("loss", 3), ("throughput", 6), ("links", 12)):
     assert number(f"points-{chart}") >= least, f'{chart}: {number(f"points-{chart}")} points'
 assert "web &quot;test&quot;" in dom or 'web "test"' in dom, "the job's name is not shown"
-assert dom.count("<tr>") >= 1 + 6, "the links table has fewer than 6 links"
+assert dom.count("<tr>") >= 1 + 10, "the links table has fewer than 10 links"
 PY
 # Without the token, the page says it needs one and shows nothing of the job.
 timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=3000 "$offline" \
@@ -192,7 +201,8 @@ for name in ["deepcee_job_info", "deepcee_step", "deepcee_steps", "deepcee_loss"
              "deepcee_device_memory_capacity_bytes", "deepcee_link_bandwidth_bytes_per_second",
              "deepcee_link_latency_seconds", "deepcee_link_plan_bandwidth_bytes_per_second",
              "deepcee_link_plan_latency_seconds", "deepcee_link_sent_bytes_total",
-             "deepcee_link_transfers_total", "deepcee_dropped_messages_total",
+             "deepcee_link_transfers_total", "deepcee_link_drifted",
+             "deepcee_dropped_messages_total",
              "deepcee_dropped_frames_total", "deepcee_adapter_decisions_total",
              "deepcee_injected_events_total"]:
     assert name in families, f"no family {name}"
@@ -219,10 +229,20 @@ assert one("deepcee_steps") == 1000000
 info = [l for n, l, v in samples if n == "deepcee_job_info"]
 assert info == [{"job": 'web "test"', "model": "custom", "cluster": "local-3",
                  "strategy": "two-pipelines", "time_mode": "virtual"}], info
+# Every directed link the plan sends on: both directions of each stage boundary of both
+# pipelines (10 device pairs), each with the adapter's estimates. In virtual time on an
+# undisturbed cluster a link's latency is the cluster file's, and its bandwidth at most that.
 links = [l for n, l, v in samples if n == "deepcee_link_sent_bytes_total"]
-assert len(links) == 6 and {"from": "n0/3", "to": "n2/0"} in links, links
+assert len(links) == 10, links
+for l in links:
+    assert {"from": l["to"], "to": l["from"]} in links, f"{l}: no link back"
+    bandwidth = one("deepcee_link_bandwidth_bytes_per_second", **l)
+    assert 0 < bandwidth <= one("deepcee_link_plan_bandwidth_bytes_per_second", **l) * (1 + 1e-9), l
+    assert math.isclose(one("deepcee_link_latency_seconds", **l),
+                        one("deepcee_link_plan_latency_seconds", **l), rel_tol=1e-9), l
+    assert one("deepcee_link_drifted", **l) == 0, l
 for n, l, v in samples:
-    if n == "deepcee_link_sent_bytes_total" or n == "deepcee_link_bandwidth_bytes_per_second":
+    if n == "deepcee_link_sent_bytes_total":
         assert v > 0, (n, l, v)
     if n == "deepcee_device_utilization_ratio":
         assert 0 <= v <= 1, (n, l, v)

@@ -1,5 +1,7 @@
-// The inspection page: polls /api/snapshot and charts the loss, the samples/s and each
-// link's estimated bandwidth by step. Everything it loads comes from the node itself.
+// The inspection page: reads the run's history once (/api/history), then polls
+// /api/snapshot, and charts the loss, the samples/s and each link's estimated bandwidth by
+// step from the run's first step, however late it is opened. Everything it loads comes
+// from the node itself.
 //
 // A job with a token: open the page as http://HOST:PORT/#token=TOKEN (the fragment never
 // leaves the browser). The page keeps the token in sessionStorage, removes it from the
@@ -8,7 +10,7 @@
 'use strict';
 
 const pollMs = 1000;
-const keepPoints = 600; // per series: the charts show the last 600 steps polled
+const maxPoints = 2000; // per series: past it, every other point goes (the run stays covered)
 const tokenKey = 'deepcee-token';
 
 function takeTokenFromFragment() {
@@ -55,7 +57,7 @@ function push(chart, label, x, y, axis) {
   const d = series(chart, label, axis);
   if (d.data.length && d.data[d.data.length - 1].x === x) return;
   d.data.push({x: x, y: y});
-  if (d.data.length > keepPoints) d.data.shift();
+  if (d.data.length > maxPoints) d.data = d.data.filter((_, i) => i % 2 === 0);
 }
 
 function points(chart) {
@@ -71,8 +73,10 @@ const charts = {
   loss: lineChart('loss-chart', 'loss', {y: axis('loss')}),
   // Emulated samples/s (the virtual clock) can be far from real ones: each has its axis.
   throughput: lineChart('throughput-chart', 'samples/s', {
-    y: axis('real samples/s'),
-    emulated: axis('emulated samples/s', {position: 'right', grid: {drawOnChartArea: false}}),
+    // From zero: a steady rate reads as steady, not as noise in its last digits.
+    y: axis('real samples/s', {beginAtZero: true}),
+    emulated: axis('emulated samples/s',
+                   {beginAtZero: true, position: 'right', grid: {drawOnChartArea: false}}),
   }),
   // Links of a job differ by orders of magnitude (NVLink beside a WAN).
   links: lineChart('links-chart', 'link bandwidth (estimated)',
@@ -80,6 +84,19 @@ const charts = {
 };
 let polls = 0;
 let lastVersion = -1;
+let historyRead = false;
+
+// The run so far, as /api/history gives it: [step, value] pairs per series.
+function showHistory(h) {
+  for (const [step, v] of h.loss) push(charts.loss, 'loss', step, v);
+  for (const [step, v] of h.validation) push(charts.loss, 'validation', step, v);
+  if (h.validation.length) series(charts.loss, 'validation').pointRadius = 3;
+  for (const [step, v] of h.real_samples_per_s) push(charts.throughput, 'real', step, v);
+  for (const [step, v] of h.emulated_samples_per_s)
+    push(charts.throughput, 'emulated', step, v, 'emulated');
+  for (const [name, points] of Object.entries(h.links))
+    for (const [step, v] of points) push(charts.links, name, step, v / 1e6);
+}
 
 function showLinks(links) {
   const body = document.querySelector('#links tbody');
@@ -88,7 +105,8 @@ function showLinks(links) {
     for (const text of [l.name,
                         fmt(l.bandwidth_Bps / 1e6, 2) + ' (' + fmt(l.plan_bandwidth_Bps / 1e6, 2) + ')',
                         fmt(l.latency_s * 1e3, 2) + ' (' + fmt(l.plan_latency_s * 1e3, 2) + ')',
-                        fmt(l.bytes_sent / 1e6, 2), String(l.transfers)]) {
+                        fmt(l.bytes_sent / 1e6, 2), String(l.transfers),
+                        l.drifted ? 'drifted' : l.samples > 0 ? 'ok' : 'no sample']) {
       const cell = document.createElement('td');
       cell.textContent = text;
       row.appendChild(cell);
@@ -120,6 +138,8 @@ function show(s) {
   document.getElementById('points-loss').textContent = points(charts.loss);
   document.getElementById('points-throughput').textContent = points(charts.throughput);
   document.getElementById('points-links').textContent = points(charts.links);
+  const loss = charts.loss.data.datasets.find(d => d.label === 'loss');
+  if (loss && loss.data.length) document.getElementById('first-step').textContent = loss.data[0].x;
   showLinks(s.links);
 }
 
@@ -133,6 +153,13 @@ async function poll() {
   const token = sessionStorage.getItem(tokenKey);
   const headers = token ? {Authorization: 'Bearer ' + token} : {};
   try {
+    if (!historyRead) {
+      const h = await fetch('/api/history', {headers: headers, cache: 'no-store'});
+      if (h.ok) {
+        showHistory(await h.json());
+        historyRead = true;
+      }
+    }
     const res = await fetch('/api/snapshot', {headers: headers, cache: 'no-store'});
     if (res.status === 401) {
       document.getElementById('token-form').hidden = false;

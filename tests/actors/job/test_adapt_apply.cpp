@@ -65,6 +65,7 @@ void check_adapted(const runtime::plan& plan, const runtime::plan& next, int at,
     for (size_t i = 0; i < got.ops.size(); ++i)
       forwards += got.op_stage[i] == 0 && got.ops[i].kind == 0;
     BOOST_CHECK_EQUAL(forwards, (k < at ? plan : next).pipelines[0].micro_batches);
+    check_plan_in_force(f.sys, job, k < at ? plan : next, k);
   }
   // The order is the one decision: on the undisturbed cluster the monitor sees no drift,
   // before or after the allocation changes.

@@ -102,6 +102,7 @@ void check_replanned(const runtime::plan& plan, const runtime::plan& next, int a
                         "step " << k << " took " << got.end_s - got.start_s
                                 << " s, the simulator says " << sim << " s");
     BOOST_CHECK_EQUAL(stages_that_ran(got), stage_count(k < at ? plan : next));
+    check_plan_in_force(f.sys, job, k < at ? plan : next, k);
     const double gap = got.start_s - last_end;
     BOOST_CHECK_MESSAGE(std::abs(gap) <= 1e-9,
                         "step " << k << " started " << gap << " s after the previous one ended");

@@ -47,6 +47,8 @@ BOOST_AUTO_TEST_CASE(round_trip_keeps_every_field) {
   BOOST_TEST(r.devices[2].memory_capacity_bytes == 8e9);
   BOOST_TEST(r.links[0].name == "cloud0/0 -> edge0/0");
   BOOST_TEST(r.links[0].plan_latency_s == 0.02);
+  BOOST_TEST(r.links[0].samples == 17);
+  BOOST_TEST(r.links[0].drifted);
   BOOST_TEST(r.allocation.compression[0].compression == "fp16");
   BOOST_TEST(r.decisions[0].reason == "edge0/0 link 40% slower");
   BOOST_TEST(r.events[0].time_s == 1.25);

@@ -29,7 +29,7 @@ inline runtime::job_snapshot sample_snapshot() {
   s.devices = {{"cloud0/0", "a100", 0, 0, 0.75, 2e9, 40e9},
                {"cloud0/1", "a100", 0, 0, 0.7, 2e9, 40e9},
                {"edge0/0", "jetson", 0, 1, 0.5, 1e9, 8e9}};
-  s.links = {{"cloud0/0 -> edge0/0", 1.2e6, 0.021, 1.25e6, 0.02, 3e6, 24}};
+  s.links = {{"cloud0/0 -> edge0/0", 1.2e6, 0.021, 1.25e6, 0.02, 17, true, 3e6, 24}};
   s.allocation = {
       {4}, {{"cloud0/0", 3}, {"cloud0/1", 1}, {"edge0/0", 4}}, {{"cloud0/0 -> edge0/0", "fp16"}}};
   s.decisions = {{10, "rebalance", "edge0/0 link 40% slower", 0.125}};

@@ -60,6 +60,7 @@ BOOST_AUTO_TEST_CASE(every_value_of_the_snapshot_is_a_sample) {
            "deepcee_link_plan_latency_seconds{from=\"cloud0/0\",to=\"edge0/0\"} 0.02",
            "deepcee_link_sent_bytes_total{from=\"cloud0/0\",to=\"edge0/0\"} 3000000",
            "deepcee_link_transfers_total{from=\"cloud0/0\",to=\"edge0/0\"} 24",
+           "deepcee_link_drifted{from=\"cloud0/0\",to=\"edge0/0\"} 1",
            "deepcee_dropped_messages_total 2",
            "deepcee_dropped_frames_total 3",
            "deepcee_adapter_decisions_total{kind=\"rebalance\"} 1",
@@ -93,7 +94,7 @@ BOOST_AUTO_TEST_CASE(every_sample_follows_its_own_help_and_type_lines) {
     BOOST_TEST(sample_name(line) == type, line);
     BOOST_TEST(line.rfind("deepcee_", 0) == 0u, line);
   }
-  BOOST_TEST(families.size() == 23u);
+  BOOST_TEST(families.size() == 24u);
 }
 
 BOOST_AUTO_TEST_CASE(absent_values_leave_their_family_without_a_sample) {
@@ -134,7 +135,7 @@ BOOST_AUTO_TEST_CASE(label_values_are_escaped) {
   BOOST_TEST(prometheus_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
   auto s = deepcee::test::sample_snapshot();
   s.job = "say \"hi\"\nC:\\jobs";
-  s.links = {{"odd\"dev -> x\\y", 1, 2, 3, 4, 5, 6}};
+  s.links = {{"odd\"dev -> x\\y", 1, 2, 3, 4, 7, true, 5, 6}};
   const auto text = job_snapshot_to_prometheus(s);
   BOOST_TEST(text.find("job=\"say \\\"hi\\\"\\nC:\\\\jobs\"") != std::string::npos);
   BOOST_TEST(has_line(text, "deepcee_link_transfers_total{from=\"odd\\\"dev\",to=\"x\\\\y\"} 6"));
