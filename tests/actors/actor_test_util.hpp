@@ -2,12 +2,12 @@
 
 #include "actors/job/local_job.hpp"
 #include "actors/protocol/type_ids.hpp"
+#include "runtime/adapt/active_probe.hpp"
 #include "runtime/base/model_spec.hpp"
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/cluster/profile.hpp"
 #include "runtime/data/text_corpus.hpp"
 #include "runtime/io/cluster_toml.hpp"
-#include "runtime/adapt/active_probe.hpp"
 #include "runtime/plan/plan.hpp"
 #include "runtime/plan/plan_allocation.hpp"
 #include "tests/support/clusters.hpp"
