@@ -162,7 +162,7 @@ void links(const job_snapshot& s, const inspect_frame&, std::vector<std::string>
   out.push_back(format("%-34s %12s %12s %12s %12s %11s %9s %9s", "link", "bandwidth", "plan's",
                        "latency", "plan's", "sent", "transfers", "state"));
   if (s.links.empty())
-    out.push_back("(the plan sends on no link)");
+    out.push_back("(no stage boundary: the all-reduce's links are not measured yet)");
   for (const auto& l : s.links)
     out.push_back(format("%-34s %12s %12s %12s %12s %11s %9lld %9s", l.name.c_str(),
                          rate(l.bandwidth_Bps).c_str(), rate(l.plan_bandwidth_Bps).c_str(),

@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(empty_lists_and_dry_runs_say_so) {
   s.time_mode = "dry";
   const auto all = render_all(s, {0, 0, "h:1", ""});
   BOOST_TEST(shows(all, "loss not computed (dry)"));
-  BOOST_TEST(shows(all, "(the plan sends on no link)"));
+  BOOST_TEST(shows(all, "(no stage boundary: the all-reduce's links are not measured yet)"));
   BOOST_TEST(shows(all, "adapter decisions:\n  (none)"));
   BOOST_TEST(shows(all, "injected events and faults:\n  (none)"));
   BOOST_TEST(shows(all, "== links"));
