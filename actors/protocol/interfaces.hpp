@@ -37,20 +37,22 @@ using stage_actor = caf::typed_actor<
     caf::replies_to<script_update>::with<int64_t>, caf::reacts_to<slowed_atom, uint64_t>,
     caf::reacts_to<step_atom, int64_t>, caf::reacts_to<release_atom>>;
 
-/// One device of a stage (device_actor.hpp): owns its backend and its share of the stage's
-/// weights; runs ops on the rows it is given (`device_work` where they lie, in its stage's
-/// process; `device_rows` in the message, from a stage on another node), takes part in its
-/// group's ring all-reduce (`reduce` starts it and answers with the reduced gradients on
-/// rank 0 when asked for them, empty values otherwise; `ring_chunk` is a round from the
-/// previous device; `ring` names the next device, this device's rank, the ring's size and
-/// whether the next device holds a shaped chunk until its modelled arrival; `release`, from
-/// itself, takes the held chunks that are due; `release` with a number, from itself, answers
-/// the held op of that number where the device stands in for one on another node,
-/// remote_device.hpp),
-/// hands out its gradients (`buffers`: where they lie on its GPU, for the group's NCCL
-/// all-reduce; `gradients`: a host copy; `squares`: their sum of squares, taken where they
-/// lie), and steps, snapshots and restores its weights (`digest`: a
-/// hash of its weights and moments, to check it holds what the stage's first device does).
+/// One device of a stage (device_actor.hpp). It owns its backend and its share of the
+/// stage's weights.
+/// - `device_work` runs ops on rows where they lie (in its stage's process); `device_rows`
+///   on rows in the message (from a stage on another node).
+/// - `reduce` starts its group's ring all-reduce. It answers with the reduced gradients on
+///   rank 0 when asked for them, with empty values otherwise.
+/// - `ring_chunk` is a round from the previous device. `ring` names the next device, this
+///   device's rank and the ring's size, and whether the next device holds a shaped chunk
+///   until its modelled arrival.
+/// - `release`, from itself, takes the held chunks that are due. With a number, it answers
+///   the held op of that number where the device stands in for one on another node
+///   (remote_device.hpp).
+/// - `buffers` says where its gradients lie on its GPU (for the group's NCCL all-reduce),
+///   `gradients` gives a host copy, `squares` their sum of squares, taken where they lie.
+/// - The rest steps, snapshots and restores its weights. `digest` hashes its weights and
+///   moments, to check it holds what the stage's first device does.
 using device_actor = caf::typed_actor<
     caf::replies_to<device_work>::with<double>, caf::replies_to<device_rows>::with<device_output>,
     caf::reacts_to<ring_atom, caf::strong_actor_ptr, int32_t, int32_t, bool>,
@@ -64,14 +66,16 @@ using device_actor = caf::typed_actor<
     caf::replies_to<digest_atom>::with<uint64_t>,
     caf::replies_to<restore_atom, stage_snapshot>::with<int64_t>>;
 
-/// The devices of one stage (group_actor.hpp): splits each op's micro-batch by samples among
-/// its device actors and answers once all are done (a last stage's F: the loss sum over
-/// devices, in device order); `reduce` all-reduces its devices' gradients and answers with
-/// their sum (`squares`: with the sum of its squares, the sum staying on the devices, for a
-/// job of one pipeline, where no other stage needs it); the rest goes to every device (a snapshot
-/// is checked to be the same on each). `devices` hands it the device actors of its devices on other
-/// nodes, by place in the stage (empty where the group spawns its own), and each node's host boot
-/// (stage_wiring::boot_ids); it waits for them when it has any.
+/// The devices of one stage (group_actor.hpp).
+/// - An op's micro-batch is split by samples among its device actors. The answer comes once
+///   all are done (for a last stage's F: the loss summed over devices, in device order).
+/// - `reduce` all-reduces its devices' gradients and answers with their sum. With `squares`
+///   it answers with the sum of their squares and the sum stays on the devices: in a job of
+///   one pipeline no other stage needs it.
+/// - The rest goes to every device. A snapshot is checked to be the same on each.
+/// - `devices` hands it the device actors it has on other nodes, by place in the stage
+///   (empty where the group spawns its own), and each node's host boot
+///   (stage_wiring::boot_ids). It waits for them when it has any.
 using group_actor = caf::typed_actor<
     caf::reacts_to<devices_atom, std::vector<caf::strong_actor_ptr>, std::vector<std::string>>,
     caf::replies_to<rebalance>::with<int64_t>, caf::replies_to<device_work>::with<double>,
@@ -108,15 +112,18 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<script_update>::with<int64_t>, caf::replies_to<replan_order>::with<int64_t>,
     caf::replies_to<plan_atom>::with<job_in_force>>;
 
-/// The dynamic environment adapter (adapter_actor.hpp): receives every link sample and
-/// every step's result (answered once read, with the seconds its active probes hold the next
-/// step's start: the coordinator ends the step then), keeps per-link
-/// statistics and its monitor's estimates, and when the monitor reports drift asks the policy and
-/// orders its decision from the coordinator. A `rebalance` is adapt_to: the given allocation from
-/// the given step on (answered with the step it takes effect at); a `replan_order` is adapt_to
-/// of any plan (a rebalance when it keeps the layout, else a re-plan). `decisions` answers with
-/// its recent decisions; `wire` names the coordinator; `(move, replan_order)` from the
-/// coordinator: a re-plan is in force, the adapter follows its job.
+/// The dynamic environment adapter (adapter_actor.hpp). It keeps its monitor's estimates
+/// and, when the monitor reports drift, asks the policy and orders its decision from the
+/// coordinator.
+/// - `link_sample`: one transfer, as its sender or receiver saw it.
+/// - `step_result`: a step ended. The answer, once read, is the seconds its active probes
+///   hold the next step's start (the coordinator ends the step then).
+/// - `links`: each link the plan in force sends on, as the monitor sees it.
+/// - `rebalance` is adapt_to: the given allocation from the given step on. The answer is the
+///   step it takes effect at. `replan_order` is adapt_to of any plan (a rebalance when it
+///   keeps the layout, else a re-plan).
+/// - `decisions` answers with its recent decisions; `wire` names the coordinator.
+/// - `(move, replan_order)`, from the coordinator: a re-plan is in force, follow its job.
 using adapter_actor = caf::typed_actor<
     caf::reacts_to<link_sample>, caf::replies_to<links_atom>::with<std::vector<link_summary>>,
     caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
@@ -134,9 +141,9 @@ using adapter_actor = caf::typed_actor<
 /// `(stop, interrupt, why)` ends it because the coordinator's node was interrupted
 /// (node_registry.hpp: job_interrupted).
 /// `(inject, source, text)` is `deepcee inject`: a script (TOML, read from `source`), or
-/// `--event` lines when `source` is "--event", parsed against the job's cluster and passed
-/// to the coordinator, which `(wire, coordinator)` from this process names; the answer is
-/// the coordinator's.
+/// `--event` lines when `source` is "--event". It is parsed against the job's cluster and
+/// passed to the coordinator that `(wire, coordinator)` from this process names. The answer
+/// is the coordinator's.
 using node_registry_actor =
     caf::typed_actor<caf::replies_to<deployment_request>::with<job_deployment>,
                      caf::replies_to<joining_node>::with<int32_t>, caf::reacts_to<error_report>,
