@@ -95,9 +95,12 @@ std::string lab_injector::apply(const lab_event& e, const std::vector<int>& pids
     ::kill(pid, sig);
     return std::string(name) + " to pid " + std::to_string(pid);
   };
-  const auto link_set = [&](const char* state) {
-    run_checked(ctx_, {"ip", "-n", node.netns, "link", "set", ctx_.prefix + "-nic", state});
-    return node.netns + "/" + ctx_.prefix + "-nic " + state;
+  const auto link_set = [&](bool up) {
+    const auto& t = state_.topology;
+    for (const auto& cmd :
+         up ? runtime::node_up_commands(t, e.node) : runtime::node_down_commands(t, e.node))
+      run_checked(ctx_, cmd);
+    return node.netns + "/" + ctx_.prefix + "-nic " + (up ? "up" : "down");
   };
   switch (e.what) {
   case lab_event::kind::rate:
@@ -115,9 +118,9 @@ std::string lab_injector::apply(const lab_event& e, const std::vector<int>& pids
   case lab_event::kind::kill:
     return signal(SIGKILL, "SIGKILL");
   case lab_event::kind::partition:
-    return link_set("down");
+    return link_set(false);
   case lab_event::kind::heal:
-    return link_set("up");
+    return link_set(true);
   }
   return "";
 }
@@ -137,7 +140,8 @@ void lab_injector::restore() {
   }
   for (size_t i = 0; i < state_.topology.nodes.size(); ++i) {
     const auto& n = state_.topology.nodes[i];
-    run_checked(ctx_, {"ip", "-n", n.netns, "link", "set", ctx_.prefix + "-nic", "up"});
+    for (const auto& cmd : runtime::node_up_commands(state_.topology, static_cast<int>(i)))
+      run_checked(ctx_, cmd);
     set_cpu_limit(state_, static_cast<int>(i), n.cpu_cores);
   }
 }

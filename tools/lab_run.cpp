@@ -250,7 +250,7 @@ int lab_run(const lab_context& ctx, const lab_run_options& o,
   for (const auto& n : nodes) {
     std::printf("node %s: exit %d (log %s)\n", n.name.c_str(), n.status, n.log.string().c_str());
     if (n.status != 0)
-      rc = n.status == 130 && rc == 0 ? 130 : 1;
+      rc = n.status == 130 && rc != 1 ? 130 : 1; // 130 only when every node ended so
   }
   std::printf("lab run: %s (events: %s)\n", run_dir.string().c_str(),
               (run_dir / "lab-events.csv").string().c_str());

@@ -192,6 +192,20 @@ std::vector<std::string> shape_command(const lab_port& port, double rate_Bps) {
           number(s.limit_bytes)};
 }
 
+std::vector<std::vector<std::string>> node_down_commands(const lab_topology& t, int node) {
+  const auto& l = t.links.at(static_cast<size_t>(node)); // the nodes' links come first
+  return {{"ip", "-n", l.a.netns, "link", "set", l.a.name, "down"}};
+}
+
+std::vector<std::vector<std::string>> node_up_commands(const lab_topology& t, int node) {
+  const auto& l = t.links.at(static_cast<size_t>(node));
+  std::vector<std::vector<std::string>> out{{"ip", "-n", l.a.netns, "link", "set", l.a.name, "up"}};
+  for (const auto& r : t.routes)
+    if (r.netns == l.a.netns)
+      out.push_back({"ip", "-n", r.netns, "route", "replace", r.to, "via", r.via});
+  return out;
+}
+
 std::vector<std::vector<std::string>> lab_build_commands(const lab_topology& t) {
   std::vector<std::vector<std::string>> out;
   for (const auto& ns : t.namespaces()) {

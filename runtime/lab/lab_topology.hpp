@@ -122,6 +122,12 @@ std::vector<std::vector<std::string>> lab_build_commands(const lab_topology& t);
 /// The tc command that shapes `port`'s egress to `rate_Bps` (replacing what it had).
 std::vector<std::string> shape_command(const lab_port& port, double rate_Bps);
 
+/// The commands that take node `node`'s interface down (a partition) and bring it back up
+/// (a heal): the kernel drops the routes through an interface that goes down, so the way
+/// up puts the node's routes back.
+std::vector<std::vector<std::string>> node_down_commands(const lab_topology& t, int node);
+std::vector<std::vector<std::string>> node_up_commands(const lab_topology& t, int node);
+
 /// "6.25 MB/s" as tc takes it: "50000000bit".
 std::string tc_rate(double rate_Bps);
 

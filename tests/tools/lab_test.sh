@@ -226,6 +226,35 @@ PY
 check_rate dctest-r0 dctest-w1 20000000 # put back after the run
 for n in n0 n1 n2; do [[ -s $work/run/$n.log ]] || fail "no log of $n"; done
 
+# 4b. A partition and a kill: n1's interface goes down, n2 is killed; lab run exits 1 with
+#     every node ended, and puts n1's interface back up.
+printf '[[node]]\nstep = 3\nnode = "n1"\naction = "partition"\n[[node]]\nstep = 3\nnode = "n2"\naction = "kill"\n' >"$work/script.toml"
+lab run "$work/job.toml" --prefix dctest --out "$work/run-kill" >"$work/run-kill.out" 2>&1
+rc=$?
+[[ $rc == 1 ]] || fail "lab run with a node killed: exit $rc, expected 1: $(cat "$work/run-kill.out")"
+grep -q 'node n2: exit 137' "$work/run-kill.out" || fail "n2 should end by SIGKILL: $(cat "$work/run-kill.out")"
+grep -q '"node n1 partition","dctest-n1/dctest-nic down"' "$work/run-kill/lab-events.csv" ||
+  fail "no partition in lab-events.csv: $(cat "$work/run-kill/lab-events.csv")"
+grep -q '"node n2 kill","SIGKILL to pid' "$work/run-kill/lab-events.csv" || fail "no kill in lab-events.csv"
+ip -n dctest-n1 -j link show dev dctest-nic | grep -q '"UP"' || fail "n1's interface not put back up after the run"
+ip -n dctest-n1 route show default | grep -q "via 10.99.0.1" || fail "n1's default route not put back after the run"
+[[ -z $(pgrep -af -- "$work/run-kill/job.toml" | grep -v pgrep) ]] || fail "nodes left after lab run ended"
+
+# 4c. Ctrl-C: passed on to every node once; the coordinator saves its checkpoint; exit 130.
+: >"$work/script.toml"
+"$deepcee" lab run "$work/job.toml" --prefix dctest --state-dir "$state" --out "$work/run-int" -- --steps 100000 >"$work/run-int.out" 2>&1 &
+runner=$!
+for _ in $(seq 1 300); do
+  [[ $(wc -l <"$work/run-int/job/metrics.csv" 2>/dev/null || echo 0) -gt 3 ]] && break
+  sleep 0.1
+done
+kill -INT $runner
+wait $runner
+rc=$?
+[[ $rc == 130 ]] || fail "lab run after Ctrl-C: exit $rc, expected 130: $(cat "$work/run-int.out")"
+[[ -f $work/run-int/job/checkpoint.safetensors ]] || fail "no checkpoint after Ctrl-C"
+[[ -z $(pgrep -af -- "$work/run-int/job.toml" | grep -v pgrep) ]] || fail "nodes left after Ctrl-C"
+
 # 5. Jobs and scripts that do not fit the lab: one line, exit 2, nothing started.
 expect_error "a job of another cluster" "are not the lab's" -- lab run "$configs/default.toml" --prefix dctest --state-dir "$state"
 printf '[[node]]\nstep = 2\nnode = "n9"\naction = "partition"\n' >"$work/script.toml"

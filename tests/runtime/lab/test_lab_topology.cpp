@@ -160,6 +160,17 @@ BOOST_AUTO_TEST_CASE(build_commands_make_namespaces_first_and_shape_with_tbf) {
   BOOST_TEST(cmds.back()[3] == "route");
 }
 
+BOOST_AUTO_TEST_CASE(a_healed_node_gets_its_interface_and_routes_back) {
+  const auto t = lab_of(lab_cluster());
+  BOOST_TEST(
+      (node_down_commands(t, 2) == std::vector<std::vector<std::string>>{
+                                       {"ip", "-n", "tst-n2", "link", "set", "tst-nic", "down"}}));
+  BOOST_TEST((node_up_commands(t, 2) ==
+              std::vector<std::vector<std::string>>{
+                  {"ip", "-n", "tst-n2", "link", "set", "tst-nic", "up"},
+                  {"ip", "-n", "tst-n2", "route", "replace", "default", "via", "10.99.1.1"}}));
+}
+
 BOOST_AUTO_TEST_CASE(token_buckets_hold_a_segment_and_a_tenth_of_a_second) {
   BOOST_TEST(tbf_for(1e6 / 8).burst_bytes == 32.0 * 1024);
   BOOST_TEST(tbf_for(100e6 / 8).limit_bytes == 100e6 / 8 * 0.1);
