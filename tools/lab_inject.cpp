@@ -35,7 +35,8 @@ double unix_now_s() {
 
 lab_injector::lab_injector(const lab_context& ctx, const lab_state& state,
                            std::vector<runtime::lab_event> events, const std::filesystem::path& csv)
-    : ctx_(ctx), state_(state), events_(std::move(events)), csv_(csv) {
+    : ctx_(ctx), state_(state), events_(std::move(events)), applied_(events_.size(), false),
+      csv_(csv) {
   for (size_t i = 0; i < state_.topology.links.size(); ++i) {
     rates_[{static_cast<int>(i), 0}] = state_.topology.links[i].a.rate_Bps;
     rates_[{static_cast<int>(i), 1}] = state_.topology.links[i].b.rate_Bps;
@@ -54,13 +55,15 @@ const runtime::lab_port& lab_injector::port(const runtime::lab_port_ref& p) cons
 }
 
 void lab_injector::poll(double elapsed_s, int step, const std::vector<int>& pids) {
-  while (next_ < events_.size()) {
-    const auto& e = events_[next_];
+  // In script order, each as soon as it is due: a step event does not wait for a timed
+  // event that comes before it in the list.
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const auto& e = events_[i];
     const bool due = e.at_step ? step >= *e.at_step : elapsed_s >= e.at_s;
-    if (!due)
-      return;
+    if (applied_[i] || !due)
+      continue;
     const auto done = apply(e, pids);
-    ++next_;
+    applied_[i] = true;
     csv_ << elapsed_s << "," << std::to_string(unix_now_s()) << "," << step << "," << e.line << ","
          << quoted(e.text) << "," << quoted(done) << "\n";
     csv_.flush();

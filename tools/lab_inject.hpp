@@ -24,8 +24,6 @@ public:
   void poll(double elapsed_s, int step, const std::vector<int>& pids);
   /// Puts the lab back as `lab up` left it: rates, interfaces up, CPU limits.
   void restore();
-  /// Events not applied yet.
-  size_t pending() const { return events_.size() - next_; }
 
 private:
   std::string apply(const runtime::lab_event& e, const std::vector<int>& pids);
@@ -36,7 +34,7 @@ private:
   lab_context ctx_;
   lab_state state_;
   std::vector<runtime::lab_event> events_;
-  size_t next_ = 0;
+  std::vector<bool> applied_;
   std::map<std::pair<int, int>, std::optional<double>> rates_; ///< the rates now, by port
   std::ofstream csv_;
 };

@@ -159,10 +159,24 @@ m=$(measure dctest-n2 dctest-n0 10.99.0.2 20000000)
 echo "measured n2 -> n0 (the WAN path, set 20 Mbit/s): $m Mbit/s"
 within "$m" 20 || fail "n2 -> n0 measured $m Mbit/s, shaped 20"
 
-# 4. A tiny wall-time job through lab run, the WAN cut to 5 Mbps when it starts step 4 and
-#    n1's interface to 10 Mbps at step 6: the qdisc changes while it runs, events logged.
+# 4. A tiny wall-time job through lab run, the WAN cut to 5 Mbps when it starts step 4,
+#    n1's interface to 10 Mbps at step 6, n2's CPU quota cut to a third at step 2, n1
+#    stopped 1 s after the start and resumed 1 s later: the qdisc changes while it runs, every
+#    event is logged, the job ends well, and the lab is put back.
 write_corpus "$work/data"
 cat >"$work/script.toml" <<'TOML'
+[[device]]
+step = 2
+device = "n2/0"
+slowdown = 3
+[[node]]
+at = 1
+node = "n1"
+action = "stop"
+[[node]]
+at = 2
+node = "n1"
+action = "resume"
 [[change]]
 step = 4
 between = ["cloud", "edge"]
@@ -190,7 +204,7 @@ name = "n2"
 port = 29102
 [train]
 seed = 7
-steps = 10
+steps = 100
 batch = 12
 out = "$work/runs"
 [train.model]
@@ -214,16 +228,24 @@ cat "$work/run.out"
 cmp -s "$work/job.toml" "$work/job.orig" || fail "lab run changed the user's job file"
 grep -Eq "host = [\"']10.99.1.2[\"']" "$work/run/job.toml" || fail "derived job: n2 not at its lab address"
 grep -q '^\[inject\]' "$work/run/job.toml" && fail "derived job still has [inject]"
-[[ $(tail -n +2 "$work/run/job/metrics.csv" | wc -l) == 10 ]] || fail "the job did not run 10 steps"
+[[ $(tail -n +2 "$work/run/job/metrics.csv" | wc -l) == 100 ]] || fail "the job did not run 100 steps"
 python3 - "$work/run/lab-events.csv" <<'PY' || fail "lab-events.csv: $(cat "$work/run/lab-events.csv")"
 import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-assert len(rows) == 2, rows
-assert int(rows[0]["step"]) >= 3 and "20Mbit -> 5Mbit" in rows[0]["lab"], rows[0]
-assert int(rows[1]["step"]) >= 5 and "dctest-n1/dctest-nic 50Mbit -> 10Mbit" in rows[1]["lab"], rows[1]
-print("lab events:", [(r["step"], r["event"]) for r in rows])
+rows = {r["event"]: r for r in csv.DictReader(open(sys.argv[1]))}
+assert len(rows) == 5, rows
+wan, nic = rows["link cloud<->edge bandwidth 5 Mbps"], rows["links of n1 bandwidth 10 Mbps"]
+assert int(wan["step"]) >= 3 and "20Mbit -> 5Mbit" in wan["lab"], wan
+assert int(nic["step"]) >= 5 and "dctest-n1/dctest-nic 50Mbit -> 10Mbit" in nic["lab"], nic
+cpu = rows["device n2/0 slowdown x3"]
+assert int(cpu["step"]) >= 1 and cpu["lab"] == "cpu quota 0.500000 cores", cpu
+stop, resume = rows["node n1 stop"], rows["node n1 resume"]
+assert stop["lab"].startswith("SIGSTOP to pid") and float(stop["wall_s"]) >= 1, stop
+assert resume["lab"].startswith("SIGCONT to pid") and float(resume["wall_s"]) >= 2, resume
+print("lab events:", [(r["wall_s"], r["step"], e) for e, r in rows.items()])
 PY
 check_rate dctest-r0 dctest-w1 20000000 # put back after the run
+[[ $(cat /sys/fs/cgroup/cpu/dctest-n2/cpu.cfs_quota_us 2>/dev/null || cut -d' ' -f1 /sys/fs/cgroup/dctest-n2/cpu.max) == 150000 ]] ||
+  fail "n2's CPU quota not put back to 1.5 cores after the run"
 for n in n0 n1 n2; do [[ -s $work/run/$n.log ]] || fail "no log of $n"; done
 
 # 4b. A partition and a kill: n1's interface goes down, n2 is killed; lab run exits 1 with
