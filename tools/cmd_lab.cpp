@@ -9,8 +9,10 @@
 #include "tools/lab_network.hpp"
 #include "tools/lab_run.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 namespace deepcee::tools {
 
@@ -48,7 +50,7 @@ std::string rate_text(std::optional<double> rate_Bps) {
   if (!rate_Bps)
     return "unshaped";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g Mbit/s", *rate_Bps * 8 / 1e6);
+  std::snprintf(buf, sizeof buf, "%.4g Mbit/s", *rate_Bps * 8 / 1e6);
   return buf;
 }
 
@@ -71,11 +73,24 @@ int up(const lab_context& ctx, const lab_options& o) {
   return 0;
 }
 
-void print_port(const lab_context& ctx, const std::string& label, const runtime::lab_port& p) {
-  const auto r = read_port(ctx, p);
-  std::printf("%-28s %-20s %12s %12s %14.0f %14.0f %s\n", label.c_str(),
+/// One row of `lab status`: what the port sends now (its bytes between two readings) beside
+/// its rates, counters and state.
+void print_port(const std::string& label, const runtime::lab_port& p, const port_reading& before,
+                const port_reading& r) {
+  const double sending = (r.tx_bytes - before.tx_bytes) / (r.read_at_s - before.read_at_s);
+  std::printf("%-26s %-20s %11s %11s %11s %14.0f %14.0f %s\n", label.c_str(),
               (p.netns + "/" + p.name).c_str(), rate_text(p.rate_Bps).c_str(),
-              rate_text(r.rate_Bps).c_str(), r.tx_bytes, r.rx_bytes, r.up ? "up" : "DOWN");
+              rate_text(r.rate_Bps).c_str(), rate_text(sending).c_str(), r.tx_bytes, r.rx_bytes,
+              r.up ? "up" : "DOWN");
+}
+
+/// Every port of the lab, read now.
+std::vector<port_reading> read_ports(const lab_context& ctx, const runtime::lab_topology& t) {
+  std::vector<port_reading> out;
+  for (const auto& l : t.links)
+    for (const auto* p : {&l.a, &l.b})
+      out.push_back(read_port(ctx, *p));
+  return out;
 }
 
 int status(const lab_context& ctx) {
@@ -88,12 +103,17 @@ int status(const lab_context& ctx) {
     std::printf("node %-12s %-10s %-12s cpu %s\n", n.name.c_str(), n.netns.c_str(),
                 n.address.c_str(),
                 n.cpu_cores ? (std::to_string(*n.cpu_cores) + " cores").c_str() : "unlimited");
-  std::printf("%-28s %-20s %12s %12s %14s %14s %s\n", "path (direction)", "port", "set", "tc now",
-              "tx bytes", "rx bytes", "state");
+  const auto before = read_ports(ctx, s.topology);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto after = read_ports(ctx, s.topology);
+  std::printf("%-26s %-20s %11s %11s %11s %14s %14s %s\n", "path (direction)", "port", "set",
+              "tc now", "sending", "tx bytes", "rx bytes", "state");
+  size_t k = 0;
   for (const auto& l : s.topology.links) {
     const bool wan = l.what == runtime::lab_link::kind::wan;
-    print_port(ctx, l.label + (wan ? " (->)" : " (out)"), l.a);
-    print_port(ctx, l.label + (wan ? " (<-)" : " (in)"), l.b);
+    print_port(l.label + (wan ? " (->)" : " (out)"), l.a, before[k], after[k]);
+    print_port(l.label + (wan ? " (<-)" : " (in)"), l.b, before[k + 1], after[k + 1]);
+    k += 2;
   }
   return 0;
 }

@@ -179,6 +179,8 @@ port_reading read_port(const lab_context& ctx, const runtime::lab_port& p) {
   if (link.status != 0 || qdisc.status != 0)
     throw std::runtime_error("cannot read " + p.netns + "/" + p.name + ": " + link.output +
                              qdisc.output);
+  r.read_at_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   const auto l = json::parse(link.output).at(0);
   r.tx_bytes = l.at("stats64").at("tx").at("bytes").get<double>();
   r.rx_bytes = l.at("stats64").at("rx").at("bytes").get<double>();

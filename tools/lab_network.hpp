@@ -40,6 +40,7 @@ struct port_reading {
   double tx_bytes = 0;
   double rx_bytes = 0;
   bool up = false;
+  double read_at_s = 0; ///< when the counters were read (a steady clock)
 };
 port_reading read_port(const lab_context& ctx, const runtime::lab_port& p);
 

@@ -232,6 +232,10 @@ int lab_run(const lab_context& ctx, const lab_run_options& o,
       throw runtime::input_error(std::string("lab run sets the nodes' ") + own +
                                  " itself: use lab run --out for the run directory");
   const auto job = runtime::load_job_config(o.job);
+  if (job.time != runtime::time_mode::wall || job.shape_links)
+    runtime::fail_input(o.job, 0,
+                        "a lab runs jobs in time = \"wall\" without shape_links (in virtual "
+                        "and dry time, and with shaped links, the job models the network itself)");
   check_job_fits(job, state, o.job);
   const auto script = job.script_path ? job.script_path->string() : o.job;
   auto events = runtime::lab_events(job.script, job.cluster, state.topology, script);

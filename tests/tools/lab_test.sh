@@ -278,7 +278,13 @@ rc=$?
 [[ -z $(pgrep -af -- "$work/run-int/job.toml" | grep -v pgrep) ]] || fail "nodes left after Ctrl-C"
 
 # 5. Jobs and scripts that do not fit the lab: one line, exit 2, nothing started.
-expect_error "a job of another cluster" "are not the lab's" -- lab run "$configs/default.toml" --prefix dctest --state-dir "$state"
+sed 's/^time = "wall"/time = "wall"\nshape_links = true/' "$work/job.toml" >"$work/job-shaped.toml"
+sed 's/^time = "wall"/time = "virtual"/' "$work/job.toml" >"$work/job-virtual.toml"
+for j in job-shaped job-virtual; do
+  expect_error "$j" "$j.toml: a lab runs jobs in time = \"wall\" without shape_links" -- lab run "$work/$j.toml" --prefix dctest --state-dir "$state"
+done
+sed 's/^time = "virtual"/time = "wall"/' "$configs/default.toml" | sed "s|clusters/edge-end.toml|$configs/clusters/edge-end.toml|; s|default-script.toml|$configs/default-script.toml|" >"$work/default-wall.toml"
+expect_error "a job of another cluster" "are not the lab's" -- lab run "$work/default-wall.toml" --prefix dctest --state-dir "$state"
 printf '[[node]]\nstep = 2\nnode = "n9"\naction = "partition"\n' >"$work/script.toml"
 expect_error "a script naming an unknown node" "script.toml:3: unknown node 'n9'" -- lab run "$work/job.toml" --prefix dctest --state-dir "$state"
 printf '[[change]]\nstep = 2\nbetween = ["n0", "n1"]\nbandwidth_scale = 0.5\n[[change]]\nstep = 2\nbetween = ["edge", "edge"]\nbandwidth = 1\n' >"$work/script.toml"
