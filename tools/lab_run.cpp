@@ -248,7 +248,15 @@ int lab_run(const lab_context& ctx, const lab_run_options& o,
   const auto csv = run_dir / "job" / "metrics.csv";
   lab_injector inject(ctx, state, std::move(events), run_dir / "lab-events.csv");
   auto nodes = start_nodes(ctx, state, job, job_file, run_dir, extra);
-  supervise(nodes, inject, csv);
+  try {
+    supervise(nodes, inject, csv);
+  } catch (...) { // an event the lab could not apply: no node outlives lab run
+    signal_all(nodes, SIGKILL);
+    while (reap(nodes))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    inject.restore();
+    throw;
+  }
   inject.restore();
   int rc = 0;
   for (const auto& n : nodes) {
