@@ -291,7 +291,17 @@ printf '[[change]]\nstep = 2\nbetween = ["n0", "n1"]\nbandwidth_scale = 0.5\n[[c
 expect_error "a script naming no path" "script.toml:5: this change names no path of the lab" -- lab run "$work/job.toml" --prefix dctest --state-dir "$state"
 expect_error "lab run sets --out itself" "sets the nodes' --out" -- lab run "$work/job.toml" --prefix dctest --state-dir "$state" -- --out x
 
-# 6. Down removes everything, and twice is fine.
+# 6. Down removes everything, the nodes of a crashed lab run included, and twice is fine.
+: >"$work/script.toml"
+"$deepcee" lab run "$work/job.toml" --prefix dctest --state-dir "$state" --out "$work/run-crash" -- --steps 100000 >/dev/null 2>&1 &
+runner=$!
+for _ in $(seq 1 300); do
+  [[ $(wc -l <"$work/run-crash/job/metrics.csv" 2>/dev/null || echo 0) -gt 3 ]] && break
+  sleep 0.1
+done
+kill -9 $runner
+wait $runner 2>/dev/null
+[[ -n $(pgrep -af -- "$work/run-crash/job.toml" | grep -v pgrep) ]] || fail "the crashed run's nodes should still run before lab down"
 lab down --prefix dctest | grep -q "removed 5 namespaces" || fail "lab down"
 [[ -z $(leftovers) ]] || fail "left after lab down: $(leftovers)"
 [[ $(lab down --prefix dctest) == "lab dctest: nothing to remove" ]] || fail "second lab down"
