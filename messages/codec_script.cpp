@@ -13,7 +13,7 @@ namespace {
 
 static_assert(unsigned(wire::ScriptScope::DEVICE) ==
               unsigned(runtime::link_endpoint::scope::device));
-static_assert(unsigned(wire::NodeAction::KILL) == unsigned(runtime::node_action::kill));
+static_assert(unsigned(wire::NodeAction::HEAL) == unsigned(runtime::node_action::heal));
 
 /// A step event's step, or -1 for an event at a time.
 int32_t step_of(const std::optional<int>& step) {
@@ -145,7 +145,7 @@ result<script_update> decode_script_update(std::span<const uint8_t> bytes) {
           time_of(c, n, at, x.at_s, x.at_step);
           x.node = n.getNode();
           c.non_negative(x.node, at + "node");
-          c.known(n.getAction(), wire::NodeAction::KILL, at + "action");
+          c.known(n.getAction(), wire::NodeAction::HEAL, at + "action");
           x.action = static_cast<runtime::node_action>(n.getAction());
           x.line = n.getLine();
           nodes.push_back(x);

@@ -326,6 +326,8 @@ enum NodeAction {
   stop @0;
   resume @1;
   kill @2;
+  partition @3;
+  heal @4;
 }
 
 struct ScriptLinkChange {

@@ -22,5 +22,6 @@ command_action add_node_command(CLI::App& app, const process_environment& env);
 command_action add_inspect_command(CLI::App& app, const process_environment& env);
 command_action add_profile_command(CLI::App& app, const process_environment& env);
 command_action add_inject_command(CLI::App& app, const process_environment& env);
+command_action add_lab_command(CLI::App& app, const process_environment& env);
 
 } // namespace deepcee::tools

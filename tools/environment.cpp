@@ -23,6 +23,7 @@ process_environment read_process_environment() {
   if (auto file = variable("DEEPCEE_TOKEN_FILE"))
     env.token.token_file = std::filesystem::path(*file);
   env.token.token = variable("DEEPCEE_TOKEN");
+  env.path = variable("PATH").value_or("/usr/sbin:/usr/bin:/sbin:/bin");
   return env;
 }
 

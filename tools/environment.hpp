@@ -8,6 +8,7 @@ namespace deepcee::tools {
 /// that need it: no code below main reads an environment variable.
 struct process_environment {
   runtime::token_environment token; ///< DEEPCEE_TOKEN_FILE and DEEPCEE_TOKEN
+  std::string path;                 ///< PATH: where `deepcee lab` finds ip and tc
 };
 
 process_environment read_process_environment();

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   add(deepcee::tools::add_inspect_command);
   add(deepcee::tools::add_profile_command);
   add(deepcee::tools::add_inject_command);
+  add(deepcee::tools::add_lab_command);
 
   // A word where the subcommand goes that names none: say so (CLI11 would only say that a
   // subcommand is required).

@@ -126,6 +126,10 @@ std::string_view to_string(node_action a) {
     return "resume";
   case node_action::kill:
     return "kill";
+  case node_action::partition:
+    return "partition";
+  case node_action::heal:
+    return "heal";
   }
   return "?";
 }
@@ -335,7 +339,7 @@ std::vector<device_piece> link_timeline::device_history(const cluster& c, int de
     else if (*ch.action == node_action::kill)
       killed = true;
     else
-      stopped = *ch.action == node_action::stop;
+      stopped = *ch.action == node_action::stop || *ch.action == node_action::partition;
     const device_piece next{ch.at_s, stopped || killed ? 0.0 : 1.0 / slowdown, killed};
     if (out.back().from_s == ch.at_s)
       out.back() = next;

@@ -48,8 +48,10 @@ struct device_change {
 };
 
 /// stop: the node's devices start no work until a resume; kill: the node is gone and the
-/// job fails (there is no recovery yet).
-enum class node_action { stop, resume, kill };
+/// job fails (there is no recovery yet); partition: the node's network interface goes down
+/// until a heal. In emulated time a partitioned node does no work until it heals, as a
+/// stopped one; in a network lab (`deepcee lab run`) its interface really goes down.
+enum class node_action { stop, resume, kill, partition, heal };
 std::string_view to_string(node_action a);
 
 struct node_change {

@@ -10,6 +10,8 @@ namespace {
 
 using namespace toml_input;
 
+constexpr const char* node_actions = R"("stop", "resume", "kill", "partition" or "heal")";
+
 /// Reads one scripted table's `at` or `step` (exactly one of them).
 struct event_reader {
   const std::filesystem::path& source;
@@ -152,7 +154,7 @@ struct event_reader {
     n.node = named(t, "node", [&](const std::string& s) { return c.find_node(s); });
     const toml::node* action = t.get("action");
     if (!action)
-      fail_at(source, t, "a [[node]] needs 'action' (\"stop\", \"resume\" or \"kill\")");
+      fail_at(source, t, std::string("a [[node]] needs 'action' (") + node_actions + ")");
     const std::string a = get_string(source, *action, "'action'");
     if (a == "stop")
       n.action = node_action::stop;
@@ -160,8 +162,12 @@ struct event_reader {
       n.action = node_action::resume;
     else if (a == "kill")
       n.action = node_action::kill;
+    else if (a == "partition")
+      n.action = node_action::partition;
+    else if (a == "heal")
+      n.action = node_action::heal;
     else
-      fail_at(source, *action, "unknown action '" + a + "' (\"stop\", \"resume\" or \"kill\")");
+      fail_at(source, *action, "unknown action '" + a + "' (" + node_actions + ")");
     return n;
   }
 };

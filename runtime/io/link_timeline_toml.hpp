@@ -29,7 +29,8 @@ namespace deepcee::runtime {
 ///     [[node]]
 ///     at = "12s"
 ///     node = "edge0"
-///     action = "stop"             # "stop", "resume" or "kill"
+///     action = "stop"             # "stop", "resume", "kill", "partition" (its interface
+///                                 # goes down) or "heal"
 ///
 /// Every problem is an input_error "FILE:LINE: what".
 link_timeline load_link_timeline(const std::filesystem::path& path, const cluster& c);

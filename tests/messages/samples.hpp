@@ -111,9 +111,11 @@ inline script_update sample_script_update() {
   later.a = {scope::device, 5};
   later.b = {scope::device, 1};
   later.latency_scale = 5;
-  return {7, link_timeline(
-                 {drop, noisy, later}, {{3.25, {}, 4, 3.0, 11}, {0.0, 12, 4, 1.0, 14}},
-                 {{5.0, {}, 1, node_action::stop, 17}, {6.5, {}, 1, node_action::resume, 20}})};
+  return {7, link_timeline({drop, noisy, later}, {{3.25, {}, 4, 3.0, 11}, {0.0, 12, 4, 1.0, 14}},
+                           {{5.0, {}, 1, node_action::stop, 17},
+                            {6.5, {}, 1, node_action::resume, 20},
+                            {7.0, {}, 0, node_action::partition, 23},
+                            {8.0, {}, 0, node_action::heal, 26}})};
 }
 inline heartbeat sample_heartbeat() {
   return {"cloud-0", 77, 123.5};

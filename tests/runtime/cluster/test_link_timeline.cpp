@@ -93,6 +93,24 @@ jitter = 0
   BOOST_TEST(drain_duration(t.history(c, 1, 5), 1.0, bytes) != drain_duration(h, 1.0, bytes));
 }
 
+BOOST_AUTO_TEST_CASE(a_partitioned_node_works_as_a_stopped_one_until_it_heals) {
+  const auto c = deepcee::test::actors_test_cluster();
+  const auto t = script(R"([[node]]
+at = 1
+node = "e0"
+action = "partition"
+[[node]]
+at = 3
+node = "e0"
+action = "heal"
+)");
+  // 1 s of work, 2 s cut off, then the second second of work.
+  BOOST_TEST(work_duration(t.device_history(c, 4), 0, 2.0) == 4.0, tt::tolerance(1e-12));
+  BOOST_TEST(t.describe(c)[0].text == "node e0 partition");
+  BOOST_TEST(!t.describe(c)[0].kill);
+  BOOST_TEST(t.device_history(c, 0).size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(slowdowns_and_stops_stretch_work) {
   const auto c = deepcee::test::actors_test_cluster();
   const auto t = script(R"([[device]]
