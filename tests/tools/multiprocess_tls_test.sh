@@ -184,10 +184,15 @@ cp "$pki/n1.pem" "$pki/swapped.pem"
 cp "$pki/n2.key" "$pki/swapped.key"
 write_job "$work/swapped.toml" 5 3 "$ca" n0 swapped n2
 refuse_start n1 "$work/swapped.toml" "^deepcee node: $work/pki/swapped.key: the private key does not belong to the certificate"
+cp "$pki/n1.pem" "$pki/shared.pem"
+cp "$pki/n1.key" "$pki/shared.key"
+chmod 640 "$pki/shared.key"
+write_job "$work/shared.toml" 5 3 "$ca" n0 shared n2
+refuse_start n1 "$work/shared.toml" "^deepcee node: $work/pki/shared.key: the private key may be read by group or others \(mode 0640\); a secret must be private, as ssh wants its keys: chmod 600 $work/pki/shared.key$"
 write_job "$work/no-ca.toml" 5 3 "" n0 n1 n2
 refuse_start n1 "$work/no-ca.toml" "^deepcee node: $work/no-ca.toml:[0-9]+: \[\[node\]\] 'n0' has a certificate but \[security\] has no ca"
 refuse_start n1 "$work/tls.toml" "^deepcee node: $work/tls.toml: node n1: --insecure turns the gate off" --insecure
-echo "files that cannot serve: exit 2 naming the file, for 7 cases"
+echo "files that cannot serve: exit 2 naming the file, for 8 cases"
 
 ! grep -rqF "$(cat "$work/token")" "$work"/*.log 2>/dev/null || fail "the token appears in a log"
 
