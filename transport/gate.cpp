@@ -294,7 +294,7 @@ void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
   const auto start = clock::now();
   tls_stream tls(*sh->tls, fd, true);
   auto refusal = authenticate_incoming(sh, tls, fd);
-  if (sh->done_waiting(fd) && !refusal.empty())
+  if (sh->done_waiting(fd)) // shut down to make room, whatever it had done by then
     refusal = "closed to make room: too many connections from its address or in all were in "
               "the handshake";
   if (!refusal.empty()) {

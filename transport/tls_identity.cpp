@@ -83,6 +83,8 @@ std::vector<std::string> certificate_names(X509* cert) {
     }
     GENERAL_NAMES_free(sans);
   }
+  if (!names.empty()) // RFC 6125 6.4.4: the CN counts only where no DNS name is given
+    return names;
   const X509_NAME* subject = X509_get_subject_name(cert);
   for (int i = -1; (i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) >= 0;)
     if (auto cn = text_of(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i)));
@@ -93,6 +95,17 @@ std::vector<std::string> certificate_names(X509* cert) {
 
 bool names_node(const std::vector<std::string>& names, const std::string& node) {
   return !node.empty() && std::find(names.begin(), names.end(), node) != names.end();
+}
+
+std::string missing_usage(X509* cert, bool server, bool client) {
+  const bool has_eku = (X509_get_extension_flags(cert) & EXFLAG_XKUSAGE) != 0;
+  const uint32_t eku = has_eku ? X509_get_extended_key_usage(cert) : 0;
+  std::string missing;
+  if (server && !(eku & XKU_SSL_SERVER))
+    missing = "serverAuth";
+  if (client && !(eku & XKU_SSL_CLIENT))
+    missing += std::string(missing.empty() ? "" : " and ") + "clientAuth";
+  return missing;
 }
 
 std::string names_text(const std::vector<std::string>& names) {
@@ -153,7 +166,13 @@ tls_context::tls_context(const tls_files& files, const std::string& node) : node
   if (const auto names = certificate_names(cert.get()); !names_node(names, node))
     runtime::fail_input(files.certificate, 0,
                         "the certificate names " + names_text(names) + ", not node " + node +
-                            " (its CN or a DNS subjectAltName must be the node's name)");
+                            " (a DNS subjectAltName, or the CN where it has none, must be the "
+                            "node's name)");
+  // A node's certificate serves its gate and its tunnels alike.
+  if (const auto missing = missing_usage(cert.get(), true, true); !missing.empty())
+    runtime::fail_input(files.certificate, 0,
+                        "the certificate lacks the extended key usage " + missing +
+                            " (a node's needs both serverAuth and clientAuth)");
   ERR_clear_error();
 }
 
@@ -264,6 +283,10 @@ std::string check_peer(SSL* ssl, const std::string& expected,
   x509_ptr cert(SSL_get1_peer_certificate(ssl));
   if (!cert)
     return "it presented no certificate";
+  // A tunnel (expecting a node) checks a server's certificate, a gate a client's.
+  if (const auto missing = missing_usage(cert.get(), !expected.empty(), expected.empty());
+      !missing.empty())
+    return "its certificate lacks the extended key usage " + missing;
   const auto names = certificate_names(cert.get());
   if (!expected.empty()) {
     if (!names_node(names, expected))

@@ -25,8 +25,13 @@ struct tls_files {
   std::filesystem::path ca;
 };
 
-/// The names a certificate gives its subject: every DNS subjectAltName, then the CN (once).
+/// The names a certificate gives its subject: its DNS subjectAltNames, or, where it has
+/// none, its CN (once).
 std::vector<std::string> certificate_names(x509_st* cert);
+
+/// The extended key usages that `cert` lacks of those asked ("serverAuth and clientAuth"),
+/// or "". A certificate without the extension has none.
+std::string missing_usage(x509_st* cert, bool server, bool client);
 
 /// Whether `names` (certificate_names) name `node`, exactly (no wildcards, no case folding:
 /// node names are identifiers, not host names).
@@ -71,7 +76,8 @@ struct psk_seen {
 };
 
 /// Why the peer of a finished handshake is refused, or "" when it is accepted: its
-/// certificate must have chained to the CA (OpenSSL checked it during the handshake) and
+/// certificate must have chained to the CA (OpenSSL checked it during the handshake), have
+/// the key usage of its side (serverAuth for a server, clientAuth for a client), and
 /// name `expected` (a tunnel knows whom it dialled), or, with `expected` empty, name one
 /// of `allowed` (a gate accepts any node of the job).
 std::string check_peer(ssl_st* ssl, const std::string& expected,

@@ -40,11 +40,13 @@ struct pki {
   }
   /// A certificate of node `node` from CA `ca`, valid for `days` (0: expired a second on).
   void node(const std::string& file, const std::string& cn, const std::string& san,
-            const std::string& ca, int days = 2) const {
+            const std::string& ca, int days = 2,
+            const std::string& usage = "serverAuth,clientAuth") const {
     sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + file +
        ".key -out " + file + ".csr -subj /CN=" + cn +
-       (san.empty() ? "" : " -addext subjectAltName=" + san) + " && openssl x509 -req -in " + file +
-       ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -out " + file +
+       (san.empty() ? "" : " -addext subjectAltName=" + san) +
+       (usage.empty() ? "" : " -addext extendedKeyUsage=" + usage) + " && openssl x509 -req -in " +
+       file + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -out " + file +
        ".pem -days " + std::to_string(days) + " -copy_extensions copy");
   }
   tls_files files(const std::string& node, const std::string& ca = "ca") const {
@@ -125,6 +127,40 @@ BOOST_AUTO_TEST_CASE(a_certificate_names_its_node_by_cn_or_dns_alt_name_exactly)
   BOOST_CHECK(!names_node(names, ""));
   BOOST_CHECK_EQUAL(names_text({}), "no name");
   BOOST_CHECK_EQUAL(names_text(names_in(p.at("n0.pem"))), "n0");
+  // RFC 6125: where a certificate has DNS names, its CN is not one of them.
+  p.node("san", "n2", "DNS:elsewhere", "ca");
+  BOOST_CHECK_EQUAL(names_text(names_in(p.at("san.pem"))), "elsewhere");
+  const auto cn_beside_san = load_error(p.files("san"), "n2");
+  BOOST_CHECK_MESSAGE(
+      contains(cn_beside_san, "san.pem: the certificate names elsewhere, not node n2"),
+      cn_beside_san);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_certificate_needs_server_and_client_auth) {
+  pki p;
+  p.node("plain", "n0", "", "ca", 2, "");
+  p.node("server", "n2", "", "ca", 2, "serverAuth");
+  const auto none = load_error(p.files("plain"), "n0");
+  BOOST_CHECK_MESSAGE(contains(none, "plain.pem: the certificate lacks the extended key usage "
+                                     "serverAuth and clientAuth"),
+                      none);
+  const auto server_only = load_error(p.files("server"), "n2");
+  BOOST_CHECK_MESSAGE(contains(server_only, "server.pem: the certificate lacks the extended key "
+                                            "usage clientAuth ("),
+                      server_only);
+  // A client that shows a certificate for servers alone (a context with it put in by hand,
+  // past the check at load) is refused by the gate.
+  tls_context n0(p.files("n0"), "n0"), n2(p.files("n2"), "n2");
+  BOOST_REQUIRE(
+      SSL_CTX_use_certificate_file(n2.native(), p.at("server.pem").c_str(), SSL_FILETYPE_PEM) == 1);
+  BOOST_REQUIRE(
+      SSL_CTX_use_PrivateKey_file(n2.native(), p.at("server.key").c_str(), SSL_FILETYPE_PEM) == 1);
+  const auto a = through(n0, n2, "n0", "hello");
+  BOOST_CHECK_EQUAL(a.echoed, "");
+  BOOST_CHECK_EQUAL(a.inside_accepted, 0);
+  BOOST_CHECK_MESSAGE(contains(a.gate_log, ": its certificate lacks the extended key usage "
+                                           "clientAuth"),
+                      a.gate_log);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_refuses_to_start_with_files_that_cannot_serve) {
