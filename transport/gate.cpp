@@ -264,6 +264,16 @@ std::string seconds(std::chrono::milliseconds t) {
   return buf;
 }
 
+/// Passes how a TLS stream ended on to CAF's side: a stream cut or forged without the
+/// peer's close_notify resets CAF's connection (an error to CAF), where an authenticated
+/// end closes it.
+void end_plain(int plain, tls_ending how) {
+  if (plain < 0 || how == tls_ending::closed)
+    return;
+  const linger reset{1, 0};
+  ::setsockopt(plain, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+}
+
 /// Whether the peer sends anything by `deadline` (a stranger who only holds the connection
 /// open does not, and is closed early).
 bool first_bytes(int fd, clock::time_point deadline) {
@@ -307,7 +317,7 @@ void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
   ++sh->admitted;
   const int inside = sh->adopt(dial(sh->peer, std::chrono::milliseconds(2000)));
   if (inside >= 0)
-    tls.splice(inside, sh->settings.key_update_bytes);
+    end_plain(inside, tls.splice(inside, sh->settings.key_update_bytes));
   sh->release(inside);
   sh->release(fd);
 }
@@ -322,7 +332,7 @@ std::string dial_tls(const shared_ptr& sh, int local, int remote) {
   if (refusal.empty() && !sh->tls->psk())
     refusal = tls.prove_token(sh->proof_key, false, deadline);
   if (refusal.empty()) {
-    tls.splice(local, sh->settings.key_update_bytes);
+    end_plain(local, tls.splice(local, sh->settings.key_update_bytes));
     return {};
   }
   // A gate that closed before it answered (busy, or closing strangers): CAF's next try

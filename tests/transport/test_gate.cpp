@@ -8,6 +8,8 @@
 
 #include <openssl/ssl.h>
 
+#include <cerrno>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -158,6 +160,53 @@ BOOST_AUTO_TEST_CASE(a_stream_cut_without_close_notify_is_no_clean_end) {
   BOOST_CHECK(end == tls_ending::cut);
   for (int fd : {tcp[0], tcp[1], plain[0], plain[1]})
     ::close(fd);
+}
+
+/// How CAF's side of a connection through a gate ends when the client ends its TLS stream
+/// with close_notify (`clean`) or cuts the socket under it: "end" or "reset".
+std::string inside_end_when_client(bool clean) {
+  std::string error;
+  const int listener = listen_socket({"127.0.0.1", 0}, error);
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string seen;
+  std::thread inside([&] {
+    const int c = ::accept(listener, nullptr, nullptr);
+    char buf[256];
+    ssize_t n;
+    while ((n = ::recv(c, buf, sizeof buf, 0)) > 0) {
+    }
+    seen = n == 0 ? "end" : (errno == ECONNRESET ? "reset" : std::strerror(errno));
+    ::close(c);
+  });
+  const endpoint outside{"127.0.0.1", free_port()};
+  gate g({token, 2000ms, 16, {}}, outside, ntohs(a.sin_port));
+  tls_context ctx(token);
+  const int fd = connect_local(outside.port);
+  int plain[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, plain) == 0);
+  {
+    tls_stream client(ctx, fd, false);
+    BOOST_REQUIRE_EQUAL(client.handshake(tls_stream::clock::now() + 2s, "n0", {}), "");
+    std::thread splice([&] { client.splice(plain[0], 1 << 30); });
+    ::send(plain[1], "some bytes", 10, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(100ms);
+    if (clean)
+      ::shutdown(plain[1], SHUT_RDWR); // the client's CAF ends: close_notify
+    else
+      ::shutdown(fd, SHUT_RDWR); // the wire cut: no close_notify
+    splice.join();
+  }
+  inside.join();
+  for (int f : {fd, plain[0], plain[1], listener})
+    ::close(f);
+  return seen;
+}
+
+BOOST_AUTO_TEST_CASE(a_stream_cut_without_close_notify_resets_cafs_side) {
+  BOOST_CHECK_EQUAL(inside_end_when_client(true), "end");
+  BOOST_CHECK_EQUAL(inside_end_when_client(false), "reset");
 }
 
 BOOST_AUTO_TEST_CASE(a_stranger_who_sends_nothing_is_closed_at_the_first_bytes_deadline) {

@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <vector>
 
 using deepcee::runtime::input_error;
 using deepcee::test::temp_dir;
@@ -66,10 +67,10 @@ BOOST_AUTO_TEST_CASE(tokens_below_128_bits_of_estimated_entropy_are_refused) {
   BOOST_CHECK_GE(estimated_secret_bits(good.substr(0, 32)), 128.0); // openssl rand -hex 16
   BOOST_CHECK_GE(estimated_secret_bits("q3N+v8Zr0tK1bX9yWm4LcA=="), 128.0); // rand -base64 16
   // A word repeated, a short cycle, one letter, a counted sequence twice, a pass phrase.
-  for (const std::string weak :
-       {"passwordpasswordpasswordpassword", "abcabcabcabcabcabcabcabcabcabcabcabcabc",
-        std::string(64, 'a'), "0123456789abcdef0123456789abcdef0123",
-        "Tr0ub4dor&3Tr0ub4dor&3Tr0ub4dor&3", "correcthorsebattery"}) {
+  for (const std::string weak : std::vector<std::string>{
+           "passwordpasswordpasswordpassword", "abcabcabcabcabcabcabcabcabcabcabcabcabc",
+           std::string(64, 'a'), "0123456789abcdef0123456789abcdef0123",
+           "Tr0ub4dor&3Tr0ub4dor&3Tr0ub4dor&3", "correcthorsebattery"}) {
     BOOST_CHECK_MESSAGE(estimated_secret_bits(weak) < 128.0, weak);
     temp_dir dir;
     BOOST_CHECK_MESSAGE(error_of(write(dir.path / "t", weak)).find("too weak") != std::string::npos,
