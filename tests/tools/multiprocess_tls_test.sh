@@ -103,7 +103,7 @@ losses() { grep '^step [0-9]* loss' "$1"; }
 #    run: a client of another CA, one without a certificate, random bytes, and at n0 a token
 #    proof relayed from another session. The losses are equal bit for bit; each node names
 #    every outsider it refused, and goes on.
-steps=400
+steps=1000
 write_job "$work/plain.toml" $steps 10 "" "" "" ""
 write_job "$work/tls.toml" $steps 10 "$ca" n0 n1 n2
 t0=$SECONDS
@@ -128,7 +128,7 @@ python3 "$(dirname "$0")/relay_token_proof.py" "$pki/n1.pem" "$pki/n1.key" "$pki
   >"$work/relay.out" 2>&1 &
 relay=$!
 pids+=($relay)
-for _ in $(seq 1 100); do grep -q '^listening' "$work/relay.out" && break; sleep 0.05; done
+for _ in $(seq 1 100); do grep -q '^listening' "$work/relay.out" 2>/dev/null && break; sleep 0.05; done
 timeout 20 "$deepcee" inject "127.0.0.1:$lure" --job "$work/lured.toml" --name n2 --connect-timeout 3 \
   --event 'change = { between = ["cloud", "edge"], bandwidth_scale = 1.0 }' >"$work/relay-victim.log" 2>&1 &
 victim=$!
