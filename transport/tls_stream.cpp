@@ -231,16 +231,22 @@ tls_ending tls_stream::splice_until_end(int plain, uint64_t key_update_bytes) {
   std::vector<uint8_t> out(chunk_bytes), in(chunk_bytes);
   size_t out_size = 0, in_size = 0, in_sent = 0;
   uint64_t sent_since_update = 0;
-  short write_wants = 0, read_wants = 0;
+  short write_wants = 0, read_wants = POLLIN;
+  // Whether a read from either side may give something: not after it said EAGAIN (or, for
+  // CAF's socket, gave less than asked) until poll() says so. Saves a system call per read.
+  bool plain_ready = true, tls_ready = true;
   bool hung_up = false;
   while (true) {
     bool progress = false;
-    if (out_size == 0) {
+    if (out_size == 0 && plain_ready) {
       const auto got = ::recv(plain, out.data(), out.size(), 0);
       if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
         return tls_ending::closed; // CAF's side ended: we close, with our close_notify
+      if (got < 0 && errno == EAGAIN)
+        plain_ready = false;
       if (got > 0) {
         out_size = static_cast<size_t>(got);
+        plain_ready = out_size == out.size();
         progress = true;
       }
     }
@@ -263,12 +269,13 @@ tls_ending tls_stream::splice_until_end(int plain, uint64_t key_update_bytes) {
         }
       }
     }
-    read_wants = 0;
-    if (in_size == in_sent) {
+    if (in_size == in_sent && (tls_ready || SSL_has_pending(ssl_))) {
+      read_wants = 0;
       const int r = SSL_read(ssl_, in.data(), static_cast<int>(in.size()));
       const auto o = classify(r, read_wants);
       if (o == outcome::ended)
         return ending_;
+      tls_ready = o == outcome::done;
       if (o == outcome::done) {
         in_size = static_cast<size_t>(r);
         in_sent = 0;
@@ -294,9 +301,13 @@ tls_ending tls_stream::splice_until_end(int plain, uint64_t key_update_bytes) {
         pollfd{plain,
                static_cast<short>((out_size == 0 ? POLLIN : 0) | (in_sent < in_size ? POLLOUT : 0)),
                0},
-        pollfd{fd_, static_cast<short>(write_wants | read_wants), 0}};
+        pollfd{fd_, static_cast<short>(write_wants | (in_size == in_sent ? read_wants : 0)), 0}};
     if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
       return tls_ending::cut;
+    if (fds[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+      plain_ready = true;
+    if (fds[1].revents != 0)
+      tls_ready = true;
     for (const auto& f : fds)
       if (f.revents & (POLLERR | POLLHUP | POLLNVAL))
         hung_up = true;
