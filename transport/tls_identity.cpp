@@ -249,6 +249,9 @@ SSL_CTX* new_tls13_context() {
   SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
   // The most a peer's certificate chain may take before it is verified.
   SSL_CTX_set_max_cert_list(ctx, 32 * 1024);
+  // One recv() per burst of records, not two per record (header, then body); tls_stream
+  // asks SSL_has_pending before it waits on the socket.
+  SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_default_passwd_cb(ctx, no_pass_phrase);
   return ctx;
 }
