@@ -16,11 +16,14 @@ transport::endpoint public_endpoint(const runtime::node& n) {
 }
 
 /// The gate's settings: refusals logged as one line each, naming the node; never the token.
-transport::gate_settings settings(const std::string& token, const std::string& node,
+transport::gate_settings settings(const runtime::job_config& job, const std::string& token,
+                                  const std::string& node,
                                   std::shared_ptr<const transport::tls_context> tls) {
   transport::gate_settings s;
   s.token = token;
   s.tls = std::move(tls);
+  s.first_bytes_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(job.first_bytes_timeout_s * 1e3));
   s.log = [node](const std::string& line) {
     std::fprintf(stderr, "node %s: %s\n", node.c_str(), line.c_str());
   };
@@ -52,7 +55,7 @@ node_network::node_network(const runtime::job_config& job, int me, std::optional
   for (int n = 0; n < static_cast<int>(nodes.size()); ++n)
     if (n != me) {
       // A tunnel's refusal is the caller's one line (refusal()), so it logs nothing itself.
-      auto s = settings(*token_, nodes[size_t(me)].name, tls_);
+      auto s = settings(job, *token_, nodes[size_t(me)].name, tls_);
       s.log = nullptr;
       tunnels_[n] = std::make_unique<transport::tunnel>(std::move(s), nodes[size_t(n)].name,
                                                         public_endpoint(nodes[size_t(n)]));
@@ -69,7 +72,7 @@ void node_network::open_gate(uint16_t caf_port) {
   if (!secure())
     return;
   const auto& me = job_.cluster.nodes[size_t(me_)];
-  auto s = settings(*token_, me.name, tls_);
+  auto s = settings(job_, *token_, me.name, tls_);
   // Every node of the job, this one too: `deepcee inject --name` on this node's host
   // presents this node's certificate.
   for (const auto& n : job_.cluster.nodes)

@@ -1,7 +1,6 @@
 #include "transport/gate.hpp"
 
-#include "transport/handshake.hpp"
-#include "transport/sealed_records.hpp"
+#include "transport/log_budget.hpp"
 #include "transport/tls_stream.hpp"
 
 #include <arpa/inet.h>
@@ -20,6 +19,8 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -33,21 +34,41 @@ namespace detail {
 /// connection's caller until the destructor has shut every socket down and waited.
 struct shared {
   gate_settings settings;
-  std::string peer_name; ///< a tunnel's peer
-  endpoint peer;         ///< a tunnel's peer; a gate's inside port (host 127.0.0.1)
+  std::shared_ptr<const tls_context> tls; ///< settings.tls, or the token's PSK context
+  key32 proof_key{};                      ///< with certificates: the token's proof key
+  std::string peer_name;                  ///< a tunnel's peer
+  endpoint peer; ///< a tunnel's peer; a gate's inside port (host 127.0.0.1)
   int listen_fd = -1;
   std::atomic<bool> stopping{false};
-  std::atomic<int> handshaking{0};
   std::atomic<uint64_t> refused{0};
+  std::atomic<uint64_t> admitted{0};
   std::mutex mutex;
   std::condition_variable idle;
   int live = 0;        ///< connection threads running
   std::set<int> open;  ///< connection sockets, shut down when stopping
   std::string refusal; ///< a tunnel's last refusal by its peer
+  /// A gate's connections in the handshake, oldest first, with their addresses.
+  std::list<std::pair<int, std::string>> waiting;
+  std::map<std::string, int> waiting_from;
+  std::set<int> evicted; ///< closed to make room, not yet done
+  std::unique_ptr<log_budget> budget;
 
+  explicit shared(gate_settings s) : settings(std::move(s)) {
+    tls = settings.tls ? settings.tls : std::make_shared<const tls_context>(settings.token);
+    if (!tls->psk())
+      proof_key = derive_token_keys(settings.token).proof;
+    budget = std::make_unique<log_budget>(settings.log_burst, settings.log_interval);
+  }
   void log(const std::string& line) {
-    if (settings.log)
-      settings.log(line);
+    if (!settings.log)
+      return;
+    std::optional<std::string> admitted_line;
+    {
+      std::lock_guard lock(mutex);
+      admitted_line = budget->admit(line, std::chrono::steady_clock::now());
+    }
+    if (admitted_line)
+      settings.log(*admitted_line);
   }
   int adopt(int fd) {
     std::lock_guard lock(mutex);
@@ -66,6 +87,37 @@ struct shared {
       open.erase(fd);
     }
     ::close(fd);
+  }
+  /// Counts `fd` as waiting in the handshake; past a cap, shuts the oldest waiting one (of
+  /// `address` when that address is at its cap) down. Returns what it closed, or "".
+  std::string wait_in_handshake(int fd, const std::string& address) {
+    std::lock_guard lock(mutex);
+    std::string closed;
+    const bool address_full = waiting_from[address] >= settings.max_handshaking_per_address;
+    if (address_full || static_cast<int>(waiting.size()) >= settings.max_handshaking) {
+      for (auto it = waiting.begin(); it != waiting.end(); ++it)
+        if (!evicted.count(it->first) && (!address_full || it->second == address)) {
+          ::shutdown(it->first, SHUT_RDWR);
+          evicted.insert(it->first);
+          closed = it->second;
+          break;
+        }
+    }
+    waiting.emplace_back(fd, address);
+    ++waiting_from[address];
+    return closed;
+  }
+  /// `fd` is out of the handshake; whether it had been closed to make room.
+  bool done_waiting(int fd) {
+    std::lock_guard lock(mutex);
+    for (auto it = waiting.begin(); it != waiting.end(); ++it)
+      if (it->first == fd) {
+        if (--waiting_from[it->second] == 0)
+          waiting_from.erase(it->second);
+        waiting.erase(it);
+        break;
+      }
+    return evicted.erase(fd) > 0;
   }
 };
 
@@ -118,15 +170,13 @@ void stop(const shared_ptr& sh, std::thread& acceptor) {
 }
 
 /// Reads exactly `n` bytes, or fails at end of stream, on an error, or past `deadline`.
-bool read_exact(int fd, uint8_t* p, size_t n, std::optional<clock::time_point> deadline) {
+bool read_exact(int fd, uint8_t* p, size_t n, clock::time_point deadline) {
   while (n > 0) {
-    if (deadline) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - clock::now()).count();
-      pollfd pfd{fd, POLLIN, 0};
-      if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0)
-        return false;
-    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    pollfd pfd{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0)
+      return false;
     const auto got = ::recv(fd, p, n, 0);
     if (got < 0 && errno == EINTR)
       continue;
@@ -138,24 +188,8 @@ bool read_exact(int fd, uint8_t* p, size_t n, std::optional<clock::time_point> d
   return true;
 }
 
-bool write_all(int fd, const uint8_t* p, size_t n) {
-  while (n > 0) {
-    const auto put = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (put < 0 && errno == EINTR)
-      continue;
-    if (put <= 0)
-      return false;
-    p += put;
-    n -= static_cast<size_t>(put);
-  }
-  return true;
-}
-
-bool write_all(int fd, const bytes& b) {
-  return write_all(fd, b.data(), b.size());
-}
-
-std::string peer_text(const sockaddr_storage& a) {
+/// The peer's address without and with its port.
+std::pair<std::string, std::string> peer_text(const sockaddr_storage& a) {
   char host[INET6_ADDRSTRLEN] = "?";
   uint16_t port = 0;
   if (a.ss_family == AF_INET) {
@@ -167,7 +201,7 @@ std::string peer_text(const sockaddr_storage& a) {
     ::inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
     port = ntohs(v6->sin6_port);
   }
-  return std::string(host) + ":" + std::to_string(port);
+  return {host, std::string(host) + ":" + std::to_string(port)};
 }
 
 /// A connected socket to `to`, or -1 when nothing answers within `timeout`.
@@ -208,70 +242,6 @@ int dial(const endpoint& to, std::chrono::milliseconds timeout) {
   return fd;
 }
 
-/// Carries `plain` (CAF's side) over `sealed` (the peer's side) until either ends.
-void splice(int plain, int sealed, const key& send_key, const key& receive_key) {
-  std::thread outgoing([plain, sealed, send_key] {
-    record_sealer sealer(send_key);
-    std::vector<uint8_t> buf(max_record_plain);
-    while (true) {
-      const auto got = ::recv(plain, buf.data(), buf.size(), 0);
-      if (got < 0 && errno == EINTR)
-        continue;
-      if (got <= 0 || !write_all(sealed, sealer.seal({buf.data(), static_cast<size_t>(got)})))
-        break;
-    }
-    ::shutdown(plain, SHUT_RDWR);
-    ::shutdown(sealed, SHUT_RDWR);
-  });
-  record_opener opener(receive_key);
-  std::array<uint8_t, record_header_bytes> header{};
-  std::vector<uint8_t> body;
-  while (read_exact(sealed, header.data(), header.size(), std::nullopt)) {
-    const auto want = record_opener::body_bytes(header);
-    if (!want)
-      break;
-    body.resize(*want);
-    if (!read_exact(sealed, body.data(), body.size(), std::nullopt))
-      break;
-    const auto plain_bytes = opener.open(header, body);
-    if (!plain_bytes || !write_all(plain, *plain_bytes))
-      break;
-  }
-  ::shutdown(plain, SHUT_RDWR);
-  ::shutdown(sealed, SHUT_RDWR);
-  outgoing.join();
-}
-
-/// The server's side of the token handshake over `read`/`write`: why the peer is refused, or ""
-/// with `hs` done.
-template <class Read, class Write>
-std::string serve_token(server_handshake& hs, Read read, Write write) {
-  std::array<uint8_t, hello_bytes> buf{};
-  while (hs.wanted() > 0) {
-    const size_t n = hs.wanted();
-    if (!read(buf.data(), n))
-      return "it closed the connection or stalled before it authenticated";
-    auto step = hs.feed({buf.data(), n});
-    if (step.failed())
-      return step.refusal;
-    if (!step.send.empty() && !write(step.send))
-      return "it closed the connection during the handshake";
-  }
-  return {};
-}
-
-/// The client's side of the token handshake.
-template <class Read, class Write>
-std::string dial_token(client_handshake& hs, Read read, Write write) {
-  std::array<uint8_t, challenge_bytes> challenge{};
-  if (!write(hs.hello()) || !read(challenge.data(), challenge.size()))
-    return "it closed the connection or stalled in the handshake";
-  auto answer = hs.answer(challenge);
-  if (!answer.failed() && !write(answer.send))
-    return "it closed the connection during the handshake";
-  return answer.refusal;
-}
-
 void refuse(const shared_ptr& sh, const std::string& from, const std::string& why) {
   ++sh->refused;
   sh->log("refused a connection from " + from + ": " + why);
@@ -288,76 +258,86 @@ void linger_close(int fd, clock::time_point until) {
       break;
 }
 
-/// A gate's connection with TLS: the TLS handshake and the peer's certificate, then the
-/// token inside TLS, all within the handshake's time limit; then CAF over TLS records.
-void serve_incoming_tls(const shared_ptr& sh, int fd, const std::string& from) {
-  const auto deadline = clock::now() + sh->settings.handshake_timeout;
-  tls_stream tls(*sh->settings.tls, fd, true);
-  auto refusal = tls.handshake(deadline, {}, sh->settings.peers);
-  server_handshake hs(sh->settings.token, random_nonce());
-  if (refusal.empty())
-    refusal = serve_token(
-        hs, [&](uint8_t* p, size_t n) { return tls.read_exact(p, n, deadline); },
-        [&](const bytes& b) { return tls.write_all(b.data(), b.size(), deadline); });
+std::string seconds(std::chrono::milliseconds t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(t.count()) / 1e3);
+  return buf;
+}
+
+/// Passes how a TLS stream ended on to CAF's side: a stream cut or forged without the
+/// peer's close_notify resets CAF's connection (an error to CAF), where an authenticated
+/// end closes it.
+void end_plain(int plain, tls_ending how) {
+  if (plain < 0 || how == tls_ending::closed)
+    return;
+  const linger reset{1, 0};
+  ::setsockopt(plain, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+}
+
+/// Whether the peer sends anything by `deadline` (a stranger who only holds the connection
+/// open does not, and is closed early).
+bool first_bytes(int fd, clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+  pollfd pfd{fd, POLLIN, 0};
+  return left > 0 && ::poll(&pfd, 1, static_cast<int>(left)) > 0 && (pfd.revents & POLLIN);
+}
+
+/// Authenticates a gate's connection within the handshake's time limit: its first bytes, the
+/// TLS handshake (the PSK, or the certificate and then the token's proof). Why the peer is
+/// refused, or "".
+std::string authenticate_incoming(const shared_ptr& sh, tls_stream& tls, int fd) {
+  const auto& s = sh->settings;
+  const auto start = clock::now();
+  const auto deadline = start + s.handshake_timeout;
+  if (!first_bytes(fd, std::min(deadline, start + s.first_bytes_timeout)))
+    return "it sent nothing within " +
+           seconds(std::min(s.handshake_timeout, s.first_bytes_timeout));
+  auto refusal = tls.handshake(deadline, {}, s.peers);
+  if (refusal.empty() && !sh->tls->psk())
+    refusal = tls.prove_token(sh->proof_key, true, deadline);
+  return refusal;
+}
+
+/// One connection accepted by a gate: authenticated within the time limit, then CAF over TLS.
+void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
+  const auto start = clock::now();
+  tls_stream tls(*sh->tls, fd, true);
+  auto refusal = authenticate_incoming(sh, tls, fd);
+  if (sh->done_waiting(fd)) // shut down to make room, whatever it had done by then
+    refusal = "closed to make room: too many connections from its address or in all were in "
+              "the handshake";
   if (!refusal.empty()) {
     refuse(sh, from, refusal);
-    linger_close(fd, std::min(deadline, clock::now() + std::chrono::milliseconds(1000)));
-    --sh->handshaking;
+    linger_close(fd, std::min(start + sh->settings.handshake_timeout,
+                              clock::now() + std::chrono::milliseconds(1000)));
     sh->release(fd);
     return;
   }
-  --sh->handshaking;
+  ++sh->admitted;
   const int inside = sh->adopt(dial(sh->peer, std::chrono::milliseconds(2000)));
   if (inside >= 0)
-    tls.splice(inside);
+    end_plain(inside, tls.splice(inside, sh->settings.key_update_bytes));
   sh->release(inside);
   sh->release(fd);
 }
 
-/// One connection accepted by a gate: the handshake within its time limit, then CAF.
-void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
-  if (sh->settings.tls)
-    return serve_incoming_tls(sh, fd, from);
-  server_handshake hs(sh->settings.token, random_nonce());
-  const auto deadline = clock::now() + sh->settings.handshake_timeout;
-  const auto refusal = serve_token(
-      hs, [&](uint8_t* p, size_t n) { return read_exact(fd, p, n, deadline); },
-      [&](const bytes& b) { return write_all(fd, b); });
-  --sh->handshaking;
-  if (!refusal.empty()) {
-    refuse(sh, from, refusal);
-    sh->release(fd);
-    return;
-  }
-  const int inside = sh->adopt(dial(sh->peer, std::chrono::milliseconds(2000)));
-  if (inside >= 0) {
-    const auto keys = hs.keys();
-    splice(inside, fd, keys.server_to_client, keys.client_to_server);
-  }
-  sh->release(inside);
-  sh->release(fd);
-}
-
-/// A tunnel's connection with TLS: the peer's certificate must name the node dialled. When the
-/// peer refuses ours, TLS 1.3 tells it only after our side of the handshake is done: its alert
-/// ends the token handshake, and names the reason.
+/// A tunnel's connection: the peer's PSK, or its certificate naming the node dialled and then
+/// the token's proof. Why the peer refused us or we it, or "" (then the connection was carried
+/// until its end). A peer that closes before its answer refused nothing: "" too.
 std::string dial_tls(const shared_ptr& sh, int local, int remote) {
   const auto deadline = clock::now() + sh->settings.handshake_timeout;
-  tls_stream tls(*sh->settings.tls, remote, false);
-  if (auto refusal = tls.handshake(deadline, sh->peer_name, {}); !refusal.empty())
-    return refusal;
-  client_handshake hs(sh->settings.token, random_nonce());
-  if (auto refusal = dial_token(
-          hs, [&](uint8_t* p, size_t n) { return tls.read_exact(p, n, deadline); },
-          [&](const bytes& b) { return tls.write_all(b.data(), b.size(), deadline); });
-      !refusal.empty()) {
-    const auto why = tls.failure("");
-    return why.find("alert") == std::string::npos
-               ? refusal
-               : "it refused this node's certificate (" + why + ")";
+  tls_stream tls(*sh->tls, remote, false);
+  auto refusal = tls.handshake(deadline, sh->peer_name, {});
+  if (refusal.empty() && !sh->tls->psk())
+    refusal = tls.prove_token(sh->proof_key, false, deadline);
+  if (refusal.empty()) {
+    end_plain(local, tls.splice(local, sh->settings.key_update_bytes));
+    return {};
   }
-  tls.splice(local);
-  return {};
+  // A gate that closed before it answered (busy, or closing strangers): CAF's next try
+  // comes through a new connection, within its own deadline.
+  return tls.ending() == tls_ending::cut ? "" : refusal;
 }
 
 /// One connection of CAF to a tunnel: dials the peer's gate and authenticates.
@@ -367,21 +347,7 @@ void serve_outgoing(const shared_ptr& sh, int local) {
     sh->release(local);
     return;
   }
-  std::string refusal;
-  if (sh->settings.tls) {
-    refusal = dial_tls(sh, local, remote);
-  } else {
-    client_handshake hs(sh->settings.token, random_nonce());
-    const auto deadline = clock::now() + sh->settings.handshake_timeout;
-    refusal = dial_token(
-        hs, [&](uint8_t* p, size_t n) { return read_exact(remote, p, n, deadline); },
-        [&](const bytes& b) { return write_all(remote, b); });
-    if (refusal.empty()) {
-      const auto keys = hs.keys();
-      splice(local, remote, keys.client_to_server, keys.server_to_client);
-    }
-  }
-  if (!refusal.empty()) {
+  if (const auto refusal = dial_tls(sh, local, remote); !refusal.empty()) {
     const auto line =
         "cannot authenticate node " + sh->peer_name + " at " + sh->peer.text() + ": " + refusal;
     {
@@ -413,7 +379,8 @@ void accept_loop(const shared_ptr& sh, Serve serve) {
       break;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    serve(fd, peer_text(from));
+    const auto [host, text] = peer_text(from);
+    serve(fd, host, text);
   }
 }
 
@@ -450,8 +417,7 @@ int listen_socket(const endpoint& at, std::string& error) {
 }
 
 gate::gate(gate_settings settings, const endpoint& outside, uint16_t inside)
-    : shared_(std::make_shared<detail::shared>()) {
-  shared_->settings = std::move(settings);
+    : shared_(std::make_shared<detail::shared>(std::move(settings))) {
   shared_->peer = {"127.0.0.1", inside};
   std::string error;
   shared_->listen_fd = listen_socket(outside, error);
@@ -459,16 +425,10 @@ gate::gate(gate_settings settings, const endpoint& outside, uint16_t inside)
     throw std::runtime_error("port " + std::to_string(outside.port) + " on " + outside.host +
                              " is in use or unusable (" + error + ")");
   acceptor_ = std::thread([sh = shared_] {
-    accept_loop(sh, [&](int fd, std::string from) {
-      if (sh->handshaking >= sh->settings.max_handshaking) {
-        ++sh->refused;
-        sh->log("refused a connection from " + from + ": " +
-                std::to_string(sh->settings.max_handshaking) +
-                " connections are in the handshake already");
-        sh->release(fd);
-        return;
-      }
-      ++sh->handshaking;
+    accept_loop(sh, [&](int fd, const std::string& host, const std::string& from) {
+      if (const auto closed = sh->wait_in_handshake(fd, host); !closed.empty())
+        sh->log("closing the oldest connection from " + closed +
+                " still in the handshake: too many are");
       launch(sh, [sh, fd, from] { serve_incoming(sh, fd, from); });
     });
   });
@@ -482,9 +442,12 @@ uint64_t gate::refused() const {
   return shared_->refused;
 }
 
+uint64_t gate::admitted() const {
+  return shared_->admitted;
+}
+
 tunnel::tunnel(gate_settings settings, std::string peer_name, endpoint peer)
-    : shared_(std::make_shared<detail::shared>()) {
-  shared_->settings = std::move(settings);
+    : shared_(std::make_shared<detail::shared>(std::move(settings))) {
   shared_->peer_name = std::move(peer_name);
   shared_->peer = std::move(peer);
   std::string error;
@@ -497,8 +460,9 @@ tunnel::tunnel(gate_settings settings, std::string peer_name, endpoint peer)
   ::getsockname(shared_->listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
   local_port_ = ntohs(bound.sin_port);
   acceptor_ = std::thread([sh = shared_] {
-    accept_loop(
-        sh, [&](int fd, const std::string&) { launch(sh, [sh, fd] { serve_outgoing(sh, fd); }); });
+    accept_loop(sh, [&](int fd, const std::string&, const std::string&) {
+      launch(sh, [sh, fd] { serve_outgoing(sh, fd); });
+    });
   });
 }
 

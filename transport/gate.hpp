@@ -8,19 +8,25 @@
 #include <thread>
 #include <vector>
 
-/// The sockets around handshake.hpp and sealed_records.hpp. A node's CAF middleman listens
-/// on 127.0.0.1 only; its public port belongs to a `gate`, which lets a connection through
-/// to CAF only after the peer proved it holds the job's token, and then carries it in
-/// sealed records. A node reaches a peer through a `tunnel`: CAF connects to the tunnel's
-/// port on 127.0.0.1, and the tunnel dials the peer's gate, authenticates and seals. So
-/// CAF's BASP (which allocates whatever payload a header claims, before any check) never
-/// sees a byte from a peer that has not authenticated.
+/// The sockets around tls_stream.hpp. A node's CAF middleman listens on 127.0.0.1 only; its
+/// public port belongs to a `gate`, which lets a connection through to CAF only after the
+/// peer proved it holds the job's token, and then carries it over TLS 1.3. A node reaches a
+/// peer through a `tunnel`: CAF connects to the tunnel's port on 127.0.0.1, and the tunnel
+/// dials the peer's gate and authenticates. So CAF's BASP (which allocates whatever payload
+/// a header claims, before any check) never sees a byte from a peer that has not
+/// authenticated.
 ///
-/// With a TLS identity (tls_identity.hpp) gate and tunnel speak TLS 1.3 with certificates
-/// checked both ways; the token handshake runs inside it, and TLS records replace the sealed
-/// records.
+/// One wire for both kinds of job: without certificates, TLS 1.3 keyed by the job's token
+/// as a pre-shared key; with them (tls_identity.hpp), TLS 1.3 with certificates checked both
+/// ways and the token proven inside, bound to the session.
 ///
-/// Every connection has its own thread(s); the accept loops have theirs. Nothing here logs
+/// A gate cannot be exhausted by strangers: a connection must send its first bytes within
+/// `first_bytes_timeout` and finish within `handshake_timeout`; at most `max_handshaking`
+/// connections wait in the handshake, `max_handshaking_per_address` from one address, and
+/// one past a cap closes the oldest waiting one (of its address) rather than being turned
+/// away. Its refusals are logged through a `log_budget`.
+///
+/// Every connection has its own thread; the accept loops have theirs. Nothing here logs
 /// by itself: what a gate or tunnel refuses goes to `gate_settings::log`, one line each.
 namespace deepcee::transport {
 
@@ -36,13 +42,23 @@ struct gate_settings {
   std::string token; ///< the job's token (job_token.hpp); never logged
   /// The time a peer has for the whole handshake.
   std::chrono::milliseconds handshake_timeout{5000};
-  /// Connections in the handshake at once; a further one is closed at its accept.
-  int max_handshaking = 16;
-  std::function<void(const std::string&)> log; ///< one line per refused peer
-  /// Set: TLS 1.3 with this node's certificate, peers verified against the job's CA.
+  /// Connections in the handshake at once; one more closes the oldest of them.
+  int max_handshaking = 256;
+  std::function<void(const std::string&)> log; ///< one line per refused peer (rate-limited)
+  /// Set: TLS 1.3 with this node's certificate, peers verified against the job's CA. Unset:
+  /// TLS 1.3 with the token's PSK.
   std::shared_ptr<const tls_context> tls{};
   /// A gate's: the nodes a client's certificate may name (the job's nodes).
   std::vector<std::string> peers{};
+  /// Connections in the handshake at once from one address (loopback and NAT share one).
+  int max_handshaking_per_address = 128;
+  /// The time a new connection has to send its first bytes.
+  std::chrono::milliseconds first_bytes_timeout{3000};
+  /// Each side of a connection changes its sending key after this many bytes.
+  uint64_t key_update_bytes = uint64_t(1) << 30;
+  /// Refusal lines: this many at once, then one per `log_interval`.
+  int log_burst = 20;
+  std::chrono::milliseconds log_interval{1000};
 };
 
 namespace detail {
@@ -61,6 +77,8 @@ public:
 
   /// Connections refused so far (no token, bad bytes, too slow, too many at once).
   uint64_t refused() const;
+  /// Connections let through to the inside port so far.
+  uint64_t admitted() const;
 
 private:
   std::shared_ptr<detail::shared> shared_;

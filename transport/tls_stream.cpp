@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -24,13 +25,29 @@ void set_non_blocking(int fd) {
 /// A TLS record's worth: what one SSL_read can give, and what one SSL_write takes.
 constexpr size_t chunk_bytes = 16 * 1024;
 
+/// The exporter label (RFC 8446 7.5) of the token proof: a proof is good for one session.
+constexpr std::string_view exporter_label = "EXPORTER-deepcee-token-proof";
+
+/// How an SSL_ERROR_SSL ended, by the first error in the queue.
+tls_ending ending_of_ssl_error() {
+  const unsigned long e = ERR_peek_error();
+  if (ERR_GET_LIB(e) != ERR_LIB_SSL)
+    return tls_ending::error;
+  const int reason = ERR_GET_REASON(e);
+  if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+    return tls_ending::cut;
+  // OpenSSL reports an alert received as its description plus SSL_AD_REASON_OFFSET.
+  return reason >= SSL_AD_REASON_OFFSET ? tls_ending::alert : tls_ending::error;
+}
+
 } // namespace
 
-tls_stream::tls_stream(const tls_context& ctx, int fd, bool server) : fd_(fd) {
+tls_stream::tls_stream(const tls_context& ctx, int fd, bool server) : fd_(fd), psk_(ctx.psk()) {
   ERR_clear_error();
   ssl_ = SSL_new(ctx.native());
   if (!ssl_)
     throw std::runtime_error("OpenSSL cannot make a TLS connection: " + tls_error_text("?"));
+  SSL_set_app_data(ssl_, &seen_);
   set_non_blocking(fd);
   SSL_set_fd(ssl_, fd);
   if (server)
@@ -55,12 +72,17 @@ tls_stream::outcome tls_stream::classify(int r, short& events) {
     return outcome::again;
   case SSL_ERROR_ZERO_RETURN:
     failure_ = "it closed the connection";
+    ending_ = tls_ending::closed;
     return outcome::ended;
   case SSL_ERROR_SYSCALL:
     failure_ = ERR_peek_error() ? tls_error_text("?") : "it closed the connection";
+    ending_ = tls_ending::cut;
     return outcome::ended;
   default:
-    failure_ = tls_error_text("a TLS error");
+    ending_ = ending_of_ssl_error();
+    failure_ =
+        ending_ == tls_ending::cut ? "it closed the connection" : tls_error_text("a TLS error");
+    ERR_clear_error();
     return outcome::ended;
   }
 }
@@ -72,6 +94,20 @@ bool tls_stream::wait(short events, clock::time_point deadline) const {
   return left > 0 && ::poll(&pfd, 1, static_cast<int>(left)) > 0;
 }
 
+std::string tls_stream::psk_refusal() const {
+  if (seen_.offered && !seen_.matched)
+    return "it does not hold the job's token (its PSK identity is another job's)";
+  if (seen_.matched)
+    return "it does not hold the job's token (" + failure_ + ")";
+  if (SSL_is_server(ssl_))
+    return "the TLS handshake failed (no PSK offered: " + failure_ + ")";
+  if (ending_ == tls_ending::alert)
+    return "it does not hold the job's token";
+  if (SSL_get_verify_result(ssl_) != X509_V_OK)
+    return "it answered with a certificate, not with the job's PSK";
+  return "the TLS handshake failed (" + failure_ + ")";
+}
+
 std::string tls_stream::handshake(clock::time_point deadline, const std::string& expected,
                                   const std::vector<std::string>& allowed) {
   ERR_clear_error();
@@ -79,18 +115,58 @@ std::string tls_stream::handshake(clock::time_point deadline, const std::string&
     short events = 0;
     switch (classify(SSL_do_handshake(ssl_), events)) {
     case outcome::done:
-      return check_peer(ssl_, expected, allowed);
+      if (!psk_)
+        return check_peer(ssl_, expected, allowed);
+      // Never without the PSK: a client that took a certificate instead failed above.
+      return SSL_session_reused(ssl_) == 1 ? "" : "it did not use the job's PSK";
     case outcome::again:
-      if (!wait(events, deadline))
+      if (!wait(events, deadline)) {
+        ending_ = tls_ending::cut;
         return "it stalled in the TLS handshake";
+      }
       break;
     case outcome::ended:
+      if (psk_)
+        return psk_refusal();
       if (const long v = SSL_get_verify_result(ssl_); v != X509_V_OK)
         return std::string("its certificate does not chain to the job's CA (") +
                X509_verify_cert_error_string(v) + ")";
       return "the TLS handshake failed (" + failure_ + ")";
     }
   }
+}
+
+std::string tls_stream::prove_token(const key32& proof_key, bool server,
+                                    clock::time_point deadline) {
+  std::array<uint8_t, 32> exported{};
+  if (SSL_export_keying_material(ssl_, exported.data(), exported.size(), exporter_label.data(),
+                                 exporter_label.size(), nullptr, 0, 0) != 1)
+    return "no TLS exporter (" + tls_error_text("?") + ")";
+  const auto client = hmac_sha256(proof_key, "client proof", exported);
+  const auto server_proof = hmac_sha256(proof_key, "server proof", exported);
+  key32 theirs{};
+  if (server) {
+    if (!read_exact(theirs.data(), theirs.size(), deadline))
+      return "it closed the connection or stalled before it proved the job's token";
+    if (!same_bytes(theirs, client)) {
+      SSL_shutdown(ssl_); // our close_notify: an authenticated refusal
+      return "it does not hold the job's token";
+    }
+    if (!write_all(server_proof.data(), server_proof.size(), deadline))
+      return "it closed the connection during the token proof";
+    return {};
+  }
+  if (!write_all(client.data(), client.size(), deadline) ||
+      !read_exact(theirs.data(), theirs.size(), deadline)) {
+    if (ending_ == tls_ending::closed)
+      return "it does not hold the job's token";
+    if (ending_ == tls_ending::alert)
+      return "it refused this node's certificate (" + failure_ + ")";
+    return "it closed the connection or stalled before it proved the job's token";
+  }
+  if (!same_bytes(theirs, server_proof))
+    return "it does not hold the job's token";
+  return {};
 }
 
 template <class Io>
@@ -106,6 +182,7 @@ bool tls_stream::move_all(Io io, size_t n, clock::time_point deadline) {
     case outcome::again:
       if (!wait(events, deadline)) {
         failure_ = "it stalled";
+        ending_ = tls_ending::cut;
         return false;
       }
       break;
@@ -132,27 +209,44 @@ std::string tls_stream::failure(const std::string& otherwise) const {
   return failure_.empty() ? otherwise : failure_;
 }
 
-void tls_stream::splice(int plain) {
-  splice_until_end(plain);
-  SSL_shutdown(ssl_); // one try at a close_notify; the socket closes either way
+std::string tls_stream::key_exchange_group() const {
+  const int group = SSL_get_negotiated_group(ssl_);
+  if (group <= 0)
+    return {};
+  const char* name = SSL_group_to_name(ssl_, group);
+  return name ? name : "?";
 }
 
-void tls_stream::splice_until_end(int plain) {
+tls_ending tls_stream::splice(int plain, uint64_t key_update_bytes) {
+  const auto end = splice_until_end(plain, key_update_bytes);
+  if (end == tls_ending::closed)
+    SSL_shutdown(ssl_); // our close_notify: one try, the socket closes either way
+  return end;
+}
+
+tls_ending tls_stream::splice_until_end(int plain, uint64_t key_update_bytes) {
   set_non_blocking(plain);
   // `out` holds what CAF gave until SSL_write takes all of it (a retried SSL_write must get
   // the same bytes); `in` what SSL_read gave until CAF's socket took it.
   std::vector<uint8_t> out(chunk_bytes), in(chunk_bytes);
   size_t out_size = 0, in_size = 0, in_sent = 0;
-  short write_wants = 0, read_wants = 0;
+  uint64_t sent_since_update = 0;
+  short write_wants = 0, read_wants = POLLIN;
+  // Whether a read from either side may give something: not after it said EAGAIN (or, for
+  // CAF's socket, gave less than asked) until poll() says so. Saves a system call per read.
+  bool plain_ready = true, tls_ready = true;
   bool hung_up = false;
   while (true) {
     bool progress = false;
-    if (out_size == 0) {
+    if (out_size == 0 && plain_ready) {
       const auto got = ::recv(plain, out.data(), out.size(), 0);
       if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
-        return;
+        return tls_ending::closed; // CAF's side ended: we close, with our close_notify
+      if (got < 0 && errno == EAGAIN)
+        plain_ready = false;
       if (got > 0) {
         out_size = static_cast<size_t>(got);
+        plain_ready = out_size == out.size();
         progress = true;
       }
     }
@@ -161,18 +255,27 @@ void tls_stream::splice_until_end(int plain) {
       const int r = SSL_write(ssl_, out.data(), static_cast<int>(out_size));
       const auto o = classify(r, write_wants);
       if (o == outcome::ended)
-        return;
+        return ending_;
       if (o == outcome::done) {
+        sent_since_update += out_size;
         out_size = 0; // without partial writes, SSL_write takes all or nothing
         progress = true;
+        // AES-GCM's limits per key are far beyond this (RFC 8446 5.5): a fresh sending key
+        // every `key_update_bytes`, sent with the next record.
+        if (sent_since_update >= key_update_bytes &&
+            SSL_key_update(ssl_, SSL_KEY_UPDATE_NOT_REQUESTED) == 1) {
+          ++key_updates_;
+          sent_since_update = 0;
+        }
       }
     }
-    read_wants = 0;
-    if (in_size == in_sent) {
+    if (in_size == in_sent && (tls_ready || SSL_has_pending(ssl_))) {
+      read_wants = 0;
       const int r = SSL_read(ssl_, in.data(), static_cast<int>(in.size()));
       const auto o = classify(r, read_wants);
       if (o == outcome::ended)
-        return;
+        return ending_;
+      tls_ready = o == outcome::done;
       if (o == outcome::done) {
         in_size = static_cast<size_t>(r);
         in_sent = 0;
@@ -182,7 +285,7 @@ void tls_stream::splice_until_end(int plain) {
     if (in_sent < in_size) {
       const auto put = ::send(plain, in.data() + in_sent, in_size - in_sent, MSG_NOSIGNAL);
       if (put < 0 && errno != EAGAIN && errno != EINTR)
-        return;
+        return tls_ending::closed;
       if (put > 0) {
         in_sent += static_cast<size_t>(put);
         progress = true;
@@ -193,14 +296,18 @@ void tls_stream::splice_until_end(int plain) {
       continue;
     }
     if (hung_up) // an error or hang-up reported, and nothing moved since: the end
-      return;
+      return tls_ending::cut;
     std::array<pollfd, 2> fds{
         pollfd{plain,
                static_cast<short>((out_size == 0 ? POLLIN : 0) | (in_sent < in_size ? POLLOUT : 0)),
                0},
-        pollfd{fd_, static_cast<short>(write_wants | read_wants), 0}};
+        pollfd{fd_, static_cast<short>(write_wants | (in_size == in_sent ? read_wants : 0)), 0}};
     if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
-      return;
+      return tls_ending::cut;
+    if (fds[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+      plain_ready = true;
+    if (fds[1].revents != 0)
+      tls_ready = true;
     for (const auto& f : fds)
       if (f.revents & (POLLERR | POLLHUP | POLLNVAL))
         hung_up = true;

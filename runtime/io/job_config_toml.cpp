@@ -135,6 +135,7 @@ void read_inject(const toml::table& root, const fs::path& path, job_config& job)
 
 /// [security] token_file: the file holding the job's token (runtime/io/job_token.hpp),
 /// relative to the job file. Its content is read by `deepcee node`, not here.
+/// first_bytes_timeout: seconds, as the job's other durations.
 void read_security(const toml::table& root, const fs::path& path, job_config& job) {
   const auto* n = root.get("security");
   if (!n)
@@ -144,12 +145,19 @@ void read_security(const toml::table& root, const fs::path& path, job_config& jo
   const auto& t = *n->as_table();
   for (const auto& [key, value] : t)
     if (key.str() != "token_file" && key.str() != "certificate" && key.str() != "key" &&
-        key.str() != "ca")
+        key.str() != "ca" && key.str() != "first_bytes_timeout")
       fail_input(path, line_of(value),
                  "unknown key '" + std::string(key.str()) +
-                     "' in [security] (token_file, certificate, key, ca)");
+                     "' in [security] (token_file, certificate, key, ca, first_bytes_timeout)");
   if (const auto file = text_of(t, "token_file", path); !file.empty())
     job.token_file = beside(path, file);
+  if (const auto* n = t.get("first_bytes_timeout")) {
+    const auto v = n->value<double>();
+    if (!v || !(*v >= 1e-3) || *v > 1e6)
+      fail_input(path, line_of(*n),
+                 "first_bytes_timeout must be a number of seconds from 0.001 to 1e6");
+    job.first_bytes_timeout_s = *v;
+  }
   const auto ca = text_of(t, "ca", path);
   const auto cert = text_of(t, "certificate", path);
   const auto key = text_of(t, "key", path);

@@ -2,17 +2,18 @@
 
 #include "runtime/base/bounded_file.hpp"
 #include "runtime/base/errors.hpp"
+#include "runtime/base/secrets.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 namespace deepcee::runtime {
 
 namespace {
 
 constexpr uint64_t max_token_file_bytes = 4096;
-/// 32 hex characters are 128 bits.
-constexpr size_t min_token_chars = 32;
+constexpr const char* how_to_make = "make one with `(umask 077; openssl rand -hex 32 > FILE)`";
 
 bool is_space(char c) {
   return std::isspace(static_cast<unsigned char>(c)) != 0;
@@ -26,11 +27,12 @@ std::string trimmed(std::string s) {
 
 /// The error for a bad token, `origin` named; never the token's text.
 std::string problem(const std::string& token) {
-  if (token.size() < min_token_chars)
-    return "the job token has " + std::to_string(token.size()) + " characters, at least " +
-           std::to_string(min_token_chars) + " are needed (make one with `openssl rand -hex 32`)";
   if (std::any_of(token.begin(), token.end(), is_space))
-    return "the job token holds white space (make one with `openssl rand -hex 32`)";
+    return std::string("the job token holds white space (") + how_to_make + ")";
+  if (const double bits = estimated_secret_bits(token); bits < min_secret_bits)
+    return "the job token is too weak: about " + std::to_string(std::lround(bits)) +
+           " bits of entropy, at least " + std::to_string(std::lround(min_secret_bits)) +
+           " are needed (" + how_to_make + ")";
   return {};
 }
 
@@ -44,6 +46,7 @@ std::string checked_token(std::string token, const std::string& origin) {
 }
 
 std::string read_job_token(const std::filesystem::path& file) {
+  require_private_file(file, "token file");
   auto token = trimmed(read_bounded_file(file, max_token_file_bytes, "token file"));
   if (const auto why = problem(token); !why.empty())
     fail_input(file, 0, why);

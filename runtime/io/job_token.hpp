@@ -9,9 +9,10 @@
 /// is never printed or logged; errors name the file, never its content.
 namespace deepcee::runtime {
 
-/// Reads the token from `file` (at most 4 KiB, a regular file; surrounding white space
-/// dropped). A token of fewer than 32 characters, or one with white space inside, is an
-/// input_error naming the file.
+/// Reads the token from `file` (at most 4 KiB, a regular file that only its owner may
+/// access; surrounding white space dropped). A token of less than 128 bits of estimated
+/// entropy (runtime/base/secrets.hpp), or one with white space inside, is an input_error
+/// naming the file and how to make a good one.
 std::string read_job_token(const std::filesystem::path& file);
 
 /// The token's settings in the process's environment, which main reads once (tools/) and

@@ -68,6 +68,9 @@ struct job_config {
   /// [security] token_file: where `deepcee node` reads the job's token (unless a flag or
   /// the environment names one).
   std::optional<std::filesystem::path> token_file;
+  /// [security] first_bytes_timeout: the seconds a new connection to a node's gate has to
+  /// send its first bytes before the gate closes it (transport/gate.hpp).
+  double first_bytes_timeout_s = 3;
   /// [inspect] addr: where the coordinator's node serves `deepcee inspect` ("HOST:PORT" or
   /// "off"); empty: 127.0.0.1 on an ephemeral port. inspect_line: its line, for messages.
   std::string inspect_addr;

@@ -73,7 +73,7 @@ TOML
 expect_error no-token "node n0: .*--token-file" -- profile --job "$work/links.toml" --name n0 \
   --no-gpu --out "$work/no-token.toml"
 [[ -e $work/no-token.toml ]] && fail "a link profile without a token wrote its file"
-openssl rand -hex 32 >"$work/token"
+(umask 077 && openssl rand -hex 32 >"$work/token")
 export DEEPCEE_TOKEN_FILE="$work/token"
 # The three nodes' link profile, each node started at once: the later node of each pair
 # dials the earlier one (actors/net/link_probe.hpp: two nodes dialling each other at the

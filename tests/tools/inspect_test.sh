@@ -141,8 +141,7 @@ fi
 # (d) Tokens, broken requests, nowhere to attach.
 good=$(openssl rand -hex 32)
 bad=$(openssl rand -hex 32)
-echo "$good" >"$work/token"
-echo "$bad" >"$work/wrong"
+(umask 077 && echo "$good" >"$work/token" && echo "$bad" >"$work/wrong")
 if DEEPCEE_TOKEN=$good start_job secured --steps 100000; then
   out=$("$deepcee" inspect "$addr" --once --token-file "$work/wrong" 2>"$work/err")
   rc=$?

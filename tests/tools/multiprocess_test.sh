@@ -665,14 +665,14 @@ expect_line "$work/noise-foreign-n0.log" "node n1: could not reach the coordinat
 expect_line "$work/noise-foreign-n1.log" "node n0: could not reach the coordinator's node n1 at 127.0.0.1:$p1 within 2"
 expect_line "$work/noise-foreign-n2.log" "node n0: could not reach the coordinator's node n2 at 127.0.0.1:$p2 within 2"
 for n in n0 n1 n2; do
-  grep -q "^node $n: refused a connection from 127.0.0.1:[0-9]*: it does not speak deepcee's handshake" "$work/noise-$n.log" ||
+  grep -q "^node $n: refused a connection from 127.0.0.1:[0-9]*: the TLS handshake failed" "$work/noise-$n.log" ||
     fail "noise: $n should name the peer it refused: $(grep refused "$work/noise-$n.log" | head -3)"
 done
 echo "noise at every port: $noise_steps steps with the quiet run's losses; resident memory $rss_before -> $rss_during kB; $(grep -c refused "$work"/noise-n[012].log | awk -F: '{s+=$2} END {print s}') connections refused"
 
 #     b) A wrong token: the member names the coordinator's node and its address within a
 #        few seconds; the coordinator's node names the address it refused and goes on.
-openssl rand -hex 32 >"$work/other-token"
+(umask 077 && openssl rand -hex 32 >"$work/other-token")
 start n0 "$work/short.toml" "$work/token-n0.log"
 for _ in $(seq 1 100); do grep -q 'coordinator at' "$work/token-n0.log" 2>/dev/null && break; sleep 0.05; done
 t0=$SECONDS
@@ -684,12 +684,25 @@ finish n1; [[ $rc == 1 ]] || fail "wrong token: n1 exit $rc"
 expect_line "$work/token-n1.log" "node n1: cannot authenticate node n0 at 127.0.0.1:$p0: it does not hold the job's token"
 finish n0
 grep -q "^node n0: refused a connection from 127.0.0.1:[0-9]*: " "$work/token-n0.log" || fail "wrong token: n0 should name the peer it refused"
-#     c) No token, or a short one: exit 2 naming the flag or the file, before any port opens.
+grep -q "^node n0: refused a connection from 127.0.0.1:[0-9]*: it does not hold the job's token (its PSK identity is another job's)" "$work/token-n0.log" ||
+  fail "wrong token: n0 should say the PSK identity is another job's: $(grep refused "$work/token-n0.log")"
+#     c) No token, a weak one, or one that others may read: exit 2 in one line naming the flag
+#        or the file, before any port opens.
 out=$(env -u DEEPCEE_TOKEN_FILE "$deepcee" node "$work/short.toml" --name n0 2>&1); rc=$?
 [[ $rc == 2 && $out == *"--token-file"*"--insecure"* ]] || fail "no token: exit $rc: $out"
-echo "short" >"$work/short-token"
-out=$("$deepcee" node "$work/short.toml" --name n0 --token-file "$work/short-token" 2>&1); rc=$?
-[[ $rc == 2 && $out == *"$work/short-token: the job token has 5 characters"* ]] || fail "short token: exit $rc: $out"
+# refuse_token WHAT FILE PATTERN
+refuse_token() {
+  local out rc
+  out=$("$deepcee" node "$work/short.toml" --name n0 --token-file "$2" 2>&1); rc=$?
+  [[ $rc == 2 && $(printf '%s\n' "$out" | grep -c .) == 1 && $out == *"$3"* ]] || fail "$1: exit $rc: $out"
+}
+(umask 077 && echo "short" >"$work/short-token" && echo "passwordpasswordpasswordpassword" >"$work/weak-token")
+refuse_token "short token" "$work/short-token" "$work/short-token: the job token is too weak: about 24 bits of entropy, at least 128 are needed (make one with \`(umask 077; openssl rand -hex 32 > FILE)\`)"
+refuse_token "a word repeated" "$work/weak-token" "$work/weak-token: the job token is too weak: about 38 bits"
+cp "$work/token" "$work/shared-token" && chmod 640 "$work/shared-token"
+refuse_token "group-readable token" "$work/shared-token" "$work/shared-token: the token file may be read by group or others (mode 0640); a secret must be private, as ssh wants its keys: chmod 600 $work/shared-token"
+out=$(DEEPCEE_TOKEN=passwordpasswordpasswordpassword env -u DEEPCEE_TOKEN_FILE "$deepcee" node "$work/short.toml" --name n0 2>&1); rc=$?
+[[ $rc == 2 && $out == *"DEEPCEE_TOKEN: the job token is too weak"* ]] || fail "weak DEEPCEE_TOKEN: exit $rc: $out"
 #     The token's text is in no log or output of any run above.
 ! grep -rqF "$(cat "$work/token")" "$work"/*.log "$work"/out-* 2>/dev/null || fail "the token appears in a log"
 echo "wrong token: n1 ended within $((SECONDS - t0)) s naming n0's address; no token: exit 2"
@@ -697,6 +710,32 @@ echo "wrong token: n1 ended within $((SECONDS - t0)) s naming n0's address; no t
 #     --insecure: no token, no gate; CAF on the nodes' ports as before.
 run_nodes "$work/short.toml" insecure "insecure run" --insecure
 [[ $(losses "$work/insecure-n0.log" | wc -l) == 5 ]] || fail "insecure run: not 5 steps"
+
+#     e) Strangers who hold connections open: 64 idle ones at every node's port, each reopened
+#        as soon as a gate closes it, while the members join and `deepcee inject` gets
+#        through. Every node ends 0 after all its steps.
+write_job "$work/strangers.toml" 1000 7 20
+start n0 "$work/strangers.toml" "$work/strangers-n0.log"
+python3 "$(dirname "$0")/hold_connections.py" 64 60 "$p0" "$p1" "$p2" >"$work/strangers.out" 2>&1 &
+strangers=$!
+pids+=($strangers)
+for _ in $(seq 1 100); do grep -q "^holding $p0\$" "$work/strangers.out" && break; sleep 0.05; done
+grep -q "^holding $p0\$" "$work/strangers.out" || fail "strangers: not holding n0's port: $(cat "$work/strangers.out")"
+for n in n1 n2; do start $n "$work/strangers.toml" "$work/strangers-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 2 ' "$work/strangers-n0.log" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 100); do [[ $(grep -c '^holding' "$work/strangers.out") == 3 ]] && break; sleep 0.05; done
+[[ $(grep -c '^holding' "$work/strangers.out") == 3 ]] || fail "strangers: not at every port: $(cat "$work/strangers.out")"
+timeout 30 "$deepcee" inject "127.0.0.1:$p0" --event 'change = { between = ["cloud", "edge"], bandwidth_scale = 1.0 }' \
+  >"$work/strangers-inject.out" 2>&1 || fail "strangers: inject failed: $(cat "$work/strangers-inject.out")"
+grep -q "in force from step" "$work/strangers-inject.out" || fail "strangers: inject: $(cat "$work/strangers-inject.out")"
+for n in n0 n1 n2; do
+  finish $n
+  [[ $rc == 0 ]] || fail "strangers: node $n exit $rc: $(tail -3 "$work/strangers-$n.log")"
+done
+[[ $(losses "$work/strangers-n0.log" | wc -l) == 1000 ]] || fail "strangers: not all 1000 steps ran"
+kill "$strangers" 2>/dev/null
+wait "$strangers" 2>/dev/null
+echo "64 strangers at every port: the members joined, $(cat "$work/strangers-inject.out"), 1000 steps; $(grep -h 'sent nothing within' "$work"/strangers-n[012].log | wc -l) idle connections closed (logged, rate-limited)"
 
 #     d) A member stopped (SIGSTOP) and resumed: the coordinator's node names it; the member
 #        does not blame the coordinator's node for the silence.

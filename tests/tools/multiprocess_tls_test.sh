@@ -100,9 +100,10 @@ expect_line() {
 losses() { grep '^step [0-9]* loss' "$1"; }
 
 # 1. The same job with the token alone and with TLS, outsiders at every port during the TLS
-#    run: a client of another CA, one without a certificate, random bytes. The losses are
-#    equal bit for bit; each node names every outsider it refused, and goes on.
-steps=400
+#    run: a client of another CA, one without a certificate, random bytes, and at n0 a token
+#    proof relayed from another session. The losses are equal bit for bit; each node names
+#    every outsider it refused, and goes on.
+steps=1000
 write_job "$work/plain.toml" $steps 10 "" "" "" ""
 write_job "$work/tls.toml" $steps 10 "$ca" n0 n1 n2
 t0=$SECONDS
@@ -118,17 +119,37 @@ for p in $p0 $p1 $p2; do
   timeout 5 openssl s_client -connect 127.0.0.1:$p -CAfile "$pki/ca.pem" </dev/null >/dev/null 2>&1
   python3 -c "import os, socket; s = socket.create_connection(('127.0.0.1', $p)); s.sendall(os.urandom(4096)); s.close()"
 done
+# The relay: one with n1's certificate and key but not the token lures n2's `deepcee inject`
+# (its job file names n1 the coordinator) and replays n2's token proof into its own session
+# with n0's gate: the proof is bound to the session it was made in, so n0 refuses it.
+lure=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+sed 's/^coordinator = .*/coordinator = "n1"/' "$work/tls.toml" >"$work/lured.toml"
+python3 "$(dirname "$0")/relay_token_proof.py" "$pki/n1.pem" "$pki/n1.key" "$pki/ca.pem" "$lure" "$p0" \
+  >"$work/relay.out" 2>&1 &
+relay=$!
+pids+=($relay)
+for _ in $(seq 1 100); do grep -q '^listening' "$work/relay.out" 2>/dev/null && break; sleep 0.05; done
+timeout 20 "$deepcee" inject "127.0.0.1:$lure" --job "$work/lured.toml" --name n2 --connect-timeout 3 \
+  --event 'change = { between = ["cloud", "edge"], bandwidth_scale = 1.0 }' >"$work/relay-victim.log" 2>&1 &
+victim=$!
+pids+=($victim)
+wait $relay
+grep -q '^refused$' "$work/relay.out" || fail "relay: n0's gate did not refuse the relayed proof: $(cat "$work/relay.out")"
+wait $victim
 grep -q "^step $steps " "$work/tls-n0.log" && fail "TLS run: the outsiders came after the end; make the job longer"
 for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "TLS: $n exit $rc: $(tail -3 "$work/tls-$n.log")"; done
 cmp -s <(losses "$work/plain-n0.log") <(losses "$work/tls-n0.log") || fail "TLS: the losses differ from the token-only run"
 [[ $(losses "$work/tls-n0.log" | wc -l) == "$steps" ]] || fail "TLS: not all $steps steps ran"
+grep -q "^node n0: refused a connection from 127.0.0.1:[0-9]*: it does not hold the job's token$" "$work/tls-n0.log" ||
+  fail "relay: n0 should refuse the relayed proof: $(grep refused "$work/tls-n0.log")"
 for n in n0 n1 n2; do
   r=$(grep -c "^node $n: refused a connection from 127.0.0.1:[0-9]*: " "$work/tls-$n.log")
-  [[ $r == 3 ]] || fail "TLS: $n should refuse the 3 outsiders, one line each: $(grep refused "$work/tls-$n.log")"
+  want=$([[ $n == n0 ]] && echo 4 || echo 3)
+  [[ $r == "$want" ]] || fail "TLS: $n should refuse the $want outsiders, one line each: $(grep refused "$work/tls-$n.log")"
   grep -q "^node $n: refused a connection from 127.0.0.1:[0-9]*: its certificate does not chain to the job's CA" "$work/tls-$n.log" ||
     fail "TLS: $n should say the outsider's certificate is of another CA: $(grep refused "$work/tls-$n.log")"
 done
-echo "TLS: $steps steps with the token-only run's losses in $((SECONDS - t0)) s (token only: $plain_s s); 9 outsiders refused, one line each"
+echo "TLS: $steps steps with the token-only run's losses in $((SECONDS - t0)) s (token only: $plain_s s); 10 outsiders refused, one line each, the relayed token proof among them"
 grep -h "refused" "$work"/tls-n0.log | sed 's/^/  /'
 
 # 2. A node with a certificate of another CA (trusting that CA): it cannot verify n0 and
@@ -184,10 +205,15 @@ cp "$pki/n1.pem" "$pki/swapped.pem"
 cp "$pki/n2.key" "$pki/swapped.key"
 write_job "$work/swapped.toml" 5 3 "$ca" n0 swapped n2
 refuse_start n1 "$work/swapped.toml" "^deepcee node: $work/pki/swapped.key: the private key does not belong to the certificate"
+cp "$pki/n1.pem" "$pki/shared.pem"
+cp "$pki/n1.key" "$pki/shared.key"
+chmod 640 "$pki/shared.key"
+write_job "$work/shared.toml" 5 3 "$ca" n0 shared n2
+refuse_start n1 "$work/shared.toml" "^deepcee node: $work/pki/shared.key: the private key may be read by group or others \(mode 0640\); a secret must be private, as ssh wants its keys: chmod 600 $work/pki/shared.key$"
 write_job "$work/no-ca.toml" 5 3 "" n0 n1 n2
 refuse_start n1 "$work/no-ca.toml" "^deepcee node: $work/no-ca.toml:[0-9]+: \[\[node\]\] 'n0' has a certificate but \[security\] has no ca"
 refuse_start n1 "$work/tls.toml" "^deepcee node: $work/tls.toml: node n1: --insecure turns the gate off" --insecure
-echo "files that cannot serve: exit 2 naming the file, for 7 cases"
+echo "files that cannot serve: exit 2 naming the file, for 8 cases"
 
 ! grep -rqF "$(cat "$work/token")" "$work"/*.log 2>/dev/null || fail "the token appears in a log"
 

@@ -51,7 +51,7 @@ make_cas() {
 # NAME, signed by DIR/CA.pem, valid for DAYS days (0: it expires the second it is made).
 node_cert() {
   openssl req $pki_key -keyout "$1/$2.key" -out "$1/$2.csr" -subj "/CN=$3" \
-    -addext "subjectAltName=DNS:$3" &&
+    -addext "subjectAltName=DNS:$3" -addext "extendedKeyUsage=serverAuth,clientAuth" &&
     openssl x509 -req -in "$1/$2.csr" -CA "$1/$4.pem" -CAkey "$1/$4.key" -CAcreateserial \
       -out "$1/$2.pem" -days "$5" -copy_extensions copy
 }

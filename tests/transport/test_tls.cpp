@@ -4,10 +4,12 @@
 #include "tests/transport/socket_test_util.hpp"
 #include "transport/gate.hpp"
 #include "transport/tls_identity.hpp"
+#include "transport/tls_stream.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include <cstdio>
@@ -21,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string token = "0123456789abcdef0123456789abcdef";
+const std::string token = "3f9c1a7be04d52c86a1e9f0b7d23c4e5a8b61f0d9e2c7a43b5d81e6f0c9a2b74";
 
 /// Two CAs and their node certificates, made with the openssl command line in a fresh
 /// directory (no key is kept beyond the test).
@@ -38,11 +40,13 @@ struct pki {
   }
   /// A certificate of node `node` from CA `ca`, valid for `days` (0: expired a second on).
   void node(const std::string& file, const std::string& cn, const std::string& san,
-            const std::string& ca, int days = 2) const {
+            const std::string& ca, int days = 2,
+            const std::string& usage = "serverAuth,clientAuth") const {
     sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + file +
        ".key -out " + file + ".csr -subj /CN=" + cn +
-       (san.empty() ? "" : " -addext subjectAltName=" + san) + " && openssl x509 -req -in " + file +
-       ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -out " + file +
+       (san.empty() ? "" : " -addext subjectAltName=" + san) +
+       (usage.empty() ? "" : " -addext extendedKeyUsage=" + usage) + " && openssl x509 -req -in " +
+       file + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -out " + file +
        ".pem -days " + std::to_string(days) + " -copy_extensions copy");
   }
   tls_files files(const std::string& node, const std::string& ca = "ca") const {
@@ -123,6 +127,40 @@ BOOST_AUTO_TEST_CASE(a_certificate_names_its_node_by_cn_or_dns_alt_name_exactly)
   BOOST_CHECK(!names_node(names, ""));
   BOOST_CHECK_EQUAL(names_text({}), "no name");
   BOOST_CHECK_EQUAL(names_text(names_in(p.at("n0.pem"))), "n0");
+  // RFC 6125: where a certificate has DNS names, its CN is not one of them.
+  p.node("san", "n2", "DNS:elsewhere", "ca");
+  BOOST_CHECK_EQUAL(names_text(names_in(p.at("san.pem"))), "elsewhere");
+  const auto cn_beside_san = load_error(p.files("san"), "n2");
+  BOOST_CHECK_MESSAGE(
+      contains(cn_beside_san, "san.pem: the certificate names elsewhere, not node n2"),
+      cn_beside_san);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_certificate_needs_server_and_client_auth) {
+  pki p;
+  p.node("plain", "n0", "", "ca", 2, "");
+  p.node("server", "n2", "", "ca", 2, "serverAuth");
+  const auto none = load_error(p.files("plain"), "n0");
+  BOOST_CHECK_MESSAGE(contains(none, "plain.pem: the certificate lacks the extended key usage "
+                                     "serverAuth and clientAuth"),
+                      none);
+  const auto server_only = load_error(p.files("server"), "n2");
+  BOOST_CHECK_MESSAGE(contains(server_only, "server.pem: the certificate lacks the extended key "
+                                            "usage clientAuth ("),
+                      server_only);
+  // A client that shows a certificate without key usages (a context with it put in by hand,
+  // past the check at load), which OpenSSL's own check lets pass, is refused by the gate.
+  tls_context n0(p.files("n0"), "n0"), n2(p.files("n2"), "n2");
+  BOOST_REQUIRE(
+      SSL_CTX_use_certificate_file(n2.native(), p.at("plain.pem").c_str(), SSL_FILETYPE_PEM) == 1);
+  BOOST_REQUIRE(
+      SSL_CTX_use_PrivateKey_file(n2.native(), p.at("plain.key").c_str(), SSL_FILETYPE_PEM) == 1);
+  const auto a = through(n0, n2, "n0", "hello");
+  BOOST_CHECK_EQUAL(a.echoed, "");
+  BOOST_CHECK_EQUAL(a.inside_accepted, 0);
+  BOOST_CHECK_MESSAGE(contains(a.gate_log, ": its certificate lacks the extended key usage "
+                                           "clientAuth"),
+                      a.gate_log);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_refuses_to_start_with_files_that_cannot_serve) {
@@ -153,6 +191,12 @@ BOOST_AUTO_TEST_CASE(a_node_refuses_to_start_with_files_that_cannot_serve) {
   BOOST_CHECK_MESSAGE(contains(expired, "old.pem: the certificate does not chain to the CA in") &&
                           contains(expired, "certificate has expired"),
                       expired);
+  p.sh("chmod 640 n0.key");
+  const auto shared_key = load_error(p.files("n0"), "n0");
+  BOOST_CHECK_MESSAGE(contains(shared_key, "n0.key: the private key may be read by group or "
+                                           "others (mode 0640)") &&
+                          contains(shared_key, "chmod 600"),
+                      shared_key);
   p.sh("chmod 000 n0.key");
   if (::access(p.at("n0.key").c_str(), R_OK) != 0) { // root reads it anyway
     const auto unreadable = load_error(p.files("n0"), "n0");
@@ -236,6 +280,87 @@ BOOST_AUTO_TEST_CASE(the_token_still_counts_inside_tls_and_raw_bytes_are_refused
   BOOST_CHECK_MESSAGE(contains(log.all(), "refused a connection from 127.0.0.1:") &&
                           contains(log.all(), "the TLS handshake failed"),
                       log.all());
+}
+
+BOOST_AUTO_TEST_CASE(a_token_proof_relayed_from_another_session_is_refused) {
+  // The attacker holds n1's certificate and key but not the token. It answers n2's tunnel as
+  // n1, takes n2's token proof, and replays it into its own session with n0's gate.
+  pki p;
+  tls_context n0(p.files("n0"), "n0"), n1(p.files("n1"), "n1"), n2(p.files("n2"), "n2");
+  echo_server inside;
+  const endpoint outside{"127.0.0.1", free_port()};
+  log_lines log;
+  auto no_delete = [](const tls_context*) {};
+  gate g(tls_settings({&n0, no_delete}, {"n0", "n1", "n2"}, &log), outside, inside.port);
+  std::string error;
+  const int lure = listen_socket({"127.0.0.1", 0}, error);
+  sockaddr_in at{};
+  socklen_t len = sizeof at;
+  ::getsockname(lure, reinterpret_cast<sockaddr*>(&at), &len);
+  tunnel victim(tls_settings({&n2, no_delete}, {}, nullptr), "n1",
+                {"127.0.0.1", ntohs(at.sin_port)});
+  const int caf = connect_local(victim.local_port());
+  const int from_victim = ::accept(lure, nullptr, nullptr);
+  BOOST_REQUIRE(from_victim >= 0);
+  const auto deadline = tls_stream::clock::now() + 3s;
+  tls_stream as_n1(n1, from_victim, true);
+  BOOST_REQUIRE_EQUAL(as_n1.handshake(deadline, {}, {"n2"}), "");
+  key32 proof{};
+  BOOST_REQUIRE(as_n1.read_exact(proof.data(), proof.size(), deadline)); // n2's, for this session
+  const int to_gate = connect_local(outside.port);
+  tls_stream into_n0(n1, to_gate, false);
+  BOOST_REQUIRE_EQUAL(into_n0.handshake(deadline, "n0", {}), ""); // n1's certificate passes
+  BOOST_REQUIRE(into_n0.write_all(proof.data(), proof.size(), deadline));
+  key32 answer{};
+  BOOST_CHECK(!into_n0.read_exact(answer.data(), answer.size(), deadline)); // n0 proves nothing
+  BOOST_CHECK(into_n0.ending() == tls_ending::closed);
+  std::this_thread::sleep_for(100ms);
+  BOOST_CHECK_EQUAL(inside.accepted, 0);
+  BOOST_CHECK_EQUAL(g.refused(), 1u);
+  BOOST_CHECK_MESSAGE(contains(log.all(), "refused a connection from 127.0.0.1:") &&
+                          contains(log.all(), ": it does not hold the job's token"),
+                      log.all());
+  for (int fd : {caf, from_victim, to_gate, lure})
+    ::close(fd);
+}
+
+BOOST_AUTO_TEST_CASE(a_gate_with_certificates_refuses_a_client_with_the_psk_alone) {
+  // A client with the job's token as a PSK and no certificate, which takes any certificate
+  // it is shown: the gate must not let the PSK stand in for the client's certificate.
+  pki p;
+  tls_context n0(p.files("n0"), "n0");
+  tls_context psk_only(token);
+  SSL_CTX_set_verify(psk_only.native(), SSL_VERIFY_NONE, nullptr);
+  echo_server inside;
+  const endpoint outside{"127.0.0.1", free_port()};
+  log_lines log;
+  auto no_delete = [](const tls_context*) {};
+  gate g(tls_settings({&n0, no_delete}, {"n0", "n1"}, &log), outside, inside.port);
+  const int fd = connect_local(outside.port);
+  tls_stream client(psk_only, fd, false);
+  const auto deadline = tls_stream::clock::now() + 2s;
+  client.handshake(deadline, "n0", {});
+  const std::string hello = "hello";
+  client.write_all(reinterpret_cast<const uint8_t*>(hello.data()), hello.size(), deadline);
+  std::array<uint8_t, 5> back{};
+  BOOST_CHECK(!client.read_exact(back.data(), back.size(), deadline));
+  ::close(fd);
+  std::this_thread::sleep_for(100ms);
+  BOOST_CHECK_EQUAL(inside.accepted, 0);
+  BOOST_CHECK_EQUAL(g.refused(), 1u);
+  BOOST_CHECK_MESSAGE(contains(log.all(), "refused a connection from 127.0.0.1:"), log.all());
+  // And the tunnel of a token-only node at a gate with certificates: refused, not taken in.
+  const auto a = [&] {
+    tunnel t({token, 2000ms, 16, {}}, "n0", outside);
+    const int c = connect_local(t.local_port());
+    ::send(c, "x", 1, MSG_NOSIGNAL);
+    receive(c, 1);
+    ::close(c);
+    std::this_thread::sleep_for(50ms);
+    return t.refusal();
+  }();
+  BOOST_CHECK_MESSAGE(contains(a, "it answered with a certificate, not with the job's PSK"), a);
+  BOOST_CHECK_EQUAL(inside.accepted, 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -168,4 +168,21 @@ BOOST_AUTO_TEST_CASE(security_names_the_token_file_relative_to_the_job_file) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(security_sets_the_first_bytes_timeout_of_the_gate) {
+  temp_dir d;
+  const std::string head = "cluster = \"clusters/two.toml\"\n";
+  BOOST_CHECK_EQUAL(runtime::load_job_config(d.job(head)).first_bytes_timeout_s, 3.0);
+  const auto job =
+      runtime::load_job_config(d.job(head + "[security]\nfirst_bytes_timeout = 0.5\n"));
+  BOOST_CHECK_EQUAL(job.first_bytes_timeout_s, 0.5);
+  try {
+    runtime::load_job_config(d.job(head + "[security]\nfirst_bytes_timeout = 0\n"));
+    BOOST_FAIL("a zero first_bytes_timeout was accepted");
+  } catch (const runtime::input_error& e) {
+    BOOST_CHECK_MESSAGE(std::string(e.what()).find("job.toml:3: first_bytes_timeout must be a "
+                                                   "number of seconds") != std::string::npos,
+                        e.what());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
