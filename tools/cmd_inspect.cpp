@@ -2,11 +2,13 @@
 // the terminal, as htop does. `deepcee run` and the coordinator's node of `deepcee node`
 // print the endpoint as `inspect: http://HOST:PORT`. --once prints one snapshot, --json
 // streams JSON lines.
+#include "runtime/base/errors.hpp"
 #include "runtime/io/job_token.hpp"
 #include "runtime/watch/inspect_view.hpp"
 #include "tools/commands.hpp"
 #include "tools/inspect_client.hpp"
 #include "tools/terminal_screen.hpp"
+#include "tools/watch_credential.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -24,11 +26,13 @@ struct inspect_options {
   bool json = false;
   double interval_s = 1.0;
   std::optional<std::string> token_file;
+  bool print_credential = false;
 };
 
-/// The job's token: --token-file, else the environment's; empty when none is set.
-std::string token_of(const std::optional<std::string>& file,
-                     const runtime::token_environment& token_env) {
+/// The secret given: --token-file, else the environment's; empty when none is set. A job's
+/// token or a watch credential.
+std::string secret_of(const std::optional<std::string>& file,
+                      const runtime::token_environment& token_env) {
   std::optional<std::filesystem::path> flag;
   if (file)
     flag = *file;
@@ -140,7 +144,18 @@ int plain_lines(inspect_client& client, bool json) {
 }
 
 int inspect(const inspect_options& o, const runtime::token_environment& token_env) {
-  inspect_client client(o.address, token_of(o.token_file, token_env));
+  // Only the watch credential leaves this process: the job's token never crosses the wire.
+  const auto credential = credential_to_send(secret_of(o.token_file, token_env));
+  if (o.print_credential) {
+    if (credential.empty())
+      throw runtime::input_error("inspect --watch-credential: no token given (--token-file, "
+                                 "DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN)");
+    std::printf("%s\n", credential.c_str());
+    return 0;
+  }
+  if (o.address.empty())
+    throw runtime::input_error("inspect: ADDR is required (HOST:PORT of the job's endpoint)");
+  inspect_client client(o.address, credential);
   try {
     if (o.json)
       return plain_lines(client, true);
@@ -163,16 +178,20 @@ int inspect(const inspect_options& o, const runtime::token_environment& token_en
 command_action add_inspect_command(CLI::App& app, const process_environment& env) {
   auto o = std::make_shared<inspect_options>();
   CLI::App* cmd = app.add_subcommand("inspect", "Watch a running job live (read-only)");
-  cmd->add_option("addr", o->address,
-                  "HOST:PORT of the job's inspection endpoint (`inspect: http://...` at its start)")
-      ->required();
+  cmd->add_option(
+      "addr", o->address,
+      "HOST:PORT of the job's inspection endpoint (`inspect: http://...` at its start)");
   cmd->add_flag("--once", o->once, "Print one snapshot as plain text and exit");
   cmd->add_flag("--json", o->json, "Stream each snapshot as a JSON line (for scripts)");
   cmd->add_option("--interval", o->interval_s, "Seconds between redraws of the live view")
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();
   cmd->add_option("--token-file", o->token_file,
-                  "File holding the job's token (else DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN)");
+                  "File holding the job's token or its watch credential (else "
+                  "DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN); only the watch credential is sent");
+  cmd->add_flag("--watch-credential", o->print_credential,
+                "Print the watch credential of the job's token and exit (for Prometheus or the "
+                "web page: it can read the job, never steer it)");
   return [o, token_env = env.token] { return inspect(*o, token_env); };
 }
 

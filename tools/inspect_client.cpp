@@ -79,8 +79,8 @@ namespace {
 /// The one line a refusal says: the status and the first line of its body.
 std::string refusal(int status, const std::string& body) {
   if (status == 401)
-    return "the endpoint refused the token (401 unauthorized): give the job's token with "
-           "--token-file or DEEPCEE_TOKEN";
+    return "the endpoint refused the credential (401 unauthorized): give the job's token or "
+           "its watch credential with --token-file or DEEPCEE_TOKEN";
   auto first = body.substr(0, body.find('\n')).substr(0, 200);
   return "HTTP " + std::to_string(status) + (first.empty() ? "" : ": " + first);
 }

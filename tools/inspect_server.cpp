@@ -7,10 +7,13 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <functional>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -61,12 +64,15 @@ std::optional<inspect_address> parse_inspect_address(std::string_view text,
 
 struct inspect_server::impl {
   snapshot_board& board;
-  const std::string token;
+  const std::string credential;
+  std::vector<std::string> host_names;
+  std::set<std::string> hosts; ///< what a Host header may say: "name[:port]" (start fills it)
   httplib::Server http;
   std::thread thread;
   std::atomic<bool> stopping{false};
 
-  impl(snapshot_board& b, std::string t) : board(b), token(std::move(t)) {}
+  impl(snapshot_board& b, std::string c, std::vector<std::string> names)
+      : board(b), credential(std::move(c)), host_names(std::move(names)) {}
 
   using handler = void (impl::*)(const httplib::Request&, httplib::Response&);
   struct route {
@@ -97,12 +103,40 @@ struct inspect_server::impl {
   }
 
   bool authorized(const httplib::Request& req) const {
-    if (token.empty())
+    if (credential.empty())
       return true;
     const auto header = req.get_header_value("Authorization");
     constexpr std::string_view scheme = "Bearer ";
     return header.size() > scheme.size() && header.compare(0, scheme.size(), scheme) == 0 &&
-           same_secret(std::string_view(header).substr(scheme.size()), token);
+           same_secret(std::string_view(header).substr(scheme.size()), credential);
+  }
+
+  /// A page of another site that a name now resolving to this node serves (DNS
+  /// rebinding) sends that site's name as Host: refused. A request without Host (not a
+  /// browser's) is left to the credential.
+  bool host_allowed(const httplib::Request& req) const {
+    if (!req.has_header("Host"))
+      return true;
+    auto host = req.get_header_value("Host");
+    std::transform(host.begin(), host.end(), host.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return hosts.count(host) > 0;
+  }
+
+  /// The Host values this endpoint answers at `at`, bound at `port`.
+  void allow_hosts(const inspect_address& at, uint16_t port) {
+    std::vector<std::string> names = host_names;
+    names.push_back(at.host);
+    if (at.host == "127.0.0.1" || at.host == "0.0.0.0" || at.host == "localhost")
+      names.insert(names.end(), {"127.0.0.1", "localhost"});
+    if (at.host == "::1" || at.host == "::")
+      names.insert(names.end(), {"[::1]", "localhost"});
+    for (auto name : names) {
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      hosts.insert(name + ":" + std::to_string(port));
+      hosts.insert(name); // a client that leaves out the port: still this node's name
+    }
   }
 
   /// The latest snapshot, with the frames dropped so far, as `render` writes it; 503 before
@@ -195,10 +229,16 @@ struct inspect_server::impl {
         plain(res, 400, "a request to this endpoint carries no body");
         return httplib::Server::HandlerResponse::Handled;
       }
+      if (!host_allowed(req)) {
+        plain(res, 403, "forbidden: the Host header names another host than this node");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if ((r && r->open) || authorized(req))
         return httplib::Server::HandlerResponse::Unhandled;
       res.set_header("WWW-Authenticate", "Bearer");
-      plain(res, 401, "unauthorized: this job's endpoint needs its token (Authorization: Bearer)");
+      plain(res, 401,
+            "unauthorized: this job's endpoint needs its watch credential (Authorization: "
+            "Bearer)");
       return httplib::Server::HandlerResponse::Handled;
     });
     for (const auto& r : routes())
@@ -215,8 +255,9 @@ struct inspect_server::impl {
   }
 };
 
-inspect_server::inspect_server(snapshot_board& board, std::string token)
-    : impl_(std::make_unique<impl>(board, std::move(token))) {
+inspect_server::inspect_server(snapshot_board& board, std::string credential,
+                               std::vector<std::string> host_names)
+    : impl_(std::make_unique<impl>(board, std::move(credential), std::move(host_names))) {
   impl_->configure();
 }
 
@@ -234,6 +275,7 @@ uint16_t inspect_server::start(const inspect_address& at) {
   if (port <= 0)
     throw std::runtime_error("inspect: cannot listen on " + at.text() +
                              " (in use, or not an address of this machine)");
+  impl_->allow_hosts(at, static_cast<uint16_t>(port));
   impl_->thread = std::thread([&http] { http.listen_after_bind(); });
   // stop() wakes the listening thread only once it listens: a stop before that (a job of
   // one quick step) would leave it in accept() for good.

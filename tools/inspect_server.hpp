@@ -7,20 +7,24 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 /// The read-only inspection endpoint of a running job (HTTP, cpp-httplib), served by the
 /// coordinator's node of `deepcee run` and `deepcee node` from threads of its own. It only
 /// reads the snapshot board the job publishes on, so a client can neither steer the job nor
 /// make it wait.
 ///
-/// With a token, every request but the page and its scripts needs `Authorization: Bearer
-/// TOKEN` or gets 401. Another method on a route gets 405, an unknown path 404. Each
+/// With a credential (the job's watch credential, watch_credential.hpp: never the job's
+/// token), every request but the page and its scripts needs `Authorization: Bearer
+/// CREDENTIAL` or gets 401. A request whose Host names another host than the node's gets 403
+/// (DNS rebinding). Another method on a route gets 405, an unknown path 404. Each
 /// /api/stream client has a bounded queue; frames it does not take are dropped and counted.
 /// The page's scripts are under /static/, with Chart.js embedded at build time. Routes (one
 /// table, inspect_server.cpp):
 ///
 ///     GET /api/snapshot   the latest snapshot, one JSON line
 ///     GET /api/stream     JSON lines (chunked), one per new snapshot
+///     GET /api/history    the run so far by step, for charts opened late
 ///     GET /metrics        the latest snapshot in Prometheus text format
 ///     GET /               a page with live charts (polls /api/snapshot)
 namespace deepcee::tools {
@@ -39,8 +43,11 @@ std::optional<inspect_address> parse_inspect_address(std::string_view text,
 
 class inspect_server {
 public:
-  /// `token`: empty for none. Never printed or logged.
-  inspect_server(snapshot_board& board, std::string token);
+  /// `credential`: the watch credential, empty for none; never printed or logged.
+  /// `host_names`: the names and addresses the node is reached by, besides the address it
+  /// binds (a Host header must name one of them, or loopback's when it binds loopback).
+  inspect_server(snapshot_board& board, std::string credential,
+                 std::vector<std::string> host_names = {});
   ~inspect_server();
   inspect_server(const inspect_server&) = delete;
   inspect_server& operator=(const inspect_server&) = delete;

@@ -3,6 +3,9 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/sim/simulator.hpp"
 #include "tools/plan_print.hpp"
+#include "tools/watch_credential.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +14,11 @@
 namespace deepcee::tools {
 
 namespace {
+
+/// Whether `host` is this machine's loopback, which no other host reaches.
+bool loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
 
 /// The groups as `deepcee run` prints them, one line each.
 std::vector<std::string> group_lines(const runtime::cluster& c, const runtime::grouping& g) {
@@ -94,15 +102,25 @@ std::optional<inspect_address> inspect_address_of(const std::optional<std::strin
 }
 
 job_watch::job_watch(runtime::snapshot_builder builder, const std::optional<inspect_address>& at,
-                     std::string token)
+                     const std::string& job_token, std::vector<std::string> host_names)
     : builder_(std::move(builder)) {
   if (!at)
     return;
-  server_ = std::make_unique<inspect_server>(board_, std::move(token));
+  const bool local = loopback(at->host);
+  const bool fresh = job_token.empty() && !local;
+  const auto credential = fresh               ? random_watch_credential()
+                          : job_token.empty() ? std::string()
+                                              : watch_credential(job_token);
+  server_ = std::make_unique<inspect_server>(board_, credential, std::move(host_names));
   auto bound = *at;
   bound.port = server_->start(*at);
-  std::printf("inspect: http://%s\n", bound.text().c_str());
+  std::printf("inspect: http://%s%s\n", bound.text().c_str(),
+              fresh ? ("/#token=" + credential).c_str() : "");
   std::fflush(stdout);
+  if (!local)
+    spdlog::warn("inspect: plain HTTP on {}: the watch credential crosses the network "
+                 "unencrypted (it can read the job, never steer it)",
+                 bound.text());
 }
 
 void job_watch::started(int step) {

@@ -35,8 +35,11 @@ class job_watch {
 public:
   /// Serves at `at` (none: builds nothing, serves nothing) and prints
   /// "inspect: http://HOST:PORT". A port that cannot be bound throws std::runtime_error.
+  /// Watchers send the watch credential of `job_token` (watch_credential.hpp). Without a
+  /// token the endpoint asks for none on loopback; elsewhere it makes a random credential
+  /// and prints it in the page's address. `host_names`: what else the node is called.
   job_watch(runtime::snapshot_builder builder, const std::optional<inspect_address>& at,
-            std::string token);
+            const std::string& job_token, std::vector<std::string> host_names = {});
 
   bool on() const { return server_ != nullptr; }
   /// Before the first step (`step`: the step the job resumes after, 0 when new).

@@ -165,7 +165,23 @@ if DEEPCEE_TOKEN=$good start_job secured --steps 100000; then
   done
   status=$(python3 "$here/inspect_raw_request.py" "$addr" "$(printf 'GARBAGE / HTTP/1.1\r\n\r\n' | xxd -p)")
   [[ $status == "HTTP/1.1 4"* ]] || fail "an unknown method got '$status'"
-  status=$(python3 "$here/inspect_raw_request.py" "$addr" "$(printf 'GET /api/snapshot HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n' "$good" | xxd -p)")
+  # Only the watch credential opens the endpoint: the job's token never crosses the wire,
+  # and a request that names another host (DNS rebinding) is refused.
+  watch=$("$deepcee" inspect --watch-credential --token-file "$work/token")
+  [[ $watch == dcw1-* && $watch != *"$good"* ]] || fail "the watch credential: '$watch'"
+  (umask 077 && echo "$watch" >"$work/watch")
+  "$deepcee" inspect "$addr" --once --token-file "$work/watch" >/dev/null 2>&1 ||
+    fail "the watch credential's file was refused"
+  raw_get() { # AUTH [HOST]
+    local host=""
+    [[ -n ${2:-} ]] && host="Host: $2"$'\r\n'
+    python3 "$here/inspect_raw_request.py" "$addr" "$(printf 'GET /api/snapshot HTTP/1.1\r\n%sAuthorization: Bearer %s\r\n\r\n' "$host" "$1" | xxd -p)"
+  }
+  status=$(raw_get "$good")
+  [[ $status == "HTTP/1.1 401 Unauthorized" ]] || fail "the job's token as a bearer: '$status'"
+  status=$(raw_get "$watch" "attacker.example:80")
+  [[ $status == "HTTP/1.1 403 Forbidden" ]] || fail "a foreign Host header: '$status'"
+  status=$(raw_get "$watch" "$addr")
   [[ $status == "HTTP/1.1 200 OK" ]] || fail "the job stopped answering after broken requests: '$status'"
   # The job goes on: a later step within 10 s (a loaded machine may stall it for a moment).
   for _ in $(seq 1 100); do

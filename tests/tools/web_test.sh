@@ -59,7 +59,10 @@ path = "$work/data"
 TOML
 
 token=$(openssl rand -hex 32)
-DEEPCEE_TOKEN=$token "$deepcee" run "$work/job.toml" --out "$work/run" >"$work/run.log" 2>&1 &
+# Watchers hold the read-only watch credential; the job's token never opens the endpoint.
+job_token=$token
+token=$(DEEPCEE_TOKEN=$job_token "$deepcee" inspect --watch-credential)
+DEEPCEE_TOKEN=$job_token "$deepcee" run "$work/job.toml" --out "$work/run" >"$work/run.log" 2>&1 &
 job_pid=$!
 started+=("$job_pid")
 addr=""
@@ -98,6 +101,7 @@ done
 # (a) /metrics
 [[ $(status_of /metrics) == 401 ]] || fail "/metrics without the token: $(status_of /metrics)"
 [[ $(status_of /metrics wrong) == 401 ]] || fail "/metrics with a wrong token was served"
+[[ $(status_of /metrics "$job_token") == 401 ]] || fail "/metrics with the job's token was served"
 get /metrics "$token" >"$work/metrics.txt" 3>"$work/metrics.status"
 [[ $(cat "$work/metrics.status") == 200 ]] || fail "/metrics: status $(cat "$work/metrics.status")"
 python3 "$here/check_metrics.py" "$work/metrics.txt" >"$work/metrics.json" ||
@@ -187,7 +191,7 @@ kill -INT "$job_pid"
 wait "$job_pid"
 rc=$?
 [[ $rc -eq 130 ]] || fail "the job: exit $rc: $(tail -3 "$work/run.log")"
-grep -q "$token" "$work/run.log" && fail "the job printed its token"
+grep -q -e "$token" -e "$job_token" "$work/run.log" && fail "the job printed its token or credential"
 
 # (a) again: the scraped values against metrics.csv and eval.csv, now that the job is done.
 python3 - "$work/metrics.json" "$work/run/metrics.csv" "$work/run/eval.csv" <<'PY' || fail "/metrics against metrics.csv (above)"
