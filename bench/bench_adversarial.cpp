@@ -4,17 +4,19 @@
 // fixed list.
 //
 //   build/bench/bench_adversarial [--seeds 50] [--first-seed 1] [--max-devices 64]
-//                                 [--search-s 1.5] [--batch N] [--toml DIR]
+//                                 [--search-s 1.5] [--batch N] [--toml DIR] [--show]
 //
 // Per seed: the cluster, the planner's search time and samples/s, the best hand plan found
 // from the independent starts ("hand"), and from the planner's own plan ("polish"); the
 // ratio is the planner's samples/s over the best of both. --search-s bounds each cluster's
 // local search (split over 3 starts and the planner's plan). --batch overrides every
-// cluster's batch (e.g. a prime). --toml DIR writes each cluster's file there.
+// cluster's batch (e.g. a prime). --toml DIR writes each cluster's file there; --show prints
+// the planner's plan and the best plan found.
 #include "hand_search.hpp"
 
 #include "runtime/base/errors.hpp"
 #include "runtime/io/cluster_generator.hpp"
+#include "runtime/io/plan_json.hpp"
 #include "runtime/planner/planner.hpp"
 
 #include <CLI/CLI.hpp>
@@ -35,6 +37,7 @@ struct options {
   double search_s = 1.5;
   int batch = 0;
   std::string toml_dir;
+  bool show = false;
 };
 
 /// Hand starts kept for climbing; the planner's plan is climbed too.
@@ -43,6 +46,7 @@ constexpr size_t climbed_starts = 3;
 struct row {
   double planner = 0, hand = 0, polish = 0, search_s = 0;
   int simulated = 0;
+  plan planner_plan, best_found; ///< for --show
 };
 
 row run_seed(const generated_cluster& g, int batch, const options& o, uint64_t seed) {
@@ -56,9 +60,18 @@ row run_seed(const generated_cluster& g, int batch, const options& o, uint64_t s
   out.search_s = r.search_s;
   deepcee::bench::hand_search hs(g.c, profiles, batch, seed);
   const double share = o.search_s / double(climbed_starts + 1);
-  for (const auto& s : hs.starts(climbed_starts))
-    out.hand = std::max(out.hand, hs.climb(s, share).rate);
-  out.polish = hs.climb({r.best, hs.score(r.best)}, share).rate;
+  out.planner_plan = r.best;
+  for (const auto& s : hs.starts(climbed_starts)) {
+    auto found = hs.climb(s, share);
+    if (found.rate > out.hand) {
+      out.hand = found.rate;
+      out.best_found = found.p;
+    }
+  }
+  auto polished = hs.climb({r.best, hs.score(r.best)}, share);
+  out.polish = polished.rate;
+  if (out.polish > out.hand)
+    out.best_found = polished.p;
   out.simulated = hs.simulated;
   return out;
 }
@@ -75,6 +88,7 @@ int main(int argc, char** argv) {
   app.add_option("--search-s", o.search_s, "seconds of local search per cluster");
   app.add_option("--batch", o.batch, "global batch of every cluster (0: the generator's)");
   app.add_option("--toml", o.toml_dir, "write each cluster's file into this folder");
+  app.add_flag("--show", o.show, "print the planner's plan and the best found as JSON");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("%-5s %7s %9s %9s %9s %7s %6s  %s\n", "seed", "plan s", "planner", "hand", "polish",
@@ -95,6 +109,9 @@ int main(int argc, char** argv) {
       ++rows;
       std::printf("%-5d %7.2f %9.2f %9.2f %9.2f %7.3f %6d  %s\n", seed, r.search_s, r.planner,
                   r.hand, r.polish, ratio, r.simulated, g.summary.c_str());
+      if (o.show)
+        std::printf("planner: %s\nbest found: %s\n", plan_to_json(r.planner_plan).c_str(),
+                    plan_to_json(r.best_found).c_str());
     } catch (const input_error& e) {
       std::printf("%-5d planner refuses: %s  %s\n", seed, e.what(), g.summary.c_str());
     }
