@@ -131,10 +131,11 @@ double planner_time_limit_s(size_t devices) {
 namespace {
 
 /// Shares of planner_options::time_limit_s: the closed-form search stops enumerating at
-/// half of it, the simulator's shortlist, probes and last improvement at 90%. The rest is
-/// slack for the simulation that runs when the limit passes and for the baselines.
-constexpr double search_share = 0.5;
-constexpr double simulate_share = 0.9;
+/// 40% of it, the simulator's shortlist, probes and last improvement at 80%. The rest is
+/// slack for the simulation that runs when the limit passes (one of a prime batch's
+/// micro-batches of one sample on a large cluster takes a second or more).
+constexpr double search_share = 0.4;
+constexpr double simulate_share = 0.8;
 
 using clock_point = std::chrono::steady_clock::time_point;
 
@@ -435,12 +436,42 @@ void add_stage_moves(const plan& base, const planner_options& options, std::vect
   }
 }
 
+/// `p` with micro-batches of `b` samples: as many micro-batches in all as the batch then
+/// needs, shared in proportion to the pipelines' present counts, and each stage's samples
+/// again by speed. None where `b` does not divide the batch, a stage has more devices than
+/// `b` samples, or a pipeline would get none.
+std::optional<plan> micro_batch_resized(const cost_cache& costs, const plan& p, int b) {
+  const int batch = p.global_batch();
+  if (b < 1 || batch % b != 0 || batch / b < static_cast<int>(p.pipelines.size()))
+    return std::nullopt;
+  std::vector<double> weights;
+  for (const auto& pp : p.pipelines)
+    weights.push_back(pp.micro_batches);
+  const std::vector<int> counts = split_proportional(batch / b, weights, 1);
+  plan q = p;
+  q.micro_batch_size = b;
+  for (size_t pi = 0; pi < q.pipelines.size(); ++pi) {
+    q.pipelines[pi].micro_batches = counts[pi];
+    for (auto& st : q.pipelines[pi].stages) {
+      if (static_cast<int>(st.devices.size()) > b)
+        return std::nullopt;
+      st.samples = stage_samples(costs, st.devices, b, true);
+    }
+  }
+  return q;
+}
+
 /// The moves refine_best tries, likeliest first: the bounds under the plan's own schedule,
-/// micro-batches between pipelines, each hop's encoding and each stage's recomputation,
+/// the micro-batch size halved or doubled, micro-batches between pipelines, each hop's
+/// encoding and each stage's recomputation,
 /// then each other schedule alone and with each bound moved.
-std::vector<plan> refine_moves(const plan& p, const planner_options& options) {
+std::vector<plan> refine_moves(const cost_cache& costs, const plan& p,
+                               const planner_options& options) {
   std::vector<plan> moves;
   add_bound_moves(p, moves);
+  for (int b : {p.micro_batch_size / 2, p.micro_batch_size * 2})
+    if (auto q = micro_batch_resized(costs, p, b))
+      moves.push_back(std::move(*q));
   const size_t pipes = p.pipelines.size();
   if (pipes <= refine_micro_pipelines)
     for (size_t from = 0; from < pipes; ++from)
@@ -466,8 +497,8 @@ std::vector<plan> refine_moves(const plan& p, const planner_options& options) {
 /// improves, refine_simulations are spent or the search's time is up. The estimate that ranked the
 /// shortlist balances layers by compute alone; the simulator sees the transfers, the schedule's
 /// bubbles and memory, so a neighbouring split or schedule can be faster.
-void refine_best(best_plan& best, const planner_options& options, const search_outcome& found,
-                 plan_scorer& score, clock_point stop_at) {
+void refine_best(const cost_cache& costs, best_plan& best, const planner_options& options,
+                 const search_outcome& found, plan_scorer& score, clock_point stop_at) {
   // Progress goes on in the "simulate" phase after the shortlist's entries, its total
   // growing with each simulation (how many the search will take is not known ahead).
   int done = static_cast<int>(found.ranked.size()) *
@@ -484,7 +515,7 @@ void refine_best(best_plan& best, const planner_options& options, const search_o
   bool improved = true;
   while (best.p && improved && budget > 0) {
     improved = false;
-    std::vector<plan> moves = refine_moves(*best.p, options);
+    std::vector<plan> moves = refine_moves(costs, *best.p, options);
     for (auto& q : moves) {
       if (budget-- <= 0 || past(stop_at))
         break;
@@ -600,7 +631,7 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
   score.on_simulated = nullptr;
   const std::vector<double> probe_rate =
       probe_left_out_groups(r.groups, found, score, best, simulate_until);
-  refine_best(best, options, found, score, simulate_until);
+  refine_best(costs, best, options, found, score, simulate_until);
   r.origin = "search";
   if (options.compare_baselines)
     fall_back_to_baselines(r.strategies, best, r.origin);

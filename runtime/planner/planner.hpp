@@ -62,9 +62,9 @@ struct planner_options {
   /// only the three groups with the most aggregate compute, to keep the search fast.
   bool restricted_baselines = true;
   /// Wall time the search may take, baselines included: 0 chooses by cluster size
-  /// (planner_time_limit_s), a negative value sets none. Past half of it the closed-form
+  /// (planner_time_limit_s), a negative value sets none. Past 40% of it the closed-form
   /// search stops enumerating shapes (it has ranked the likeliest first: the fastest device
-  /// sets, few pipelines, every micro-batch size of a layout); past 90% the simulator's
+  /// sets, few pipelines, every micro-batch size of a layout); past 80% the simulator's
   /// shortlist and last improvement stop (the plan so far is kept, so the result depends on
   /// the machine's speed only where the limit binds). A search that prices every plan
   /// (prune false, the tests' reference) has no limit.
