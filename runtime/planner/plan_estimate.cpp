@@ -1,6 +1,7 @@
 #include "runtime/planner/plan_estimate.hpp"
 
 #include "runtime/cluster/codec_cost.hpp"
+#include "runtime/cluster/network_path.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -12,8 +13,14 @@
 namespace deepcee::runtime {
 
 link_params effective_link(const cluster& c, int a, int b, link_model model) {
-  if (model == link_model::real || a == b)
+  if (a == b)
     return c.link_between(a, b);
+  if (model == link_model::real) {
+    // What the simulator drains a transfer at: the link, capped by the nodes' interfaces.
+    link_params l = c.link_between(a, b);
+    l.bandwidth_Bps = std::min(l.bandwidth_Bps, nic_cap_between(c, a, b));
+    return l;
+  }
   return c.devices[size_t(a)].node == c.devices[size_t(b)].node ? c.links.same_node
                                                                 : c.links.same_region;
 }
@@ -37,19 +44,22 @@ bool first_of_kind(std::vector<member_key>& seen, const member_key& k) {
   return true;
 }
 
-/// The slowest of a few representative pairs: stages are sets of devices that sit
-/// together, so the first few of each side see the same links as the rest.
+/// The slowest of a few representative pairs, in both directions (activations go forward,
+/// their gradients come back over the reverse link, which may be the slower uplink): stages
+/// are sets of devices that sit together, so the first few of each side see the same links
+/// as the rest.
 link_params slowest_link(const cluster& c, const std::vector<int>& from, const std::vector<int>& to,
                          link_model model) {
   link_params worst{0, std::numeric_limits<double>::infinity()};
   const size_t nf = std::min(from.size(), representative_devices);
   const size_t nt = std::min(to.size(), representative_devices);
   for (size_t i = 0; i < nf; ++i)
-    for (size_t j = 0; j < nt; ++j) {
-      link_params l = effective_link(c, from[i], to[j], model);
-      worst.bandwidth_Bps = std::min(worst.bandwidth_Bps, l.bandwidth_Bps);
-      worst.latency_s = std::max(worst.latency_s, l.latency_s);
-    }
+    for (size_t j = 0; j < nt; ++j)
+      for (const link_params& l :
+           {effective_link(c, from[i], to[j], model), effective_link(c, to[j], from[i], model)}) {
+        worst.bandwidth_Bps = std::min(worst.bandwidth_Bps, l.bandwidth_Bps);
+        worst.latency_s = std::max(worst.latency_s, l.latency_s);
+      }
   return worst;
 }
 
@@ -245,13 +255,43 @@ double wan_queue_s(const cluster& c, const model_spec& spec, const plan& p, link
       if (ra == rb)
         continue;
       double bytes = double(spec.transfer_bytes(p.micro_batch_size, pp.stages[s].send_compression));
-      double t = pp.micro_batches * bytes / effective_link(c, a, b, model).bandwidth_Bps;
-      wan_s[{ra, rb}] += t;
-      wan_s[{rb, ra}] += t;
+      // Activations on the path from a to b, their gradients back from b to a.
+      wan_s[{ra, rb}] += pp.micro_batches * bytes / effective_link(c, a, b, model).bandwidth_Bps;
+      wan_s[{rb, ra}] += pp.micro_batches * bytes / effective_link(c, b, a, model).bandwidth_Bps;
     }
   double busiest = 0;
   for (const auto& [pair, t] : wan_s)
     busiest = std::max(busiest, t);
+  return busiest;
+}
+
+/// A node's interface is one FIFO per direction in the simulator (network_path.hpp): every
+/// activation and gradient that leaves (or enters) a node with a `nic` queues there, from
+/// every pipeline, so the step takes at least the busiest direction's bytes over its rate.
+/// The rows between two stages' devices (rows_between) say which bytes cross which nodes.
+double nic_queue_s(const cluster& c, const model_spec& spec, const plan& p) {
+  std::map<std::pair<int, bool>, double> bytes_at; // (node, sending) -> bytes per step
+  for (const auto& pp : p.pipelines)
+    for (size_t s = 0; s + 1 < pp.stages.size(); ++s) {
+      const auto& from = pp.stages[s];
+      const auto& to = pp.stages[s + 1];
+      for (const auto& r : rows_between(from.samples, to.samples)) {
+        const int na = c.devices[size_t(from.devices[r.from])].node;
+        const int nb = c.devices[size_t(to.devices[r.to])].node;
+        if (na == nb)
+          continue;
+        // Both directions: activations a -> b, gradients b -> a.
+        const double bytes = double(pp.micro_batches) *
+                             double(spec.transfer_bytes(r.samples, from.send_compression));
+        for (const auto& key :
+             {std::pair{na, true}, std::pair{nb, false}, std::pair{nb, true}, std::pair{na, false}})
+          bytes_at[key] += bytes;
+      }
+    }
+  double busiest = 0;
+  for (const auto& [key, bytes] : bytes_at)
+    if (const auto& nic = c.nodes[size_t(key.first)].nic_Bps)
+      busiest = std::max(busiest, bytes / *nic);
   return busiest;
 }
 
@@ -300,6 +340,8 @@ plan_bound bound_before_allreduce(const cost_cache& costs, const plan& p, link_m
       b.transfer_s = std::max(b.transfer_s, m * cost.comm_to_next);
   }
   b.pipeline_s = std::max(b.pipeline_s, wan_queue_s(costs.cl(), spec, p, model));
+  if (model == link_model::real)
+    b.pipeline_s = std::max(b.pipeline_s, nic_queue_s(costs.cl(), spec, p));
   b.optimizer_s = optimizer_time(costs, p);
   return b;
 }
@@ -345,6 +387,8 @@ plan_estimate estimate_from(const cost_cache& costs, const plan& p, link_model m
   e.allreduce_s = b.allreduce_s;
   e.optimizer_s = b.optimizer_s;
   e.pipeline_s = std::max(e.pipeline_s, wan_queue_s(costs.cl(), spec, p, model));
+  if (model == link_model::real)
+    e.pipeline_s = std::max(e.pipeline_s, nic_queue_s(costs.cl(), spec, p));
   e.step_s = e.pipeline_s + e.allreduce_s + e.optimizer_s;
   e.samples_per_s = e.step_s > 0 ? p.global_batch() / e.step_s : 0;
   return e;

@@ -77,6 +77,12 @@ memory_shortfall worst_shortfall(const cluster& c, const sim_result& s) {
 
 namespace {
 
+std::string format_rate(double samples_per_s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", samples_per_s);
+  return buf;
+}
+
 /// Candidates the simulator scores when planner_options::simulate_top_k is 0. The
 /// simulator's cost grows with devices, so a larger cluster gets a shorter list: up to 64
 /// devices 12, up to 256 devices 6, beyond that 3.
@@ -118,7 +124,35 @@ std::string network_group_name(const cluster& c, const network_group& g) {
   return s;
 }
 
+double planner_time_limit_s(size_t devices) {
+  return devices <= top_k_small_cluster ? 10.0 : 30.0;
+}
+
 namespace {
+
+/// Shares of planner_options::time_limit_s: the closed-form search stops enumerating at
+/// 40% of it, the simulator's shortlist, probes and last improvement at 80%. The rest is
+/// slack for the simulation that runs when the limit passes (one of a prime batch's
+/// micro-batches of one sample on a large cluster takes a second or more).
+constexpr double search_share = 0.4;
+constexpr double simulate_share = 0.8;
+
+using clock_point = std::chrono::steady_clock::time_point;
+
+/// When the phase that may use `share` of the search's time limit stops; never for a
+/// search without a limit.
+clock_point stop_time(const cluster& c, const planner_options& o, clock_point t0, double share) {
+  const double limit =
+      o.time_limit_s != 0 ? o.time_limit_s : planner_time_limit_s(c.devices.size());
+  if (limit < 0 || !o.prune)
+    return clock_point::max();
+  return t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(share * limit));
+}
+
+bool past(clock_point t) {
+  return std::chrono::steady_clock::now() > t;
+}
 
 int auto_top_k(const cluster& c) {
   size_t n = c.devices.size();
@@ -210,10 +244,26 @@ std::string group_label(const cluster& c, const network_group& g) {
   return s;
 }
 
+/// A plan's shape in a few words: "2 pipelines x 3 stages, micro-batch 4, 1f1b".
+std::string plan_shape(const plan& p) {
+  size_t fewest = p.pipelines.front().stages.size(), most = fewest;
+  for (const auto& pp : p.pipelines) {
+    fewest = std::min(fewest, pp.stages.size());
+    most = std::max(most, pp.stages.size());
+  }
+  const size_t n = p.pipelines.size();
+  return std::to_string(n) + (n == 1 ? " pipeline x " : " pipelines x ") + std::to_string(fewest) +
+         (most > fewest ? "-" + std::to_string(most) : "") + (most == 1 ? " stage" : " stages") +
+         ", micro-batch " + std::to_string(p.micro_batch_size) + ", " +
+         std::string(to_string(p.pipelines.front().schedule));
+}
+
 /// Why a network group the plan does not use was left out: its slowest link to the
-/// devices the plan uses, and what the best plan that used it would have achieved.
+/// devices the plan uses, and the best plan found that used it with its simulated rate
+/// (`rate_with_group`; 0: not simulated, then the estimate's) beside the chosen plan's.
 std::string exclusion_reason(const cluster& c, const network_group& g, const plan& best,
-                             double best_rate, double rate_with_group) {
+                             double best_rate, double rate_with_group,
+                             const std::optional<search_candidate>& with_group) {
   const std::set<int> used = devices_used(best);
   double slowest = 0;
   if (!used.empty()) {
@@ -227,15 +277,20 @@ std::string exclusion_reason(const cluster& c, const network_group& g, const pla
   char buf[160];
   std::string why =
       "group " + group_label(c, g) + ": link to the plan's devices " + format_bandwidth(slowest);
+  if (!with_group) {
+    std::snprintf(buf, sizeof buf,
+                  "; no plan found using it fits memory or comes within %gx of the fastest "
+                  "estimate",
+                  search_prune_factor);
+    return why + buf;
+  }
   if (rate_with_group > 0)
-    std::snprintf(buf, sizeof buf,
-                  "; the best plan using it simulates at %.1f samples/s vs %.1f without",
-                  rate_with_group, best_rate);
+    std::snprintf(buf, sizeof buf, "; the best plan found using it (%s) simulates at %.1f",
+                  plan_shape(with_group->p).c_str(), rate_with_group);
   else
-    std::snprintf(buf, sizeof buf,
-                  "; no plan using it fits memory or comes within %gx of %.1f samples/s",
-                  search_prune_factor, best_rate);
-  return why + buf;
+    std::snprintf(buf, sizeof buf, "; the best plan found using it (%s) is estimated at %.1f",
+                  plan_shape(with_group->p).c_str(), with_group->est.samples_per_s);
+  return why + buf + " samples/s, the chosen plan at " + format_rate(best_rate);
 }
 
 /// The shortlist's fastest plan by the simulator. Each is also tried with the greedy
@@ -244,7 +299,8 @@ std::string exclusion_reason(const cluster& c, const network_group& g, const pla
 /// so a plan whose busiest stage alone (compute_bound_s) takes longer than the best step so
 /// far is not simulated again.
 best_plan simulate_shortlist(const cost_cache& costs, const search_outcome& found,
-                             const planner_options& options, plan_scorer& score) {
+                             const planner_options& options, plan_scorer& score,
+                             clock_point stop_at) {
   const bool try_greedy = std::find(options.schedules.begin(), options.schedules.end(),
                                     schedule_kind::greedy) != options.schedules.end();
   // Progress counts each candidate and each greedy try, simulated or pruned.
@@ -256,12 +312,15 @@ best_plan simulate_shortlist(const cost_cache& costs, const search_outcome& foun
       options.progress({"simulate", ++done, total, found.estimated, simulated});
   };
   const auto pruned = [&] { score.on_simulated(score.simulated); };
-  for (const auto& candidate : found.ranked)
+  for (const auto& candidate : found.ranked) {
+    if (best.p && past(stop_at))
+      break;
     best.offer(candidate.p, score(candidate.p));
+  }
   if (!try_greedy)
     return best;
   for (const auto& candidate : found.ranked) {
-    if (candidate.p.pipelines.front().schedule == schedule_kind::greedy ||
+    if (past(stop_at) || candidate.p.pipelines.front().schedule == schedule_kind::greedy ||
         (best.p && candidate.p.global_batch() / compute_bound_s(costs, candidate.p) <=
                        best.sim.samples_per_s)) {
       pruned();
@@ -279,9 +338,10 @@ best_plan simulate_shortlist(const cost_cache& costs, const search_outcome& foun
 /// Simulates, for each network group the best plan leaves out, the best plan that used it:
 /// either it wins, or its simulated rate (per group, 0: none) is why the group stays out.
 std::vector<double> probe_left_out_groups(const grouping& groups, const search_outcome& found,
-                                          plan_scorer& score, best_plan& best) {
+                                          plan_scorer& score, best_plan& best,
+                                          clock_point stop_at) {
   std::vector<double> probe_rate(groups.network.size(), 0.0);
-  for (size_t g = 0; g < groups.network.size() && best.p; ++g) {
+  for (size_t g = 0; g < groups.network.size() && best.p && !past(stop_at); ++g) {
     const auto& ng = groups.network[g];
     bool used_now = false;
     for (const auto& pp : best.p->pipelines)
@@ -298,7 +358,7 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
 }
 
 /// Simulations refine_best may spend.
-constexpr int refine_simulations = 48;
+constexpr int refine_simulations = 96;
 
 /// The layer bounds of a pipeline's stages (stages + 1 entries).
 std::vector<int> bounds_of(const pipeline_plan& pp) {
@@ -308,15 +368,137 @@ std::vector<int> bounds_of(const pipeline_plan& pp) {
   return b;
 }
 
-/// Local search on the simulator around the best plan: each stage bound moved by one layer
-/// either way (in every pipeline with the same bounds, so replicas stay alike), under its
-/// own schedule and under each other one, and each other schedule alone, kept when the simulation
-/// is faster and fits; repeated from the improved plan until nothing improves or refine_simulations
-/// are spent. The estimate that ranked the shortlist balances layers by compute alone; the
-/// simulator sees the transfers, the schedule's bubbles and memory, so a neighbouring split or
-/// schedule can be faster.
-void refine_best(best_plan& best, const planner_options& options, const search_outcome& found,
-                 plan_scorer& score) {
+/// Pipelines between which refine_best moves micro-batches: every ordered pair of up to
+/// this many pipelines (12 moves), so the moves stay within the simulations it may spend.
+constexpr size_t refine_micro_pipelines = 4;
+
+/// `p` with an eighth of pipeline `from`'s micro-batches (at least one) moved to pipeline
+/// `to`; none when `from` would keep none. The estimate shares micro-batches by each
+/// pipeline's bottleneck rate; the simulator sees the queues and bubbles that rate misses.
+std::optional<plan> micro_batches_moved(const plan& p, size_t from, size_t to) {
+  const int count = std::max(1, p.pipelines[from].micro_batches / 8);
+  if (p.pipelines[from].micro_batches <= count)
+    return std::nullopt;
+  plan q = p;
+  q.pipelines[from].micro_batches -= count;
+  q.pipelines[to].micro_batches += count;
+  return q;
+}
+
+/// Each stage bound of `base` moved by one layer either way, in every pipeline with the
+/// same bounds (replicas stay alike).
+void add_bound_moves(const plan& base, std::vector<plan>& moves) {
+  std::set<std::vector<int>> splits;
+  for (const auto& pp : base.pipelines)
+    splits.insert(bounds_of(pp));
+  for (const auto& split : splits)
+    for (size_t k = 1; k + 1 < split.size(); ++k)
+      for (int delta : {-1, 1}) {
+        const int moved = split[k] + delta;
+        if (moved <= split[k - 1] || moved >= split[k + 1])
+          continue;
+        plan q = base;
+        for (auto& pp : q.pipelines)
+          if (bounds_of(pp) == split) {
+            pp.stages[k - 1].last_layer = moved;
+            pp.stages[k].first_layer = moved;
+          }
+        moves.push_back(std::move(q));
+      }
+}
+
+/// Per stage place k (in every pipeline that has it): each other encoding of the hop to the
+/// next stage, and recomputation switched (where the options allow it).
+void add_stage_moves(const plan& base, const planner_options& options, std::vector<plan>& moves) {
+  size_t places = 0;
+  for (const auto& pp : base.pipelines)
+    places = std::max(places, pp.stages.size());
+  for (size_t k = 0; k < places; ++k) {
+    const auto& first = base.pipelines.front();
+    const compression now =
+        k < first.stages.size() ? first.stages[k].send_compression : compression::none;
+    for (compression comp : options.compressions) {
+      if (comp == now || k + 1 >= places)
+        continue;
+      plan q = base;
+      for (auto& pp : q.pipelines)
+        if (k + 1 < pp.stages.size())
+          pp.stages[k].send_compression = comp;
+      moves.push_back(std::move(q));
+    }
+    if (!options.recompute)
+      continue;
+    plan q = base;
+    for (auto& pp : q.pipelines)
+      if (k < pp.stages.size())
+        pp.stages[k].recompute = !pp.stages[k].recompute;
+    moves.push_back(std::move(q));
+  }
+}
+
+/// `p` with micro-batches of `b` samples: as many micro-batches in all as the batch then
+/// needs, shared in proportion to the pipelines' present counts, and each stage's samples
+/// again by speed. None where `b` does not divide the batch, a stage has more devices than
+/// `b` samples, or a pipeline would get none.
+std::optional<plan> micro_batch_resized(const cost_cache& costs, const plan& p, int b) {
+  const int batch = p.global_batch();
+  if (b < 1 || batch % b != 0 || batch / b < static_cast<int>(p.pipelines.size()))
+    return std::nullopt;
+  std::vector<double> weights;
+  for (const auto& pp : p.pipelines)
+    weights.push_back(pp.micro_batches);
+  const std::vector<int> counts = split_proportional(batch / b, weights, 1);
+  plan q = p;
+  q.micro_batch_size = b;
+  for (size_t pi = 0; pi < q.pipelines.size(); ++pi) {
+    q.pipelines[pi].micro_batches = counts[pi];
+    for (auto& st : q.pipelines[pi].stages) {
+      if (static_cast<int>(st.devices.size()) > b)
+        return std::nullopt;
+      st.samples = stage_samples(costs, st.devices, b, true);
+    }
+  }
+  return q;
+}
+
+/// The moves refine_best tries, likeliest first: the bounds under the plan's own schedule,
+/// the micro-batch size halved or doubled, micro-batches between pipelines, each hop's
+/// encoding and each stage's recomputation,
+/// then each other schedule alone and with each bound moved.
+std::vector<plan> refine_moves(const cost_cache& costs, const plan& p,
+                               const planner_options& options) {
+  std::vector<plan> moves;
+  add_bound_moves(p, moves);
+  for (int b : {p.micro_batch_size / 2, p.micro_batch_size * 2})
+    if (auto q = micro_batch_resized(costs, p, b))
+      moves.push_back(std::move(*q));
+  const size_t pipes = p.pipelines.size();
+  if (pipes <= refine_micro_pipelines)
+    for (size_t from = 0; from < pipes; ++from)
+      for (size_t to = 0; to < pipes; ++to)
+        if (from != to)
+          if (auto q = micro_batches_moved(p, from, to))
+            moves.push_back(std::move(*q));
+  add_stage_moves(p, options, moves);
+  for (schedule_kind kind : options.schedules) {
+    if (kind == p.pipelines.front().schedule)
+      continue;
+    plan base = p;
+    for (auto& pp : base.pipelines)
+      pp.schedule = kind;
+    moves.push_back(base);
+    add_bound_moves(base, moves);
+  }
+  return moves;
+}
+
+/// Local search on the simulator around the best plan: the moves of refine_moves, each kept
+/// when the simulation is faster and fits; repeated from the improved plan until nothing
+/// improves, refine_simulations are spent or the search's time is up. The estimate that ranked the
+/// shortlist balances layers by compute alone; the simulator sees the transfers, the schedule's
+/// bubbles and memory, so a neighbouring split or schedule can be faster.
+void refine_best(const cost_cache& costs, best_plan& best, const planner_options& options,
+                 const search_outcome& found, plan_scorer& score, clock_point stop_at) {
   // Progress goes on in the "simulate" phase after the shortlist's entries, its total
   // growing with each simulation (how many the search will take is not known ahead).
   int done = static_cast<int>(found.ranked.size()) *
@@ -333,39 +515,9 @@ void refine_best(best_plan& best, const planner_options& options, const search_o
   bool improved = true;
   while (best.p && improved && budget > 0) {
     improved = false;
-    // The plan with its own schedule first, then with each other one; each alone and with
-    // each bound moved.
-    std::vector<schedule_kind> kinds{best.p->pipelines.front().schedule};
-    for (schedule_kind kind : options.schedules)
-      if (kind != kinds.front())
-        kinds.push_back(kind);
-    std::set<std::vector<int>> splits;
-    for (const auto& pp : best.p->pipelines)
-      splits.insert(bounds_of(pp));
-    std::vector<plan> moves;
-    for (size_t ki = 0; ki < kinds.size(); ++ki) {
-      plan base = *best.p;
-      for (auto& pp : base.pipelines)
-        pp.schedule = kinds[ki];
-      if (ki > 0)
-        moves.push_back(base);
-      for (const auto& split : splits)
-        for (size_t k = 1; k + 1 < split.size(); ++k)
-          for (int delta : {-1, 1}) {
-            const int moved = split[k] + delta;
-            if (moved <= split[k - 1] || moved >= split[k + 1])
-              continue;
-            plan q = base;
-            for (auto& pp : q.pipelines)
-              if (bounds_of(pp) == split) {
-                pp.stages[k - 1].last_layer = moved;
-                pp.stages[k].first_layer = moved;
-              }
-            moves.push_back(std::move(q));
-          }
-    }
+    std::vector<plan> moves = refine_moves(costs, *best.p, options);
     for (auto& q : moves) {
-      if (budget-- <= 0)
+      if (budget-- <= 0 || past(stop_at))
         break;
       sim_result r = score(q);
       if (best.beaten_by(r)) {
@@ -417,7 +569,8 @@ std::vector<excluded_device> excluded_devices(const cluster& c, const grouping& 
       if (reason.empty()) {
         bool group_unused = std::none_of(ng.devices.begin(), ng.devices.end(),
                                          [&](int x) { return used.count(x) > 0; });
-        reason = group_unused ? exclusion_reason(c, ng, best, best_rate, probe_rate[g])
+        reason = group_unused ? exclusion_reason(c, ng, best, best_rate, probe_rate[g],
+                                                 found.best_with_group[g])
                               : "slower than the rest of its group: the fastest plan runs "
                                 "without it";
       }
@@ -470,13 +623,15 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
       p.plans_simulated = score.simulated;
       options.progress(p);
     };
-  search_outcome found =
-      search_candidates(costs, r.groups, r.global_batch, search_options, size_t(top_k));
+  search_outcome found = search_candidates(costs, r.groups, r.global_batch, search_options,
+                                           size_t(top_k), stop_time(c, options, t0, search_share));
   r.plans_estimated = found.estimated;
-  best_plan best = simulate_shortlist(costs, found, options, score);
+  const clock_point simulate_until = stop_time(c, options, t0, simulate_share);
+  best_plan best = simulate_shortlist(costs, found, options, score, simulate_until);
   score.on_simulated = nullptr;
-  const std::vector<double> probe_rate = probe_left_out_groups(r.groups, found, score, best);
-  refine_best(best, options, found, score);
+  const std::vector<double> probe_rate =
+      probe_left_out_groups(r.groups, found, score, best, simulate_until);
+  refine_best(costs, best, options, found, score, simulate_until);
   r.origin = "search";
   if (options.compare_baselines)
     fall_back_to_baselines(r.strategies, best, r.origin);

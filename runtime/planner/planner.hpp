@@ -61,6 +61,14 @@ struct planner_options {
   /// would still try the baseline on one region. Clusters of more than 64 devices try
   /// only the three groups with the most aggregate compute, to keep the search fast.
   bool restricted_baselines = true;
+  /// Wall time the search may take, baselines included: 0 chooses by cluster size
+  /// (planner_time_limit_s), a negative value sets none. Past 40% of it the closed-form
+  /// search stops enumerating shapes (it has ranked the likeliest first: the fastest device
+  /// sets, few pipelines, every micro-batch size of a layout); past 80% the simulator's
+  /// shortlist and last improvement stop (the plan so far is kept, so the result depends on
+  /// the machine's speed only where the limit binds). A search that prices every plan
+  /// (prune false, the tests' reference) has no limit.
+  double time_limit_s = 0;
   std::filesystem::path source = "cluster"; ///< for error messages
   /// Called on the planner's thread as the search goes (the planner itself prints nothing).
   std::function<void(const planner_progress&)> progress;
@@ -128,6 +136,9 @@ planner_report plan_training(const cluster& c, const profile_table& profiles,
 /// A network group's short name for tables: its region's name when it is exactly the
 /// nodes of one or more whole regions ("cloud", "edge0+edge1"), else its nodes' names.
 std::string network_group_name(const cluster& c, const network_group& g);
+
+/// The default planner_options::time_limit_s: 10 s up to 64 devices, 30 s beyond.
+double planner_time_limit_s(size_t devices);
 
 /// The two-level grouping the planner uses for this model (one micro-batch's boundary
 /// activation prices a link).

@@ -22,6 +22,9 @@ using stage_list = std::vector<std::vector<int>>;
 constexpr size_t max_compute_groups_to_drop = 12;
 constexpr size_t max_nodes_to_drop = 16;
 
+/// Level 2: chain orders tried per device set, each from another first group.
+constexpr size_t max_chain_starts = 4;
+
 /// Level 3: pipeline counts tried for slices of the network groups. Small counts one by
 /// one, then about 1.5x apart (the batch sizes users pick are products of 2 and 3, so
 /// these tend to divide them), up to 128 pipelines.
@@ -169,27 +172,20 @@ std::vector<std::vector<int>> use_sets(const context& x) {
   return out;
 }
 
-/// Level 2: the network groups of a set in chain order: the fastest first, then always
-/// the group nearest (cheapest boundary transfer) to the last one.
-std::vector<std::vector<int>> chain(const context& x, const std::vector<int>& devices) {
+/// The chain that starts at groups[first], always on to the nearest group left.
+std::vector<std::vector<int>> chain_from(const context& x, std::vector<std::vector<int>> left,
+                                         size_t first) {
   const cluster& c = x.costs.cl();
-  auto groups = split_by(devices, x.net_of);
-  std::vector<std::vector<int>> left;
-  for (auto& [g, v] : groups)
-    left.push_back(v);
-  std::vector<std::vector<int>> out;
-  size_t first = 0;
-  for (size_t i = 1; i < left.size(); ++i)
-    if (sum_speed(x, left[i]) > sum_speed(x, left[first]))
-      first = i;
-  out.push_back(left[first]);
+  std::vector<std::vector<int>> out{left[first]};
   left.erase(left.begin() + long(first));
   const double bytes = double(x.costs.profiles().model().transfer_bytes(1, compression::none));
   while (!left.empty()) {
     size_t best = 0;
     double best_cost = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < left.size(); ++i) {
-      double cost = c.link_between(out.back().front(), left[i].front()).transfer_time(bytes);
+      const int a = out.back().front(), b = left[i].front();
+      const double cost = std::max(c.link_between(a, b).transfer_time(bytes),
+                                   c.link_between(b, a).transfer_time(bytes));
       if (cost < best_cost) {
         best_cost = cost;
         best = i;
@@ -197,6 +193,30 @@ std::vector<std::vector<int>> chain(const context& x, const std::vector<int>& de
     }
     out.push_back(left[best]);
     left.erase(left.begin() + long(best));
+  }
+  return out;
+}
+
+/// Level 2: the network groups of a set in chain orders, each following the network's
+/// paths: from a first group, always the group nearest (cheapest boundary transfer, the
+/// slower direction) to the last one. The first group is the fastest, then each other one
+/// by speed (up to max_chain_starts in all): a line of regions is followed from either end,
+/// and a slow or memory-rich group may hold the first layers.
+std::vector<std::vector<std::vector<int>>> chains(const context& x,
+                                                  const std::vector<int>& devices) {
+  std::vector<std::vector<int>> groups;
+  for (auto& [g, v] : split_by(devices, x.net_of))
+    groups.push_back(v);
+  std::vector<size_t> starts(groups.size());
+  std::iota(starts.begin(), starts.end(), 0);
+  std::stable_sort(starts.begin(), starts.end(), [&](size_t a, size_t b) {
+    return sum_speed(x, groups[a]) > sum_speed(x, groups[b]);
+  });
+  std::vector<std::vector<std::vector<int>>> out;
+  for (size_t k = 0; k < starts.size() && k < max_chain_starts; ++k) {
+    auto c = chain_from(x, groups, starts[k]);
+    if (std::find(out.begin(), out.end(), c) == out.end())
+      out.push_back(std::move(c));
   }
   return out;
 }
@@ -454,6 +474,13 @@ struct search_state {
   std::vector<search_candidate> pool;
   double best_step = std::numeric_limits<double>::infinity();
   std::set<std::vector<stage_list>> seen_layouts;
+  std::chrono::steady_clock::time_point stop_at = std::chrono::steady_clock::time_point::max();
+
+  /// Past the search's time and some plan that fits found: price nothing more.
+  bool out_of_time() const {
+    return best_step < std::numeric_limits<double>::infinity() &&
+           std::chrono::steady_clock::now() > stop_at;
+  }
 };
 
 void rank(std::vector<search_candidate>& pool) {
@@ -690,6 +717,8 @@ void price_layout(search_state& s, const std::vector<pipeline_layout>& layout, s
                                 schedule_kind::greedy) != options.schedules.end();
   split_memo memo; // this layout's splits, asked for again by schedules, sizes and caps
   for (int b : divisors_between(batch, static_cast<int>(widest), batch / pipes)) {
+    if (s.out_of_time())
+      return;
     // Every plan of this size would be pruned by its own bound (consider): skip building.
     if (layout_bound(s.x, layout, b) > prune_limit(s.x, s.best_step))
       continue;
@@ -739,7 +768,7 @@ void try_layout(search_state& s, const std::vector<pipeline_layout>& layout,
       widest = std::max(widest, st.size());
     key.push_back(pl.stages);
   }
-  if (s.seen_layouts.insert(key).second)
+  if (!s.out_of_time() && s.seen_layouts.insert(key).second)
     price_layout(s, layout, widest, static_cast<int>(layout.size()), used_groups);
 }
 
@@ -825,22 +854,26 @@ void search_interleaved(search_state& s, const std::vector<int>& use,
 } // namespace
 
 search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int batch,
-                                 const planner_options& options, size_t keep) {
+                                 const planner_options& options, size_t keep,
+                                 std::chrono::steady_clock::time_point stop_at) {
   context x = index_devices(costs, groups, batch, options);
   search_outcome out;
   out.best_rate_with_group.assign(groups.network.size(), 0.0);
   out.best_with_group.assign(groups.network.size(), std::nullopt);
   out.too_small = exclude_too_small(x);
   x.device_stage_limit = std::max(max_slice_for_device_stages, 2 * devices_to_hold_model(x));
-  search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}};
+  search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}, stop_at};
   const auto uses = use_sets(x);
-  for (size_t i = 0; i < uses.size(); ++i) {
+  for (size_t i = 0; i < uses.size() && !s.out_of_time(); ++i) {
     const auto& use = uses[i];
-    const auto groups_chain = chain(x, use);
     std::vector<int> used_groups;
-    for (const auto& g : groups_chain)
-      used_groups.push_back(x.net_of[size_t(g.front())]);
-    search_sliced(s, groups_chain, use.size(), used_groups);
+    for (const auto& groups_chain : chains(x, use)) {
+      used_groups.clear();
+      for (const auto& g : groups_chain)
+        used_groups.push_back(x.net_of[size_t(g.front())]);
+      search_sliced(s, groups_chain, use.size(), used_groups);
+    }
+    std::sort(used_groups.begin(), used_groups.end());
     search_interleaved(s, use, used_groups);
     if (options.progress)
       options.progress(
