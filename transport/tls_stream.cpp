@@ -10,6 +10,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -224,93 +225,129 @@ tls_ending tls_stream::splice(int plain, uint64_t key_update_bytes) {
   return end;
 }
 
-tls_ending tls_stream::splice_until_end(int plain, uint64_t key_update_bytes) {
-  set_non_blocking(plain);
-  // `out` holds what CAF gave until SSL_write takes all of it (a retried SSL_write must get
-  // the same bytes); `in` what SSL_read gave until CAF's socket took it.
-  std::vector<uint8_t> out(chunk_bytes), in(chunk_bytes);
+/// What a splice holds between its steps. `out` holds what CAF gave until SSL_write takes
+/// all of it (a retried SSL_write must get the same bytes); `in` what SSL_read gave until
+/// CAF's socket took it. A side is read again only once poll() says so after it said
+/// EAGAIN (or, for CAF's socket, gave less than asked): a system call saved per read.
+struct tls_stream::splice_state {
+  int plain;
+  uint64_t key_update_bytes;
+  std::vector<uint8_t> out = std::vector<uint8_t>(chunk_bytes);
+  std::vector<uint8_t> in = std::vector<uint8_t>(chunk_bytes);
   size_t out_size = 0, in_size = 0, in_sent = 0;
   uint64_t sent_since_update = 0;
   short write_wants = 0, read_wants = POLLIN;
-  // Whether a read from either side may give something: not after it said EAGAIN (or, for
-  // CAF's socket, gave less than asked) until poll() says so. Saves a system call per read.
   bool plain_ready = true, tls_ready = true;
-  bool hung_up = false;
+  bool hung_up = false;  ///< poll() reported an error or hang-up
+  bool progress = false; ///< some bytes moved in this round
+};
+
+std::optional<tls_ending> tls_stream::take_from_plain(splice_state& s) {
+  if (s.out_size > 0 || !s.plain_ready)
+    return std::nullopt;
+  const auto got = ::recv(s.plain, s.out.data(), s.out.size(), 0);
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+    return tls_ending::closed; // CAF's side ended: we close, with our close_notify
+  if (got < 0 && errno == EAGAIN)
+    s.plain_ready = false;
+  if (got > 0) {
+    s.out_size = static_cast<size_t>(got);
+    s.plain_ready = s.out_size == s.out.size();
+    s.progress = true;
+  }
+  return std::nullopt;
+}
+
+std::optional<tls_ending> tls_stream::write_to_tls(splice_state& s) {
+  s.write_wants = 0;
+  if (s.out_size == 0)
+    return std::nullopt;
+  const int r = SSL_write(ssl_, s.out.data(), static_cast<int>(s.out_size));
+  const auto o = classify(r, s.write_wants);
+  if (o == outcome::ended)
+    return ending_;
+  if (o != outcome::done)
+    return std::nullopt;
+  s.sent_since_update += s.out_size;
+  s.out_size = 0; // without partial writes, SSL_write takes all or nothing
+  s.progress = true;
+  // AES-GCM's limits per key are far beyond this (RFC 8446 5.5): a fresh sending key every
+  // `key_update_bytes`, sent with the next record.
+  if (s.sent_since_update >= s.key_update_bytes &&
+      SSL_key_update(ssl_, SSL_KEY_UPDATE_NOT_REQUESTED) == 1) {
+    ++key_updates_;
+    s.sent_since_update = 0;
+  }
+  return std::nullopt;
+}
+
+std::optional<tls_ending> tls_stream::read_from_tls(splice_state& s) {
+  if (s.in_size != s.in_sent || !(s.tls_ready || SSL_has_pending(ssl_)))
+    return std::nullopt;
+  s.read_wants = 0;
+  const int r = SSL_read(ssl_, s.in.data(), static_cast<int>(s.in.size()));
+  const auto o = classify(r, s.read_wants);
+  if (o == outcome::ended)
+    return ending_;
+  s.tls_ready = o == outcome::done;
+  if (o == outcome::done) {
+    s.in_size = static_cast<size_t>(r);
+    s.in_sent = 0;
+    s.progress = true;
+  }
+  return std::nullopt;
+}
+
+std::optional<tls_ending> tls_stream::give_to_plain(splice_state& s) {
+  if (s.in_sent >= s.in_size)
+    return std::nullopt;
+  const auto put = ::send(s.plain, s.in.data() + s.in_sent, s.in_size - s.in_sent, MSG_NOSIGNAL);
+  if (put < 0 && errno != EAGAIN && errno != EINTR)
+    return tls_ending::closed;
+  if (put > 0) {
+    s.in_sent += static_cast<size_t>(put);
+    s.progress = true;
+  }
+  return std::nullopt;
+}
+
+bool tls_stream::wait_for_either(splice_state& s) const {
+  std::array<pollfd, 2> fds{
+      pollfd{s.plain,
+             static_cast<short>((s.out_size == 0 ? POLLIN : 0) |
+                                (s.in_sent < s.in_size ? POLLOUT : 0)),
+             0},
+      pollfd{fd_, static_cast<short>(s.write_wants | (s.in_size == s.in_sent ? s.read_wants : 0)),
+             0}};
+  if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+    return false;
+  if (fds[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+    s.plain_ready = true;
+  if (fds[1].revents != 0)
+    s.tls_ready = true;
+  for (const auto& f : fds)
+    if (f.revents & (POLLERR | POLLHUP | POLLNVAL))
+      s.hung_up = true;
+  return true;
+}
+
+tls_ending tls_stream::splice_until_end(int plain, uint64_t key_update_bytes) {
+  set_non_blocking(plain);
+  splice_state s{.plain = plain, .key_update_bytes = key_update_bytes};
   while (true) {
-    bool progress = false;
-    if (out_size == 0 && plain_ready) {
-      const auto got = ::recv(plain, out.data(), out.size(), 0);
-      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
-        return tls_ending::closed; // CAF's side ended: we close, with our close_notify
-      if (got < 0 && errno == EAGAIN)
-        plain_ready = false;
-      if (got > 0) {
-        out_size = static_cast<size_t>(got);
-        plain_ready = out_size == out.size();
-        progress = true;
-      }
-    }
-    write_wants = 0;
-    if (out_size > 0) {
-      const int r = SSL_write(ssl_, out.data(), static_cast<int>(out_size));
-      const auto o = classify(r, write_wants);
-      if (o == outcome::ended)
-        return ending_;
-      if (o == outcome::done) {
-        sent_since_update += out_size;
-        out_size = 0; // without partial writes, SSL_write takes all or nothing
-        progress = true;
-        // AES-GCM's limits per key are far beyond this (RFC 8446 5.5): a fresh sending key
-        // every `key_update_bytes`, sent with the next record.
-        if (sent_since_update >= key_update_bytes &&
-            SSL_key_update(ssl_, SSL_KEY_UPDATE_NOT_REQUESTED) == 1) {
-          ++key_updates_;
-          sent_since_update = 0;
-        }
-      }
-    }
-    if (in_size == in_sent && (tls_ready || SSL_has_pending(ssl_))) {
-      read_wants = 0;
-      const int r = SSL_read(ssl_, in.data(), static_cast<int>(in.size()));
-      const auto o = classify(r, read_wants);
-      if (o == outcome::ended)
-        return ending_;
-      tls_ready = o == outcome::done;
-      if (o == outcome::done) {
-        in_size = static_cast<size_t>(r);
-        in_sent = 0;
-        progress = true;
-      }
-    }
-    if (in_sent < in_size) {
-      const auto put = ::send(plain, in.data() + in_sent, in_size - in_sent, MSG_NOSIGNAL);
-      if (put < 0 && errno != EAGAIN && errno != EINTR)
-        return tls_ending::closed;
-      if (put > 0) {
-        in_sent += static_cast<size_t>(put);
-        progress = true;
-      }
-    }
-    if (progress) {
-      hung_up = false;
+    s.progress = false;
+    for (auto step : {&tls_stream::take_from_plain, &tls_stream::write_to_tls,
+                      &tls_stream::read_from_tls, &tls_stream::give_to_plain})
+      if (auto end = (this->*step)(s))
+        return *end;
+    if (s.progress) {
+      s.hung_up = false;
       continue;
     }
-    if (hung_up) // an error or hang-up reported, and nothing moved since: the end
+    if (s.hung_up) // an error or hang-up reported, and nothing moved since: the end
       return tls_ending::cut;
-    std::array<pollfd, 2> fds{
-        pollfd{plain,
-               static_cast<short>((out_size == 0 ? POLLIN : 0) | (in_sent < in_size ? POLLOUT : 0)),
-               0},
-        pollfd{fd_, static_cast<short>(write_wants | (in_size == in_sent ? read_wants : 0)), 0}};
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+    if (!wait_for_either(s))
       return tls_ending::cut;
-    if (fds[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
-      plain_ready = true;
-    if (fds[1].revents != 0)
-      tls_ready = true;
-    for (const auto& f : fds)
-      if (f.revents & (POLLERR | POLLHUP | POLLNVAL))
-        hung_up = true;
   }
 }
 

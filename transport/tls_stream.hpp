@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 /// One TLS connection over a socket, driven by one thread: the socket is non-blocking and
@@ -69,7 +70,16 @@ private:
   /// waiting while OpenSSL wants the socket, until `deadline`.
   template <class Io>
   bool move_all(Io io, size_t n, clock::time_point deadline);
+  /// The splice's loop and its steps: each moves what it can without blocking, and
+  /// returns how the splice ends once it does.
+  struct splice_state;
   tls_ending splice_until_end(int plain, uint64_t key_update_bytes);
+  std::optional<tls_ending> take_from_plain(splice_state& s);
+  std::optional<tls_ending> write_to_tls(splice_state& s);
+  std::optional<tls_ending> read_from_tls(splice_state& s);
+  std::optional<tls_ending> give_to_plain(splice_state& s);
+  /// Waits until either socket may move; false when poll() fails.
+  bool wait_for_either(splice_state& s) const;
   std::string psk_refusal() const;
 
   ssl_st* ssl_ = nullptr;
