@@ -235,15 +235,18 @@ assert info == [{"job": 'web "test"', "model": "custom", "cluster": "local-3",
                  "strategy": "two-pipelines", "time_mode": "virtual"}], info
 # Every directed link the plan sends on: both directions of each stage boundary of both
 # pipelines (10 device pairs), each with the adapter's estimates. In virtual time on an
-# undisturbed cluster a link's latency is the cluster file's, and its bandwidth at most that.
+# undisturbed cluster a link's latency is the cluster file's, and its bandwidth at most that,
+# both within the rounding of drains of a few microseconds on a clock at hundreds of seconds.
 links = [l for n, l, v in samples if n == "deepcee_link_sent_bytes_total"]
 assert len(links) == 10, links
 for l in links:
     assert {"from": l["to"], "to": l["from"]} in links, f"{l}: no link back"
     bandwidth = one("deepcee_link_bandwidth_bytes_per_second", **l)
-    assert 0 < bandwidth <= one("deepcee_link_plan_bandwidth_bytes_per_second", **l) * (1 + 1e-9), l
-    assert math.isclose(one("deepcee_link_latency_seconds", **l),
-                        one("deepcee_link_plan_latency_seconds", **l), rel_tol=1e-9), l
+    plan_bandwidth = one("deepcee_link_plan_bandwidth_bytes_per_second", **l)
+    assert 0 < bandwidth <= plan_bandwidth * (1 + 1e-3), (l, bandwidth, plan_bandwidth)
+    latency = one("deepcee_link_latency_seconds", **l)
+    plan_latency = one("deepcee_link_plan_latency_seconds", **l)
+    assert math.isclose(latency, plan_latency, rel_tol=1e-6), (l, latency, plan_latency)
     assert one("deepcee_link_drifted", **l) == 0, l
 for n, l, v in samples:
     if n == "deepcee_link_sent_bytes_total":
