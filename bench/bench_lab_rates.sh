@@ -11,7 +11,7 @@ cluster=$2
 state=$(mktemp -d)
 trap '"$deepcee" lab down --prefix dcbnch --state-dir "$state" >/dev/null; rm -rf "$state"' EXIT
 "$deepcee" lab up "$cluster" --prefix dcbnch --state-dir "$state" >/dev/null || exit $?
-python3 - "$state/dcbnch.json" <<'PY'
+python3 - "$state/dcbnch.json" "$(cd "$(dirname "$0")/.." && pwd)/tools/lab_rate.py" <<'PY'
 import json, subprocess, sys, time
 t = json.load(open(sys.argv[1]))["topology"]
 nodes, links = t["nodes"], t["links"]
@@ -28,33 +28,17 @@ def path_rate(i, j):
         if l["wan"] and {l["from"], l["to"]} == {ri, rj} and ri != rj:
             wan = rate(l["a"] if l["from"] == ri else l["b"])
     return min(out, wan, into)
-RX = """
-import socket, sys, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], 5202)); s.listen(1); c, _ = s.accept()
-n, first = 0, None
-while True:
-    b = c.recv(1 << 16)
-    if not b: break
-    first = first or time.monotonic(); n += len(b)
-print(n * 8 / (time.monotonic() - first) / 1e6)
-"""
-TX = """
-import socket, sys, time
-s = socket.create_connection((sys.argv[1], 5202), timeout=10)
-end, chunk = time.monotonic() + 3, b"x" * (1 << 16)
-while time.monotonic() < end: s.sendall(chunk)
-s.close()
-"""
+rate_py = sys.argv[2]
 print(f"{'from':>8} {'to':>8} {'set (Mbit/s)':>13} {'measured':>9} {'ratio':>6}")
 for i, a in enumerate(nodes):
     for j, b in enumerate(nodes):
         if i == j:
             continue
-        rx = subprocess.Popen(["ip", "netns", "exec", b["netns"], "python3", "-c", RX, b["address"]],
-                              stdout=subprocess.PIPE, text=True)
+        rx = subprocess.Popen(["ip", "netns", "exec", b["netns"], "python3", rate_py, "rx",
+                               b["address"], "5202"], stdout=subprocess.PIPE, text=True)
         time.sleep(0.3)
-        subprocess.run(["ip", "netns", "exec", a["netns"], "python3", "-c", TX, b["address"]], check=True)
+        subprocess.run(["ip", "netns", "exec", a["netns"], "python3", rate_py, "tx", b["address"],
+                        "5202", "3"], check=True)
         got = float(rx.communicate()[0])
         want = path_rate(i, j)
         ratio = f"{got / want:.2f}" if want != inf else "-"

@@ -13,6 +13,7 @@
 // device to the neighbouring stage or out of the plan; two stages merged or one split;
 // a stage's compression; the schedule; recomputation on a stage; the micro-batch size.
 
+#include "runtime/base/splitmix.hpp"
 #include "runtime/planner/plan_builder.hpp"
 #include "runtime/planner/planner_baselines.hpp"
 #include "runtime/sim/simulator.hpp"
@@ -97,14 +98,9 @@ private:
   const profile_table& profiles_;
   cost_cache costs_;
   int batch_;
-  uint64_t rng_;
+  splitmix_sequence rng_;
 
-  uint64_t next() {
-    uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return rng_.next(); }
   int below(int n) { return n <= 1 ? 0 : static_cast<int>(next() % uint64_t(n)); }
 
   static int widest(const std::vector<pipeline_layout>& layout) {

@@ -22,6 +22,13 @@ namespace deepcee::tools {
 
 namespace {
 
+/// Host names compare without case.
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
 /// Equal strings, in a time that depends on their lengths only.
 bool same_secret(std::string_view a, std::string_view b) {
   const size_t n = std::max(a.size(), b.size());
@@ -117,10 +124,7 @@ struct inspect_server::impl {
   bool host_allowed(const httplib::Request& req) const {
     if (!req.has_header("Host"))
       return true;
-    auto host = req.get_header_value("Host");
-    std::transform(host.begin(), host.end(), host.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return hosts.count(host) > 0;
+    return hosts.count(lowercase(req.get_header_value("Host"))) > 0;
   }
 
   /// The Host values this endpoint answers at `at`, bound at `port`.
@@ -131,11 +135,9 @@ struct inspect_server::impl {
       names.insert(names.end(), {"127.0.0.1", "localhost"});
     if (at.host == "::1" || at.host == "::")
       names.insert(names.end(), {"[::1]", "localhost"});
-    for (auto name : names) {
-      std::transform(name.begin(), name.end(), name.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      hosts.insert(name + ":" + std::to_string(port));
-      hosts.insert(name); // a client that leaves out the port: still this node's name
+    for (const auto& name : names) {
+      hosts.insert(lowercase(name) + ":" + std::to_string(port));
+      hosts.insert(lowercase(name)); // a client that leaves out the port: still this node's
     }
   }
 

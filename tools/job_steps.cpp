@@ -144,11 +144,11 @@ std::unique_ptr<step_weights> job_steps::weights() {
       watch_);
 }
 
-std::vector<actors::link_summary> job_steps::link_totals() const {
-  std::vector<actors::link_summary> links;
+std::vector<runtime::link_report> job_steps::link_totals() const {
+  std::vector<runtime::link_report> links;
   caf::scoped_actor self{sys_};
   self->request(job_.adapter, wait_, actors::links_atom_v)
-      .receive([&](std::vector<actors::link_summary>& v) { links = std::move(v); },
+      .receive([&](std::vector<runtime::link_report>& v) { links = std::move(v); },
                [](caf::error&) {}); // a snapshot without links rather than a failed step
   return links;
 }

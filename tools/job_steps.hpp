@@ -67,7 +67,7 @@ public:
 
 private:
   /// The adapter's totals per link so far.
-  std::vector<actors::link_summary> link_totals() const;
+  std::vector<runtime::link_report> link_totals() const;
   /// The adapter's decisions that came since the last call: printed, one line each, when
   /// the log level hides the adapter's own lines, and shown to the inspector.
   void show_new_decisions();

@@ -39,7 +39,7 @@ std::vector<std::string> group_lines(const runtime::cluster& c, const runtime::g
 }
 
 runtime::step_facts facts_of(const actors::step_result& r, double real_s, bool dry,
-                             const std::vector<actors::link_summary>& links) {
+                             const std::vector<runtime::link_report>& links) {
   runtime::step_facts f;
   f.step = static_cast<int>(r.step);
   if (!dry)
@@ -57,17 +57,7 @@ runtime::step_facts facts_of(const actors::step_result& r, double real_s, bool d
         {std::string(1, runtime::op_letter(static_cast<runtime::op_kind>(op.kind))), op.micro_batch,
          op.start, op.end});
   }
-  for (const auto& l : links)
-    f.links.push_back({.from_device = l.from_device,
-                       .to_device = l.to_device,
-                       .bandwidth_Bps = l.bandwidth_Bps,
-                       .latency_s = l.latency_s,
-                       .plan_bandwidth_Bps = l.plan_bandwidth_Bps,
-                       .plan_latency_s = l.plan_latency_s,
-                       .samples = l.samples,
-                       .drifted = l.drifted,
-                       .transfers = l.transfers,
-                       .bytes = l.bytes});
+  f.links = links;
   f.dropped_messages = r.dropped;
   return f;
 }
@@ -129,7 +119,7 @@ void job_watch::started(int step) {
 }
 
 void job_watch::stepped(const actors::step_result& r, double real_s, const runtime::plan& ran,
-                        const std::vector<actors::link_summary>& links) {
+                        const std::vector<runtime::link_report>& links) {
   if (!on())
     return;
   builder_.plan_in_force(ran);

@@ -46,7 +46,7 @@ public:
   void started(int step);
   /// Step `r` ran on `ran` (the plan in force: the snapshot shows its stages and devices).
   void stepped(const actors::step_result& r, double real_s, const runtime::plan& ran,
-               const std::vector<actors::link_summary>& links);
+               const std::vector<runtime::link_report>& links);
   /// Publishes the last step's snapshot again with the validation loss.
   void validated(int step, double loss);
   /// An injected event and an adapter's decision, shown from the next snapshot on.

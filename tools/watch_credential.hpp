@@ -4,15 +4,15 @@
 #include <string_view>
 
 /// The read-only credential for watching a job: the inspector, the web page and Prometheus
-/// send it, never the job's token. It is derived from the token by HMAC-SHA256, which
-/// cannot be turned back, so a sniffed scrape cannot join, stop or inject into the job.
-/// It starts with `dcw1-`, so that a file holding it is told apart from one holding the
-/// token.
+/// send it, never the job's token. It is derived from the token by HKDF-SHA256
+/// (transport::derive_token_keys), which cannot be turned back, so a sniffed scrape cannot join,
+/// stop or inject into the job. It starts with `dcw1-`, so that a file holding it is told apart
+/// from one holding the token.
 namespace deepcee::tools {
 
 constexpr std::string_view watch_prefix = "dcw1-";
 
-/// `dcw1-` and 64 hex digits: HMAC-SHA256 of a fixed label, keyed by the job's token.
+/// `dcw1-` and 64 hex digits, derived from the job's token.
 std::string watch_credential(std::string_view job_token);
 
 /// A fresh random credential of the same form, for an endpoint without a job token.

@@ -36,16 +36,6 @@ key32 hkdf(const std::string& token, const std::string& info) {
   return out;
 }
 
-std::string hex(std::span<const uint8_t> b) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string s;
-  for (const uint8_t x : b) {
-    s += digits[x >> 4];
-    s += digits[x & 15];
-  }
-  return s;
-}
-
 } // namespace
 
 token_keys derive_token_keys(const std::string& token) {
@@ -54,7 +44,18 @@ token_keys derive_token_keys(const std::string& token) {
   const auto id = hkdf(token, "tls13 psk identity");
   k.identity = "deepcee1-" + hex(std::span(id).first(16));
   k.proof = hkdf(token, "token proof in a certificate session");
+  k.watch = "dcw1-" + hex(hkdf(token, "watch credential"));
   return k;
+}
+
+std::string hex(std::span<const uint8_t> b) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string s;
+  for (const uint8_t x : b) {
+    s += digits[x >> 4];
+    s += digits[x & 15];
+  }
+  return s;
 }
 
 key32 hmac_sha256(const key32& secret, const std::string& label, std::span<const uint8_t> data) {

@@ -35,22 +35,10 @@ messages::rebalance rebalance_of(const runtime::plan& next, int64_t at) {
 }
 
 /// Every link the plan in force sends on, as `links` answers them (runtime::link_reports).
-std::vector<link_summary> link_summaries(const adapter_state& st) {
-  std::vector<link_summary> out;
+std::vector<runtime::link_report> link_summaries(const adapter_state& st) {
   if (!st.adapter)
-    return out;
-  for (const auto& r : runtime::link_reports(st.adapter->monitor(), st.links, st.in_force))
-    out.push_back({.from_device = r.from,
-                   .to_device = r.to,
-                   .bandwidth_Bps = r.estimated.bandwidth_Bps,
-                   .latency_s = r.estimated.latency_s,
-                   .plan_bandwidth_Bps = r.assumed.bandwidth_Bps,
-                   .plan_latency_s = r.assumed.latency_s,
-                   .samples = r.samples,
-                   .drifted = r.drifted,
-                   .transfers = r.carried.transfers,
-                   .bytes = r.carried.bytes});
-  return out;
+    return {};
+  return runtime::link_reports(st.adapter->monitor(), st.links, st.in_force);
 }
 
 /// The ops of step `r` with their stages, as runtime::stage_compute reads them.

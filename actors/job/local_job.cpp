@@ -86,11 +86,12 @@ void local_job::restore(const std::vector<kernels::parameter_state>& params, int
   steps_done_ = step;
 }
 
-std::vector<link_summary> local_job::links() {
+std::vector<runtime::link_report> local_job::links() {
   caf::scoped_actor self{sys_};
-  std::vector<link_summary> out;
+  std::vector<runtime::link_report> out;
   self->request(wired_.adapter, timeout_, links_atom_v)
-      .receive([&](std::vector<link_summary>& v) { out = std::move(v); }, [](caf::error&) {});
+      .receive([&](std::vector<runtime::link_report>& v) { out = std::move(v); },
+               [](caf::error&) {});
   return out;
 }
 

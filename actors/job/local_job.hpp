@@ -50,7 +50,7 @@ public:
   /// checked before may hold the file's: do not run it.
   void restore(const std::vector<kernels::parameter_state>& params, int step, double clock_s,
                const std::filesystem::path& source);
-  std::vector<link_summary> links();
+  std::vector<runtime::link_report> links();
   std::vector<link_sample> samples();
   /// The adapter's recent decisions, oldest first (adapter_actor.hpp).
   std::vector<adapt_record> decisions();

@@ -125,7 +125,8 @@ using coordinator_actor = caf::typed_actor<
 /// - `decisions` answers with its recent decisions; `wire` names the coordinator.
 /// - `(move, replan_order)`, from the coordinator: a re-plan is in force, follow its job.
 using adapter_actor = caf::typed_actor<
-    caf::reacts_to<link_sample>, caf::replies_to<links_atom>::with<std::vector<link_summary>>,
+    caf::reacts_to<link_sample>,
+    caf::replies_to<links_atom>::with<std::vector<runtime::link_report>>,
     caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
     caf::replies_to<step_result>::with<double>, caf::replies_to<rebalance>::with<int64_t>,
     caf::replies_to<decisions_atom>::with<std::vector<adapt_record>>,

@@ -2,6 +2,7 @@
 
 #include "actors/protocol/wire_format.hpp"
 #include "messages/types.hpp"
+#include "runtime/adapt/link_statistics.hpp"
 #include "runtime/base/parameter_tensor.hpp"
 #include "runtime/data/text_corpus.hpp"
 
@@ -19,7 +20,7 @@
 /// deepcee::messages) make CAF carry it between nodes as its validated Cap'n Proto bytes
 /// (actors/wire_format.hpp), so adding a field touches the schema, the struct and its codec
 /// and nothing here. The values defined here are CAF's alone: they hold actor handles or
-/// pointers into local memory, or stay in the coordinator's process (link_summary,
+/// pointers into local memory, or stay in the coordinator's process (runtime::link_report,
 /// step_result). Times are virtual seconds (real seconds since the job started in wall mode).
 namespace deepcee::actors {
 
@@ -71,21 +72,6 @@ struct joining_node {
   std::vector<caf::strong_actor_ptr> device_handles;
   caf::strong_actor_ptr replanner; ///< spawns the node's part of a re-plan (node_replanner.hpp)
   std::string boot_id;             ///< the node's host boot (job_context::boot_id)
-};
-
-/// One directed link the plan in force sends on, as the adapter's monitor sees it
-/// (runtime::link_report): its estimates beside the plan's figures and what it carried.
-struct link_summary {
-  int32_t from_device = 0;
-  int32_t to_device = 0;
-  double bandwidth_Bps = 0; ///< the monitor's estimate (the plan's before any sample)
-  double latency_s = 0;
-  double plan_bandwidth_Bps = 0;
-  double plan_latency_s = 0;
-  int64_t samples = 0; ///< behind the estimates
-  bool drifted = false;
-  int64_t transfers = 0;
-  double bytes = 0;
 };
 
 /// One decision of the adapter, as it logged it (adapter_actor.hpp): the step whose
@@ -222,13 +208,6 @@ typename Inspector::result_type inspect(Inspector& f, joining_node& x) {
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, link_summary& x) {
-  return f(caf::meta::type_name("link_summary"), x.from_device, x.to_device, x.bandwidth_Bps,
-           x.latency_s, x.plan_bandwidth_Bps, x.plan_latency_s, x.samples, x.drifted, x.transfers,
-           x.bytes);
-}
-
-template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, adapt_record& x) {
   return f(caf::meta::type_name("adapt_record"), x.sequence, x.step, x.kind, x.reason, x.old_step_s,
            x.new_step_s, x.predicted_gain, x.effective_step, x.allocation);
@@ -282,6 +261,12 @@ typename Inspector::result_type inspect(Inspector& f, job_in_force& x) {
 /// A parameter's host copy crosses actors alone only within a process (a device's snapshot
 /// to its stage); between nodes it travels inside a stage_snapshot.
 namespace deepcee::runtime {
+
+/// The adapter's view of a link, for the inspector in the coordinator's process.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_report& x) {
+  return actors::inspect_in_process(f, x, "link_report");
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, parameter_tensor& x) {

@@ -1,6 +1,7 @@
 #include "runtime/io/cluster_generator.hpp"
 
 #include "runtime/base/model_spec.hpp"
+#include "runtime/base/splitmix.hpp"
 #include "runtime/io/cluster_toml.hpp"
 
 #include <algorithm>
@@ -24,15 +25,10 @@ std::string_view to_string(region_shape s) {
 
 namespace {
 
-/// splitmix64: small, fast, and the same sequence everywhere.
+/// splitmix64's sequence: small, fast, and the same everywhere.
 struct rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  splitmix_sequence sequence;
+  uint64_t next() { return sequence.next(); }
   /// Uniform in [lo, hi].
   int between(int lo, int hi) { return lo + static_cast<int>(next() % uint64_t(hi - lo + 1)); }
   bool chance(double p) { return double(next() >> 11) * 0x1.0p-53 < p; }
@@ -204,7 +200,7 @@ std::string summary_of(const generated_cluster& g, int ports, bool asymmetric) {
 } // namespace
 
 generated_cluster generate_cluster(uint64_t seed, const generator_options& options) {
-  rng r{seed * 0x2545f4914f6cdd1dULL + 1};
+  rng r{{seed * 0x2545f4914f6cdd1dULL + 1}};
   generated_cluster g;
   const int target =
       r.between(options.min_devices, std::max(options.min_devices, options.max_devices));

@@ -108,15 +108,15 @@ void snapshot_builder::fill_allocation(job_snapshot& s) const {
 void snapshot_builder::fill_links(job_snapshot& s, const step_facts& f) const {
   s.links.clear();
   for (const auto& l : f.links)
-    s.links.push_back({.name = device_name(l.from_device) + " -> " + device_name(l.to_device),
-                       .bandwidth_Bps = l.bandwidth_Bps,
-                       .latency_s = l.latency_s,
-                       .plan_bandwidth_Bps = l.plan_bandwidth_Bps,
-                       .plan_latency_s = l.plan_latency_s,
+    s.links.push_back({.name = device_name(l.from) + " -> " + device_name(l.to),
+                       .bandwidth_Bps = l.estimated.bandwidth_Bps,
+                       .latency_s = l.estimated.latency_s,
+                       .plan_bandwidth_Bps = l.assumed.bandwidth_Bps,
+                       .plan_latency_s = l.assumed.latency_s,
                        .samples = l.samples,
                        .drifted = l.drifted,
-                       .bytes_sent = l.bytes,
-                       .transfers = l.transfers});
+                       .bytes_sent = l.carried.bytes,
+                       .transfers = l.carried.transfers});
 }
 
 job_snapshot snapshot_builder::after_step(const step_facts& f) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "runtime/adapt/link_statistics.hpp"
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/plan/plan.hpp"
 #include "runtime/plan/plan_allocation.hpp"
@@ -15,21 +16,6 @@
 
 namespace deepcee::runtime {
 
-/// One directed link the plan in force sends on, as the job's adapter sees it: its monitor's
-/// estimates (the plan's figures before any sample) and what the link carried so far.
-struct link_facts {
-  int from_device = 0;
-  int to_device = 0;
-  double bandwidth_Bps = 0;
-  double latency_s = 0;
-  double plan_bandwidth_Bps = 0;
-  double plan_latency_s = 0;
-  int64_t samples = 0;
-  bool drifted = false;
-  int64_t transfers = 0;
-  double bytes = 0;
-};
-
 /// What one finished step left, in plain values.
 struct step_facts {
   int step = 0;
@@ -39,7 +25,7 @@ struct step_facts {
   double compute_end_s = 0;
   double real_s = 0;                               ///< real seconds the step took
   std::vector<std::vector<timeline_op>> stage_ops; ///< by flat stage (pipeline by pipeline)
-  std::vector<link_facts> links;
+  std::vector<link_report> links;                  ///< as the job's adapter sees them
   int64_t dropped_messages = 0;
 };
 

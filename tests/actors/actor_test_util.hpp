@@ -163,9 +163,9 @@ inline void check_plan_in_force(caf::actor_system& sys, local_job& job, const ru
                       "step " << step << ": the job's plan in force is not the plan that ran");
   std::set<std::pair<int, int>> shown;
   for (const auto& l : job.links()) {
-    shown.insert({l.from_device, l.to_device});
+    shown.insert({l.from, l.to});
     // Within the rounding of a drain of microseconds on a clock at seconds.
-    BOOST_CHECK_LE(l.bandwidth_Bps, l.plan_bandwidth_Bps * (1 + 1e-3));
+    BOOST_CHECK_LE(l.estimated.bandwidth_Bps, l.assumed.bandwidth_Bps * (1 + 1e-3));
   }
   BOOST_CHECK_MESSAGE(shown == runtime::measured_pairs(ran),
                       "step " << step << ": the links shown are not the pairs the plan sends on");

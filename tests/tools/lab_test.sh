@@ -10,6 +10,7 @@
 set -u
 deepcee=$1
 configs=$(cd "$2" && pwd)
+rate_py=$configs/../tools/lab_rate.py # a TCP transfer between namespaces
 [[ $(id -u) == 0 ]] || { echo "SKIP: the lab needs root (CAP_NET_ADMIN)"; exit 77; }
 command -v ip >/dev/null && command -v tc >/dev/null || { echo "SKIP: ip or tc missing"; exit 77; }
 probe=dctprobe$$
@@ -127,27 +128,10 @@ lab status --prefix dctest | grep -E "wan cloud<->edge \(->\) +dctest-r0/dctest-
 
 # 3. Shaped rates, measured: a 3 s transfer from one namespace to another (loose bounds).
 measure() { # FROM_NS TO_NS TO_ADDR BITS: prints Mbit/s received
-  ip netns exec "$2" python3 - "$3" >"$work/rx" <<'PY' &
-import socket, sys, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], 5201)); s.listen(1); c, _ = s.accept()
-n, first = 0, None
-while True:
-    b = c.recv(1 << 16)
-    if not b: break
-    first = first or time.monotonic(); n += len(b)
-print(f"{n * 8 / (time.monotonic() - first) / 1e6:.1f}")
-PY
+  ip netns exec "$2" python3 "$rate_py" rx "$3" 5201 >"$work/rx" &
   local rx=$!
   sleep 0.5
-  ip netns exec "$1" python3 - "$3" "$4" <<'PY'
-import socket, sys
-s = socket.create_connection((sys.argv[1], 5201), timeout=10)
-total, chunk = int(sys.argv[2]) * 3 // 8, b"x" * (1 << 16)
-while total > 0:
-    s.sendall(chunk[:total]); total -= len(chunk)
-s.close()
-PY
+  ip netns exec "$1" python3 "$rate_py" tx "$3" 5201 --bytes $(($4 * 3 / 8))
   wait $rx
   cat "$work/rx"
 }

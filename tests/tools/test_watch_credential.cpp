@@ -16,10 +16,11 @@ BOOST_AUTO_TEST_CASE(derived_from_the_token_and_nothing_else) {
   BOOST_TEST(c == watch_credential(token));                // the same token, the same credential
   BOOST_TEST(c != watch_credential(std::string(64, 'b'))); // another job's differs
   BOOST_TEST(c.find(token) == std::string::npos);
-  // HMAC-SHA256(key "key", "deepcee watch credential v1"), as `openssl dgst -sha256 -hmac key`
+  // HKDF-SHA256 of the token "key", as `openssl kdf -keylen 32 -kdfopt digest:SHA256
+  // -kdfopt key:key -kdfopt salt:"deepcee job token v1" -kdfopt info:"watch credential" HKDF`
   // computes it.
   BOOST_TEST(watch_credential("key") ==
-             "dcw1-abc01454a07de6e35cb089f5e7534e8e6323ad1b0bd214fc2a05dab9339653a5");
+             "dcw1-e1e926f6337d091e9d52b6c8fc29b418002e6325b7c2b6ec066cda0563e3c939");
 }
 
 BOOST_AUTO_TEST_CASE(inspect_sends_the_credential_never_the_token) {

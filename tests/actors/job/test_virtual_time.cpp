@@ -310,7 +310,7 @@ BOOST_AUTO_TEST_CASE(link_samples_reach_the_adapter) {
       2 /*steps*/ * 6 /*micro*/ * 2 /*boundaries*/ * 2 /*directions*/ * per_transfer;
   double bytes = 0;
   for (const auto& l : job.links())
-    bytes += l.bytes;
+    bytes += l.carried.bytes;
   BOOST_CHECK_CLOSE(bytes, expected, 1e-9);
   const auto samples = job.samples();
   BOOST_CHECK(!samples.empty());

@@ -52,16 +52,13 @@ step_facts step_three() {
   f.real_s = 0.5;
   f.stage_ops = {{{"B", 0, 1.4, 1.6}, {"F", 0, 1.0, 1.2}},
                  {{"F", 0, 1.2, 1.4}, {"W", 0, 1.6, 1.8}}};
-  f.links = {{.from_device = 0,
-              .to_device = 4,
-              .bandwidth_Bps = 1e6,
-              .latency_s = 0.05,
-              .plan_bandwidth_Bps = 100e6 / 8,
-              .plan_latency_s = 0.04,
+  f.links = {{.from = 0,
+              .to = 4,
+              .assumed = {.latency_s = 0.04, .bandwidth_Bps = 100e6 / 8},
+              .estimated = {.latency_s = 0.05, .bandwidth_Bps = 1e6},
               .samples = 9,
               .drifted = true,
-              .transfers = 10,
-              .bytes = 1e6}};
+              .carried = {.transfers = 10, .bytes = 1e6}}};
   f.dropped_messages = 1;
   return f;
 }
