@@ -82,7 +82,8 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
   s.job = std::move(r.job);
   s.me = me;
   s.plan = std::move(r.plan);
-  const actors::run_mode mode{s.job.time, s.job.shape_links, s.job.adapt};
+  const actors::run_mode mode{s.job.time, s.job.shape_links, s.job.adapt,
+                              s.job.heartbeat_timeout_s};
   s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus,
                                        mode, s.job.script);
   s.deployment = actors::make_deployment(s.job.name, s.plan, s.job.train, mode);
@@ -209,10 +210,9 @@ public:
                                          double(global_batch), double(context)},
         script_(script) {}
 
-  /// A killed node stops the job before the row of the step it broke is written.
+  /// The script's events of this step are reported with its row.
   runtime::metric_row row(const step_record& r, double elapsed_s) override {
-    if (auto kill = script_.step_done(r.step, r.end_s))
-      throw runtime::job_stopped(kill_message(*kill));
+    script_.step_done(r.step, r.end_s);
     return metrics_row(r, elapsed_s, clock_);
   }
   void step_done(const step_record& r, double) override {
@@ -289,6 +289,8 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   }
   steps.write_trace(dir / "trace.json", s.job.cluster, events.instants());
   print_closing(files, done.steps_done, dir, !events.empty());
+  // No later step: the members that leave now are not lost.
+  caf::anon_send(wired.coordinator, actors::stop_atom_v, std::string("the job ended"));
   if (interrupted.raised()) {
     end.interrupted("Ctrl-C after step " + std::to_string(done.steps_done) +
                     (files.weights() ? ", checkpoint saved" : ""));

@@ -92,11 +92,9 @@ public:
                                             double(global_batch), double(context)},
         script_(script) {}
 
-  /// The script's events of this step are reported with its row; a killed node stops the
-  /// job before the row of the step it broke is written.
+  /// The script's events of this step are reported with its row.
   runtime::metric_row row(const step_record& r, double elapsed_s) override {
-    if (auto kill = script_.step_done(r.step, r.end_s))
-      throw runtime::job_stopped(kill_message(*kill));
+    script_.step_done(r.step, r.end_s);
     return metrics_row(r, elapsed_s, clock_);
   }
 
@@ -139,8 +137,14 @@ void print_scripted(const resolved_job& r, const loop_outcome& done,
   ao.band = adapter.band;
   ao.policy = adapter.policy;
   ao.policy.planner.model_name = r.plan.model_name;
-  const auto sim =
-      runtime::simulate_adaptive(job.cluster, r.profile.model(), r.profile, r.plan, script, ao);
+  ao.liveness_s = job.heartbeat_timeout_s;
+  runtime::adaptive_result sim;
+  try {
+    sim = runtime::simulate_adaptive(job.cluster, r.profile.model(), r.profile, r.plan, script, ao);
+  } catch (const runtime::job_stopped& e) { // a kill that leaves some layer on no node
+    std::printf("  %-32s %12s  (%s)\n", "simulator, static", "-", e.what());
+    return;
+  }
   const int first = done.first_step - 1;
   const double fixed = samples_per_s(sim.fixed, sim.global_batch, first, done.steps_done);
   const double adaptive = samples_per_s(sim.adaptive, sim.global_batch, first, done.steps_done);
@@ -216,7 +220,7 @@ int run_job(const run_options& o, const runtime::token_environment& token_env) {
   const auto step_timeout = std::chrono::seconds(o.step_timeout_s);
   const auto& script = job.script; // step events: at the steps' real starts (coordinator)
   actors::local_job run(sys, job.cluster, r.profile, r.plan, job.train, r.corpus, step_timeout,
-                        {job.time, job.shape_links, job.adapt}, script);
+                        {job.time, job.shape_links, job.adapt, job.heartbeat_timeout_s}, script);
   job_steps steps(sys, run.wired(), 2 * step_timeout, o.trace_steps);
   if (resume) {
     steps.restore(*resume, *o.resume);

@@ -274,8 +274,9 @@ int serve_until_end(member& m, const interrupt_flag& interrupted, const std::str
           reason = d.reason;
           done = true;
         },
-        [&](actors::stop_atom, std::string& why) {
-          silent = std::move(why);
+        [&](actors::lost_atom, std::string& node, std::string& why) {
+          // The coordinator's node fell silent, or it says this node is out of the job.
+          silent = node == m.me.name ? why : "node " + node + " is silent: " + why;
           done = true;
         },
         caf::after(100ms) >> [] {});

@@ -39,8 +39,7 @@ const std::vector<std::string>& script_log::columns() {
   return c;
 }
 
-std::optional<runtime::described_event> script_log::step_done(int step, double end_s) {
-  std::optional<runtime::described_event> kill;
+void script_log::step_done(int step, double end_s) {
   for (; next_ < events_.size() && events_[next_].at_s < end_s; ++next_) {
     const auto& e = events_[next_];
     spdlog::info("step {}: injected at {:.3f} s: {}", step, e.at_s, e.text);
@@ -48,17 +47,7 @@ std::optional<runtime::described_event> script_log::step_done(int step, double e
     instants_.push_back({"inject: " + e.text, e.at_s});
     if (on_event_)
       on_event_(step, e);
-    if (e.kill && !kill)
-      kill = e;
   }
-  return kill;
-}
-
-std::string kill_message(const runtime::described_event& e) {
-  std::string who = e.text; // "node NAME kill"
-  if (who.ends_with(" kill"))
-    who.resize(who.size() - 5);
-  return fmt::format("{} was killed at {:.3f} s: the job stops", who, e.at_s);
 }
 
 } // namespace deepcee::tools

@@ -25,9 +25,9 @@ public:
   /// Adds events injected into the running job (`deepcee inject`) that took effect at a
   /// step's start (their times resolved): reported like the script's own.
   void injected(const runtime::link_timeline& due);
-  /// Reports the events up to `end_s` not reported yet; returns the kill among them, if any
-  /// (the caller stops the job).
-  std::optional<runtime::described_event> step_done(int step, double end_s);
+  /// Reports the events up to `end_s` not reported yet. A kill among them is the
+  /// coordinator's to answer (a recovery, or the job's end), not the log's.
+  void step_done(int step, double end_s);
   /// Also tells `f` of each event as it is reported.
   void on_event(std::function<void(int step, const runtime::described_event&)> f) {
     on_event_ = std::move(f);
@@ -49,8 +49,5 @@ private:
   std::vector<runtime::trace_instant> instants_;
   std::function<void(int, const runtime::described_event&)> on_event_;
 };
-
-/// "node edge0 was killed at 3.200 s: the job stops": the one line of a killed node.
-std::string kill_message(const runtime::described_event& e);
 
 } // namespace deepcee::tools

@@ -272,6 +272,8 @@ void follow_replan(self_ptr self, replan_order r) {
   st.latest = r.plan;
   st.in_force = r.plan;
   st.ordered.drop_through(r.effective_step);
+  if (r.survivors && st.adapter)
+    st.adapter->rebase(r.plan);
   spdlog::info("adapter: following the re-plan in force from step {} ({:.0f} bytes moved in "
                "{:.4g} s)",
                r.effective_step, r.bytes, r.move_s);

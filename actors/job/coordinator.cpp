@@ -1,4 +1,5 @@
 #include "actors/job/coordinator.hpp"
+#include "actors/job/coordinator_recovery.hpp"
 #include "actors/job/coordinator_replan.hpp"
 
 #include "actors/protocol/errors.hpp"
@@ -6,6 +7,7 @@
 #include "actors/protocol/wire_format.hpp"
 #include <caf/scoped_actor.hpp>
 
+#include "runtime/adapt/node_loss.hpp"
 #include "runtime/base/lr_schedule.hpp"
 #include "runtime/step/step_totals.hpp"
 
@@ -167,6 +169,8 @@ void all_reported(self_ptr self) {
 
 // ---- The start of a step -------------------------------------------------------------------
 
+bool lose_killed_node(self_ptr self);
+
 /// Sends the step's start to every stage, with the micro-batch counts in force.
 void start_stages(self_ptr self) {
   auto& st = self->state;
@@ -182,7 +186,8 @@ void start_stages(self_ptr self) {
     try {
       st.cluster->begin_step(st.clock_s, begin);
     } catch (const std::exception& e) { // a node the plan uses was killed (job_stopped)
-      fail_step(self, error_code::internal, e.what());
+      if (!lose_killed_node(self))
+        fail_step(self, error_code::internal, e.what());
       return;
     }
     for (auto& e : begin)
@@ -314,6 +319,88 @@ void begin_boundary(self_ptr self, int64_t step) {
   inject_then_start(self, std::move(order));
 }
 
+// ---- Lost nodes ----------------------------------------------------------------------------
+
+/// The step in flight starts again, on the survivors' plan a recovery put in force: the
+/// same step, so the same samples.
+void restart_step(self_ptr self, int64_t step, double lost_at_s, const std::string& node) {
+  auto& st = self->state;
+  if (st.phase != phase::recovering || st.result.step != step)
+    return;
+  st.result.finish.push_back(
+      {.name = "recovery: node " + node + " lost, step " + std::to_string(step) + " starts again",
+       .device = -1,
+       .start_s = lost_at_s,
+       .end_s = st.clock_s});
+  st.phase = phase::starting;
+  inject_then_start(self, std::nullopt, true);
+}
+
+/// Drops the step in flight (its stages stop where they are; the optimizer has not run)
+/// and puts `order`, the survivors' plan, in force for the same step. Virtual and dry time
+/// charge the loss from `lost_at_s` (not before the step began), the liveness bound in
+/// which a real run notices it, and the move.
+void recover_step(self_ptr self, replan_order order, double lost_at_s, const std::string& node) {
+  auto& st = self->state;
+  const auto step = st.result.step;
+  for (auto& s : st.stages)
+    self->send(s, lost_atom_v, step);
+  st.phase = phase::recovering;
+  if (!st.job->wall())
+    st.clock_s = runtime::loss_noticed_s(lost_at_s, st.result.start_s, st.job->mode.liveness_s);
+  lost_at_s = std::max(lost_at_s, st.result.start_s);
+  order.effective_step = step;
+  replan_then(
+      self, std::move(order),
+      [self, step, lost_at_s, node] { restart_step(self, step, lost_at_s, node); },
+      [self](error_code code, const std::string& why) { fail_step(self, code, why); });
+}
+
+/// Node `node` is lost (`why`), at `lost_at_s` on the job's clock: the job goes on without
+/// it where it can (coordinator_recovery.hpp), else it stops saying why.
+void on_lost(self_ptr self, const std::string& node, const std::string& why, double lost_at_s) {
+  auto& st = self->state;
+  if (st.phase == phase::failed || st.phase == phase::stopped)
+    return;
+  auto r = plan_recovery(st, node, why);
+  switch (r.what) {
+  case recovery_plan::kind::ignore:
+    return;
+  case recovery_plan::kind::stop:
+    stop_job(self, r.line);
+    return;
+  case recovery_plan::kind::unused:
+    spdlog::warn("{}", r.line);
+    return;
+  case recovery_plan::kind::go_on:
+    break;
+  }
+  spdlog::warn("{}", r.line);
+  st.ordered.clear(); // orders for the old plan
+  st.replans.clear();
+  if (st.phase == phase::running || st.phase == phase::starting) {
+    recover_step(self, std::move(r.order), lost_at_s, node);
+    return;
+  }
+  // Between steps, or the step's optimizer orders are out: the next step runs the new plan.
+  r.order.effective_step = st.next_step;
+  st.replans.put(st.next_step, std::move(r.order));
+}
+
+/// A step failed, or could not start, because the script killed a node the plan uses (the
+/// emulated cluster's kill, in any time mode). Recovers from the first such kill; false
+/// when there is none.
+bool lose_killed_node(self_ptr self) {
+  auto& st = self->state;
+  const auto& c = st.cluster->hardware();
+  const auto kill = runtime::first_kill(st.script, c, st.plan, st.lost_nodes);
+  if (!kill)
+    return false;
+  on_lost(self, c.nodes.at(static_cast<size_t>(kill->node)).name,
+          runtime::killed_by_script(kill->at_s), kill->at_s);
+  return true;
+}
+
 // ---- Handlers ------------------------------------------------------------------------------
 
 caf::result<double> on_restore(self_ptr self, double clock_s) {
@@ -438,6 +525,10 @@ void on_timeout(self_ptr self, int64_t step) {
 /// the job cannot go on.
 void on_error_report(self_ptr self, const stage_report& rep) {
   auto& st = self->state;
+  if (st.phase == phase::recovering)
+    return; // a stage of the dropped step, failing for want of the lost node
+  if (in_step(st.phase) && lose_killed_node(self))
+    return;
   if (st.phase == phase::idle) {
     st.phase = phase::failed;
     st.ended = "the job cannot go on after step " + std::to_string(st.result.step) + " (" +
@@ -454,6 +545,11 @@ void on_report(self_ptr self, stage_report& rep) {
   }
   if (st.phase != phase::running || rep.step != st.result.step)
     return; // a late report of a failed step
+  const auto& sender = self->current_sender();
+  if (sender && std::none_of(st.stages.begin(), st.stages.end(), [&](const stage_actor& s) {
+        return s->address() == sender->address();
+      }))
+    return; // a stage of a plan a recovery replaced
   const int pipelines = static_cast<int>(st.job->plan.pipelines.size());
   if (rep.pipeline >= pipelines || rep.stage >= st.job->stage_count(rep.pipeline)) {
     ++st.dropped;
@@ -478,7 +574,9 @@ void on_down(self_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
   for (const auto& [actor, node] : st.watched)
     if (actor->address() == down.source) {
-      stop_job(self, "node " + node + " disconnected (" + self->system().render(down.reason) + ")");
+      const std::string name = node; // on_lost may watch others
+      on_lost(self, name, "disconnected: " + self->system().render(down.reason),
+              st.job->real_now_s());
       return;
     }
 }
@@ -514,6 +612,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       },
       [self](timeout_atom, int64_t step) { on_timeout(self, step); },
       [self](stop_atom, const std::string& why) { stop_job(self, why); },
+      [self](lost_atom, const std::string& node, const std::string& why) {
+        on_lost(self, node, why, self->state.job->real_now_s());
+      },
       [self](stage_report& rep) { on_report(self, rep); },
   };
 }

@@ -36,6 +36,8 @@ enum class coordinator_phase {
   replanning, ///< At a step's boundary. A re-plan spawns the new stages and moves layers.
   running,    ///< The stages have the step's start. Their reports come in.
   ending,     ///< Every report is in. The adapter reads the result before it goes out.
+  recovering, ///< A node was lost during the step: the survivors' plan takes its place,
+              ///< then the step starts again with the same samples.
   failed,     ///< A step failed. Its stages may hold half-reduced gradients, so none runs.
   stopped,    ///< A node of the job went away, or the job was stopped.
 };
@@ -43,7 +45,8 @@ enum class coordinator_phase {
 /// Whether a step runs (from its boundary until its answer goes out).
 inline bool in_step(coordinator_phase p) {
   return p == coordinator_phase::starting || p == coordinator_phase::replanning ||
-         p == coordinator_phase::running || p == coordinator_phase::ending;
+         p == coordinator_phase::running || p == coordinator_phase::ending ||
+         p == coordinator_phase::recovering;
 }
 
 /// Drives the steps of a job. A step begins with step_start to every stage, with the
@@ -81,7 +84,8 @@ struct coordinator_state {
   std::vector<caf::strong_actor_ptr> devices_apart; ///< by slot: stage_wiring's `devices`
   std::vector<caf::strong_actor_ptr> replanners;    ///< by node: stage_wiring's `replanners`
   std::vector<std::string> boot_ids;                ///< by node: stage_wiring's `boot_ids`
-  int64_t next_step = 1;                            ///< the first step that has not started
+  std::vector<int> lost_nodes; ///< nodes of the cluster the job lost (coordinator_recovery.hpp)
+  int64_t next_step = 1;       ///< the first step that has not started
   /// The script in force: the job's time events, with its step events and the injected
   /// events merged in as their steps started.
   runtime::link_timeline script;

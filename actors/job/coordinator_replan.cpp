@@ -4,6 +4,7 @@
 #include "actors/job/node_deployment.hpp"
 #include "actors/net/pipe_actor.hpp"
 #include "actors/protocol/fan_out.hpp"
+#include "runtime/adapt/node_loss.hpp"
 #include "runtime/adapt/state_move.hpp"
 #include "runtime/plan/plan_allocation.hpp"
 #include "runtime/plan/replan_check.hpp"
@@ -244,9 +245,13 @@ void replan_then(coordinator_self self, replan_order order, std::function<void()
   try {
     check_replan(*st.job, w->order.plan, st.replanners);
     const auto& vc = *st.cluster;
-    w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), st.plan, w->order.plan,
-                                         st.script, st.clock_s);
-    w->sources = runtime::layer_sources(st.plan, w->order.plan, w->moves);
+    // Layers come only from stages on nodes the job has not lost.
+    const auto from =
+        runtime::surviving_holders(vc.hardware(), st.plan, st.lost_nodes, st.job->layout.stage_node)
+            .holders;
+    w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), from, w->order.plan, st.script,
+                                         st.clock_s);
+    w->sources = runtime::layer_sources(from, w->order.plan, w->moves);
     w->job = replanned_context(*st.job, w->order.plan, st.script);
     if (!w->job->layout.empty()) {
       spawn_on_nodes(self, w);

@@ -8,6 +8,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace deepcee::actors {
@@ -23,10 +24,23 @@ std::string seconds(std::chrono::milliseconds d) {
   return buf;
 }
 
-void report_silence(self_ptr self) {
+void report_losses(self_ptr self) {
   auto& st = self->state;
-  if (st.notify && !st.silent.empty())
-    caf::anon_send(st.notify, stop_atom_v, st.silent);
+  if (!st.notify)
+    return;
+  for (auto& [name, why] : st.unreported)
+    caf::anon_send(st.notify, lost_atom_v, name, why);
+  st.unreported.clear();
+}
+
+/// Peer `k` fell silent: it is dropped, and reported as lost.
+void lose_peer(self_ptr self, size_t k) {
+  auto& st = self->state;
+  const auto name = st.peers[k].name;
+  st.peers.erase(st.peers.begin() + static_cast<ptrdiff_t>(k));
+  st.lost.push_back(name);
+  st.unreported.emplace_back(name, "no heartbeat for " + seconds(st.timeout) + " s");
+  report_losses(self);
 }
 
 void beat(self_ptr self, const caf::strong_actor_ptr& to) {
@@ -57,11 +71,8 @@ void tick(self_ptr self) {
   for (auto& p : st.peers)
     if (p.handle)
       beat(self, p.handle);
-  if (st.silent.empty() && !verdict.silent.empty()) {
-    const auto& p = st.peers[verdict.silent.front()];
-    st.silent = "node " + p.name + " is silent: no heartbeat for " + seconds(st.timeout) + " s";
-    report_silence(self);
-  }
+  for (auto k = verdict.silent.rbegin(); k != verdict.silent.rend(); ++k) // the last first
+    lose_peer(self, *k);
   self->delayed_send(self, st.interval, timeout_atom_v);
 }
 
@@ -92,6 +103,13 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
       [self](const heartbeat& h) {
         auto& s = self->state;
         auto* p = find(s, h.node);
+        if (!p && std::count(s.lost.begin(), s.lost.end(), h.node)) {
+          self->send(caf::actor_cast<heartbeat_actor>(self->current_sender()), lost_atom_v,
+                     "node " + s.node + " heard no heartbeat from this node for " +
+                         seconds(s.timeout) +
+                         " s, and the job went on without it: it is out of the job");
+          return;
+        }
         if (!p) {
           spdlog::warn("{}: heartbeat from node '{}', which is no peer of this node", s.node,
                        h.node);
@@ -117,7 +135,12 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
       },
       [self](stop_atom, caf::actor& target) {
         self->state.notify = std::move(target);
-        report_silence(self);
+        report_losses(self);
+      },
+      [self](lost_atom, std::string& why) { // this node is out of the job
+        auto& s = self->state;
+        s.unreported.emplace_back(s.node, std::move(why));
+        report_losses(self);
       },
       [self](timeout_atom) { tick(self); },
       [self](progress_atom, int64_t step, int64_t steps, double loss, double rate, double clock) {

@@ -20,8 +20,12 @@ struct heartbeat_peer {
 
 /// Every node of a multi-process job and the coordinator's node exchange heartbeats (a
 /// star: each node with the coordinator's node). A connection that stays open while its
-/// peer hangs (a stopped process, a stalled host) delivers no down message, so silence is
-/// the only sign: a peer unheard for `timeout` is reported once, naming it.
+/// peer hangs (a stopped process, a stalled host, a partition) delivers no down message, so
+/// silence is the only sign: a peer unheard for `timeout` is lost. `notify` is told
+/// (lost_atom, name, "no heartbeat for T s") once, and the peer is dropped. A lost peer that
+/// beats again (it was stopped and resumed, or its partition healed) is told it is out of
+/// the job (lost_atom, why); its heartbeat tells its own `notify` (lost_atom, its own name,
+/// why), and the node leaves.
 struct heartbeat_state {
   static inline const char* name = "heartbeat";
   std::string node; ///< this node's name
@@ -31,8 +35,10 @@ struct heartbeat_state {
   std::chrono::steady_clock::time_point last_tick; ///< a late tick means this node was stopped
   uint64_t sequence = 0;
   std::vector<heartbeat_peer> peers;
-  caf::actor notify;  ///< told (stop_atom, reason) when a peer falls silent
-  std::string silent; ///< the reason, once a peer fell silent
+  caf::actor notify; ///< told (lost_atom, name, reason) when a peer falls silent
+  /// Peers lost before `notify` was known, with why: told once it is.
+  std::vector<std::pair<std::string, std::string>> unreported;
+  std::vector<std::string> lost; ///< peers declared lost
 };
 
 /// `expect` are peers that must be heard from at once (a node expects the coordinator's

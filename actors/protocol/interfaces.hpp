@@ -35,7 +35,8 @@ using stage_actor = caf::typed_actor<
     caf::replies_to<snapshot_atom, int32_t>::with<stage_snapshot>,
     caf::replies_to<move_atom, layer_holders>::with<int64_t>,
     caf::replies_to<script_update>::with<int64_t>, caf::reacts_to<slowed_atom, uint64_t>,
-    caf::reacts_to<step_atom, int64_t>, caf::reacts_to<release_atom>>;
+    caf::reacts_to<step_atom, int64_t>, caf::reacts_to<release_atom>,
+    caf::reacts_to<lost_atom, int64_t>>;
 
 /// One device of a stage (device_actor.hpp). It owns its backend and its share of the
 /// stage's weights.
@@ -108,9 +109,9 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<step_atom, int64_t>::with<step_result>,
     caf::replies_to<restore_atom, double>::with<double>, caf::reacts_to<stage_report>,
     caf::reacts_to<timeout_atom, int64_t>, caf::reacts_to<stop_atom, std::string>,
-    caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>,
-    caf::replies_to<script_update>::with<int64_t>, caf::replies_to<replan_order>::with<int64_t>,
-    caf::replies_to<plan_atom>::with<job_in_force>>;
+    caf::reacts_to<lost_atom, std::string, std::string>, caf::replies_to<rebalance>::with<int64_t>,
+    caf::reacts_to<wire_atom, caf::strong_actor_ptr>, caf::replies_to<script_update>::with<int64_t>,
+    caf::replies_to<replan_order>::with<int64_t>, caf::replies_to<plan_atom>::with<job_in_force>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp). It keeps its monitor's estimates
 /// and, when the monitor reports drift, asks the policy and orders its decision from the
@@ -169,6 +170,7 @@ using heartbeat_actor =
     caf::typed_actor<caf::reacts_to<heartbeat>,
                      caf::reacts_to<peer_atom, std::string, caf::strong_actor_ptr>,
                      caf::reacts_to<stop_atom, caf::actor>, caf::reacts_to<timeout_atom>,
-                     caf::reacts_to<progress_atom, int64_t, int64_t, double, double, double>>;
+                     caf::reacts_to<progress_atom, int64_t, int64_t, double, double, double>,
+                     caf::reacts_to<lost_atom, std::string>>;
 
 } // namespace deepcee::actors

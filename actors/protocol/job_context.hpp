@@ -32,6 +32,9 @@ struct run_mode {
   /// Whether the adapter's policy answers drift (job file `adapt`); off, the plan stays as it
   /// is (a static run) while the adapter still keeps its estimates.
   bool adapt = true;
+  /// How long a lost node goes unnoticed (the heartbeat's timeout, job file
+  /// `heartbeat_timeout`): virtual and dry time charge it to a recovery.
+  double liveness_s = 3;
 };
 
 /// Counted on the tensor send and receive paths of every stage of this process, so that a

@@ -104,6 +104,9 @@ struct replan_order {
   std::shared_ptr<job_context> job;
   double bytes = 0;
   double move_s = 0;
+  /// A recovery's: the plan for the nodes left after a loss, which the adapter then comes
+  /// back to in place of the job's first plan.
+  bool survivors = false;
 };
 
 /// The job the coordinator runs now (its plan, with a re-plan's once in force) and its

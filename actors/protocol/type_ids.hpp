@@ -74,6 +74,9 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, plan_atom, "plan")
 CAF_ADD_ATOM(deepcee, deepcee::actors, slowed_atom, "slowed")
 // Shaped wall time: a receiver's held messages are due (runtime/step/shaped_delivery.hpp).
 CAF_ADD_ATOM(deepcee, deepcee::actors, release_atom, "release")
+// A node of the job is lost (killed, partitioned, silent): heartbeat -> coordinator, and a
+// stage told to drop the step in flight (coordinator.hpp).
+CAF_ADD_ATOM(deepcee, deepcee::actors, lost_atom, "lost")
 // Each node's host boot, from a stage to its group (stage_wiring::boot_ids).
 CAF_ADD_TYPE_ID(deepcee, (std::vector<std::string>))
 

@@ -413,6 +413,20 @@ void on_optimize(self_ptr self, const optimize_order& order) {
           });
 }
 
+/// A node of the job was lost during step `step`: the stage stops it where it is (its
+/// weights and moments are those before the step, as no optimizer step came) so that a new
+/// stage may take its layers; answers of the step's ops that still come are ignored.
+void drop_step(self_ptr self, int64_t step) {
+  auto& s = self->state;
+  if (s.step != step || (s.phase != stage_phase::computing && s.phase != stage_phase::reducing))
+    return;
+  spdlog::debug("{}: step {} dropped (a node of the job was lost)", where(s), step);
+  s.phase = stage_phase::idle;
+  s.op_running = false;
+  s.held.reset();
+  ++s.epoch;
+}
+
 /// Runs a handler's work; a failure reports the error instead of killing the actor.
 template <class Work>
 void guarded(self_ptr self, Work&& work) {
@@ -561,6 +575,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
             start_step(self, *std::exchange(s.held_start, std::nullopt));
         });
       },
+      [self](lost_atom, int64_t step) { drop_step(self, step); },
       [self](tensor_msg& msg) { guarded(self, [&] { on_tensor(self, msg); }); },
       [self](gradient_share& share) { guarded(self, [&] { on_share(self, share); }); },
       [self](release_atom) {

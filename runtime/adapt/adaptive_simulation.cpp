@@ -1,4 +1,5 @@
 #include "runtime/adapt/adaptive_simulation.hpp"
+#include "runtime/adapt/node_loss.hpp"
 #include "runtime/adapt/state_move.hpp"
 #include "runtime/adapt/step_adapter.hpp"
 
@@ -57,17 +58,30 @@ std::vector<link_observation> observed_transfers(const cluster& c, const model_s
 
 namespace {
 
-/// The static run: the plan as it starts, through the whole timeline.
+/// The static run: the plan as it starts, through the whole timeline. A kill of a node it
+/// uses is recovered from as the coordinator does, adapter or not; from there on the run
+/// goes step by step (static_recovered_steps).
+std::vector<adaptive_step> static_recovered_steps(const cluster& c, const model_spec& model,
+                                                  const profile_table& profile, const plan& p,
+                                                  const link_timeline& timeline,
+                                                  const adaptive_options& options);
+
 std::vector<adaptive_step> static_steps(const cluster& c, const model_spec& model,
                                         const profile_table& profile, const plan& p,
-                                        const link_timeline& timeline, int steps) {
-  sim_options options;
-  options.steps = steps;
-  const auto fixed = simulate(c, model, profile, p, timeline, options);
+                                        const link_timeline& timeline,
+                                        const adaptive_options& options) {
+  sim_options all;
+  all.steps = options.steps;
+  sim_result fixed;
+  try {
+    fixed = simulate(c, model, profile, p, timeline, all);
+  } catch (const job_stopped&) {
+    return static_recovered_steps(c, model, profile, p, timeline, options);
+  }
   const double batch = p.global_batch();
   std::vector<adaptive_step> out;
   double t = 0;
-  for (int k = 0; k < steps; ++k) {
+  for (int k = 0; k < options.steps; ++k) {
     const double dt = fixed.step_times_s[static_cast<size_t>(k)];
     out.push_back({k, t, dt, batch / dt, std::nullopt});
     t += dt;
@@ -98,6 +112,56 @@ private:
   uint64_t index_ = 0;
 };
 
+/// One step of `current` from `one.start_s`, as the coordinator runs it: where the script
+/// kills a node it uses, the step starts again on the survivors' plan (`current` becomes
+/// it, and `one.start_s` its start), once per kill.
+struct step_run : sim_result {
+  bool recovered = false;
+};
+step_run simulate_or_recover(const cluster& c, const model_spec& model,
+                             const profile_table& profile, plan& current,
+                             const link_timeline& script, sim_options& one, std::vector<int>& lost,
+                             double step_start_s, const adaptive_options& options) {
+  step_run out;
+  for (;;) {
+    try {
+      static_cast<sim_result&>(out) = simulate(c, model, profile, current, script, one);
+      return out;
+    } catch (const job_stopped&) {
+      if (!first_kill(script, c, current, lost))
+        throw;
+    }
+    auto r = recover_from_kill(c, profile, current, script, lost, step_start_s, options.liveness_s,
+                               options.policy.planner);
+    current = std::move(r.next);
+    one.start_s = r.restart_s;
+    out.recovered = true;
+  }
+}
+
+std::vector<adaptive_step> static_recovered_steps(const cluster& c, const model_spec& model,
+                                                  const profile_table& profile, const plan& p,
+                                                  const link_timeline& timeline,
+                                                  const adaptive_options& options) {
+  auto [in_force, waiting] = split_step_events(timeline);
+  plan current = p;
+  std::vector<int> lost;
+  std::vector<adaptive_step> out;
+  double t = 0;
+  for (int k = 0; k < options.steps; ++k) {
+    sim_options one;
+    one.start_s = t;
+    auto reached = take_injected(waiting, k, one.start_s);
+    in_force = merged(in_force, reached.due);
+    waiting = std::move(reached.pending);
+    const auto r = simulate_or_recover(c, model, profile, current, in_force, one, lost, t, options);
+    const double dt = one.start_s + r.step_time_s - t;
+    out.push_back({k, t, dt, p.global_batch() / dt, std::nullopt});
+    t += dt;
+  }
+  return out;
+}
+
 } // namespace
 
 adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
@@ -108,13 +172,14 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
   adaptive_result out;
   out.global_batch = p.global_batch();
   const double batch = out.global_batch;
-  out.fixed = static_steps(c, model, profile, p, timeline, options.steps);
+  out.fixed = static_steps(c, model, profile, p, timeline, options);
 
   // A step event happens when the adapted run starts that step's ops (after a re-plan's
   // moves), by the rule the coordinator follows at its step boundaries (take_injected).
   auto [in_force, waiting] = split_step_events(timeline);
   step_adapter adapter(c, model, profile, p, options.band, 9, options.policy, options.probes);
   plan current = p;
+  std::vector<int> lost; // nodes the script killed
   std::optional<adapt_decision> pending;
   noisy_view seen(options);
   double t = 0;
@@ -139,7 +204,11 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     auto reached = take_injected(waiting, k, one.start_s);
     in_force = merged(in_force, reached.due);
     waiting = std::move(reached.pending);
-    const auto r = simulate(c, model, profile, current, in_force, one);
+    auto r = simulate_or_recover(c, model, profile, current, in_force, one, lost, t, options);
+    if (r.recovered) {
+      adapter.rebase(current);
+      pending.reset();
+    }
     // The transfers as the runtime's pipes and stages report them, in the order sent.
     for (const auto& x : r.transfers)
       adapter.observe(seen(x));
@@ -147,7 +216,7 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     for (size_t pi = 0; pi < r.stages.size(); ++pi)
       for (const auto& st : r.stages[pi])
         compute[pi].push_back(st.compute_s);
-    step.step_s = hold_s + move_s + r.step_time_s;
+    step.step_s = one.start_s + r.step_time_s - t;
     step.probe_hold_s = hold_s;
     step.samples_per_s = batch / step.step_s;
     if (auto d = adapter.end_step(current, compute, current)) {

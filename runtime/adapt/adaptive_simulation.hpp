@@ -22,6 +22,9 @@ struct adaptive_options {
   /// themselves follow the timeline).
   double sample_noise = 0;
   uint64_t seed = 1;
+  /// How long a lost node goes unnoticed (the job's heartbeat_timeout): a kill of a node the
+  /// plan uses is recovered from as the coordinator does (node_loss.hpp).
+  double liveness_s = 3;
 };
 
 struct adaptive_step {
@@ -60,6 +63,10 @@ std::vector<link_observation> observed_transfers(const cluster& c, const model_s
 /// take_injected at every boundary, as the runtime's coordinator takes it. So when decisions
 /// changed the steps before, the adapted run meets the event at another time than the static
 /// run.
+///
+/// A kill of a node the plan in force uses is a recovery (recover_from_kill): the step runs
+/// again on the survivors' plan, charged from its start. A kill that leaves some layer on no
+/// surviving node throws job_stopped.
 ///
 /// A re-plan's state moves are charged to the step it starts, before its step events. So
 /// are the active probes that the rule sends at its boundary (step_adapter::probes_due, run

@@ -58,6 +58,10 @@ public:
   /// What a round saw (run_probes), in the order it was sent.
   void observe_probes(const probe_outcome& seen);
 
+  /// Nodes were lost and `survivors` runs the job now: the plan to come back to once a
+  /// drift ends, in place of the one the job started with.
+  void rebase(const plan& survivors) { original_ = survivors; }
+
   const environment_monitor& monitor() const { return monitor_; }
   const probe_options& probing() const { return probes_; }
 

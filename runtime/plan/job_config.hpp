@@ -58,9 +58,10 @@ struct job_config {
   int coordinator_node = 0;     ///< index into cluster.nodes
   double connect_timeout_s = 5; ///< joining, and the coordinator's wait for every node
   /// Every node and the coordinator's node beat to each other this often; a peer unheard
-  /// for heartbeat_timeout_s (> the interval) stops the job, naming the silent node.
-  double heartbeat_interval_s = 1;
-  double heartbeat_timeout_s = 5;
+  /// for heartbeat_timeout_s (> the interval) is lost: the job goes on without it where the
+  /// others hold its layers, else it stops naming it.
+  double heartbeat_interval_s = 0.5;
+  double heartbeat_timeout_s = 3;
   /// `[inject] script = "..."`: the fluctuation and fault script the job runs under (a
   /// link timeline, runtime/io/link_timeline_toml.hpp), read against `cluster`.
   std::optional<std::filesystem::path> script_path;

@@ -263,19 +263,33 @@ for n in n1 n2; do
 done
 job=$work/job.toml
 
-# 4. A node killed by an injected event stops the job as a scripted kill does: every node
-#    exits non-zero, the coordinator's node with the one line of a killed node.
+# 4. A node killed by an injected event: the job goes on without it (pipeline 0 holds every
+#    layer), ends all its steps, and its losses equal the run without injection. n2's
+#    process lives on (the kill is the emulated cluster's) and leaves when the job ends.
 run_nodes killed
 wait_step "$work/killed-n0.log" 2 || fail "the killed run did not reach step 2"
 timeout 60 "$deepcee" inject "$addr" --event 'node = { node = "n2", action = "kill" }' >"$work/kill.out" 2>&1 ||
   fail "inject kill: $(cat "$work/kill.out")"
-for n in n0 n1 n2; do
-  eval "p=\$pid_$n"
-  wait "$p" && fail "killed: node $n exit 0 after n2 was killed"
-done
-grep -q "node n2 was killed at .* s: the job stops" "$work/killed-n0.log" ||
-  fail "killed: no one-line failure on n0: $(tail -3 "$work/killed-n0.log")"
-echo "killed: $(cat "$work/kill.out"); n0: $(grep -m1 'was killed' "$work/killed-n0.log")"
+finish_all killed
+grep -q "node n2 lost (killed at .* s by the script): the job goes on" "$work/killed-n0.log" ||
+  fail "killed: no recovery line on n0: $(grep -i lost "$work/killed-n0.log")"
+# Summed in another order by the new plan, the losses drift apart at fp32's rounding, which
+# a long run amplifies: they are compared over the 100 steps after the recovery.
+at=$(sed -n 's/.*re-plan before step \([0-9]*\):.*/\1/p' "$work/killed-n0.log" | head -1)
+python3 - "$work/out-plain/metrics.csv" "$work/out-killed/metrics.csv" "${at:-0}" <<'PY' || fail "killed: losses"
+import csv, sys
+plain, killed = (list(csv.DictReader(open(f))) for f in sys.argv[1:3])
+at = int(sys.argv[3])
+assert at > 0, "no recovery"
+assert len(killed) == len(plain), (len(killed), len(plain))
+diff = [(abs(float(a["loss"]) - float(b["loss"])) / abs(float(a["loss"])), int(a["step"]))
+        for a, b in zip(plain, killed) if int(a["step"]) < at + 100]
+worst = max(diff)
+assert worst[0] <= 1e-3, worst
+print(f"killed: all {len(killed)} steps ran, without n2 from step {at}; worst relative loss "
+      f"difference over steps 1-{at + 99} {worst[0]:.1e}")
+PY
+echo "killed: $(cat "$work/kill.out"); n0: $(grep -m1 'lost (killed' "$work/killed-n0.log")"
 
 # 5. Nothing listening: where no node ever ran, and the job's port after its end.
 refuse "nothing listening" 1 "127.0.0.1:$p3" "127.0.0.1:$p3" --event "$drop"

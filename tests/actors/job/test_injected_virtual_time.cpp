@@ -340,7 +340,7 @@ bandwidth_scale = 0.1
   BOOST_TEST(answered == 3);
 }
 
-BOOST_AUTO_TEST_CASE(a_killed_node_stops_the_job_with_one_line) {
+BOOST_AUTO_TEST_CASE(a_killed_node_with_the_only_copy_of_layers_stops_the_job) {
   const auto c = test_cluster();
   const auto plan = one_pipeline();
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
@@ -355,7 +355,8 @@ BOOST_AUTO_TEST_CASE(a_killed_node_stops_the_job_with_one_line) {
     BOOST_ERROR("a step ran on a killed node");
   } catch (const std::exception& e) {
     BOOST_TEST_MESSAGE("failed with: " << e.what());
-    BOOST_TEST(std::string(e.what()).find("node e0 was killed at") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("node e0 lost (killed at") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("no other node held layer") != std::string::npos);
     BOOST_TEST(std::string(e.what()).find('\n') == std::string::npos);
   }
 }

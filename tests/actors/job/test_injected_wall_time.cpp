@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_node_holds_its_stages_until_it_resumes) {
   BOOST_CHECK_LT(steps[1].end_s - steps[1].start_s, 1.0);
 }
 
-BOOST_AUTO_TEST_CASE(a_killed_node_stops_a_wall_time_job_with_one_line) {
+BOOST_AUTO_TEST_CASE(a_killed_node_with_the_only_copy_of_layers_stops_a_wall_time_job) {
   const auto plan = two_stages();
   const auto c = test_cluster();
   const runtime::profile_table profile(runtime::make_model_spec(plan.model));
@@ -175,7 +175,8 @@ BOOST_AUTO_TEST_CASE(a_killed_node_stops_a_wall_time_job_with_one_line) {
     BOOST_ERROR("a step ran on a killed node");
   } catch (const std::exception& e) {
     BOOST_TEST_MESSAGE("failed with: " << e.what());
-    BOOST_TEST(std::string(e.what()).find("node e0 was killed at") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("node e0 lost (killed at") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("no other node held layer") != std::string::npos);
     BOOST_TEST(std::string(e.what()).find('\n') == std::string::npos);
   }
 }

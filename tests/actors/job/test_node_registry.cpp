@@ -231,6 +231,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_cannot_run_the_job_fails_it_at_once_naming_itse
   f.stop(r);
 }
 
+// Layer 3 lives only on e0: losing it ends the job, naming the node and the layer.
 BOOST_AUTO_TEST_CASE(a_lost_stage_fails_the_step_naming_its_node) {
   job_fixture f;
   auto coordinator =
@@ -240,7 +241,8 @@ BOOST_AUTO_TEST_CASE(a_lost_stage_fails_the_step_naming_its_node) {
   for (int attempt = 0; attempt < 2; ++attempt) // the down message may trail the first ask
     f.self->request(coordinator, 10s, actors::step_atom_v, int64_t{1})
         .receive([](actors::step_result&) {}, [&](caf::error& e) { error = f.sys.render(e); });
-  BOOST_CHECK_MESSAGE(error.find("node e0 disconnected") != std::string::npos, error);
+  BOOST_CHECK_MESSAGE(error.find("node e0 lost (disconnected") != std::string::npos, error);
+  BOOST_CHECK_MESSAGE(error.find("no other node held layer 3,") != std::string::npos, error);
   f.self->send_exit(coordinator, caf::exit_reason::user_shutdown);
 }
 

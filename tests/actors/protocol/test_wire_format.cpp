@@ -346,14 +346,45 @@ BOOST_AUTO_TEST_CASE(a_silent_peer_is_named_within_the_timeout) {
   auto member = actors::spawn_heartbeat(sys, "member", 50ms, 400ms, {"boss"}, notify);
   self->send(boss, actors::peer_atom_v, std::string("member"),
              caf::actor_cast<caf::strong_actor_ptr>(member));
-  std::string why;
-  self->receive([&](actors::stop_atom, std::string& w) { why = w; }, caf::after(900ms) >> [] {});
+  std::string who, why;
+  const auto lost = [&](actors::lost_atom, std::string& n, std::string& w) {
+    who = n;
+    why = w;
+  };
+  self->receive(
+      lost, caf::after(900ms) >> [] {});
   BOOST_TEST(why.empty()); // both beat: nobody is silent
   self->send_exit(boss, caf::exit_reason::user_shutdown);
   const auto t0 = std::chrono::steady_clock::now();
-  self->receive([&](actors::stop_atom, std::string& w) { why = w; }, caf::after(3s) >> [] {});
-  BOOST_TEST(why == "node boss is silent: no heartbeat for 0.4 s");
+  self->receive(
+      lost, caf::after(3s) >> [] {});
+  BOOST_TEST(who == "boss");
+  BOOST_TEST(why == "no heartbeat for 0.4 s");
   BOOST_TEST((std::chrono::steady_clock::now() - t0 < 1s));
+  self->send_exit(member, caf::exit_reason::user_shutdown);
+}
+
+// A peer declared lost that beats again (stopped, then resumed) is told it is out of the
+// job, and its node hears it from its own heartbeat.
+BOOST_AUTO_TEST_CASE(a_lost_peer_that_comes_back_is_told_it_is_out) {
+  caf::scoped_actor self{sys};
+  caf::scoped_actor member_side{sys};
+  auto boss = actors::spawn_heartbeat(sys, "boss", 50ms, 300ms, {"member"},
+                                      caf::actor_cast<caf::actor>(self));
+  std::string who, why;
+  self->receive([&](actors::lost_atom, std::string& n, std::string& w) { who = n, why = w; },
+                caf::after(2s) >> [] {});
+  BOOST_TEST(who == "member"); // it never beat
+  auto member = actors::spawn_heartbeat(sys, "member", 50ms, 300ms, {"boss"},
+                                        caf::actor_cast<caf::actor>(member_side));
+  self->send(member, actors::peer_atom_v, std::string("boss"),
+             caf::actor_cast<caf::strong_actor_ptr>(boss));
+  who.clear();
+  member_side->receive([&](actors::lost_atom, std::string& n, std::string& w) { who = n, why = w; },
+                       caf::after(2s) >> [] {});
+  BOOST_TEST(who == "member");
+  BOOST_TEST(why.find("the job went on without it: it is out of the job") != std::string::npos);
+  self->send_exit(boss, caf::exit_reason::user_shutdown);
   self->send_exit(member, caf::exit_reason::user_shutdown);
 }
 
