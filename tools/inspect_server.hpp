@@ -3,6 +3,7 @@
 #include "tools/snapshot_board.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,8 @@
 /// CREDENTIAL` or gets 401. A request whose Host names another host than the node's gets 403
 /// (DNS rebinding). Another method on a route gets 405, an unknown path 404. Each
 /// /api/stream client has a bounded queue; frames it does not take are dropped and counted.
+/// Connections, request heads and bodies are bounded before cpp-httplib reads a byte
+/// (bounded_http.hpp); refused peers are logged through `log`, one line each.
 /// The page's scripts are under /static/, with Chart.js embedded at build time. Routes (one
 /// table, inspect_server.cpp):
 ///
@@ -46,8 +49,10 @@ public:
   /// `credential`: the watch credential, empty for none; never printed or logged.
   /// `host_names`: the names and addresses the node is reached by, besides the address it
   /// binds (a Host header must name one of them, or loopback's when it binds loopback).
+  /// `log`: one line per refused peer (rate-limited).
   inspect_server(snapshot_board& board, std::string credential,
-                 std::vector<std::string> host_names = {});
+                 std::vector<std::string> host_names = {},
+                 std::function<void(const std::string&)> log = {});
   ~inspect_server();
   inspect_server(const inspect_server&) = delete;
   inspect_server& operator=(const inspect_server&) = delete;

@@ -101,7 +101,9 @@ job_watch::job_watch(runtime::snapshot_builder builder, const std::optional<insp
   const auto credential = fresh               ? random_watch_credential()
                           : job_token.empty() ? std::string()
                                               : watch_credential(job_token);
-  server_ = std::make_unique<inspect_server>(board_, credential, std::move(host_names));
+  server_ = std::make_unique<inspect_server>(
+      board_, credential, std::move(host_names),
+      [](const std::string& line) { spdlog::warn("inspect: {}", line); });
   auto bound = *at;
   bound.port = server_->start(*at);
   std::printf("inspect: http://%s%s\n", bound.text().c_str(),
