@@ -90,31 +90,39 @@ done
 before_step=$(step_now)
 before=$(rss)
 
-# The two floods one after the other, the idle connections throughout.
-python3 "$here/inspect_flood.py" idle "$addr" 20 8 10 >"$work/idle.out" 2>&1 &
-idle_pid=$!
+# The two floods, then the idle connections, one after the other; a client polls all along.
 {
   python3 "$here/inspect_flood.py" line "$addr" 300 >"$work/line.out" 2>&1
-  sleep 1.5
   python3 "$here/inspect_flood.py" headers "$addr" 300 >"$work/headers.out" 2>&1
+  python3 "$here/inspect_flood.py" idle "$addr" 20 8 8 >"$work/idle.out" 2>&1
 } &
-floods_pid=$!
-started+=("$idle_pid" "$floods_pid")
-peak=$before
+attack=$!
+started+=("$attack")
+# The job's memory sampled every 50 ms while the attack lasts: its peak in $work/peak.
+{
+  peak=$before
+  while kill -0 "$attack" 2>/dev/null; do
+    now=$(rss)
+    ((${now:-0} > peak)) && peak=$now && echo "$peak" >"$work/peak"
+    sleep 0.05
+  done
+} &
+sampler=$!
+started+=("$sampler")
+echo "$before" >"$work/peak"
 answered=0
-while kill -0 "$idle_pid" 2>/dev/null; do
+while kill -0 "$attack" 2>/dev/null; do
   for path in /api/snapshot /metrics; do
     status=$(get "$path")
     if [[ $status == 200 ]]; then
       answered=$((answered + 1))
-    elif kill -0 "$idle_pid" 2>/dev/null; then
+    elif kill -0 "$attack" 2>/dev/null; then
       fail "$path during the attack: $status"
     fi
   done
-  now=$(rss)
-  ((${now:-0} > peak)) && peak=$now
 done
-wait "$floods_pid" "$idle_pid"
+wait "$attack" "$sampler"
+peak=$(cat "$work/peak")
 grep -q '^sent 300 MB' "$work/line.out" || fail "the endless line: $(cat "$work/line.out")"
 grep -q '^sent 300 MB' "$work/headers.out" || fail "the endless headers: $(cat "$work/headers.out")"
 grep -q '^reopened [1-9]' "$work/idle.out" || fail "no idle connection was closed: $(cat "$work/idle.out")"
