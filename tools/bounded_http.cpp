@@ -2,18 +2,22 @@
 
 #include "transport/gate.hpp"
 #include "transport/log_budget.hpp"
+#include "transport/tls_stream.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <csignal>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace deepcee::tools {
@@ -67,17 +71,71 @@ bool wait_for(int fd, short events, int timeout_ms) {
   return r > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
 }
 
-/// The connection seen by cpp-httplib: the head bounded_http read, then nothing more (no
-/// body is read); answers go straight to the socket, each write waiting `write_timeout` at
-/// most for the client to take them.
-class head_then_socket final : public httplib::Stream {
+/// A connection's bytes: on the socket as they are, or through TLS (server side).
+class wire {
 public:
-  head_then_socket(int fd, std::string head, peer from, std::chrono::milliseconds write_timeout)
-      : fd_(fd), head_(std::move(head)), from_(std::move(from)),
-        write_ms_(static_cast<int>(write_timeout.count())) {}
+  wire(int fd, const transport::tls_context* tls) : fd_(fd) {
+    if (tls)
+      tls_.emplace(*tls, fd, true);
+  }
+  /// With TLS, the handshake by `deadline`: why it failed, or "".
+  std::string open(clock::time_point deadline) {
+    return tls_ ? tls_->handshake(deadline, "", {}) : "";
+  }
+  /// What has arrived, `n` bytes at most, by `deadline`; 0 at the end, an error or the time.
+  size_t read_some(char* p, size_t n, clock::time_point deadline) {
+    if (tls_)
+      return tls_->read_some(reinterpret_cast<uint8_t*>(p), n, deadline);
+    while (wait_for(fd_, POLLIN, millis_until(deadline))) {
+      const auto got = ::recv(fd_, p, n, MSG_DONTWAIT);
+      if (got > 0)
+        return static_cast<size_t>(got);
+      if (got == 0 || (errno != EINTR && errno != EAGAIN))
+        return 0;
+    }
+    return 0;
+  }
+  bool write_all(const char* p, size_t n, clock::time_point deadline) {
+    if (tls_)
+      return tls_->write_all(reinterpret_cast<const uint8_t*>(p), n, deadline);
+    while (n > 0) {
+      if (!wait_for(fd_, POLLOUT, millis_until(deadline)))
+        return false;
+      const auto sent = ::send(fd_, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent < 0 && errno != EINTR && errno != EAGAIN)
+        return false;
+      if (sent > 0) {
+        p += sent;
+        n -= static_cast<size_t>(sent);
+      }
+    }
+    return true;
+  }
+  /// Ends our side (with TLS's close_notify).
+  void close() {
+    if (tls_)
+      tls_->close_notify();
+    ::shutdown(fd_, SHUT_WR);
+  }
+  int fd() const { return fd_; }
+
+private:
+  int fd_;
+  std::optional<transport::tls_stream> tls_;
+};
+
+/// The connection seen by cpp-httplib: the head bounded_http read, then nothing more (no
+/// body is read); each write of the answer waits `write_timeout` at most for the client to
+/// take it.
+class head_then_wire final : public httplib::Stream {
+public:
+  head_then_wire(wire& w, std::string head, peer from, std::chrono::milliseconds write_timeout)
+      : wire_(w), head_(std::move(head)), from_(std::move(from)), write_timeout_(write_timeout) {}
 
   bool is_readable() const override { return read_ < head_.size(); }
-  bool is_writable() const override { return wait_for(fd_, POLLOUT, write_ms_); }
+  bool is_writable() const override {
+    return wait_for(wire_.fd(), POLLOUT, static_cast<int>(write_timeout_.count()));
+  }
   ssize_t read(char* ptr, size_t size) override {
     const size_t n = std::min(size, head_.size() - read_);
     head_.copy(ptr, n, read_);
@@ -85,12 +143,8 @@ public:
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    if (!wait_for(fd_, POLLOUT, write_ms_))
-      return -1;
-    ssize_t n = 0;
-    while ((n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0 && errno == EINTR) {
-    }
-    return n;
+    return wire_.write_all(ptr, size, clock::now() + write_timeout_) ? static_cast<ssize_t>(size)
+                                                                     : -1;
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
     ip = from_.host;
@@ -99,19 +153,19 @@ public:
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     sockaddr_storage a{};
     socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    ::getsockname(wire_.fd(), reinterpret_cast<sockaddr*>(&a), &len);
     const auto p = peer_of(a);
     ip = p.host;
     port = p.port;
   }
-  socket_t socket() const override { return fd_; }
+  socket_t socket() const override { return wire_.fd(); }
 
 private:
-  int fd_;
+  wire& wire_;
   std::string head_;
   size_t read_ = 0;
   peer from_;
-  int write_ms_;
+  std::chrono::milliseconds write_timeout_;
 };
 
 } // namespace
@@ -200,19 +254,15 @@ enum class head_ending { complete, refused, late, gone };
 
 /// Reads a request's head by `deadline` within `limits`: the head (and what followed it)
 /// in `got`, or why not.
-head_ending read_head(int fd, clock::time_point deadline, const http_head_limits& limits,
+head_ending read_head(wire& w, clock::time_point deadline, const http_head_limits& limits,
                       std::string& got, http_head_scan& scan) {
   char chunk[4096];
   while (true) {
-    if (!wait_for(fd, POLLIN, millis_until(deadline)))
-      return head_ending::late;
     const size_t room = limits.bytes + 1 - got.size();
-    const auto n = ::recv(fd, chunk, std::min(room, sizeof chunk), 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return head_ending::gone;
-    got.append(chunk, static_cast<size_t>(n));
+    const auto n = w.read_some(chunk, std::min(room, sizeof chunk), deadline);
+    if (n == 0)
+      return clock::now() >= deadline ? head_ending::late : head_ending::gone;
+    got.append(chunk, n);
     scan = scan_http_head(got, limits);
     if (scan.verdict == http_head_verdict::complete)
       return head_ending::complete;
@@ -235,31 +285,33 @@ std::string refusal_text(http_head_verdict v, const http_head_limits& l) {
 /// Answers a refused head, then reads and drops what the client still sends (64 kB and a
 /// quarter second at most): closing with unread bytes would reset the connection, which may
 /// discard the answer before the client reads it.
-void answer_refusal(int fd, http_head_verdict v) {
+void answer_refusal(wire& w, http_head_verdict v) {
   const auto line = "HTTP/1.1 " + std::string(http_head_refusal(v)) +
                     "\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
-  ::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  ::shutdown(fd, SHUT_WR);
   const auto until = clock::now() + std::chrono::milliseconds(250);
+  w.write_all(line.data(), line.size(), until);
+  w.close();
   char sink[4096];
-  for (size_t dropped = 0; dropped < 65536 && wait_for(fd, POLLIN, millis_until(until));) {
-    const auto n = ::recv(fd, sink, sizeof sink, 0);
-    if (n <= 0)
-      break;
-    dropped += static_cast<size_t>(n);
-  }
+  for (size_t dropped = 0, n = 0; dropped < 65536 && (n = w.read_some(sink, sizeof sink, until));)
+    dropped += n;
 }
 
 } // namespace
 
 namespace {
 
+/// The connection's TLS handshake (when it has TLS) and its head, by the head's deadline:
+/// refused, answered, or served.
 void serve_connection(const std::shared_ptr<bounded_http::state>& st,
                       std::list<bounded_http::state::connection>::iterator c, const peer& from) {
   const auto& s = st->settings;
+  const auto deadline = clock::now() + s.head_timeout;
+  wire w(c->fd, s.tls.get());
   std::string head;
   http_head_scan scan;
-  const auto ending = read_head(c->fd, clock::now() + s.head_timeout, s.head, head, scan);
+  const auto handshake_failure = w.open(deadline);
+  const auto ending =
+      handshake_failure.empty() ? read_head(w, deadline, s.head, head, scan) : head_ending::gone;
   bool evicted = false;
   {
     std::lock_guard lock(st->mutex);
@@ -268,17 +320,19 @@ void serve_connection(const std::shared_ptr<bounded_http::state>& st,
   }
   if (evicted)
     st->refuse(from, "closed to make room: too many connections were open");
+  else if (!handshake_failure.empty())
+    st->refuse(from, handshake_failure);
   else if (ending == head_ending::refused) {
-    answer_refusal(c->fd, scan.verdict);
+    answer_refusal(w, scan.verdict);
     st->refuse(from, refusal_text(scan.verdict, s.head));
   } else if (ending == head_ending::late)
     st->refuse(from,
                "no whole request head within " + std::to_string(s.head_timeout.count()) + " ms");
   else if (ending == head_ending::complete) {
     head.resize(scan.length);
-    head_then_socket stream(c->fd, std::move(head), from, s.write_timeout);
+    head_then_wire stream(w, std::move(head), from, s.write_timeout);
     st->routes.serve(stream);
-    ::shutdown(c->fd, SHUT_WR);
+    w.close();
   }
 }
 
@@ -302,6 +356,12 @@ void accept_loop(const std::shared_ptr<bounded_http::state>& st) {
       continue;
     }
     std::thread([st, c, from] {
+      // OpenSSL writes without MSG_NOSIGNAL: a client gone mid-write must give this
+      // thread EPIPE, not end the process.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
       try {
         serve_connection(st, c, from);
       } catch (const std::exception& e) {

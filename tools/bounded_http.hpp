@@ -1,6 +1,7 @@
 #pragma once
 
 #include "tools/http_head.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <httplib.h>
 
@@ -48,6 +49,9 @@ struct bounded_http_settings {
   /// One line per refused peer (rate-limited: `log_burst` at once, then one a second).
   std::function<void(const std::string&)> log;
   int log_burst = 10;
+  /// Set: HTTPS, TLS 1.3 with this context's certificate (a node's, asking clients for
+  /// none: transport::client_certificates::none); its handshake counts in the head's time.
+  std::shared_ptr<const transport::tls_context> tls{};
 };
 
 class bounded_http {

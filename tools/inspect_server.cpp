@@ -80,10 +80,9 @@ struct inspect_server::impl {
   std::atomic<bool> stopping{false};
   bool started = false;
 
-  impl(snapshot_board& b, std::string c, std::vector<std::string> names,
-       std::function<void(const std::string&)> log)
-      : board(b), credential(std::move(c)), host_names(std::move(names)),
-        acceptor(http, bounded_http_settings{.log = std::move(log)}) {}
+  impl(snapshot_board& b, inspect_settings s)
+      : board(b), credential(std::move(s.credential)), host_names(std::move(s.host_names)),
+        acceptor(http, bounded_http_settings{.log = std::move(s.log), .tls = std::move(s.tls)}) {}
 
   using handler = void (impl::*)(const httplib::Request&, httplib::Response&);
   struct route {
@@ -257,11 +256,8 @@ struct inspect_server::impl {
   }
 };
 
-inspect_server::inspect_server(snapshot_board& board, std::string credential,
-                               std::vector<std::string> host_names,
-                               std::function<void(const std::string&)> log)
-    : impl_(std::make_unique<impl>(board, std::move(credential), std::move(host_names),
-                                   std::move(log))) {
+inspect_server::inspect_server(snapshot_board& board, inspect_settings settings)
+    : impl_(std::make_unique<impl>(board, std::move(settings))) {
   impl_->configure();
 }
 

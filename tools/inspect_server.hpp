@@ -1,6 +1,7 @@
 #pragma once
 
 #include "tools/snapshot_board.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -44,15 +45,21 @@ struct inspect_address {
 std::optional<inspect_address> parse_inspect_address(std::string_view text,
                                                      const std::string& source);
 
+struct inspect_settings {
+  /// The watch credential, empty for none; never printed or logged.
+  std::string credential;
+  /// The names and addresses the node is reached by, besides the address it binds (a Host
+  /// header must name one of them, or loopback's when it binds loopback).
+  std::vector<std::string> host_names{};
+  /// One line per refused peer (rate-limited).
+  std::function<void(const std::string&)> log{};
+  /// Set: HTTPS with the node's certificate (transport::client_certificates::none).
+  std::shared_ptr<const transport::tls_context> tls{};
+};
+
 class inspect_server {
 public:
-  /// `credential`: the watch credential, empty for none; never printed or logged.
-  /// `host_names`: the names and addresses the node is reached by, besides the address it
-  /// binds (a Host header must name one of them, or loopback's when it binds loopback).
-  /// `log`: one line per refused peer (rate-limited).
-  inspect_server(snapshot_board& board, std::string credential,
-                 std::vector<std::string> host_names = {},
-                 std::function<void(const std::string&)> log = {});
+  inspect_server(snapshot_board& board, inspect_settings settings);
   ~inspect_server();
   inspect_server(const inspect_server&) = delete;
   inspect_server& operator=(const inspect_server&) = delete;
