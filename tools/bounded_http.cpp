@@ -342,8 +342,12 @@ void accept_loop(const std::shared_ptr<bounded_http::state>& st) {
     socklen_t len = sizeof a;
     const int fd = ::accept4(st->listen_fd, reinterpret_cast<sockaddr*>(&a), &len, SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
+      if (errno == EINTR || errno == ECONNABORTED)
         continue;
+      if (errno == EMFILE || errno == ENFILE) { // out of descriptors: a moment for some to close
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
       return; // the listening socket was shut down
     }
     const auto from = peer_of(a);

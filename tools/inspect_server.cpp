@@ -16,7 +16,6 @@
 #include <functional>
 #include <set>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 namespace deepcee::tools {

@@ -25,6 +25,8 @@ namespace {
 
 constexpr uint32_t loopback = 0x7f000001; // 127.0.0.1
 constexpr std::string_view listening_state = "0A";
+constexpr std::string_view time_wait_state = "06"; ///< ended; also another socket's past use
+constexpr std::string_view closed_state = "07";
 
 /// "0100007F:1F90" (the address as the kernel's 32 bits print on this host, the port in
 /// host order) as an endpoint.
@@ -155,14 +157,15 @@ std::optional<uint64_t> tcp_socket_inode(std::string_view proc_net_tcp, v4_endpo
   return found;
 }
 
-bool tcp_port_in_use(std::string_view proc_net_tcp, v4_endpoint local) {
-  bool used = false;
-  for_each_socket(proc_net_tcp,
-                  [&](v4_endpoint l, v4_endpoint, const std::string& state, uint64_t) {
-                    used = l == local && state != listening_state;
-                    return used;
-                  });
-  return used;
+std::vector<uint64_t> tcp_connections_at(std::string_view proc_net_tcp, v4_endpoint local) {
+  std::vector<uint64_t> inodes;
+  for_each_socket(proc_net_tcp, [&](v4_endpoint l, v4_endpoint, const std::string& state,
+                                    uint64_t inode) {
+    if (l == local && state != listening_state && state != time_wait_state && state != closed_state)
+      inodes.push_back(inode);
+    return false;
+  });
+  return inodes;
 }
 
 bool from_this_process(int fd) {
@@ -189,9 +192,12 @@ listener_guard::listener_guard(uint16_t port) : port_(port) {
   if (!install())
     throw std::runtime_error("cannot filter 127.0.0.1:" + std::to_string(port) + " (" +
                              std::strerror(errno) + ")");
-  if (tcp_port_in_use(read_proc_net_tcp(), {loopback, port}))
-    throw std::runtime_error("a local process connected to 127.0.0.1:" + std::to_string(port) +
-                             " before it was guarded");
+  // A connection to the listener: not accepted yet (no inode), or accepted by this process.
+  // (Another process's socket at the same local port is no connection to it.)
+  for (const auto inode : tcp_connections_at(read_proc_net_tcp(), {loopback, port}))
+    if (inode == 0 || holds_inode(inode))
+      throw std::runtime_error("a local process connected to 127.0.0.1:" + std::to_string(port) +
+                               " before it was guarded");
 }
 
 listener_guard::~listener_guard() {

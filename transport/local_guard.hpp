@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <vector>
 
 /// The local hop, authenticated as the network's is: no other process on the node's host,
 /// whatever its user, reaches the job through a port on 127.0.0.1.
@@ -31,8 +32,9 @@ struct v4_endpoint {
 /// lists them, or none. Pure.
 std::optional<uint64_t> tcp_socket_inode(std::string_view proc_net_tcp, v4_endpoint local,
                                          v4_endpoint remote);
-/// Whether /proc/net/tcp's text lists a socket at `local` in any state but listening.
-bool tcp_port_in_use(std::string_view proc_net_tcp, v4_endpoint local);
+/// The inodes of the sockets at `local` that /proc/net/tcp's text lists as connected or
+/// connecting (neither listening nor closed; 0: one not accepted yet). Pure.
+std::vector<uint64_t> tcp_connections_at(std::string_view proc_net_tcp, v4_endpoint local);
 
 /// Whether the TCP connection `fd` (accepted on 127.0.0.1) was made by a socket of this
 /// process.

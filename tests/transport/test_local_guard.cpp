@@ -52,8 +52,8 @@ BOOST_AUTO_TEST_CASE(proc_net_tcp_lines_are_read_as_the_kernel_writes_them) {
   constexpr uint32_t lo = 0x7f000001;
   BOOST_TEST(tcp_socket_inode(proc_net_tcp, {lo, 35545}, {lo, 38320}).value_or(0) == 4242u);
   BOOST_TEST(!tcp_socket_inode(proc_net_tcp, {lo, 38320}, {lo, 35545}).has_value());
-  BOOST_TEST(tcp_port_in_use(proc_net_tcp, {lo, 35545}));
-  BOOST_TEST(!tcp_port_in_use(proc_net_tcp, {0, 2024})); // listening only
+  BOOST_TEST(tcp_connections_at(proc_net_tcp, {lo, 35545}) == std::vector<uint64_t>{4242});
+  BOOST_TEST(tcp_connections_at(proc_net_tcp, {0, 2024}).empty()); // listening only
   BOOST_TEST(!tcp_socket_inode("garbage\n0: zz:zz", {lo, 1}, {lo, 2}).has_value());
 }
 
