@@ -1,6 +1,7 @@
 // deepcee inspect ADDR: attaches to a running job's inspection endpoint and shows it live in
 // the terminal, as htop does. `deepcee run` and the coordinator's node of `deepcee node`
-// print the endpoint as `inspect: http://HOST:PORT`. --once prints one snapshot, --json
+// print the endpoint as `inspect: http://HOST:PORT` (https:// on jobs with certificates:
+// --ca then names the job's CA). --once prints one snapshot, --json
 // streams JSON lines.
 #include "runtime/base/errors.hpp"
 #include "runtime/io/job_token.hpp"
@@ -26,6 +27,7 @@ struct inspect_options {
   bool json = false;
   double interval_s = 1.0;
   std::optional<std::string> token_file;
+  std::optional<std::string> ca;
   bool print_credential = false;
 };
 
@@ -155,7 +157,10 @@ int inspect(const inspect_options& o, const runtime::token_environment& token_en
   }
   if (o.address.empty())
     throw runtime::input_error("inspect: ADDR is required (HOST:PORT of the job's endpoint)");
-  inspect_client client(o.address, credential);
+  std::optional<std::filesystem::path> ca;
+  if (o.ca)
+    ca = *o.ca;
+  inspect_client client(o.address, credential, ca);
   try {
     if (o.json)
       return plain_lines(client, true);
@@ -189,6 +194,10 @@ command_action add_inspect_command(CLI::App& app, const process_environment& env
   cmd->add_option("--token-file", o->token_file,
                   "File holding the job's token or its watch credential (else "
                   "DEEPCEE_TOKEN_FILE or DEEPCEE_TOKEN); only the watch credential is sent");
+  cmd->add_option("--ca", o->ca,
+                  "The job's CA certificate ([security] ca): connect over HTTPS and accept only "
+                  "a node certificate of that CA (for jobs with certificates: `inspect: "
+                  "https://...`)");
   cmd->add_flag("--watch-credential", o->print_credential,
                 "Print the watch credential of the job's token and exit (for Prometheus or the "
                 "web page: it can read the job, never steer it)");

@@ -267,7 +267,8 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
   job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s), o.trace_steps);
   resume(steps, s, o, end);
-  job_watch watch(std::move(s.snapshots), s.inspect, net.token().value_or(""), {host_of(me)});
+  job_watch watch(std::move(s.snapshots), s.inspect, net.token().value_or(""), {host_of(me)},
+                  net.inspect_tls());
   steps.watch(&watch);
   watch.started(steps.steps_done());
   apply_adapt_orders(sys, wired, orders, std::chrono::seconds(2 * o.step_timeout_s));

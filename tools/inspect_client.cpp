@@ -2,8 +2,11 @@
 
 #include "runtime/base/errors.hpp"
 #include "runtime/io/job_snapshot_json.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <httplib.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <charconv>
 
@@ -14,10 +17,14 @@ namespace {
 struct host_port {
   std::string host;
   int port = 0;
+  bool https = false; ///< the address said https://
 };
 
 host_port parse_address(std::string text) {
-  if (text.starts_with("http://"))
+  const bool https = text.starts_with("https://");
+  if (https)
+    text = text.substr(8);
+  else if (text.starts_with("http://"))
     text = text.substr(7);
   while (!text.empty() && text.back() == '/')
     text.pop_back();
@@ -27,7 +34,7 @@ host_port parse_address(std::string text) {
     const auto digits = std::string_view(text).substr(colon + 1);
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
     if (ec == std::errc{} && end == digits.data() + digits.size() && port > 0 && port <= 65535)
-      return {text.substr(0, colon), port};
+      return {text.substr(0, colon), port, https};
   }
   throw runtime::input_error("ADDR: \"" + text +
                              "\" is not HOST:PORT (the address `deepcee run` printed after "
@@ -41,31 +48,65 @@ std::string error_text(httplib::Error e) {
   case httplib::Error::ConnectionTimeout:
     return "no answer within 3 s (nothing reachable listens there)";
   case httplib::Error::Read:
-    return "the connection broke while reading its reply";
+    return "the connection broke while reading its reply (an HTTPS endpoint? give the job's "
+           "CA with --ca)";
+  case httplib::Error::SSLConnection:
+  case httplib::Error::SSLServerVerification:
+    return "the TLS handshake failed (" + transport::tls_error_text("not an HTTPS endpoint") +
+           "): its certificate must chain to the CA given with --ca";
   default:
     return httplib::to_string(e);
   }
 }
 
+/// HTTPS to a node of the job: TLS 1.3, the server's certificate verified against the job's
+/// CA alone (no system roots) and made for a server (serverAuth). Its name is not compared
+/// with the address: a node's certificate names the node, not its address, and the job's CA
+/// signs only the job's nodes (one CA per job, security.md).
+void trust_only(SSL_CTX* ctx, const std::filesystem::path& ca) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(ca, ec))
+    runtime::fail_input(ca, 0, "the CA certificate is missing or not a regular file");
+  if (SSL_CTX_load_verify_locations(ctx, ca.c_str(), nullptr) != 1)
+    runtime::fail_input(ca, 0,
+                        "cannot load the CA certificate (" + transport::tls_error_text("?") + ")");
+  SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+}
+
 } // namespace
 
 struct inspect_client::impl {
-  httplib::Client http;
-  impl(const std::string& host, int port) : http(host, port) {
-    http.set_connection_timeout(3, 0);
-    http.set_read_timeout(10, 0); // a stream sends at least one frame per step
-    http.set_write_timeout(3, 0);
-    http.set_keep_alive(false);
+  std::unique_ptr<httplib::ClientImpl> http;
+  impl(const std::string& host, int port, const std::optional<std::filesystem::path>& ca) {
+    if (ca) {
+      auto tls = std::make_unique<httplib::SSLClient>(host, port);
+      // httplib's own check compares the name with the address; trust_only's replaces it.
+      tls->enable_server_certificate_verification(false);
+      trust_only(tls->ssl_context(), *ca);
+      http = std::move(tls);
+    } else {
+      http = std::make_unique<httplib::ClientImpl>(host, port);
+    }
+    http->set_connection_timeout(3, 0);
+    http->set_read_timeout(10, 0); // a stream sends at least one frame per step
+    http->set_write_timeout(3, 0);
+    http->set_keep_alive(false);
   }
 };
 
-inspect_client::inspect_client(const std::string& address, std::string token)
+inspect_client::inspect_client(const std::string& address, std::string token,
+                               const std::optional<std::filesystem::path>& ca)
     : token_(std::move(token)) {
   const auto at = parse_address(address);
-  url_ = "http://" + at.host + ":" + std::to_string(at.port);
-  impl_ = std::make_unique<impl>(at.host, at.port);
+  if (at.https && !ca)
+    throw runtime::input_error("ADDR: \"" + address +
+                               "\" is HTTPS: give the job's CA certificate with --ca FILE");
+  url_ = std::string(ca ? "https://" : "http://") + at.host + ":" + std::to_string(at.port);
+  impl_ = std::make_unique<impl>(at.host, at.port, ca);
   if (!token_.empty())
-    impl_->http.set_bearer_token_auth(token_);
+    impl_->http->set_bearer_token_auth(token_);
 }
 
 inspect_client::~inspect_client() = default;
@@ -88,7 +129,7 @@ std::string refusal(int status, const std::string& body) {
 } // namespace
 
 runtime::job_snapshot inspect_client::snapshot() {
-  const auto res = impl_->http.Get("/api/snapshot");
+  const auto res = impl_->http->Get("/api/snapshot");
   if (!res)
     fail(error_text(res.error()));
   if (res->status != 200)
@@ -106,7 +147,7 @@ void inspect_client::stream(
   int status = 0;
   std::string body;
   bool stopped_by_caller = false;
-  const auto res = impl_->http.Get(
+  const auto res = impl_->http->Get(
       "/api/stream",
       [&](const httplib::Response& r) {
         status = r.status;
@@ -152,7 +193,7 @@ void inspect_client::stream(
 }
 
 void inspect_client::stop() {
-  impl_->http.stop();
+  impl_->http->stop();
 }
 
 } // namespace deepcee::tools

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -20,12 +22,14 @@ struct inspect_failed : std::runtime_error {
 
 class inspect_client {
 public:
-  /// `address`: HOST:PORT or http://HOST:PORT (an input_error otherwise); `token` empty for
-  /// none.
-  inspect_client(const std::string& address, std::string token);
+  /// `address`: HOST:PORT, http://HOST:PORT or https://HOST:PORT (an input_error otherwise);
+  /// `token` empty for none. `ca`: the job's CA certificate: HTTPS, the endpoint's
+  /// certificate checked against it (an https:// address without it is an input_error).
+  inspect_client(const std::string& address, std::string token,
+                 const std::optional<std::filesystem::path>& ca = std::nullopt);
   ~inspect_client();
 
-  /// "http://HOST:PORT".
+  /// "http://HOST:PORT" or "https://HOST:PORT".
   const std::string& url() const { return url_; }
 
   /// The latest snapshot (GET /api/snapshot).

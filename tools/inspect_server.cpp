@@ -3,6 +3,7 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/io/job_snapshot_json.hpp"
 #include "runtime/watch/prometheus_text.hpp"
+#include "tools/bounded_http.hpp"
 #include "tools/web_assets.hpp"
 
 #include <httplib.h>
@@ -15,7 +16,6 @@
 #include <functional>
 #include <set>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 namespace deepcee::tools {
@@ -74,12 +74,14 @@ struct inspect_server::impl {
   const std::string credential;
   std::vector<std::string> host_names;
   std::set<std::string> hosts; ///< what a Host header may say: "name[:port]" (start fills it)
-  httplib::Server http;
-  std::thread thread;
+  http_routes http;
+  bounded_http acceptor;
   std::atomic<bool> stopping{false};
+  bool started = false;
 
-  impl(snapshot_board& b, std::string c, std::vector<std::string> names)
-      : board(b), credential(std::move(c)), host_names(std::move(names)) {}
+  impl(snapshot_board& b, inspect_settings s)
+      : board(b), credential(std::move(s.credential)), host_names(std::move(s.host_names)),
+        acceptor(http, bounded_http_settings{.log = std::move(s.log), .tls = std::move(s.tls)}) {}
 
   using handler = void (impl::*)(const httplib::Request&, httplib::Response&);
   struct route {
@@ -211,11 +213,7 @@ struct inspect_server::impl {
   }
 
   void configure() {
-    http.set_payload_max_length(4096); // GETs carry no body
-    http.set_read_timeout(5, 0);
-    http.set_write_timeout(2, 0); // a client that does not read loses its stream
-    http.set_keep_alive_max_count(100);
-    http.new_task_queue = [] { return new httplib::ThreadPool(16); };
+    http.set_payload_max_length(4096); // GETs carry no body (and bounded_http reads none)
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       const auto* r = route_of(req.path);
       if (r && req.method != "GET" && req.method != "HEAD") {
@@ -257,9 +255,8 @@ struct inspect_server::impl {
   }
 };
 
-inspect_server::inspect_server(snapshot_board& board, std::string credential,
-                               std::vector<std::string> host_names)
-    : impl_(std::make_unique<impl>(board, std::move(credential), std::move(host_names))) {
+inspect_server::inspect_server(snapshot_board& board, inspect_settings settings)
+    : impl_(std::make_unique<impl>(board, std::move(settings))) {
   impl_->configure();
 }
 
@@ -268,31 +265,25 @@ inspect_server::~inspect_server() {
 }
 
 uint16_t inspect_server::start(const inspect_address& at) {
-  auto& http = impl_->http;
-  int port = at.port;
-  if (at.port == 0)
-    port = http.bind_to_any_port(at.host);
-  else if (!http.bind_to_port(at.host, at.port))
-    port = -1;
-  if (port <= 0)
+  uint16_t port = 0;
+  try {
+    port = impl_->acceptor.start(at.host, at.port);
+  } catch (const std::runtime_error&) {
     throw std::runtime_error("inspect: cannot listen on " + at.text() +
                              " (in use, or not an address of this machine)");
-  impl_->allow_hosts(at, static_cast<uint16_t>(port));
-  impl_->thread = std::thread([&http] { http.listen_after_bind(); });
-  // stop() wakes the listening thread only once it listens: a stop before that (a job of
-  // one quick step) would leave it in accept() for good.
-  for (int i = 0; i < 2000 && !http.is_running(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return static_cast<uint16_t>(port);
+  }
+  impl_->started = true;
+  impl_->allow_hosts(at, port);
+  return port;
 }
 
 void inspect_server::stop() {
-  if (!impl_->thread.joinable())
+  if (!impl_->started)
     return;
+  impl_->started = false;
   impl_->stopping = true;
   impl_->board.close();
-  impl_->http.stop();
-  impl_->thread.join();
+  impl_->acceptor.stop();
 }
 
 } // namespace deepcee::tools

@@ -1,8 +1,10 @@
 #pragma once
 
 #include "tools/snapshot_board.hpp"
+#include "transport/tls_identity.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +21,8 @@
 /// CREDENTIAL` or gets 401. A request whose Host names another host than the node's gets 403
 /// (DNS rebinding). Another method on a route gets 405, an unknown path 404. Each
 /// /api/stream client has a bounded queue; frames it does not take are dropped and counted.
+/// Connections, request heads and bodies are bounded before cpp-httplib reads a byte
+/// (bounded_http.hpp); refused peers are logged through `log`, one line each.
 /// The page's scripts are under /static/, with Chart.js embedded at build time. Routes (one
 /// table, inspect_server.cpp):
 ///
@@ -41,13 +45,21 @@ struct inspect_address {
 std::optional<inspect_address> parse_inspect_address(std::string_view text,
                                                      const std::string& source);
 
+struct inspect_settings {
+  /// The watch credential, empty for none; never printed or logged.
+  std::string credential;
+  /// The names and addresses the node is reached by, besides the address it binds (a Host
+  /// header must name one of them, or loopback's when it binds loopback).
+  std::vector<std::string> host_names{};
+  /// One line per refused peer (rate-limited).
+  std::function<void(const std::string&)> log{};
+  /// Set: HTTPS with the node's certificate (transport::client_certificates::none).
+  std::shared_ptr<const transport::tls_context> tls{};
+};
+
 class inspect_server {
 public:
-  /// `credential`: the watch credential, empty for none; never printed or logged.
-  /// `host_names`: the names and addresses the node is reached by, besides the address it
-  /// binds (a Host header must name one of them, or loopback's when it binds loopback).
-  inspect_server(snapshot_board& board, std::string credential,
-                 std::vector<std::string> host_names = {});
+  inspect_server(snapshot_board& board, inspect_settings settings);
   ~inspect_server();
   inspect_server(const inspect_server&) = delete;
   inspect_server& operator=(const inspect_server&) = delete;

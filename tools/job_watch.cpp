@@ -92,7 +92,8 @@ std::optional<inspect_address> inspect_address_of(const std::optional<std::strin
 }
 
 job_watch::job_watch(runtime::snapshot_builder builder, const std::optional<inspect_address>& at,
-                     const std::string& job_token, std::vector<std::string> host_names)
+                     const std::string& job_token, std::vector<std::string> host_names,
+                     std::shared_ptr<const transport::tls_context> https)
     : builder_(std::move(builder)) {
   if (!at)
     return;
@@ -101,13 +102,19 @@ job_watch::job_watch(runtime::snapshot_builder builder, const std::optional<insp
   const auto credential = fresh               ? random_watch_credential()
                           : job_token.empty() ? std::string()
                                               : watch_credential(job_token);
-  server_ = std::make_unique<inspect_server>(board_, credential, std::move(host_names));
+  const bool tls = https != nullptr;
+  server_ = std::make_unique<inspect_server>(
+      board_,
+      inspect_settings{.credential = credential,
+                       .host_names = std::move(host_names),
+                       .log = [](const std::string& line) { spdlog::warn("inspect: {}", line); },
+                       .tls = std::move(https)});
   auto bound = *at;
   bound.port = server_->start(*at);
-  std::printf("inspect: http://%s%s\n", bound.text().c_str(),
+  std::printf("inspect: %s://%s%s\n", tls ? "https" : "http", bound.text().c_str(),
               fresh ? ("/#token=" + credential).c_str() : "");
   std::fflush(stdout);
-  if (!local)
+  if (!local && !tls)
     spdlog::warn("inspect: plain HTTP on {}: the watch credential crosses the network "
                  "unencrypted (it can read the job, never steer it)",
                  bound.text());

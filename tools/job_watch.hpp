@@ -38,8 +38,10 @@ public:
   /// Watchers send the watch credential of `job_token` (watch_credential.hpp). Without a
   /// token the endpoint asks for none on loopback; elsewhere it makes a random credential
   /// and prints it in the page's address. `host_names`: what else the node is called.
+  /// `https`: the node's certificate for HTTPS ("inspect: https://..."), or none.
   job_watch(runtime::snapshot_builder builder, const std::optional<inspect_address>& at,
-            const std::string& job_token, std::vector<std::string> host_names = {});
+            const std::string& job_token, std::vector<std::string> host_names = {},
+            std::shared_ptr<const transport::tls_context> https = {});
 
   bool on() const { return server_ != nullptr; }
   /// Before the first step (`step`: the step the job resumes after, 0 when new).

@@ -62,6 +62,16 @@ node_network::node_network(const runtime::job_config& job, int me, std::optional
     }
 }
 
+std::shared_ptr<const transport::tls_context> node_network::inspect_tls() const {
+  if (!tls_)
+    return nullptr;
+  const auto& name = job_.cluster.nodes[size_t(me_)].name;
+  const auto files = job_.tls->of(name);
+  return std::make_shared<const transport::tls_context>(
+      transport::tls_files{files.certificate, files.key, job_.tls->ca}, name,
+      transport::client_certificates::none);
+}
+
 transport::endpoint node_network::caf_listen() const {
   if (!secure())
     return public_endpoint(job_.cluster.nodes[size_t(me_)]);

@@ -28,6 +28,9 @@ public:
   /// The job's token (none with --insecure); never printed or logged.
   const std::optional<std::string>& token() const { return token_; }
   bool tls() const { return tls_ != nullptr; }
+  /// The inspection endpoint's HTTPS identity: this node's certificate, asking clients for
+  /// none (they prove the watch credential instead); null without certificates.
+  std::shared_ptr<const transport::tls_context> inspect_tls() const;
   /// Where CAF listens: the node's own address, or 127.0.0.1 at any free port.
   transport::endpoint caf_listen() const;
   /// With a token: opens the gate on the node's public port in front of `caf_port`, or

@@ -1,5 +1,6 @@
 #include "transport/gate.hpp"
 
+#include "transport/local_guard.hpp"
 #include "transport/log_budget.hpp"
 #include "transport/tls_stream.hpp"
 
@@ -52,6 +53,7 @@ struct shared {
   std::map<std::string, int> waiting_from;
   std::set<int> evicted; ///< closed to make room, not yet done
   std::unique_ptr<log_budget> budget;
+  std::unique_ptr<listener_guard> inside; ///< a gate's: CAF's port, reached only through it
 
   explicit shared(gate_settings s) : settings(std::move(s)) {
     tls = settings.tls ? settings.tls : std::make_shared<const tls_context>(settings.token);
@@ -78,6 +80,14 @@ struct shared {
     }
     open.insert(fd);
     return fd;
+  }
+  /// Counts `fd` among the open sockets; false (and `fd` left open) when stopping.
+  bool track(int fd) {
+    std::lock_guard lock(mutex);
+    if (stopping)
+      return false;
+    open.insert(fd);
+    return true;
   }
   void release(int fd) {
     if (fd < 0)
@@ -299,6 +309,22 @@ std::string authenticate_incoming(const shared_ptr& sh, tls_stream& tls, int fd)
   return refusal;
 }
 
+/// An admitted connection carried to CAF's port through the guard, whose filter stops
+/// letting its source port through before its socket closes.
+void carry_inside(const shared_ptr& sh, tls_stream& tls) {
+  const auto inside = sh->inside->dial(std::chrono::milliseconds(2000));
+  if (inside.fd < 0)
+    return;
+  const bool tracked = sh->track(inside.fd);
+  if (tracked)
+    end_plain(inside.fd, tls.splice(inside.fd, sh->settings.key_update_bytes));
+  sh->inside->forget(inside.port);
+  if (tracked)
+    sh->release(inside.fd);
+  else
+    ::close(inside.fd);
+}
+
 /// One connection accepted by a gate: authenticated within the time limit, then CAF over TLS.
 void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
   const auto start = clock::now();
@@ -315,10 +341,7 @@ void serve_incoming(const shared_ptr& sh, int fd, const std::string& from) {
     return;
   }
   ++sh->admitted;
-  const int inside = sh->adopt(dial(sh->peer, std::chrono::milliseconds(2000)));
-  if (inside >= 0)
-    end_plain(inside, tls.splice(inside, sh->settings.key_update_bytes));
-  sh->release(inside);
+  carry_inside(sh, tls);
   sh->release(fd);
 }
 
@@ -419,6 +442,7 @@ int listen_socket(const endpoint& at, std::string& error) {
 gate::gate(gate_settings settings, const endpoint& outside, uint16_t inside)
     : shared_(std::make_shared<detail::shared>(std::move(settings))) {
   shared_->peer = {"127.0.0.1", inside};
+  shared_->inside = std::make_unique<listener_guard>(inside);
   std::string error;
   shared_->listen_fd = listen_socket(outside, error);
   if (shared_->listen_fd < 0)
@@ -460,7 +484,13 @@ tunnel::tunnel(gate_settings settings, std::string peer_name, endpoint peer)
   ::getsockname(shared_->listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
   local_port_ = ntohs(bound.sin_port);
   acceptor_ = std::thread([sh = shared_] {
-    accept_loop(sh, [&](int fd, const std::string&, const std::string&) {
+    accept_loop(sh, [&](int fd, const std::string&, const std::string& from) {
+      // Only this process's CAF: a local stranger would ride on the node's authentication.
+      if (!from_this_process(fd)) {
+        refuse(sh, from, "it is not this node's process (the tunnel's port is local only)");
+        sh->release(fd);
+        return;
+      }
       launch(sh, [sh, fd] { serve_outgoing(sh, fd); });
     });
   });

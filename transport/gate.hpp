@@ -14,7 +14,9 @@
 /// peer through a `tunnel`: CAF connects to the tunnel's port on 127.0.0.1, and the tunnel
 /// dials the peer's gate and authenticates. So CAF's BASP (which allocates whatever payload
 /// a header claims, before any check) never sees a byte from a peer that has not
-/// authenticated.
+/// authenticated. Nor from another process on the host (local_guard.hpp): the gate guards
+/// CAF's port (it must be a listener of this process), and a tunnel takes only this
+/// process's connections.
 ///
 /// One wire for both kinds of job: without certificates, TLS 1.3 keyed by the job's token
 /// as a pre-shared key; with them (tls_identity.hpp), TLS 1.3 with certificates checked both
@@ -69,7 +71,8 @@ struct shared;
 /// port of the node's CAF middleman on 127.0.0.1.
 class gate {
 public:
-  /// Throws std::runtime_error naming `outside` when it cannot listen there.
+  /// Throws std::runtime_error naming `outside` when it cannot listen there, or when
+  /// `inside` is no listener of this process or was reached before it was guarded.
   gate(gate_settings settings, const endpoint& outside, uint16_t inside);
   ~gate();
   gate(const gate&) = delete;

@@ -128,7 +128,9 @@ std::string tls_error_text(const std::string& otherwise) {
   return out;
 }
 
-tls_context::tls_context(const tls_files& files, const std::string& node) : node_(node) {
+tls_context::tls_context(const tls_files& files, const std::string& node,
+                         client_certificates clients)
+    : node_(node), verifies_clients_(clients == client_certificates::required) {
   ERR_clear_error();
   auto cert = read_certificate(files.certificate, "certificate");
   auto ca = read_certificate(files.ca, "CA certificate");
@@ -145,7 +147,9 @@ tls_context::tls_context(const tls_files& files, const std::string& node) : node
   ctx_ = new_tls13_context();
   // Both sides show a certificate. No PSK callbacks here: a server that had them would let a
   // client with a PSK skip its certificate.
-  SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_verify(
+      ctx_, verifies_clients_ ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT : SSL_VERIFY_NONE,
+      nullptr);
   if (SSL_CTX_load_verify_locations(ctx_, files.ca.c_str(), nullptr) != 1)
     runtime::fail_input(files.ca, 0,
                         "cannot load the CA certificate (" + tls_error_text("?") + ")");

@@ -40,13 +40,20 @@ bool names_node(const std::vector<std::string>& names, const std::string& node);
 /// "n1" or "n1, n1.example" or "no name": for a refusal line.
 std::string names_text(const std::vector<std::string>& names);
 
+/// Whom a server with certificates asks for one.
+enum class client_certificates {
+  required, ///< a node's gate: every client shows one that chains to the job's CA
+  none,     ///< the inspection endpoint: browsers, Prometheus and `deepcee inspect` show none
+};
+
 /// An OpenSSL context for TLS 1.3 only, with mutual verification against the CA alone (no
-/// system roots). Loading checks, each failure an input_error naming the file: every file
-/// readable and PEM; the key matches the certificate; the certificate chains to the CA, is
-/// valid now, and names `node`.
+/// system roots; a server with `client_certificates::none` verifies no client). Loading checks,
+/// each failure an input_error naming the file: every file readable and PEM; the key matches the
+/// certificate; the certificate chains to the CA, is valid now, and names `node`.
 class tls_context {
 public:
-  tls_context(const tls_files& files, const std::string& node);
+  tls_context(const tls_files& files, const std::string& node,
+              client_certificates clients = client_certificates::required);
   /// A token-only job's context, for gates and tunnels alike: TLS 1.3 with the token's PSK
   /// (TLS_AES_256_GCM_SHA384), always with an (EC)DHE key exchange (SSL_OP_ALLOW_NO_DHE_KEX
   /// stays unset: forward secrecy), and no certificate anywhere. A client whose server
@@ -60,12 +67,15 @@ public:
   const std::string& node() const { return node_; }
   /// Whether this is a token-only (PSK) context.
   bool psk() const { return !keys_.identity.empty(); }
+  /// Whether a server of this context verifies its clients (their certificate or the PSK).
+  bool verifies_clients() const { return verifies_clients_; }
   const token_keys& keys() const { return keys_; }
 
 private:
   ssl_ctx_st* ctx_ = nullptr;
   std::string node_;
   token_keys keys_; ///< a PSK context's
+  bool verifies_clients_ = true;
 };
 
 /// What a server saw of a client's PSK identities: a tls_stream sets one per connection as

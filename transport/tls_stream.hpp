@@ -44,6 +44,9 @@ public:
   std::string prove_token(const key32& proof_key, bool server, clock::time_point deadline);
   /// Exactly `n` bytes by `deadline`; false at the end of the stream, an error or the time.
   bool read_exact(uint8_t* p, size_t n, clock::time_point deadline);
+  /// What has arrived, `n` bytes at most, by `deadline`: their count, or 0 at the end of the
+  /// stream, an error or the time.
+  size_t read_some(uint8_t* p, size_t n, clock::time_point deadline);
   bool write_all(const uint8_t* p, size_t n, clock::time_point deadline);
   /// Why the last read or write failed: the peer's TLS alert or OpenSSL's error, if any.
   std::string failure(const std::string& otherwise) const;
@@ -55,6 +58,8 @@ public:
   /// `closed` when it sent its close_notify or the end came from `plain`, else `cut` or
   /// `error` (a truncated or forged stream).
   tls_ending splice(int plain, uint64_t key_update_bytes);
+  /// Our close_notify: one try, without waiting (the socket closes either way).
+  void close_notify();
   /// Key updates this stream asked for so far (splice).
   uint64_t key_updates() const { return key_updates_; }
   /// The group of the (EC)DHE key exchange ("x25519"), or "" when there was none.
@@ -85,6 +90,7 @@ private:
   ssl_st* ssl_ = nullptr;
   int fd_;
   bool psk_;
+  bool checks_peer_; ///< false: a server that verifies no client (client_certificates::none)
   psk_seen seen_;
   std::string failure_;
   tls_ending ending_ = tls_ending::none;

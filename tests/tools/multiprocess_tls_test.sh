@@ -119,6 +119,31 @@ for p in $p0 $p1 $p2; do
   timeout 5 openssl s_client -connect 127.0.0.1:$p -CAfile "$pki/ca.pem" </dev/null >/dev/null 2>&1
   python3 -c "import os, socket; s = socket.create_connection(('127.0.0.1', $p)); s.sendall(os.urandom(4096)); s.close()"
 done
+# The coordinator's inspection endpoint speaks HTTPS with n0's certificate: `deepcee inspect
+# --ca` with the job's CA reads it; with another CA, or over plain HTTP, it is one line
+# naming the address, exit 1.
+iaddr=$(sed -n 's|^inspect: https://||p' "$work/tls-n0.log")
+if [[ -z $iaddr ]]; then
+  fail "TLS: n0 printed no 'inspect: https://' line: $(grep inspect "$work/tls-n0.log")"
+else
+  "$deepcee" inspect "https://$iaddr" --once --ca "$pki/ca.pem" >"$work/inspect.txt" 2>&1 &&
+    grep -q '^step ' "$work/inspect.txt" || fail "HTTPS: inspect --ca: $(head -3 "$work/inspect.txt")"
+  timeout 5 openssl s_client -connect "$iaddr" -CAfile "$pki/ca.pem" -verify_return_error </dev/null \
+    >"$work/s_client.txt" 2>&1
+  grep -q 'Protocol *: TLSv1.3\|^New, TLSv1.3' "$work/s_client.txt" && grep -q 'subject=CN *= *n0' "$work/s_client.txt" &&
+    grep -q 'Verify return code: 0 (ok)' "$work/s_client.txt" || fail "HTTPS: not TLS 1.3 with n0's certificate: $(grep -i 'protocol\|subject\|verify' "$work/s_client.txt")"
+  for bad in "https://$iaddr --ca $pki/other.pem" "$iaddr"; do
+    # shellcheck disable=SC2086
+    out=$("$deepcee" inspect $bad --once 2>"$work/err")
+    rc=$?
+    [[ $rc == 1 && -z $out && $(wc -l <"$work/err") == 1 ]] && grep -q "$iaddr" "$work/err" ||
+      fail "HTTPS: inspect $bad: rc $rc, stderr '$(cat "$work/err")'"
+  done
+  grep -q 'TLS handshake failed' <("$deepcee" inspect "https://$iaddr" --once --ca "$pki/other.pem" 2>&1) ||
+    fail "HTTPS: another CA should fail the TLS handshake"
+  "$deepcee" inspect "https://$iaddr" --once 2>"$work/err"
+  [[ $? == 2 ]] && grep -q -- '--ca' "$work/err" || fail "HTTPS: an https:// address without --ca: $(cat "$work/err")"
+fi
 # The relay: one with n1's certificate and key but not the token lures n2's `deepcee inject`
 # (its job file names n1 the coordinator) and replays n2's token proof into its own session
 # with n0's gate: the proof is bound to the session it was made in, so n0 refuses it.
