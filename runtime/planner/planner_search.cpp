@@ -555,11 +555,12 @@ struct search_state {
   double best_step = std::numeric_limits<double>::infinity();
   std::set<std::vector<stage_list>> seen_layouts;
   std::chrono::steady_clock::time_point stop_at = std::chrono::steady_clock::time_point::max();
+  int max_estimates = std::numeric_limits<int>::max();
 
-  /// Past the search's time and some plan that fits found: price nothing more.
+  /// Past the search's budget or time and some plan that fits found: price nothing more.
   bool out_of_time() const {
     return best_step < std::numeric_limits<double>::infinity() &&
-           std::chrono::steady_clock::now() > stop_at;
+           (out.estimated >= max_estimates || std::chrono::steady_clock::now() > stop_at);
   }
 };
 
@@ -943,6 +944,10 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   out.too_small = exclude_too_small(x);
   x.device_stage_limit = std::max(max_slice_for_device_stages, 2 * devices_to_hold_model(x));
   search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}, stop_at};
+  const int budget =
+      options.estimate_budget != 0 ? options.estimate_budget : planner_estimate_budget;
+  if (options.prune && budget > 0)
+    s.max_estimates = budget;
   const auto uses = use_sets(x);
   for (size_t i = 0; i < uses.size() && !s.out_of_time(); ++i) {
     const auto& use = uses[i];
