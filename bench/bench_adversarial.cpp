@@ -5,13 +5,15 @@
 //
 //   build/bench/bench_adversarial [--seeds 50] [--first-seed 1] [--max-devices 64]
 //                                 [--search-s 1.5] [--batch N] [--toml DIR] [--show]
+//                                 [--planner-s S] [--estimate-budget N]
 //
-// Per seed: the cluster, the planner's search time and samples/s, the best hand plan found
-// from the independent starts ("hand"), and from the planner's own plan ("polish"); the
-// ratio is the planner's samples/s over the best of both. --search-s bounds each cluster's
-// local search (split over 3 starts and the planner's plan). --batch overrides every
+// Per seed: the cluster, the planner's search time, plans priced in closed form and samples/s,
+// the best hand plan found from the independent starts ("hand"), and from the planner's own
+// plan ("polish"); the ratio is the planner's samples/s over the best of both. --search-s bounds
+// each cluster's local search (split over 3 starts and the planner's plan). --batch overrides every
 // cluster's batch (e.g. a prime). --toml DIR writes each cluster's file there; --show prints
-// the planner's plan and the best plan found.
+// the planner's plan and the best plan found. --planner-s and --estimate-budget set the
+// planner's time limit and work budget (planner_options).
 #include "hand_search.hpp"
 
 #include "runtime/base/errors.hpp"
@@ -36,6 +38,8 @@ struct options {
   int max_devices = 64;
   double search_s = 1.5;
   int batch = 0;
+  double planner_s = 0;
+  int estimate_budget = 0;
   std::string toml_dir;
   bool show = false;
 };
@@ -45,7 +49,7 @@ constexpr size_t climbed_starts = 3;
 
 struct row {
   double planner = 0, hand = 0, polish = 0, search_s = 0;
-  int simulated = 0;
+  int simulated = 0, estimated = 0;
   plan planner_plan, best_found; ///< for --show
 };
 
@@ -54,10 +58,13 @@ row run_seed(const generated_cluster& g, int batch, const options& o, uint64_t s
   planner_options po;
   po.model_name = g.model;
   po.global_batch = batch;
+  po.time_limit_s = o.planner_s;
+  po.estimate_budget = o.estimate_budget;
   const planner_report r = plan_training(g.c, profiles, po);
   row out;
   out.planner = r.best_sim.samples_per_s;
   out.search_s = r.search_s;
+  out.estimated = r.plans_estimated;
   deepcee::bench::hand_search hs(g.c, profiles, batch, seed);
   const double share = o.search_s / double(climbed_starts + 1);
   out.planner_plan = r.best;
@@ -87,12 +94,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(4, 1024));
   app.add_option("--search-s", o.search_s, "seconds of local search per cluster");
   app.add_option("--batch", o.batch, "global batch of every cluster (0: the generator's)");
+  app.add_option("--planner-s", o.planner_s,
+                 "the planner's time limit (0: by cluster size, negative: none)");
+  app.add_option("--estimate-budget", o.estimate_budget,
+                 "plans the planner may price (0: by cluster size, negative: none)");
   app.add_option("--toml", o.toml_dir, "write each cluster's file into this folder");
   app.add_flag("--show", o.show, "print the planner's plan and the best found as JSON");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("%-5s %7s %9s %9s %9s %7s %6s  %s\n", "seed", "plan s", "planner", "hand", "polish",
-              "ratio", "sims", "cluster");
+  std::printf("%-5s %7s %7s %9s %9s %9s %7s %6s  %s\n", "seed", "plan s", "priced", "planner",
+              "hand", "polish", "ratio", "sims", "cluster");
   double worst = 1e30;
   int at_least_one = 0, rows = 0;
   for (int seed = o.first_seed; seed < o.first_seed + o.seeds; ++seed) {
@@ -107,8 +118,8 @@ int main(int argc, char** argv) {
       worst = std::min(worst, ratio);
       at_least_one += ratio >= 1.0 - 1e-9;
       ++rows;
-      std::printf("%-5d %7.2f %9.2f %9.2f %9.2f %7.3f %6d  %s\n", seed, r.search_s, r.planner,
-                  r.hand, r.polish, ratio, r.simulated, g.summary.c_str());
+      std::printf("%-5d %7.2f %7d %9.2f %9.2f %9.2f %7.3f %6d  %s\n", seed, r.search_s, r.estimated,
+                  r.planner, r.hand, r.polish, ratio, r.simulated, g.summary.c_str());
       if (o.show)
         std::printf("planner: %s\nbest found: %s\n", plan_to_json(r.planner_plan).c_str(),
                     plan_to_json(r.best_found).c_str());

@@ -10,6 +10,7 @@
 #include "tools/progress.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -21,6 +22,7 @@ struct plan_options {
   std::optional<int> batch;
   std::optional<std::string> json, trace, profile;
   int top_k = 0;
+  double search_s = 0;
   bool no_recompute = false;
 };
 
@@ -51,6 +53,14 @@ runtime::planner_options planner_options_of(const plan_options& o) {
   po.source = o.cluster;
   po.simulate_top_k = o.top_k;
   po.recompute = !o.no_recompute;
+  if (o.search_s < 0) {
+    char given[32];
+    std::snprintf(given, sizeof given, "%g", o.search_s);
+    runtime::fail_input(o.cluster, 0,
+                        std::string("--search-s ") + given +
+                            ": the search's time limit must be positive (0: by cluster size)");
+  }
+  po.time_limit_s = o.search_s;
   if (o.batch) {
     if (*o.batch < 1 || *o.batch > runtime::max_batch)
       runtime::fail_input(o.cluster, 0,
@@ -156,6 +166,8 @@ command_action add_plan_command(CLI::App& app, const process_environment&) {
   cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of one step here");
   cmd->add_option("--profile", o->profile, "Measured profile (TOML) overriding estimates");
   cmd->add_option("--top-k", o->top_k, "Candidates the simulator scores (0: by cluster size)");
+  cmd->add_option("--search-s", o->search_s,
+                  "Seconds the search may take (0: 10 up to 64 devices, 30 beyond)");
   cmd->add_flag("--no-recompute", o->no_recompute,
                 "Never recompute activations (plans keep every activation until B)");
   return [o] { return run_plan(*o); };

@@ -3,6 +3,7 @@
 #include "runtime/base/errors.hpp"
 #include "runtime/base/units.hpp"
 #include "runtime/planner/planner_baselines.hpp"
+#include "runtime/planner/planner_refine.hpp"
 #include "runtime/planner/planner_search.hpp"
 
 #include <algorithm>
@@ -359,138 +360,6 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
 
 /// Simulations refine_best may spend.
 constexpr int refine_simulations = 96;
-
-/// The layer bounds of a pipeline's stages (stages + 1 entries).
-std::vector<int> bounds_of(const pipeline_plan& pp) {
-  std::vector<int> b{pp.stages.front().first_layer};
-  for (const auto& st : pp.stages)
-    b.push_back(st.last_layer);
-  return b;
-}
-
-/// Pipelines between which refine_best moves micro-batches: every ordered pair of up to
-/// this many pipelines (12 moves), so the moves stay within the simulations it may spend.
-constexpr size_t refine_micro_pipelines = 4;
-
-/// `p` with an eighth of pipeline `from`'s micro-batches (at least one) moved to pipeline
-/// `to`; none when `from` would keep none. The estimate shares micro-batches by each
-/// pipeline's bottleneck rate; the simulator sees the queues and bubbles that rate misses.
-std::optional<plan> micro_batches_moved(const plan& p, size_t from, size_t to) {
-  const int count = std::max(1, p.pipelines[from].micro_batches / 8);
-  if (p.pipelines[from].micro_batches <= count)
-    return std::nullopt;
-  plan q = p;
-  q.pipelines[from].micro_batches -= count;
-  q.pipelines[to].micro_batches += count;
-  return q;
-}
-
-/// Each stage bound of `base` moved by one layer either way, in every pipeline with the
-/// same bounds (replicas stay alike).
-void add_bound_moves(const plan& base, std::vector<plan>& moves) {
-  std::set<std::vector<int>> splits;
-  for (const auto& pp : base.pipelines)
-    splits.insert(bounds_of(pp));
-  for (const auto& split : splits)
-    for (size_t k = 1; k + 1 < split.size(); ++k)
-      for (int delta : {-1, 1}) {
-        const int moved = split[k] + delta;
-        if (moved <= split[k - 1] || moved >= split[k + 1])
-          continue;
-        plan q = base;
-        for (auto& pp : q.pipelines)
-          if (bounds_of(pp) == split) {
-            pp.stages[k - 1].last_layer = moved;
-            pp.stages[k].first_layer = moved;
-          }
-        moves.push_back(std::move(q));
-      }
-}
-
-/// Per stage place k (in every pipeline that has it): each other encoding of the hop to the
-/// next stage, and recomputation switched (where the options allow it).
-void add_stage_moves(const plan& base, const planner_options& options, std::vector<plan>& moves) {
-  size_t places = 0;
-  for (const auto& pp : base.pipelines)
-    places = std::max(places, pp.stages.size());
-  for (size_t k = 0; k < places; ++k) {
-    const auto& first = base.pipelines.front();
-    const compression now =
-        k < first.stages.size() ? first.stages[k].send_compression : compression::none;
-    for (compression comp : options.compressions) {
-      if (comp == now || k + 1 >= places)
-        continue;
-      plan q = base;
-      for (auto& pp : q.pipelines)
-        if (k + 1 < pp.stages.size())
-          pp.stages[k].send_compression = comp;
-      moves.push_back(std::move(q));
-    }
-    if (!options.recompute)
-      continue;
-    plan q = base;
-    for (auto& pp : q.pipelines)
-      if (k < pp.stages.size())
-        pp.stages[k].recompute = !pp.stages[k].recompute;
-    moves.push_back(std::move(q));
-  }
-}
-
-/// `p` with micro-batches of `b` samples: as many micro-batches in all as the batch then
-/// needs, shared in proportion to the pipelines' present counts, and each stage's samples
-/// again by speed. None where `b` does not divide the batch, a stage has more devices than
-/// `b` samples, or a pipeline would get none.
-std::optional<plan> micro_batch_resized(const cost_cache& costs, const plan& p, int b) {
-  const int batch = p.global_batch();
-  if (b < 1 || batch % b != 0 || batch / b < static_cast<int>(p.pipelines.size()))
-    return std::nullopt;
-  std::vector<double> weights;
-  for (const auto& pp : p.pipelines)
-    weights.push_back(pp.micro_batches);
-  const std::vector<int> counts = split_proportional(batch / b, weights, 1);
-  plan q = p;
-  q.micro_batch_size = b;
-  for (size_t pi = 0; pi < q.pipelines.size(); ++pi) {
-    q.pipelines[pi].micro_batches = counts[pi];
-    for (auto& st : q.pipelines[pi].stages) {
-      if (static_cast<int>(st.devices.size()) > b)
-        return std::nullopt;
-      st.samples = stage_samples(costs, st.devices, b, true);
-    }
-  }
-  return q;
-}
-
-/// The moves refine_best tries, likeliest first: the bounds under the plan's own schedule,
-/// the micro-batch size halved or doubled, micro-batches between pipelines, each hop's
-/// encoding and each stage's recomputation,
-/// then each other schedule alone and with each bound moved.
-std::vector<plan> refine_moves(const cost_cache& costs, const plan& p,
-                               const planner_options& options) {
-  std::vector<plan> moves;
-  add_bound_moves(p, moves);
-  for (int b : {p.micro_batch_size / 2, p.micro_batch_size * 2})
-    if (auto q = micro_batch_resized(costs, p, b))
-      moves.push_back(std::move(*q));
-  const size_t pipes = p.pipelines.size();
-  if (pipes <= refine_micro_pipelines)
-    for (size_t from = 0; from < pipes; ++from)
-      for (size_t to = 0; to < pipes; ++to)
-        if (from != to)
-          if (auto q = micro_batches_moved(p, from, to))
-            moves.push_back(std::move(*q));
-  add_stage_moves(p, options, moves);
-  for (schedule_kind kind : options.schedules) {
-    if (kind == p.pipelines.front().schedule)
-      continue;
-    plan base = p;
-    for (auto& pp : base.pipelines)
-      pp.schedule = kind;
-    moves.push_back(base);
-    add_bound_moves(base, moves);
-  }
-  return moves;
-}
 
 /// Local search on the simulator around the best plan: the moves of refine_moves, each kept
 /// when the simulation is faster and fits; repeated from the improved plan until nothing

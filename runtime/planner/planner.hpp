@@ -69,6 +69,12 @@ struct planner_options {
   /// the machine's speed only where the limit binds). A search that prices every plan
   /// (prune false, the tests' reference) has no limit.
   double time_limit_s = 0;
+  /// Plans the closed-form search may price before it stops enumerating (once some plan
+  /// that fits memory was priced): a budget in work, not seconds, so that where it binds
+  /// before time_limit_s the plan is the same on a busy host as on an idle one. 0 chooses
+  /// planner_estimate_budget, a negative value sets none; a search that prices every plan
+  /// (prune false) has none.
+  int estimate_budget = 0;
   std::filesystem::path source = "cluster"; ///< for error messages
   /// Called on the planner's thread as the search goes (the planner itself prints nothing).
   std::function<void(const planner_progress&)> progress;
@@ -139,6 +145,13 @@ std::string network_group_name(const cluster& c, const network_group& g);
 
 /// The default planner_options::time_limit_s: 10 s up to 64 devices, 30 s beyond.
 double planner_time_limit_s(size_t devices);
+
+/// The default planner_options::estimate_budget. A 50-device cluster prices its first 12,000
+/// plans in about 1 s on a two-core host busy with builds (the likeliest shapes come first and
+/// cost least), well within the 4 s search share of its 10 s limit, so the plan is the same on
+/// that host busy or idle. Beyond 64 devices an estimate costs more and the 30 s limit may still
+/// bind first.
+inline constexpr int planner_estimate_budget = 12000;
 
 /// The two-level grouping the planner uses for this model (one micro-batch's boundary
 /// activation prices a link).

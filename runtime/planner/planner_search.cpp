@@ -22,6 +22,11 @@ using stage_list = std::vector<std::vector<int>>;
 constexpr size_t max_compute_groups_to_drop = 12;
 constexpr size_t max_nodes_to_drop = 16;
 
+/// Level 1 also takes the network groups of the dendrogram's finer cuts, this many merges
+/// before the grouping's: a link made faster can move the cut past a merge, and the group
+/// that merge made must not take away the plans that used the groups before it.
+constexpr int finer_cuts = 2;
+
 /// Level 2: chain orders tried per device set, each from another first group.
 constexpr size_t max_chain_starts = 4;
 
@@ -70,6 +75,9 @@ struct context {
   std::vector<int> net_of;     ///< device -> network group
   std::vector<int> compute_of; ///< device -> compute group, numbered fastest first per group
   std::vector<int> node_of;    ///< device -> node
+  /// node -> its place when the cluster's nodes are ordered by their devices' mean speed,
+  /// fastest first (ties by index): one order for every pipeline's stages (stages_of).
+  std::vector<int> node_rank;
   std::vector<bool> usable;
   size_t device_stage_limit = max_slice_for_device_stages; ///< largest slice cut by device
 };
@@ -81,12 +89,16 @@ double sum_speed(const context& x, const std::vector<int>& devices) {
   return s;
 }
 
-/// Devices sorted fastest first, then by id (deterministic).
+/// Devices sorted fastest first, then by their nodes' rank, then by id (deterministic). Equal
+/// devices of several nodes keep the nodes' order in every slice, so the replicas of a stage
+/// sit on the same nodes in every pipeline whichever device of a node is faster.
 void by_speed(const context& x, std::vector<int>& devices) {
   std::stable_sort(devices.begin(), devices.end(), [&](int a, int b) {
     if (x.speed[size_t(a)] != x.speed[size_t(b)])
       return x.speed[size_t(a)] > x.speed[size_t(b)];
-    return a < b;
+    const int na = x.node_rank[size_t(x.node_of[size_t(a)])];
+    const int nb = x.node_rank[size_t(x.node_of[size_t(b)])];
+    return na != nb ? na < nb : a < b;
   });
 }
 
@@ -108,6 +120,45 @@ stage_list parts_by(const context& x, const std::vector<int>& devices,
     return sum_speed(x, a) / double(a.size()) > sum_speed(x, b) / double(b.size());
   });
   return parts;
+}
+
+int root_of(std::vector<int>& parent, int n) {
+  while (parent[size_t(n)] != n)
+    n = parent[size_t(n)] = parent[size_t(parent[size_t(n)])];
+  return n;
+}
+
+/// The usable devices of each group of the dendrogram's finer cuts (finer_cuts) that is not a
+/// whole network group, alone and with every other network group.
+std::vector<std::vector<int>> finer_cut_sets(const context& x,
+                                             const std::vector<std::vector<int>>& per_group) {
+  const size_t nodes = x.costs.cl().nodes.size();
+  std::vector<std::vector<int>> out;
+  for (int cut = std::max(0, x.groups.merges_applied - finer_cuts); cut < x.groups.merges_applied;
+       ++cut) {
+    std::vector<int> parent(nodes);
+    std::iota(parent.begin(), parent.end(), 0);
+    for (int k = 0; k < cut; ++k) {
+      const auto& m = x.groups.merges[size_t(k)];
+      const int a = root_of(parent, m.left), b = root_of(parent, m.right);
+      parent[size_t(std::max(a, b))] = std::min(a, b);
+    }
+    std::map<int, std::vector<int>> finer;
+    for (size_t d = 0; d < x.usable.size(); ++d)
+      if (x.usable[d])
+        finer[root_of(parent, x.node_of[d])].push_back(static_cast<int>(d));
+    for (auto& [root, devices] : finer) {
+      const int g = x.net_of[size_t(devices.front())];
+      if (devices.size() == per_group[size_t(g)].size())
+        continue;
+      out.push_back(devices);
+      for (size_t other = 0; other < per_group.size(); ++other)
+        if (static_cast<int>(other) != g)
+          devices.insert(devices.end(), per_group[other].begin(), per_group[other].end());
+      out.push_back(devices);
+    }
+  }
+  return out;
 }
 
 /// Which devices take part (level 1).
@@ -169,6 +220,8 @@ std::vector<std::vector<int>> use_sets(const context& x) {
       }
     }
   }
+  for (auto& set : finer_cut_sets(x, per_group))
+    add(std::move(set));
   return out;
 }
 
@@ -278,10 +331,25 @@ stage_list stages_of(const context& x, const std::vector<int>& slice, stage_mode
   switch (mode) {
   case stage_mode::whole:
     return {slice};
-  case stage_mode::nodes:
-    return parts_by(x, slice, x.node_of);
-  case stage_mode::compute:
-    return parts_by(x, slice, x.compute_of);
+  case stage_mode::nodes: {
+    // In the nodes' cluster-wide order, not by the slice's share of each: every pipeline
+    // then passes the nodes in one order, and its stage k sits where the others' stage k do.
+    stage_list out;
+    for (auto& [n, v] : split_by(slice, x.node_of))
+      out.push_back(v);
+    std::stable_sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+      return x.node_rank[size_t(x.node_of[size_t(a.front())])] <
+             x.node_rank[size_t(x.node_of[size_t(b.front())])];
+    });
+    return out;
+  }
+  case stage_mode::compute: {
+    // Compute groups are numbered fastest first: the same order in every pipeline.
+    stage_list out;
+    for (auto& [g, v] : split_by(slice, x.compute_of))
+      out.push_back(v);
+    return out;
+  }
   case stage_mode::devices: {
     stage_list out;
     std::vector<int> sorted = slice;
@@ -392,7 +460,7 @@ bool better(const plan_estimate& a, const plan_estimate& b) {
 context index_devices(const cost_cache& costs, const grouping& groups, int batch,
                       const planner_options& options) {
   const cluster& c = costs.cl();
-  context x{costs, groups, batch, options, {}, {}, {}, {}, {}};
+  context x{costs, groups, batch, options, {}, {}, {}, {}, {}, {}};
   x.speed.resize(c.devices.size());
   x.net_of.assign(c.devices.size(), 0);
   x.node_of.resize(c.devices.size());
@@ -400,6 +468,18 @@ context index_devices(const cost_cache& costs, const grouping& groups, int batch
     x.node_of[size_t(d.id)] = d.node;
     x.speed[size_t(d.id)] = costs.speed(d.id, 1);
   }
+  std::vector<double> node_speed(c.nodes.size(), 0.0);
+  std::vector<int> nodes(c.nodes.size());
+  for (size_t n = 0; n < c.nodes.size(); ++n) {
+    nodes[n] = static_cast<int>(n);
+    for (int d : c.nodes[n].devices)
+      node_speed[n] += x.speed[size_t(d)] / double(c.nodes[n].devices.size());
+  }
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [&](int a, int b) { return node_speed[size_t(a)] > node_speed[size_t(b)]; });
+  x.node_rank.assign(c.nodes.size(), 0);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    x.node_rank[size_t(nodes[k])] = static_cast<int>(k);
   x.compute_of.assign(c.devices.size(), 0);
   x.usable.assign(c.devices.size(), true);
   int compute_id = 0;
@@ -475,11 +555,12 @@ struct search_state {
   double best_step = std::numeric_limits<double>::infinity();
   std::set<std::vector<stage_list>> seen_layouts;
   std::chrono::steady_clock::time_point stop_at = std::chrono::steady_clock::time_point::max();
+  int max_estimates = std::numeric_limits<int>::max();
 
-  /// Past the search's time and some plan that fits found: price nothing more.
+  /// Past the search's budget or time and some plan that fits found: price nothing more.
   bool out_of_time() const {
     return best_step < std::numeric_limits<double>::infinity() &&
-           std::chrono::steady_clock::now() > stop_at;
+           (out.estimated >= max_estimates || std::chrono::steady_clock::now() > stop_at);
   }
 };
 
@@ -863,6 +944,10 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
   out.too_small = exclude_too_small(x);
   x.device_stage_limit = std::max(max_slice_for_device_stages, 2 * devices_to_hold_model(x));
   search_state s{x, keep, out, {}, std::numeric_limits<double>::infinity(), {}, stop_at};
+  const int budget =
+      options.estimate_budget != 0 ? options.estimate_budget : planner_estimate_budget;
+  if (options.prune && budget > 0)
+    s.max_estimates = budget;
   const auto uses = use_sets(x);
   for (size_t i = 0; i < uses.size() && !s.out_of_time(); ++i) {
     const auto& use = uses[i];

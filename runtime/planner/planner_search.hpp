@@ -45,17 +45,20 @@ struct search_outcome {
 
 /// Levels: (1) which devices take part: prefixes of the network groups by speed, each
 /// group alone, and the same sets without their slowest compute groups or (for a single
-/// group) its slowest nodes; (2) chain orders of the groups that follow the network's
+/// group) its slowest nodes; the groups of the network dendrogram's two finer cuts, alone and
+/// with the other network groups (a faster link that moves the cut keeps the plans of the
+/// groups before it); (2) chain orders of the groups that follow the network's
 /// paths (from the fastest group, and from each of the next three by speed, always on to the
 /// nearest by link cost in the slower direction, so cross-region hops are few and good); (3) P
 /// pipelines, each network group's devices cut into P slices of equal speed (whole nodes where
 /// possible), or into P slices that each take a share of every node (one stage per node); (4)
 /// stages inside a slice (the whole slice, its nodes, its compute groups or its devices), never
-/// spanning two network groups; (5) micro-batch size (every divisor of the batch, skipped only when
-/// a bound for every plan of that size already loses); (6) schedule (greedy where no fixed one fits
-/// memory) and compression of cross-region hops and of hops between nodes; (7) activation
-/// recomputation on the stages whose memory binds, kept where the plan then fits or runs faster
-/// (planner_options::recompute). Layers are balanced per pipeline by the dynamic program of
+/// spanning two network groups, in one cluster-wide order of nodes and compute groups, so every
+/// pipeline's stage k sits on the same nodes; (5) micro-batch size (every divisor of the batch,
+/// skipped only when a bound for every plan of that size already loses); (6) schedule (greedy where
+/// no fixed one fits memory) and compression of cross-region hops and of hops between nodes; (7)
+/// activation recomputation on the stages whose memory binds, kept where the plan then fits or runs
+/// faster (planner_options::recompute). Layers are balanced per pipeline by the dynamic program of
 /// partition.hpp under memory; samples and micro-batches are proportional to speed. A shape whose
 /// lower bound (plan_bound::limit_s()) already exceeds search_prune_factor times the best estimate
 /// so far is not priced (planner_options::prune).

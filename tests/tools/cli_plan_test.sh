@@ -81,6 +81,8 @@ expect_error "zero bandwidth" "zero\.toml:[0-9]+:.*bandwidth" -- plan --cluster 
 expect_error "model too large" "tiny\.toml:.*needs .* GB.* has? .* GB|tiny\.toml:.*needs" -- plan --cluster "$work/tiny.toml" --model gpt2-1.5b
 expect_error "batch of zero" "batch" -- plan --cluster "$cluster" --model small --batch 0
 expect_error "batch of INT_MAX" "batch 2147483647: the global batch must be in 1\.\." -- plan --cluster "$cluster" --model small --batch 2147483647
+expect_error "negative search time" "--search-s -1: the search's time limit must be positive" -- plan --cluster "$cluster" --model small --search-s -1
+"$deepcee" plan --cluster "$cluster" --model small --batch 64 --search-s 2 | grep -q "^deepcee " || fail "plan --search-s 2"
 sed 's/^devices = \(.*\)/replicas = 100000\ndevices = \1/' "$work/tiny.toml" >"$work/replicas.toml"
 expect_error "100000 replicas" "replicas\.toml:8: node 'n0' brings the cluster to more than" -- plan --cluster "$work/replicas.toml" --model small
 mkfifo "$work/fifo.toml"

@@ -17,13 +17,15 @@ using namespace deepcee::runtime;
 namespace {
 
 planner_report plan_with(const cluster& c, const std::string& model, int batch, bool prune,
-                         bool recompute = true) {
+                         bool recompute = true, int estimate_budget = 0, double time_limit_s = 0) {
   profile_table profiles(make_model_spec(*model_preset(model), model));
   planner_options o;
   o.model_name = model;
   o.global_batch = batch;
   o.prune = prune;
   o.recompute = recompute;
+  o.estimate_budget = estimate_budget;
+  o.time_limit_s = time_limit_s;
   o.source = "test-cluster";
   return plan_training(c, profiles, o);
 }
@@ -85,6 +87,23 @@ BOOST_AUTO_TEST_CASE(where_recomputation_wins_the_same_plan_is_chosen) {
   BOOST_TEST(any_recomputes(pruned.best));
   check_same_choice(testbed, "7b", 0);
   check_same_choice(testbed, "7b", 0, false);
+}
+
+BOOST_AUTO_TEST_CASE(an_estimate_budget_ends_the_search_whatever_the_clock) {
+  // The budget, not the time, stops the search: with a quarter of the estimates the whole
+  // search prices, the plan and the count are the same under a limit that never binds and
+  // under none, and fewer plans are priced than without the budget.
+  const cluster c = load_cluster(deepcee::test::cluster_file("cee-mixed"));
+  const planner_report all = plan_with(c, "gpt2-355m", 512, true, true, -1, -1);
+  const int budget = all.plans_estimated / 4;
+  const planner_report unbounded = plan_with(c, "gpt2-355m", 512, true, true, budget, -1);
+  const planner_report limited = plan_with(c, "gpt2-355m", 512, true, true, budget, 1000);
+  BOOST_TEST(unbounded.plans_estimated < all.plans_estimated);
+  BOOST_TEST(unbounded.plans_estimated == limited.plans_estimated);
+  BOOST_TEST(chosen(unbounded) == chosen(limited));
+  const planner_report ample =
+      plan_with(c, "gpt2-355m", 512, true, true, all.plans_estimated + 1, -1);
+  BOOST_TEST(chosen(ample) == chosen(all));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
