@@ -8,6 +8,7 @@ packages=(
   libcaf-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-test-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libopenblas-dev libxxhash-dev fortunes
   libcpp-httplib-dev libssl-dev openssl xxd libjs-chart.js gnuplot-nox tmux chromium fonts-dejavu-core
+  iproute2 procps
 )
 # PyTorch is only the benchmark's reference (bench/); DEEPCEE_WITH_TORCH=1 installs it.
 if [[ "${DEEPCEE_WITH_TORCH:-0}" == 1 ]]; then packages+=(python3-torch); fi

@@ -351,10 +351,11 @@ expect_line "$work/missing-n1.log" "node n1: job stopped by n0: node\(s\) n2 did
 # 3. A port in use: the node names itself and the port.
 python3 -c "
 import socket, time
-s = socket.socket(); s.bind(('127.0.0.1', $p0)); s.listen(); time.sleep(30)" &
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT
+s.bind(('127.0.0.1', $p0)); s.listen(); time.sleep(30)" &
 holder=$!
 pids+=($holder)
-sleep 0.5
+for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/$p0) 2>/dev/null && break; sleep 0.05; done # it listens
 start n0 "$work/short.toml" "$work/port.log"
 finish n0; [[ $rc == 1 ]] || fail "port in use: exit code"
 expect_line "$work/port.log" "node n0: port $p0 on 127.0.0.1 is in use"
@@ -416,7 +417,9 @@ sed -e "s/^steps = $steps/steps = $lost_steps/" "$work/single.toml" >"$work/sing
 for n in n1 n2 n0; do start $n "$work/lost.toml" "$work/lost-$n.log"; done
 for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/lost-n0.log" 2>/dev/null && break; sleep 0.05; done
 pkill -9 -P "$pid_n2" # the node itself, under its timeout wrapper
-t0=$SECONDS
+killed_at=$(date +%s.%N)
+for _ in $(seq 1 400); do grep -q "re-plan before step" "$work/lost-n0.log" && break; sleep 0.025; done
+recovered_s=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 finish n0; [[ $rc == 0 ]] || fail "lost node: n0 exit $rc: $(tail -3 "$work/lost-n0.log")"
 finish n1; [[ $rc == 0 ]] || fail "lost node: n1 exit $rc: $(tail -3 "$work/lost-n1.log")"
 finish n2
@@ -434,6 +437,7 @@ at = re.search(r"re-plan before step (\d+)", log)
 print(f"lost node: n2 killed, the job went on from step {at[1]} on n0 and n1; all {len(steps)} steps, "
       f"worst relative loss difference from single-device training {worst:.1e}")
 PY
+echo "lost node: the survivors' plan was in force $recovered_s s after the kill"
 # The last checkpoint, written by the plan that replaced n2's, evaluates, and --resume
 # continues from it on all three nodes.
 ckpt=$(grep '^checkpoint at step' "$work/lost-n0.log" | tail -1)
@@ -777,6 +781,19 @@ for _ in $(seq 1 100); do (( $(grep -c '^step ' "$work/stopped-n0.log") >= k + 3
 pkill -INT -P "$pid_n0"
 for n in n0 n1; do finish $n; [[ $rc == 130 ]] || fail "stopped member: $n exit $rc after Ctrl-C on n0"; done
 echo "stopped member: n0 declared n2 lost and went on; n2, resumed: $(grep '^node n2: ' "$work/stopped-n2.log" | tail -1)"
+
+#     e) A member that stalls for 2 s (SIGSTOP, then SIGCONT), under the default heartbeat
+#        timeout (3 s), is slow, not lost: the job ends all its steps on the three nodes.
+write_job "$work/stall.toml" 600 7 10
+for n in n1 n2 n0; do start $n "$work/stall.toml" "$work/stall-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/stall-n0.log" 2>/dev/null && break; sleep 0.1; done
+pkill -STOP -P "$pid_n2"
+sleep 2
+pkill -CONT -P "$pid_n2"
+for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "stalled member: $n exit $rc: $(tail -2 "$work/stall-$n.log")"; done
+! grep -q "lost" "$work/stall-n0.log" || fail "stalled member: declared lost: $(grep lost "$work/stall-n0.log")"
+[[ $(grep -c '^step [0-9]* loss' "$work/stall-n0.log") == 600 ]] || fail "stalled member: not all 600 steps"
+echo "stalled member: a 2 s stop of n2 under the 3 s heartbeat timeout; all 600 steps on the three nodes"
 
 if ((failures)); then
   echo "$failures failure(s); logs:"
