@@ -193,9 +193,13 @@ void signal_all(const std::vector<running_node>& nodes, int sig) {
     }
 }
 
-/// Waits for every node, applying the script meanwhile. A failed node gives the others 15 s
-/// to end (the job ends them), Ctrl-C passes SIGINT on and gives them 60 s; then SIGKILL.
-void supervise(std::vector<running_node>& nodes, lab_injector& inject, const fs::path& csv) {
+/// Waits for every node, applying the script meanwhile. A member that ends early (killed,
+/// or out of the job after a partition) is the job's to answer: it goes on without it where
+/// it can. Once the coordinator's node (`coordinator`, by index) has ended, the others get
+/// 15 s to end (the job's end ends them); Ctrl-C passes SIGINT on and gives them 60 s; then
+/// SIGKILL.
+void supervise(std::vector<running_node>& nodes, size_t coordinator, lab_injector& inject,
+               const fs::path& csv) {
   interrupt_flag interrupted;
   const auto start = clock_type::now();
   std::optional<clock_type::time_point> deadline;
@@ -206,15 +210,13 @@ void supervise(std::vector<running_node>& nodes, lab_injector& inject, const fs:
       pids.push_back(n.pid);
     const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
     inject.poll(elapsed, steps_done(csv), pids);
-    const bool failed = std::any_of(nodes.begin(), nodes.end(), [](const running_node& n) {
-      return n.pid == 0 && n.status != 0;
-    });
+    const bool ended = nodes.at(coordinator).pid == 0;
     if (interrupted.raised() && !forwarded) {
       signal_all(nodes, SIGINT);
       forwarded = true;
       deadline = clock_type::now() + std::chrono::seconds(60);
     }
-    if (failed && !deadline)
+    if (ended && !deadline)
       deadline = clock_type::now() + std::chrono::seconds(15);
     if (deadline && clock_type::now() > *deadline)
       signal_all(nodes, SIGKILL);
@@ -248,8 +250,12 @@ int lab_run(const lab_context& ctx, const lab_run_options& o,
   const auto csv = run_dir / "job" / "metrics.csv";
   lab_injector inject(ctx, state, std::move(events), run_dir / "lab-events.csv");
   auto nodes = start_nodes(ctx, state, job, job_file, run_dir, extra);
+  const auto& boss = job.cluster.nodes.at(static_cast<size_t>(job.coordinator_node)).name;
+  const auto coordinator = static_cast<size_t>(
+      std::find_if(nodes.begin(), nodes.end(), [&](const auto& n) { return n.name == boss; }) -
+      nodes.begin());
   try {
-    supervise(nodes, inject, csv);
+    supervise(nodes, coordinator, inject, csv);
   } catch (...) { // an event the lab could not apply: no node outlives lab run
     signal_all(nodes, SIGKILL);
     while (reap(nodes))
@@ -258,12 +264,11 @@ int lab_run(const lab_context& ctx, const lab_run_options& o,
     throw;
   }
   inject.restore();
-  int rc = 0;
-  for (const auto& n : nodes) {
+  for (const auto& n : nodes)
     std::printf("node %s: exit %d (log %s)\n", n.name.c_str(), n.status, n.log.string().c_str());
-    if (n.status != 0)
-      rc = n.status == 130 && rc != 1 ? 130 : 1; // 130 only when every node ended so
-  }
+  // The job's outcome is its coordinator's node's: members lost on the way do not fail it.
+  const int status = nodes.at(coordinator).status;
+  const int rc = status == 0 || status == 130 ? status : 1;
   std::printf("lab run: %s (events: %s)\n", run_dir.string().c_str(),
               (run_dir / "lab-events.csv").string().c_str());
   return rc;

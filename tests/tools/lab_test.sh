@@ -246,6 +246,25 @@ ip -n dctest-n1 -j link show dev dctest-nic | grep -q '"UP"' || fail "n1's inter
 ip -n dctest-n1 route show default | grep -q "via 10.99.0.1" || fail "n1's default route not put back after the run"
 [[ -z $(pgrep -af -- "$work/run-kill/job.toml" | grep -v pgrep) ]] || fail "nodes left after lab run ended"
 
+# 4d. A partition that heals: n1's interface goes down at step 3. n0 hears no heartbeat from
+#     it for 3 s and goes on without it (pipeline 1 holds every layer); n1, hearing none from
+#     n0 either, leaves. The job ends its 100 steps with the undisturbed run's losses, and lab
+#     run exits 0: a member lost on the way does not fail the job.
+printf '[[node]]\nstep = 3\nnode = "n1"\naction = "partition"\n[[node]]\nstep = 40\nnode = "n1"\naction = "heal"\n' >"$work/script.toml"
+lab run "$work/job.toml" --prefix dctest --out "$work/run-part" >"$work/run-part.out" 2>&1 ||
+  fail "lab run with a partition: exit $?: $(cat "$work/run-part.out")"
+grep -q "node n1 lost (no heartbeat for 3.0 s): the job goes on" "$work/run-part/n0.log" ||
+  fail "partition: n0 did not go on without n1: $(grep -i 'lost\|failed' "$work/run-part/n0.log")"
+grep -Eq 'node n1: exit [1-9]' "$work/run-part.out" || fail "partition: n1 should leave: $(cat "$work/run-part.out")"
+python3 - "$work/run/job/metrics.csv" "$work/run-part/job/metrics.csv" <<'PY' || fail "partition: losses"
+import csv, sys
+quiet, parted = (list(csv.DictReader(open(f))) for f in sys.argv[1:3])
+assert len(parted) == len(quiet) == 100, (len(parted), len(quiet))
+worst = max(abs(float(a["loss"]) - float(b["loss"])) / float(a["loss"]) for a, b in zip(quiet, parted))
+assert worst <= 1e-3, worst
+print(f"partition: n1 cut off at step 3, the job went on without it; 100 steps, worst relative loss difference {worst:.1e}")
+PY
+
 # 4c. Ctrl-C: passed on to every node once; the coordinator saves its checkpoint; exit 130.
 : >"$work/script.toml"
 "$deepcee" lab run "$work/job.toml" --prefix dctest --state-dir "$state" --out "$work/run-int" -- --steps 100000 >"$work/run-int.out" 2>&1 &
