@@ -179,6 +179,7 @@ std::vector<uint8_t> encode(const job_deployment& m) {
     write_train(d.initTrain(), m.train);
     d.setShapeLinks(m.shape_links);
     d.setClock(m.clock_s);
+    d.setRunning(m.running);
   });
 }
 
@@ -203,6 +204,7 @@ result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes) {
         m.train.model = m.plan.model;
         m.shape_links = d.getShapeLinks();
         m.clock_s = d.getClock();
+        m.running = d.getRunning();
         c.require(std::isfinite(m.clock_s) && m.clock_s >= 0, "clock", "is not a time");
         return c.finish(std::move(m));
       });

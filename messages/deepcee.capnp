@@ -95,6 +95,7 @@ struct JobDeployment {
   train @4 :TrainSettings;
   shapeLinks @5 :Bool; # wall time: senders wait as the cluster's link model says
   clock @6 :Float64;   # the coordinator's wall clock (s since its job began) as it answered
+  running @7 :Bool;    # the job runs already: a node the plan leaves out joins as a spare
 }
 
 # A node of a multi-process job asks the coordinator's node for its deployment, naming the

@@ -50,6 +50,9 @@ struct job_deployment {
   runtime::train_config train;
   bool shape_links = false; ///< wall time: senders wait as the cluster's link model says
   double clock_s = 0;       ///< the coordinator's wall clock as it answered (>= 0)
+  /// The job runs already, `plan` being the plan in force: a node that it leaves out joins
+  /// as a spare, which a later re-plan may use.
+  bool running = false;
 };
 
 /// A node asking the coordinator's node for its job_deployment; `cluster` fingerprints the

@@ -139,9 +139,13 @@ void job_steps::show_new_decisions() {
 std::unique_ptr<step_weights> job_steps::weights() {
   // A re-plan's stages once it is in force.
   const auto now = actors::job_now(sys_, job_, wait_);
-  return std::make_unique<gathered_weights>(
-      actors::gather_parameters(sys_, *now.job, now.stages, wait_), now.job, done_, clock_s_,
-      watch_);
+  try {
+    return std::make_unique<gathered_weights>(
+        actors::gather_parameters(sys_, *now.job, now.stages, wait_), now.job, done_, clock_s_,
+        watch_);
+  } catch (const actors::stage_gone& e) {
+    throw weights_unavailable(e.what());
+  }
 }
 
 std::vector<runtime::link_report> job_steps::link_totals() const {

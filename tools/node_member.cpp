@@ -129,16 +129,18 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
 }
 
 /// Connects straight to every other member node of the job that comes before this one,
-/// before this node joins. The later ones connect to this one. Traffic between members then
-/// goes straight from one to the other (through their gates), never through the
+/// before this node joins; a spare (`spare`: the job runs already) connects to every member
+/// the plan in force runs on. The later ones connect to this one. Traffic between members
+/// then goes straight from one to the other (through their gates), never through the
 /// coordinator's node. A member that cannot be reached within the connect timeout fails
 /// this node, naming it.
 void connect_members(caf::actor_system& sys, const runtime::job_config& job, int me_index,
-                     const runtime::node_layout& layout, const node_network& net) {
+                     const runtime::node_layout& layout, const node_network& net, bool spare) {
   const auto& me = job.cluster.nodes[static_cast<size_t>(me_index)];
   const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
-  for (int j = 0; j < me_index; ++j) {
-    if (j == job.coordinator_node || !layout.runs_on(j))
+  const int last = spare ? static_cast<int>(job.cluster.nodes.size()) : me_index;
+  for (int j = 0; j < last; ++j) {
+    if (j == me_index || j == job.coordinator_node || !layout.runs_on(j))
       continue;
     const auto& peer = job.cluster.nodes[static_cast<size_t>(j)];
     const auto at = net.reach(j);
@@ -174,6 +176,7 @@ struct member {
   caf::scoped_actor& self; ///< watches the registry, receives the registry's replies
   actors::node_registry_actor registry;
   const node_network& net;
+  bool running = false; ///< the job ran already when this node asked: it joins as a spare
 
   std::chrono::milliseconds wait() const { return millis(job.connect_timeout_s); }
 
@@ -198,6 +201,7 @@ std::shared_ptr<actors::job_context> accept_job(member& m) {
           m.wait()),
       m.me.name, m.boss.name, "deployment", m.job.connect_timeout_s);
   const auto answered = std::chrono::steady_clock::now();
+  m.running = deployment.running;
   std::shared_ptr<actors::job_context> context;
   try {
     context = actors::accept_deployment(deployment, m.job.cluster, m.me.name, m.job.script);
@@ -221,7 +225,7 @@ void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
   join.job = runtime::cluster_fingerprint(m.job.cluster);
   actors::local_part part;
   try {
-    connect_members(m.sys, m.job, m.index, ctx.layout, m.net);
+    connect_members(m.sys, m.job, m.index, ctx.layout, m.net, m.running);
     part = actors::spawn_local_part(m.sys, context, m.index, guard);
   } catch (const std::exception& e) {
     const std::string prefix = "node " + m.me.name + ": "; // fail() adds it again
@@ -323,7 +327,12 @@ int run_member(caf::actor_system& sys, const runtime::job_config& job, int me_in
   self->monitor(registry);
   member m{sys, job, me_index, me, boss, self, registry, net};
   const auto context = accept_job(m);
-  if (!context->layout.runs_on(me_index)) { // the plan leaves it out: nothing to join
+  if (m.running)
+    std::fprintf(stderr,
+                 "node %s: the job of the coordinator's node %s runs already: joining it "
+                 "as a spare\n",
+                 me.name.c_str(), boss.name.c_str());
+  else if (!context->layout.runs_on(me_index)) { // the plan leaves it out: nothing to join
     std::fprintf(stderr,
                  "node %s: the plan of the coordinator's node %s uses none of its devices "
                  "(%s); nothing to run\n",

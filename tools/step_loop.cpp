@@ -1,6 +1,7 @@
 #include "tools/step_loop.hpp"
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 
@@ -23,7 +24,13 @@ void after_step(step_source& source, run_files& files, step_view& view, int step
   const bool evaluate = files.eval_due(step), save = files.checkpoint_due(step);
   if (!evaluate && !save)
     return;
-  const auto weights = source.weights();
+  std::unique_ptr<step_weights> weights;
+  try {
+    weights = source.weights();
+  } catch (const weights_unavailable& e) {
+    spdlog::warn("step {}: no validation or checkpoint now: {}", step, e.what());
+    return;
+  }
   if (evaluate) {
     out.val_loss = weights->validation_loss();
     out.val_step = step;

@@ -154,6 +154,13 @@ struct step_failed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The weights could not be read after a step because a node of the job was lost meanwhile:
+/// the validation and checkpoint due then are skipped, and the next ones follow the
+/// recovery.
+struct weights_unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// What a run of the loop did.
 struct loop_outcome {
   int first_step = 0; ///< the first step it ran (steps_done + 1 at its start)

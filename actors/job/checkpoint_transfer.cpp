@@ -54,6 +54,8 @@ Reply ask(caf::actor_system& sys, const stage_actor& stage, std::chrono::millise
     return std::move(*reply);
   if (code_of(error) == messages::error_code::bad_input)
     throw runtime::input_error(sys.render(error));
+  if (code_of(error) == messages::error_code::peer_down)
+    throw stage_gone(who + ": " + sys.render(error));
   throw std::runtime_error(who + ": " + sys.render(error));
 }
 

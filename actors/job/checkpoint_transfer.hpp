@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <stdexcept>
 #include <vector>
 
 /// Checkpoints of a job whose layers live in stage actors, possibly on other nodes: the
@@ -17,6 +18,12 @@ namespace deepcee::actors {
 
 /// The snapshots of `stages` (the first ones of the flat order), in that order. Throws
 /// std::runtime_error naming the stage that failed or did not answer within `timeout`.
+/// A stage asked for its state went away (its node was lost). The job goes on without the
+/// node where it can, so the caller may try again after the next step.
+struct stage_gone : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 std::vector<stage_snapshot> snapshot_stages(caf::actor_system& sys, const job_context& job,
                                             const std::vector<stage_actor>& stages,
                                             std::chrono::milliseconds timeout);

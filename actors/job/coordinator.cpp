@@ -387,6 +387,20 @@ void on_lost(self_ptr self, const std::string& node, const std::string& why, dou
   st.replans.put(st.next_step, std::move(r.order));
 }
 
+/// A spare joined the running job (the node registry): from the next step the job runs the
+/// planner's plan for the nodes now there, where that repays its move.
+void on_spare(self_ptr self, int32_t node, caf::strong_actor_ptr replanner, std::string boot_id) {
+  auto& st = self->state;
+  if (st.phase == phase::failed || st.phase == phase::stopped)
+    return;
+  auto r = plan_for_spare(st, node, std::move(replanner), std::move(boot_id));
+  spdlog::info("{}", r.line);
+  if (r.what != recovery_plan::kind::go_on)
+    return;
+  r.order.effective_step = st.next_step;
+  st.replans.put(st.next_step, std::move(r.order));
+}
+
 /// A step failed, or could not start, because the script killed a node the plan uses (the
 /// emulated cluster's kill, in any time mode). Recovers from the first such kill; false
 /// when there is none.
@@ -612,6 +626,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       },
       [self](timeout_atom, int64_t step) { on_timeout(self, step); },
       [self](stop_atom, const std::string& why) { stop_job(self, why); },
+      [self](peer_atom, int32_t node, caf::strong_actor_ptr& replanner, std::string& boot_id) {
+        on_spare(self, node, std::move(replanner), std::move(boot_id));
+      },
       [self](lost_atom, const std::string& node, const std::string& why) {
         on_lost(self, node, why, self->state.job->real_now_s());
       },

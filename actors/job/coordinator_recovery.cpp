@@ -1,7 +1,12 @@
 #include "actors/job/coordinator_recovery.hpp"
 
+#include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/adapt/node_loss.hpp"
+#include "runtime/adapt/state_move.hpp"
 #include "runtime/base/errors.hpp"
+#include "runtime/sim/simulator.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <exception>
@@ -57,6 +62,57 @@ recovery_plan plan_recovery(coordinator_state& st, const std::string& node,
   out.order.survivors = true;
   out.line = lost + ": the job goes on with the planner's plan for the survivors, " +
              shape_of(out.order.plan) + ", its layers taken from the surviving stages";
+  return out;
+}
+
+namespace {
+
+double step_s(const runtime::virtual_cluster& vc, const runtime::plan& p) {
+  runtime::sim_options one;
+  one.steps = 1;
+  return runtime::simulate(vc.hardware(), vc.model(), vc.profile(), p, {}, one).step_time_s;
+}
+
+} // namespace
+
+recovery_plan plan_for_spare(coordinator_state& st, int node, caf::strong_actor_ptr replanner,
+                             std::string boot_id) {
+  const auto n = static_cast<size_t>(node);
+  std::erase(st.lost_nodes, node);
+  if (n < st.replanners.size())
+    st.replanners[n] = std::move(replanner);
+  if (n < st.boot_ids.size())
+    st.boot_ids[n] = std::move(boot_id);
+  const auto& vc = *st.cluster;
+  const std::string name = "node " + vc.hardware().nodes.at(n).name + " joined the running job";
+  runtime::plan next;
+  try {
+    next = runtime::plan_for_survivors(vc.hardware(), vc.profile(), st.plan, st.lost_nodes, {});
+  } catch (const std::exception& e) {
+    return {recovery_plan::kind::unused, {}, name + "; the plan in force stays (" + e.what() + ")"};
+  }
+  const double now = step_s(vc, st.plan), then = step_s(vc, next);
+  const double move_s = runtime::plan_state_moves(vc.hardware(), vc.model(), st.plan, next).seconds;
+  const int payback = runtime::policy_options{}.payback_steps;
+  if (then >= now)
+    return {recovery_plan::kind::unused,
+            {},
+            fmt::format("{}; the plan in force stays: the planner's plan for the nodes now there "
+                        "is no faster ({:.4g} s a step against {:.4g} s)",
+                        name, then, now)};
+  if ((now - then) * payback <= move_s)
+    return {recovery_plan::kind::unused,
+            {},
+            fmt::format("{}; the plan in force stays: the planner's plan for the nodes now "
+                        "there ({:.4g} s a step against {:.4g} s) would not repay its {:.4g} s "
+                        "move within {} steps",
+                        name, then, now, move_s, payback)};
+  recovery_plan out{recovery_plan::kind::go_on, {}, {}};
+  out.order.plan = std::move(next);
+  out.order.survivors = true;
+  out.line = fmt::format("{}: re-planning onto it, {:.4g} s a step against {:.4g} s, the "
+                         "move of {:.4g} s repaid within {} steps",
+                         name, then, now, move_s, payback);
   return out;
 }
 

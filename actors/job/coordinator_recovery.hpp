@@ -28,4 +28,12 @@ struct recovery_plan {
 /// lost ("disconnected", "silent for 3.0 s", "killed at 12.5 s by the script").
 recovery_plan plan_recovery(coordinator_state& st, const std::string& node, const std::string& why);
 
+/// Node `node` (by index) joined the running job as a spare, with its replanner and host
+/// boot: it is no longer lost. The planner's plan for every node not lost is ordered
+/// (`go_on`) where its predicted step gain repays the move within the adapter's payback
+/// horizon (policy_options::payback_steps), as for any re-plan; else the plan in force
+/// stays (`unused`). `line` says which and why.
+recovery_plan plan_for_spare(coordinator_state& st, int node, caf::strong_actor_ptr replanner,
+                             std::string boot_id);
+
 } // namespace deepcee::actors

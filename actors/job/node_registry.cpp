@@ -36,9 +36,10 @@ void try_deliver(self_ptr self) {
     return;
   if (!st.failure.empty())
     st.waiting->deliver(make_error(st.failure_code, st.failure));
-  else if (complete(st))
+  else if (complete(st)) {
     st.waiting->deliver(st.wiring);
-  else
+    st.running = true;
+  } else
     return;
   st.waiting.reset();
 }
@@ -149,6 +150,47 @@ void start_registry(node_registry_state& st, job_deployment deployment, std::str
         caf::actor_cast<caf::strong_actor_ptr>(local.devices[i]);
 }
 
+/// Whether `p` runs anything on node `n` of `c`.
+bool uses_node(const runtime::plan& p, const runtime::cluster& c, size_t n) {
+  for (const auto& pipe : p.pipelines)
+    for (const auto& st : pipe.stages)
+      for (int d : st.devices)
+        if (c.devices.at(static_cast<size_t>(d)).node == static_cast<int>(n))
+          return true;
+  return false;
+}
+
+/// A node asks while the job runs: it gets the plan in force, marked running, when that
+/// plan leaves it out; a node the job runs on is refused (a second process claiming it).
+caf::result<job_deployment> late_deployment(self_ptr self, size_t n, const deployment_request& r) {
+  auto& s = self->state;
+  if (r.cluster != s.cluster)
+    return refuse(other_cluster(r.node));
+  const auto from = sender_node(self); // before the promise takes the sender
+  auto promise = self->make_response_promise<job_deployment>();
+  self->request(s.coordinator, std::chrono::seconds(10), plan_atom_v)
+      .then(
+          [self, promise, n, from, name = r.node](job_in_force& now) mutable {
+            auto& st = self->state;
+            if (uses_node(now.plan, now.job->cluster->hardware(), n)) {
+              promise.deliver(refuse("node '" + name + "' is in the job already"));
+              return;
+            }
+            st.asked_from[n] = from;
+            st.joined[n] = false;
+            auto d = st.deployment;
+            d.node = name;
+            d.plan = now.plan;
+            d.running = true;
+            d.clock_s +=
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started)
+                    .count();
+            promise.deliver(std::move(d));
+          },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
 /// A node asks for its deployment. A node of the cluster that runs nothing gets it too: it
 /// sees that the plan leaves it out, says why and ends, without joining.
 caf::result<job_deployment> on_deployment_request(self_ptr self, const deployment_request& r) {
@@ -158,6 +200,8 @@ caf::result<job_deployment> on_deployment_request(self_ptr self, const deploymen
     return refuse("node '" + r.node + "' is not a node of this job");
   if (!s.failure.empty())
     return refuse(s.failure);
+  if (s.running && s.coordinator)
+    return late_deployment(self, n, r);
   const auto from = sender_node(self);
   if (s.asked_from[n] && from != s.asked_from[n])
     return refuse("node '" + r.node + "' was asked for by another process already");
@@ -213,12 +257,35 @@ void admit(self_ptr self, size_t n, joining_node& joining) {
                  j.node.c_str(), j.stages.size(), j.devices.size());
 }
 
+/// A spare joins the running job: no stages, no devices; the coordinator learns it.
+caf::result<int32_t> late_join(self_ptr self, size_t n, joining_node& joining) {
+  auto& s = self->state;
+  const auto& j = joining.join;
+  if (j.job != s.cluster)
+    return refuse(other_cluster(j.node));
+  if (s.joined[n])
+    return refuse("node '" + j.node + "' is in the job already");
+  if (sender_node(self) != s.asked_from[n])
+    return refuse("node '" + j.node + "' did not ask for the running job's deployment first");
+  if (!j.stages.empty() || !j.devices.empty())
+    return refuse("node '" + j.node + "' joins the running job with stages");
+  s.joined[n] = true;
+  if (s.beats && joining.heartbeat)
+    self->send(s.beats, peer_atom_v, j.node, joining.heartbeat);
+  std::fprintf(stderr, "node %s joined the running job as a spare\n", j.node.c_str());
+  self->send(s.coordinator, peer_atom_v, static_cast<int32_t>(n), std::move(joining.replanner),
+             std::move(joining.boot_id));
+  return static_cast<int32_t>(n);
+}
+
 /// A node joins with its actors. A join the plan does not expect fails the job, unless it
 /// comes from a process that does not speak for the node.
 caf::result<int32_t> on_join(self_ptr self, joining_node& joining) {
   auto& s = self->state;
   const auto& j = joining.join;
   const size_t n = node_index(s, j.node);
+  if (s.running && s.coordinator && n < s.node_names.size() && s.failure.empty())
+    return late_join(self, n, joining);
   if (n == s.node_names.size() || !must_join(s, n))
     return refuse("node '" + j.node + "' runs nothing of this job");
   if (s.joined[n])

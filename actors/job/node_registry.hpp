@@ -45,10 +45,14 @@ struct node_registry_state {
   heartbeat_actor beats;         ///< learns each joined node's heartbeat actor (may be empty)
   script_parser parse;           ///< empty: the job takes no injected events
   coordinator_actor coordinator; ///< where injected events go, once the job is wired
+  bool running = false;          ///< the wiring went out: a node that asks now joins as a spare
 };
 
 /// `layout` says which node runs each stage and device; `local`'s are there at once. The
-/// other nodes that run some ask for `deployment` and join within `timeout`; a node whose
+/// other nodes that run some ask for `deployment` and join within `timeout`. Once the job
+/// runs, a node of the cluster that the plan in force leaves out (one never started, or one
+/// lost and started again: its old state is never used) may still ask and join, with no
+/// stages, as a spare: the coordinator learns its replanner and may re-plan onto it; a node whose
 /// cluster fingerprint differs from `cluster` fails the job. `beats`, when given, is told
 /// each joined node's heartbeat actor. `parse` reads injected events (empty: the job takes
 /// none); they go to the coordinator that `(wire, coordinator)` from this process names.

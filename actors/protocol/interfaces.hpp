@@ -109,9 +109,11 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<step_atom, int64_t>::with<step_result>,
     caf::replies_to<restore_atom, double>::with<double>, caf::reacts_to<stage_report>,
     caf::reacts_to<timeout_atom, int64_t>, caf::reacts_to<stop_atom, std::string>,
-    caf::reacts_to<lost_atom, std::string, std::string>, caf::replies_to<rebalance>::with<int64_t>,
-    caf::reacts_to<wire_atom, caf::strong_actor_ptr>, caf::replies_to<script_update>::with<int64_t>,
-    caf::replies_to<replan_order>::with<int64_t>, caf::replies_to<plan_atom>::with<job_in_force>>;
+    caf::reacts_to<lost_atom, std::string, std::string>,
+    caf::reacts_to<peer_atom, int32_t, caf::strong_actor_ptr, std::string>,
+    caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>,
+    caf::replies_to<script_update>::with<int64_t>, caf::replies_to<replan_order>::with<int64_t>,
+    caf::replies_to<plan_atom>::with<job_in_force>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp). It keeps its monitor's estimates
 /// and, when the monitor reports drift, asks the policy and orders its decision from the

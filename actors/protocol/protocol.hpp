@@ -104,8 +104,8 @@ struct replan_order {
   std::shared_ptr<job_context> job;
   double bytes = 0;
   double move_s = 0;
-  /// A recovery's: the plan for the nodes left after a loss, which the adapter then comes
-  /// back to in place of the job's first plan.
+  /// A recovery's, or a spare's: the plan for the nodes there now (after a loss, or a
+  /// join), which the adapter then comes back to in place of the job's first plan.
   bool survivors = false;
 };
 

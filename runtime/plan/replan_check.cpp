@@ -25,13 +25,14 @@ void check_replan(const plan& running, const node_layout& layout, const cluster&
   validate_plan(next, static_cast<int>(c.devices.size()), "re-plan");
   if (layout.empty())
     return;
-  // The nodes of the new plan must be nodes of the job, able to spawn and connected.
+  // The nodes of the new plan must have joined the job (at its start, or as a spare while it
+  // runs): those can spawn, and are connected to the others.
   const auto next_layout = layout_of(c, next);
   for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
     const auto k = static_cast<size_t>(n);
-    if (next_layout.runs_on(n) && (!layout.runs_on(n) || k >= can_spawn.size() || !can_spawn[k]))
+    if (next_layout.runs_on(n) && (k >= can_spawn.size() || !can_spawn[k]))
       throw std::invalid_argument("node " + c.nodes[k].name +
-                                  " runs nothing of the job, so a re-plan cannot give it work");
+                                  " has not joined the job, so a re-plan cannot give it work");
   }
 }
 

@@ -14,8 +14,8 @@ namespace deepcee::runtime {
 /// std::invalid_argument when `next` has another model or global batch, or gives work to a
 /// node that cannot take it, and input_error (validate_plan) when it does not fit the
 /// cluster. `layout` is where `running` runs; empty, it is one process, which can spawn any
-/// plan. A node `n` can take work when it runs some of the job already and `can_spawn[n]`
-/// holds (it has a replanner).
+/// plan. A node `n` can take work when `can_spawn[n]` holds: it joined the job, at its start
+/// or as a spare, and has a replanner.
 void check_replan(const plan& running, const node_layout& layout, const cluster& c,
                   const plan& next, const std::vector<bool>& can_spawn);
 

@@ -17,6 +17,7 @@ inline job_deployment sample_deployment() {
   d.node = "edge-1";
   d.mode = time_mode::virtual_time;
   d.clock_s = 2.75;
+  d.running = true;
   auto& p = d.plan;
   p.strategy = "deepcee";
   p.model_name = "small";
