@@ -369,7 +369,7 @@ void on_lost(self_ptr self, const std::string& node, const std::string& why, dou
   case recovery_plan::kind::stop:
     stop_job(self, r.line);
     return;
-  case recovery_plan::kind::unused:
+  case recovery_plan::kind::no_change:
     spdlog::warn("{}", r.line);
     return;
   case recovery_plan::kind::go_on:

@@ -1,4 +1,5 @@
 #include "actors/job/coordinator_recovery.hpp"
+#include "actors/job/coordinator_replan.hpp"
 
 #include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/adapt/node_loss.hpp"
@@ -13,27 +14,6 @@
 
 namespace deepcee::actors {
 
-namespace {
-
-/// "3 pipelines of 2, 2 and 1 stages on 5 devices".
-std::string shape_of(const runtime::plan& p) {
-  std::string stages;
-  int devices = 0;
-  for (size_t q = 0; q < p.pipelines.size(); ++q) {
-    const auto& pipe = p.pipelines[q];
-    stages += (q == 0                        ? ""
-               : q + 1 == p.pipelines.size() ? " and "
-                                             : ", ") +
-              std::to_string(pipe.stages.size());
-    for (const auto& s : pipe.stages)
-      devices += static_cast<int>(s.devices.size());
-  }
-  return std::to_string(p.pipelines.size()) + " pipeline(s) of " + stages + " stage(s) on " +
-         std::to_string(devices) + " device(s)";
-}
-
-} // namespace
-
 recovery_plan plan_recovery(coordinator_state& st, const std::string& node,
                             const std::string& why) {
   const auto& c = st.cluster->hardware();
@@ -47,7 +27,7 @@ recovery_plan plan_recovery(coordinator_state& st, const std::string& node,
   const auto held =
       runtime::surviving_holders(c, st.plan, st.lost_nodes, st.job->layout.stage_node);
   if (held.lost_stages.empty())
-    return {recovery_plan::kind::unused, {}, lost + ": the plan in force does not use it"};
+    return {recovery_plan::kind::no_change, {}, lost + ": the plan in force does not use it"};
   if (!held.lost_layers.empty())
     return {recovery_plan::kind::stop, {}, runtime::cannot_go_on(lost, held.lost_layers)};
   recovery_plan out{recovery_plan::kind::go_on, {}, {}};
@@ -61,7 +41,7 @@ recovery_plan plan_recovery(coordinator_state& st, const std::string& node,
   }
   out.order.survivors = true;
   out.line = lost + ": the job goes on with the planner's plan for the survivors, " +
-             shape_of(out.order.plan) + ", its layers taken from the surviving stages";
+             stages_of(out.order.plan) + ", its layers taken from the surviving stages";
   return out;
 }
 
@@ -89,30 +69,25 @@ recovery_plan plan_for_spare(coordinator_state& st, int node, caf::strong_actor_
   try {
     next = runtime::plan_for_survivors(vc.hardware(), vc.profile(), st.plan, st.lost_nodes, {});
   } catch (const std::exception& e) {
-    return {recovery_plan::kind::unused, {}, name + "; the plan in force stays (" + e.what() + ")"};
+    return {
+        recovery_plan::kind::no_change, {}, name + "; the plan in force stays (" + e.what() + ")"};
   }
   const double now = step_s(vc, st.plan), then = step_s(vc, next);
-  const double move_s = runtime::plan_state_moves(vc.hardware(), vc.model(), st.plan, next).seconds;
-  const int payback = runtime::policy_options{}.payback_steps;
-  if (then >= now)
-    return {recovery_plan::kind::unused,
+  const double move_s = runtime::state_move_seconds(vc.hardware(), vc.model(), st.plan, next);
+  const runtime::policy_options policy;
+  if (!runtime::worth_changing(now, then, move_s, policy))
+    return {recovery_plan::kind::no_change,
             {},
             fmt::format("{}; the plan in force stays: the planner's plan for the nodes now there "
-                        "is no faster ({:.4g} s a step against {:.4g} s)",
-                        name, then, now)};
-  if ((now - then) * payback <= move_s)
-    return {recovery_plan::kind::unused,
-            {},
-            fmt::format("{}; the plan in force stays: the planner's plan for the nodes now "
-                        "there ({:.4g} s a step against {:.4g} s) would not repay its {:.4g} s "
-                        "move within {} steps",
-                        name, then, now, move_s, payback)};
+                        "({:.4g} s a step against {:.4g} s, a move of {:.4g} s) is not {:.0f}% "
+                        "faster, or does not repay its move within {} steps",
+                        name, then, now, move_s, policy.min_gain * 100, policy.payback_steps)};
   recovery_plan out{recovery_plan::kind::go_on, {}, {}};
   out.order.plan = std::move(next);
   out.order.survivors = true;
   out.line = fmt::format("{}: re-planning onto it, {:.4g} s a step against {:.4g} s, the "
                          "move of {:.4g} s repaid within {} steps",
-                         name, then, now, move_s, payback);
+                         name, then, now, move_s, policy.payback_steps);
   return out;
 }
 

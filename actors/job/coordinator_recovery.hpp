@@ -14,10 +14,10 @@ namespace deepcee::actors {
 
 struct recovery_plan {
   enum class kind {
-    ignore, ///< not a node of the job, or lost already
-    unused, ///< the plan in force does not use it: nothing changes
-    go_on,  ///< `order` runs the survivors' plan
-    stop,   ///< the job cannot go on: `line` says why
+    ignore,    ///< not a node of the job, or lost already
+    no_change, ///< nothing changes: the plan in force does not use it, or keeps a spare out
+    go_on,     ///< `order` runs the survivors' plan
+    stop,      ///< the job cannot go on: `line` says why
   };
   kind what = kind::ignore;
   replan_order order;
@@ -30,9 +30,9 @@ recovery_plan plan_recovery(coordinator_state& st, const std::string& node, cons
 
 /// Node `node` (by index) joined the running job as a spare, with its replanner and host
 /// boot: it is no longer lost. The planner's plan for every node not lost is ordered
-/// (`go_on`) where its predicted step gain repays the move within the adapter's payback
-/// horizon (policy_options::payback_steps), as for any re-plan; else the plan in force
-/// stays (`unused`). `line` says which and why.
+/// (`go_on`) where the adapter's policy would take it (runtime::worth_changing: a step
+/// min_gain shorter, the move repaid within payback_steps), as for any re-plan; else the plan in
+/// force stays (`no_change`). `line` says which and why.
 recovery_plan plan_for_spare(coordinator_state& st, int node, caf::strong_actor_ptr replanner,
                              std::string boot_id);
 

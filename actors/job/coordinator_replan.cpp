@@ -24,20 +24,6 @@ namespace {
 
 using failure_fn = std::function<void(messages::error_code, std::string)>;
 
-/// "2 pipelines: [0-1 | 1-3 | 3-4], [0-2 | 2-4]": each stage's layers.
-std::string stages_of(const runtime::plan& p) {
-  std::string out = std::to_string(p.pipelines.size()) + " pipeline(s):";
-  for (size_t q = 0; q < p.pipelines.size(); ++q) {
-    out += q == 0 ? " [" : ", [";
-    const auto& stages = p.pipelines[q].stages;
-    for (size_t s = 0; s < stages.size(); ++s)
-      out += (s == 0 ? "" : " | ") + std::to_string(stages[s].first_layer) + "-" +
-             std::to_string(stages[s].last_layer);
-    out += "]";
-  }
-  return out;
-}
-
 void stop(coordinator_self self, const caf::strong_actor_ptr& a) {
   if (!a)
     return;
@@ -216,6 +202,19 @@ void spawn_on_nodes(coordinator_self self, const std::shared_ptr<replan_work>& w
 }
 
 } // namespace
+
+std::string stages_of(const runtime::plan& p) {
+  std::string out = std::to_string(p.pipelines.size()) + " pipeline(s):";
+  for (size_t q = 0; q < p.pipelines.size(); ++q) {
+    out += q == 0 ? " [" : ", [";
+    const auto& stages = p.pipelines[q].stages;
+    for (size_t s = 0; s < stages.size(); ++s)
+      out += (s == 0 ? "" : " | ") + std::to_string(stages[s].first_layer) + "-" +
+             std::to_string(stages[s].last_layer);
+    out += "]";
+  }
+  return out;
+}
 
 void check_replan(const job_context& job, const runtime::plan& next,
                   const std::vector<caf::strong_actor_ptr>& replanners) {

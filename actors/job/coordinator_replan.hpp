@@ -23,6 +23,9 @@
 ///      keeps the time), and the adapter follows the new job.
 namespace deepcee::actors {
 
+/// "2 pipeline(s): [0-1 | 1-3 | 3-4], [0-2 | 2-4]": each stage's layers, as the logs say.
+std::string stages_of(const runtime::plan& p);
+
 /// Throws when the running job cannot run `next` (runtime::check_replan). That is another
 /// model or global batch, or devices the cluster lacks. In a job of several node processes
 /// it is also a node that has no replanner, or one that ran nothing of the job: it is not

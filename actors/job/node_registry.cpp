@@ -150,16 +150,6 @@ void start_registry(node_registry_state& st, job_deployment deployment, std::str
         caf::actor_cast<caf::strong_actor_ptr>(local.devices[i]);
 }
 
-/// Whether `p` runs anything on node `n` of `c`.
-bool uses_node(const runtime::plan& p, const runtime::cluster& c, size_t n) {
-  for (const auto& pipe : p.pipelines)
-    for (const auto& st : pipe.stages)
-      for (int d : st.devices)
-        if (c.devices.at(static_cast<size_t>(d)).node == static_cast<int>(n))
-          return true;
-  return false;
-}
-
 /// A node asks while the job runs: it gets the plan in force, marked running, when that
 /// plan leaves it out; a node the job runs on is refused (a second process claiming it).
 caf::result<job_deployment> late_deployment(self_ptr self, size_t n, const deployment_request& r) {
@@ -172,7 +162,8 @@ caf::result<job_deployment> late_deployment(self_ptr self, size_t n, const deplo
       .then(
           [self, promise, n, from, name = r.node](job_in_force& now) mutable {
             auto& st = self->state;
-            if (uses_node(now.plan, now.job->cluster->hardware(), n)) {
+            if (runtime::layout_of(now.job->cluster->hardware(), now.plan)
+                    .runs_on(static_cast<int>(n))) {
               promise.deliver(refuse("node '" + name + "' is in the job already"));
               return;
             }

@@ -261,6 +261,13 @@ std::string describe(const candidate& c) {
 
 } // namespace
 
+bool worth_changing(double old_step_s, double new_step_s, double move_s,
+                    const policy_options& options) {
+  if (!(new_step_s < old_step_s * (1 - options.min_gain)))
+    return false;
+  return move_s <= 0 || move_s <= options.payback_steps * (old_step_s - new_step_s);
+}
+
 double state_move_seconds(const cluster& c, const model_spec& model, const plan& from,
                           const plan& to) {
   return plan_state_moves(c, model, from, to).seconds;
@@ -302,21 +309,15 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
     return options.payback_steps > 0 ? c.step_s + c.move_s / options.payback_steps : never;
   };
   const candidate* best = nullptr;
-  for (const auto& c : candidates) {
-    const double gain = d.old_step_s - c.step_s;
-    if (!(c.step_s < d.old_step_s * (1 - options.min_gain)))
-      continue;
-    if (c.move_s > 0 && !(c.move_s <= options.payback_steps * gain))
-      continue;
-    if (!best || cost(c) < cost(*best))
+  for (const auto& c : candidates)
+    if (worth_changing(d.old_step_s, c.step_s, c.move_s, options) &&
+        (!best || cost(c) < cost(*best)))
       best = &c;
-  }
   // The starting plan wins a near tie: the planner chose it for the network as assumed,
   // and it undoes compression that costs accuracy.
   const candidate& restore = candidates[restore_index];
   if (best && best != &restore && restore.step_s <= best->step_s * (1 + options.min_gain) &&
-      restore.step_s < d.old_step_s * (1 - options.min_gain) &&
-      restore.move_s <= options.payback_steps * (d.old_step_s - restore.step_s))
+      worth_changing(d.old_step_s, restore.step_s, restore.move_s, options))
     best = &restore;
   std::ostringstream why;
   if (!best) {

@@ -62,6 +62,12 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
                                  const plan& original, const std::vector<int>& affected,
                                  const policy_options& options = {});
 
+/// Whether a change that predicts `new_step_s` steps against `old_step_s` and moves state
+/// for `move_s` seconds is worth making: a step at least options.min_gain shorter, and the
+/// move repaid within options.payback_steps steps of the gain.
+bool worth_changing(double old_step_s, double new_step_s, double move_s,
+                    const policy_options& options);
+
 /// Seconds to move the weights and AdamW moments of every layer a device holds in `to` but
 /// not in `from`. Each layer comes from a device that held it, over `c`'s links. Devices
 /// receive in parallel, each one's layers one after another.

@@ -1,5 +1,6 @@
 #include "runtime/adapt/node_loss.hpp"
 #include "runtime/adapt/state_move.hpp"
+#include "runtime/plan/node_layout.hpp"
 #include "runtime/sim/simulator.hpp"
 
 #include <cstdio>
@@ -123,14 +124,10 @@ plan plan_for_survivors(const cluster& c, const profile_table& profile, const pl
 
 std::optional<node_change> first_kill(const link_timeline& script, const cluster& c,
                                       const plan& running, const std::vector<int>& lost) {
-  std::set<int> used;
-  for (const auto& pipe : running.pipelines)
-    for (const auto& st : pipe.stages)
-      for (int d : st.devices)
-        used.insert(c.devices.at(static_cast<size_t>(d)).node);
+  const auto layout = layout_of(c, running);
   std::optional<node_change> first;
   for (const auto& e : script.node_changes())
-    if (e.action == node_action::kill && !e.at_step && used.count(e.node) &&
+    if (e.action == node_action::kill && !e.at_step && layout.runs_on(e.node) &&
         !contains(lost, e.node) && (!first || e.at_s < first->at_s))
       first = e;
   return first;
