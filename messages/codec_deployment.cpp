@@ -180,6 +180,8 @@ std::vector<uint8_t> encode(const job_deployment& m) {
     d.setShapeLinks(m.shape_links);
     d.setClock(m.clock_s);
     d.setRunning(m.running);
+    d.setBootId(m.boot_id);
+    d.setEpochNs(m.epoch_ns);
   });
 }
 
@@ -205,6 +207,8 @@ result<job_deployment> decode_job_deployment(std::span<const uint8_t> bytes) {
         m.shape_links = d.getShapeLinks();
         m.clock_s = d.getClock();
         m.running = d.getRunning();
+        m.boot_id = detail::text(d.getBootId());
+        m.epoch_ns = d.getEpochNs();
         c.require(std::isfinite(m.clock_s) && m.clock_s >= 0, "clock", "is not a time");
         return c.finish(std::move(m));
       });

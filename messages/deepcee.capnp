@@ -96,6 +96,9 @@ struct JobDeployment {
   shapeLinks @5 :Bool; # wall time: senders wait as the cluster's link model says
   clock @6 :Float64;   # the coordinator's wall clock (s since its job began) as it answered
   running @7 :Bool;    # the job runs already: a node the plan leaves out joins as a spare
+  bootId @8 :Text;     # the coordinator's node's host boot ("" unknown)
+  epochNs @9 :Int64;   # its job's zero on that boot's steady clock (ns): a node of the same
+                       # boot takes it as its own, exactly
 }
 
 # A node of a multi-process job asks the coordinator's node for its deployment, naming the

@@ -53,6 +53,10 @@ struct job_deployment {
   /// The job runs already, `plan` being the plan in force: a node that it leaves out joins
   /// as a spare, which a later re-plan may use.
   bool running = false;
+  /// The coordinator's node's host boot and its job's zero on that boot's steady clock (ns):
+  /// a node of the same boot (one host) takes that zero exactly instead of `clock_s`.
+  std::string boot_id;
+  int64_t epoch_ns = 0;
 };
 
 /// A node asking the coordinator's node for its job_deployment; `cluster` fingerprints the

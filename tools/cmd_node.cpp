@@ -144,6 +144,8 @@ actors::node_registry_actor publish_registry(caf::actor_system& sys, node_setup&
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(s.job.connect_timeout_s * 1e3));
   s.deployment.clock_s = s.context->real_now_s(); // the members' clocks follow this one
+  s.deployment.boot_id = s.context->boot_id;      // exactly, on this host
+  s.deployment.epoch_ns = s.context->steady_ns_at(0);
   auto registry = actors::spawn_node_registry(
       sys, s.deployment, runtime::cluster_fingerprint(s.job.cluster), names, s.context->layout,
       local, timeout, beats, injected_events_parser(s.job.cluster));

@@ -19,6 +19,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
@@ -209,8 +210,10 @@ std::shared_ptr<actors::job_context> accept_job(member& m) {
     m.tell_and_fail("refused the deployment from the coordinator's node " + m.boss.name + ": " +
                     e.what());
   }
-  context->epoch = actors::aligned_epoch(asked, answered, deployment.clock_s);
   context->boot_id = runtime::read_boot_id();
+  actors::align_clock(*context, deployment, context->boot_id, asked, answered);
+  spdlog::debug("node {}: clock within {:.3g} ms of node {}'s", m.me.name,
+                context->clock_error_s * 1e3, m.boss.name);
   return context;
 }
 
@@ -243,6 +246,7 @@ void join_job(member& m, const std::shared_ptr<actors::job_context>& context,
   guard.add(replanner);
   joining.replanner = caf::actor_cast<caf::strong_actor_ptr>(replanner);
   joining.boot_id = ctx.boot_id;
+  joining.clock_error_s = ctx.clock_error_s;
   std::fprintf(stderr,
                "node %s: runs the plan and [train] settings of the coordinator's node %s "
                "(%s time, seed %llu, %d steps)\n",

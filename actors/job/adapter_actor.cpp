@@ -144,8 +144,8 @@ void decided(self_ptr self, const runtime::adapt_decision& d) {
   order(self, d.next, std::move(r));
 }
 
-/// Whether the job's times are the emulated cluster's, so that the monitor's estimates
-/// compare like with like (links: also shaped wall time; op times: virtual and dry only).
+/// Whether the job's link times are the emulated cluster's (virtual, dry and shaped wall
+/// time), reported by their senders as link_samples; real links are reported by receivers.
 bool emulated_links(const job_context& job) {
   return !job.wall() || job.shaping();
 }
@@ -159,6 +159,42 @@ void on_sample(self_ptr self, const link_sample& s) {
     return;
   st.last_step = std::max(st.last_step, s.step);
   st.adapter->observe({s.from, s.to, s.bytes, s.start, s.drained, s.end});
+}
+
+/// The node that runs stage `stage` of pipeline `pipeline` in `job`'s layout, or -1.
+int stage_node(const job_context& job, int pipeline, int stage) {
+  const auto& pipes = job.plan.pipelines;
+  if (pipeline < 0 || pipeline >= static_cast<int>(pipes.size()) || stage < 0 ||
+      stage >= job.stage_count(pipeline))
+    return -1;
+  return job.layout.stage_node.at(static_cast<size_t>(job.flat_index(pipeline, stage)));
+}
+
+/// The parts of one message between node processes, as its receiver saw it (wall time).
+void on_message(self_ptr self, const std::vector<link_sample>& parts) {
+  auto& st = self->state;
+  runtime::real_message m;
+  for (const auto& s : parts) {
+    st.links.add(s.from, s.to, s.bytes);
+    if (st.samples.size() < st.max_samples)
+      st.samples.push_back(s);
+    m.parts.push_back({s.from, s.to, s.bytes});
+    m.send_s = s.send_time;
+    m.arrival_s = s.end;
+    st.last_step = std::max(st.last_step, s.step);
+  }
+  if (!st.adapter || !st.real || parts.empty())
+    return;
+  // Sent by the first part's stage to its neighbour, between those stages' nodes (a message
+  // of a plan no longer in force is left out).
+  const auto& s = parts.front();
+  const int to = s.kind == messages::tensor_kind::activation ? s.stage + 1 : s.stage - 1;
+  m.from_node = stage_node(*st.job, s.pipeline, s.stage);
+  m.to_node = stage_node(*st.job, s.pipeline, to);
+  if (m.from_node < 0 || m.to_node < 0)
+    return;
+  for (const auto& o : st.real->observe(m))
+    st.adapter->observe(o);
 }
 
 /// Runs the active probes due at the boundary after step `r`
@@ -188,8 +224,8 @@ double probe(self_ptr self, const step_result& r) {
   return seen.hold_s;
 }
 
-/// The step ended: each stage's compute (where op times are the cluster's: virtual and dry
-/// time), then the policy if a drift began or ended (runtime::step_adapter::end_step), then
+/// The step ended: each stage's compute (in wall time against the devices' first steps),
+/// then the policy if a drift began or ended (runtime::step_adapter::end_step), then
 /// the probes of the boundary. Returns how long they hold the next step.
 double on_step(self_ptr self, const step_result& r) {
   auto& st = self->state;
@@ -200,11 +236,8 @@ double on_step(self_ptr self, const step_result& r) {
     return 0;
   if (auto ran = st.ordered.take_due(r.step)) // the plan that ran this step
     st.in_force = std::move(*ran);
-  std::vector<std::vector<double>> compute;
-  if (!st.job->wall())
-    compute = runtime::stage_compute(st.job->cluster->hardware(), st.in_force, op_spans(r));
-  else if (!emulated_links(*st.job))
-    return 0;
+  const auto compute =
+      runtime::stage_compute(st.job->cluster->hardware(), st.in_force, op_spans(r));
   if (auto d = st.adapter->end_step(st.in_force, compute, st.latest, st.options.react))
     decided(self, *d);
   return st.options.react ? probe(self, r) : 0.0;
@@ -291,10 +324,17 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
     st.adapter.emplace(vc.hardware(), vc.model(), vc.profile(), job->plan, st.options.band,
                        st.options.window, st.options.policy, st.options.probes);
     st.script = vc.timeline();
+    // Real links join node processes; one process's transfers cross none. Real op times
+    // are the host's, compared with the devices' own first steps.
+    if (job->wall() && !job->shaping() && !job->layout.empty())
+      st.real.emplace(vc.hardware(), st.options.clock_error_s);
+    if (job->wall())
+      st.adapter->calibrate_devices(st.options.wall_device_band);
   }
   st.job = std::move(job);
   return {
       [self](const link_sample& s) { on_sample(self, s); },
+      [self](const std::vector<link_sample>& parts) { on_message(self, parts); },
       [self](const step_result& r) { return on_step(self, r); },
       [self](links_atom) { return link_summaries(self->state); },
       [self](samples_atom) { return self->state.samples; },

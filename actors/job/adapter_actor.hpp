@@ -7,6 +7,7 @@
 #include "runtime/adapt/environment_monitor.hpp"
 #include "runtime/adapt/link_statistics.hpp"
 #include "runtime/adapt/step_adapter.hpp"
+#include "runtime/adapt/wall_transfers.hpp"
 #include "runtime/base/step_ordered.hpp"
 #include "runtime/schedule/op_readiness.hpp"
 
@@ -26,6 +27,10 @@ struct adapter_options {
   /// time the measured in-process transfers are not the cluster's links.
   bool react = true;
   runtime::drift_band band;
+  /// Wall time's devices: real op times carry the host's load (other processes, the
+  /// network's interrupts), so a device drifts at 2x over 4 steps in a row.
+  runtime::drift_band wall_device_band{
+      .enter_low = 0.5, .enter_high = 2.0, .clear_low = 0.67, .clear_high = 1.5, .min_samples = 4};
   size_t window = 9; ///< the monitor's median window
   /// Re-plans move layers between stages (coordinator_replan.hpp); a job that cannot (one
   /// laid out on several node processes) turns them off, and the policy then chooses among
@@ -33,6 +38,9 @@ struct adapter_options {
   runtime::policy_options policy;
   runtime::probe_options probes;
   size_t max_decisions = 64; ///< the most recent ones kept for `decisions`
+  /// By node: how far its clock may lie from the coordinator's node's (job_context's
+  /// clock_error_s), which bounds what real transfers between nodes can measure.
+  std::vector<double> clock_error_s;
 };
 
 /// The dynamic environment adapter. It reacts at step boundaries, where a new allocation or
@@ -47,11 +55,15 @@ struct adapter_options {
 /// (runtime/adapt/active_probe.hpp) run at the boundaries it names. They run on the job's
 /// link model and script in force, in virtual and dry time; nothing probes in wall time
 /// yet. The step's answer to the coordinator is how long they hold the next step's start.
+/// In wall time without shaping, across node processes, the links are real: the receivers
+/// report each message between processes, and runtime::wall_transfers makes them the
+/// monitor's samples.
 struct adapter_state {
   static inline const char* name = "adapter";
   std::shared_ptr<job_context> job; ///< none: statistics only; a re-plan's once in force
   adapter_options options;
   std::optional<runtime::step_adapter> adapter;
+  std::optional<runtime::wall_transfers> real; ///< wall time without shaping: real links
   runtime::plan latest;   ///< the plan ordered last (the policy's current plan)
   runtime::plan in_force; ///< the plan of the last step that ran (the monitor's)
   runtime::step_ordered<runtime::plan> ordered; ///< by the step each takes effect at

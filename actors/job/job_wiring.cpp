@@ -84,6 +84,7 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
   // A re-plan spawns the new plan's stages beside the coordinator, or through each node's
   // replanner across node processes.
   adapting.policy.allow_replan = out.job->layout.empty() || !wiring.replanners.empty();
+  adapting.clock_error_s = wiring.clock_errors;
   out.adapter = spawn_adapter(sys, out.job, adapting);
   guard.add(out.adapter);
   out.coordinator = spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,

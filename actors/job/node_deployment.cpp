@@ -48,4 +48,18 @@ std::chrono::steady_clock::time_point aligned_epoch(std::chrono::steady_clock::t
              std::chrono::duration<double>(clock_s));
 }
 
+void align_clock(job_context& job, const job_deployment& d, const std::string& boot_id,
+                 std::chrono::steady_clock::time_point asked,
+                 std::chrono::steady_clock::time_point answered) {
+  if (!boot_id.empty() && boot_id == d.boot_id) {
+    job.epoch = std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::nanoseconds(d.epoch_ns)));
+    job.clock_error_s = 0;
+    return;
+  }
+  job.epoch = aligned_epoch(asked, answered, d.clock_s);
+  job.clock_error_s = std::chrono::duration<double>(answered - asked).count() / 2;
+}
+
 } // namespace deepcee::actors

@@ -38,4 +38,11 @@ std::chrono::steady_clock::time_point aligned_epoch(std::chrono::steady_clock::t
                                                     std::chrono::steady_clock::time_point answered,
                                                     double clock_s);
 
+/// Sets `job`'s epoch and clock_error_s from deployment `d`, asked for at `asked` and
+/// answered at `answered`: on the coordinator's host boot (`boot_id`, this node's) its epoch
+/// exactly (error 0), else aligned_epoch, within half the round trip.
+void align_clock(job_context& job, const job_deployment& d, const std::string& boot_id,
+                 std::chrono::steady_clock::time_point asked,
+                 std::chrono::steady_clock::time_point answered);
+
 } // namespace deepcee::actors

@@ -133,6 +133,7 @@ void start_registry(node_registry_state& st, job_deployment deployment, std::str
   st.wiring.devices.resize(layout.slot_node.size());
   st.wiring.replanners.resize(st.node_names.size());
   st.wiring.boot_ids.resize(st.node_names.size());
+  st.wiring.clock_errors.resize(st.node_names.size());
   st.wiring.boot_ids.at(static_cast<size_t>(local.node)) = local.boot_id;
   st.wiring.replanners.at(static_cast<size_t>(local.node)) =
       caf::actor_cast<caf::strong_actor_ptr>(local.replanner);
@@ -238,6 +239,7 @@ void admit(self_ptr self, size_t n, joining_node& joining) {
     s.wiring.devices[static_cast<size_t>(j.devices[i])] = std::move(joining.device_handles[i]);
   s.wiring.replanners[n] = std::move(joining.replanner);
   s.wiring.boot_ids[n] = std::move(joining.boot_id);
+  s.wiring.clock_errors[n] = joining.clock_error_s;
   s.joined[n] = true;
   if (s.beats && joining.heartbeat)
     self->send(s.beats, peer_atom_v, j.node, std::move(joining.heartbeat));

@@ -51,9 +51,10 @@ public:
     return arrival;
   }
 
-  /// Wall mode without shaping: a transfer really sent at `send_s` that arrived at
+  /// Wall mode without shaping: a message really sent at `send_s` that arrived at
   /// `arrival_s`, reported by its receiver (only the receiver sees it arrive). `bytes`, the
-  /// message as sent, is split over the parts as the link model splits a transfer.
+  /// message as sent, is split over the parts as the link model splits a transfer; the
+  /// parts go to the adapter together, as one message (runtime::real_message).
   template <class Self>
   void report_real(Self* self, const std::vector<runtime::transfer_part>& parts, double bytes,
                    double send_s, double arrival_s, link_sample meta) const {
@@ -62,6 +63,7 @@ public:
     double modelled = 0;
     for (const auto& part : parts)
       modelled += part.bytes;
+    std::vector<link_sample> message;
     for (const auto& part : parts) {
       meta.from = part.from;
       meta.to = part.to;
@@ -69,8 +71,9 @@ public:
       meta.bytes = modelled > 0 ? bytes * part.bytes / modelled : bytes;
       meta.send_time = meta.start = send_s;
       meta.drained = meta.end = arrival_s;
-      self->send(adapter_, meta);
+      message.push_back(meta);
     }
+    self->send(adapter_, std::move(message));
   }
 
 private:

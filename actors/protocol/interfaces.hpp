@@ -118,7 +118,8 @@ using coordinator_actor = caf::typed_actor<
 /// The dynamic environment adapter (adapter_actor.hpp). It keeps its monitor's estimates
 /// and, when the monitor reports drift, asks the policy and orders its decision from the
 /// coordinator.
-/// - `link_sample`: one transfer, as its sender or receiver saw it.
+/// - `link_sample`: one transfer, as its sender saw it on the link model; a vector of them:
+///   the parts of one message between node processes, as its receiver saw it (wall time).
 /// - `step_result`: a step ended. The answer, once read, is the seconds its active probes
 ///   hold the next step's start (the coordinator ends the step then).
 /// - `links`: each link the plan in force sends on, as the monitor sees it.
@@ -128,7 +129,7 @@ using coordinator_actor = caf::typed_actor<
 /// - `decisions` answers with its recent decisions; `wire` names the coordinator.
 /// - `(move, replan_order)`, from the coordinator: a re-plan is in force, follow its job.
 using adapter_actor = caf::typed_actor<
-    caf::reacts_to<link_sample>,
+    caf::reacts_to<link_sample>, caf::reacts_to<std::vector<link_sample>>,
     caf::replies_to<links_atom>::with<std::vector<runtime::link_report>>,
     caf::replies_to<samples_atom>::with<std::vector<link_sample>>,
     caf::replies_to<step_result>::with<double>, caf::replies_to<rebalance>::with<int64_t>,

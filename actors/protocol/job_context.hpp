@@ -105,6 +105,9 @@ struct job_context {
   mutable fresh_on_copy<shaped_links> shaped;       ///< and shaped wall time's link FIFOs
   /// Wall mode's zero: real times are seconds since this process set up the job.
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
+  /// How far `epoch` may lie from the coordinator's node's (s): 0 there and on its host,
+  /// else half the round trip that set it (node_member's accept_job).
+  double clock_error_s = 0;
   /// This host's boot id (runtime::read_boot_id, read by main; "" unknown): the processes of
   /// a job whose boot ids are equal share the steady clock (stage_wiring::boot_ids).
   std::string boot_id;
@@ -129,6 +132,12 @@ struct job_context {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
+  }
+  /// Wall time (seconds since `epoch`) of `steady_ns`, a steady clock reading in ns.
+  double real_s_at(int64_t steady_ns) const {
+    const auto epoch_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(epoch.time_since_epoch()).count();
+    return static_cast<double>(steady_ns - epoch_ns) * 1e-9;
   }
   int64_t steady_ns_at(double real_s) const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -7,8 +7,10 @@
 #include "runtime/data/text_corpus.hpp"
 
 #include <caf/actor_control_block.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -59,6 +61,9 @@ static_assert(int(tensor_role::activation) == int(messages::tensor_kind::activat
 /// needs the stage's own step and neighbours; so it travels as bytes in a process too.
 struct tensor_msg {
   std::vector<uint8_t> bytes;
+  /// When CAF deserialized it from another process, on the steady clock (ns; not sent):
+  /// its arrival, before it waits in the stage's mailbox. 0 within one process.
+  int64_t arrived_ns = 0;
 };
 
 /// A node of a multi-process job announcing its stage actors to the coordinator's node:
@@ -72,6 +77,7 @@ struct joining_node {
   std::vector<caf::strong_actor_ptr> device_handles;
   caf::strong_actor_ptr replanner; ///< spawns the node's part of a re-plan (node_replanner.hpp)
   std::string boot_id;             ///< the node's host boot (job_context::boot_id)
+  double clock_error_s = 0;        ///< its clock against the coordinator's node's (job_context)
 };
 
 /// One decision of the adapter, as it logged it (adapter_actor.hpp): the step whose
@@ -141,6 +147,9 @@ struct stage_wiring {
   /// Shaped transfers between nodes of one boot are held by their receivers
   /// (runtime::shaping_side_of); the others wait on the sender's side.
   std::vector<std::string> boot_ids;
+  /// Per node of a multi-process job: how far its clock may lie from the coordinator's
+  /// node's (job_context::clock_error_s; empty in one process).
+  std::vector<double> clock_errors;
 };
 
 /// A finished step as the coordinator reports it.
@@ -200,14 +209,19 @@ struct device_buffers {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
-  return f(caf::meta::type_name("tensor_msg"), x.bytes);
+  return f(caf::meta::type_name("tensor_msg"), x.bytes, caf::meta::load_callback([&x] {
+             x.arrived_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count();
+             return caf::error{};
+           }));
 }
 
 /// The join as its Cap'n Proto bytes; the handles CAF-serialized beside them.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, joining_node& x) {
   return f(caf::meta::type_name("joining_node"), x.join, x.handles, x.heartbeat, x.device_handles,
-           x.replanner, x.boot_id);
+           x.replanner, x.boot_id, x.clock_error_s);
 }
 
 template <class Inspector>
@@ -225,7 +239,7 @@ typename Inspector::result_type inspect(Inspector& f, layer_holders& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
   return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes,
-           x.devices, x.replanners, x.boot_ids);
+           x.devices, x.replanners, x.boot_ids, x.clock_errors);
 }
 
 template <class Inspector>

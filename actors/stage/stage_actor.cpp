@@ -495,6 +495,7 @@ void on_wiring(self_ptr self, const stage_wiring& w) {
 /// one, or the coordinator's step timeout names the stuck stage.
 void on_tensor(self_ptr self, tensor_msg& msg) {
   auto& s = self->state;
+  const auto arrived_ns = msg.arrived_ns;
   auto accepted = accept_tensor(s, msg);
   if (auto* why = std::get_if<std::string>(&accepted)) {
     ++s.dropped;
@@ -503,7 +504,7 @@ void on_tensor(self_ptr self, tensor_msg& msg) {
   }
   auto& t = std::get<accepted_tensor>(accepted);
   if (s.job->wall() && !s.job->mode.shape_links)
-    report_arrival(self, t);
+    report_arrival(self, t, arrived_ns);
   if (const auto& h = t.tensor.decoded.header; h.deliver_at_ns != 0 && s.job->shaping()) {
     s.held_tensors.push(s.job->flat_index(h.pipeline, h.stage), release_at(s, h.deliver_at_ns),
                         std::move(t));

@@ -166,10 +166,10 @@ bool held_by_receiver(stage_self self, int k) {
          runtime::shaping_side::hold_at_receiver;
 }
 
-void report_arrival(stage_self self, accepted_tensor& t) {
+void report_arrival(stage_self self, accepted_tensor& t, int64_t arrived_ns) {
   auto& st = self->state;
   const auto& h = t.tensor.decoded.header;
-  t.tensor.arrival_s = st.job->real_now_s();
+  t.tensor.arrival_s = arrived_ns != 0 ? st.job->real_s_at(arrived_ns) : st.job->real_now_s();
   const auto& sender = st.job->cluster->stage(h.pipeline, h.stage);
   const bool forward = t.role == tensor_role::activation;
   link_sample meta;

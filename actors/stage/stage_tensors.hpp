@@ -47,7 +47,8 @@ void send_tensor(stage_self self, outgoing_tensor& t, double end_s);
 bool held_by_receiver(stage_self self, int k);
 
 /// Wall mode without shaping: the transfer ends when it is here, so the receiver sets its
-/// arrival now and reports it (as sent by the neighbour, over the neighbour's parts).
-void report_arrival(stage_self self, accepted_tensor& t);
+/// arrival and reports it (as sent by the neighbour, over the neighbour's parts): when CAF
+/// deserialized it (`arrived_ns`, tensor_msg's), else now.
+void report_arrival(stage_self self, accepted_tensor& t, int64_t arrived_ns);
 
 } // namespace deepcee::actors

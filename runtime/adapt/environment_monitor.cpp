@@ -16,6 +16,13 @@ bool usable_reference(double x) {
   return x > 0 && std::isfinite(x);
 }
 
+/// The lower median of ratios (as drift_tracker::estimate).
+double median_of(std::vector<double> v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
 } // namespace
 
 environment_monitor::environment_monitor(cluster c, const profile_table& profile, const plan& p,
@@ -126,8 +133,26 @@ void environment_monitor::observe(const link_observation& o) {
     changed_ |= t.latency->add(o.arrival_s - o.drained_s);
 }
 
-drift_tracker& environment_monitor::device_tracker(int device) {
-  return devices_.try_emplace(device, 1.0, band_, window_).first->second;
+void environment_monitor::calibrate_devices(drift_band band, int skip, int samples) {
+  calibration_ =
+      calibration{.band = band, .skip = skip, .samples = std::max(samples, 1), .seen = {}};
+}
+
+bool environment_monitor::add_device_ratio(int device, double ratio) {
+  if (const auto it = devices_.find(device); it != devices_.end())
+    return it->second.add(ratio);
+  if (!calibration_) {
+    devices_.try_emplace(device, 1.0, band_, window_);
+    return devices_.at(device).add(ratio);
+  }
+  auto& seen = calibration_->seen[device];
+  seen.push_back(ratio);
+  if (static_cast<int>(seen.size()) < calibration_->skip + calibration_->samples)
+    return false;
+  seen.erase(seen.begin(), seen.begin() + calibration_->skip);
+  devices_.try_emplace(device, median_of(std::move(seen)), calibration_->band, window_);
+  calibration_->seen.erase(device);
+  return false;
 }
 
 void environment_monitor::observe_op(int device, op_kind kind, double seconds) {
@@ -139,7 +164,7 @@ void environment_monitor::observe_op(int device, op_kind kind, double seconds) {
                           : kind == op_kind::backward_input ? e.b
                                                             : e.w;
   if (expected > 0)
-    changed_ |= device_tracker(device).add(seconds / expected);
+    changed_ |= add_device_ratio(device, seconds / expected);
 }
 
 void environment_monitor::observe_step_compute(int device, double seconds) {
@@ -149,12 +174,12 @@ void environment_monitor::observe_step_compute(int device, double seconds) {
   const auto& e = it->second;
   const double expected = e.micro_batches * (e.f + e.b + e.w);
   if (expected > 0)
-    changed_ |= device_tracker(device).add(seconds / expected);
+    changed_ |= add_device_ratio(device, seconds / expected);
 }
 
 void environment_monitor::observe_slowdown(int device, double slowdown) {
   if (slowdown > 0 && std::isfinite(slowdown))
-    changed_ |= device_tracker(device).add(slowdown);
+    changed_ |= add_device_ratio(device, slowdown);
 }
 
 void environment_monitor::observe_stage_compute(const std::vector<int>& devices, double seconds) {
@@ -188,7 +213,7 @@ std::vector<link_estimate> environment_monitor::links() const {
 std::vector<device_estimate> environment_monitor::devices() const {
   std::vector<device_estimate> out;
   for (const auto& [dev, t] : devices_)
-    out.push_back({dev, t.estimate(), t.drifted(), t.samples()});
+    out.push_back({dev, t.ratio(), t.drifted(), t.samples()});
   return out;
 }
 
@@ -227,7 +252,7 @@ cluster environment_monitor::estimated_cluster() const {
     c.overrides.push_back(o);
   for (const auto& [dev, t] : devices_)
     if (t.drifted()) {
-      c.devices.at(static_cast<size_t>(dev)).slowdown = t.estimate();
+      c.devices.at(static_cast<size_t>(dev)).slowdown = t.ratio();
     }
   return c;
 }
@@ -240,13 +265,6 @@ std::optional<std::pair<int, int>> wan_of(const cluster& c, int x, int y) {
     if (r.what == net_resource::kind::wan)
       return std::pair{r.a, r.b};
   return std::nullopt;
-}
-
-/// The lower median of ratios (as drift_tracker::estimate).
-double median_of(std::vector<double> v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
 }
 
 } // namespace

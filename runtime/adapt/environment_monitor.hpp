@@ -33,7 +33,9 @@ struct link_estimate {
 
 struct device_estimate {
   int device = 0;
-  double slowdown = 1; ///< measured op time / the profile's, median
+  /// measured op time / the profile's, median (over the device's calibrated reference, where
+  /// calibrate_devices is on)
+  double slowdown = 1;
   bool drifted = false;
   long samples = 0;
 };
@@ -63,6 +65,15 @@ public:
   /// A new plan moves the devices' shares: their expected op times follow it. Link
   /// trackers stay (the network did not change).
   void rebase(const plan& p);
+
+  /// Compares each device's op times with its own first steps instead of the profile: the
+  /// median ratio of `samples` steps, after `skip` warm-up steps, becomes its reference,
+  /// and `band` its drift band. Wall time needs it, since the profile describes the
+  /// cluster's devices and the host that runs them may be another (a lab, or a profile from
+  /// other hardware): a device then drifts when it changes, not because the profile was
+  /// off. Real op times also carry the host's load, hence a wider band than the links'.
+  /// Probes' slowdowns are read against the same reference.
+  void calibrate_devices(drift_band band, int skip = 3, int samples = 5);
 
   /// The devices whose compute `p`'s steps measure: per stage the one whose share is
   /// expected to take longest (observe_stage_compute). A drifted device outside this set
@@ -111,7 +122,9 @@ private:
   std::map<int, expected_ops> expected_of(const plan& p) const;
   static int critical_device(const std::map<int, expected_ops>& expected,
                              const std::vector<int>& devices);
-  drift_tracker& device_tracker(int device);
+  /// Adds `ratio` (measured / the profile's) to `device`'s tracker, or to its calibration
+  /// while that lasts; whether the drift state changed.
+  bool add_device_ratio(int device, double ratio);
 
   cluster cluster_;
   const profile_table* profile_;
@@ -119,6 +132,13 @@ private:
   size_t window_;
   std::map<std::pair<int, int>, link_trackers> links_;
   std::map<int, drift_tracker> devices_;
+  struct calibration {
+    drift_band band;
+    int skip = 0;
+    int samples = 0;
+    std::map<int, std::vector<double>> seen; ///< by device, until its tracker exists
+  };
+  std::optional<calibration> calibration_;
   std::map<int, expected_ops> expected_;
   bool changed_ = false;
 };

@@ -37,13 +37,14 @@ public:
                policy_options policy = {}, probe_options probes = {});
 
   void observe(const link_observation& o) { monitor_.observe(o); }
+  /// Devices compared with their own first steps (environment_monitor::calibrate_devices).
+  void calibrate_devices(drift_band band) { monitor_.calibrate_devices(band); }
 
   /// The step ended. `in_force` is the plan that ran it. `stage_compute_s[p][s]` is each
-  /// stage's compute in the step, its ops' durations summed. It is empty where op times are
-  /// not the cluster's, as in wall time. `latest` is the plan ordered last, the policy's
-  /// current plan: `in_force` unless a decision is still to take effect. Returns the
-  /// policy's decision (keep included) when a drift began or ended, nothing otherwise. With
-  /// `decide` false (a static run) only the estimates follow the step.
+  /// stage's compute in the step, its ops' durations summed (empty: not measured). `latest` is the
+  /// plan ordered last, the policy's current plan: `in_force` unless a decision is still to take
+  /// effect. Returns the policy's decision (keep included) when a drift began or ended, nothing
+  /// otherwise. With `decide` false (a static run) only the estimates follow the step.
   std::optional<adapt_decision> end_step(const plan& in_force,
                                          const std::vector<std::vector<double>>& stage_compute_s,
                                          const plan& latest, bool decide = true);

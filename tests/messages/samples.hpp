@@ -18,6 +18,8 @@ inline job_deployment sample_deployment() {
   d.mode = time_mode::virtual_time;
   d.clock_s = 2.75;
   d.running = true;
+  d.boot_id = "3f6c2a9e-boot";
+  d.epoch_ns = 123'456'789'012;
   auto& p = d.plan;
   p.strategy = "deepcee";
   p.model_name = "small";

@@ -85,6 +85,8 @@ BOOST_AUTO_TEST_CASE(job_deployment_keeps_plan_and_settings) {
   BOOST_TEST(back->shape_links == d.shape_links);
   BOOST_TEST(back->clock_s == d.clock_s);
   BOOST_TEST(back->running == d.running);
+  BOOST_TEST(back->boot_id == d.boot_id);
+  BOOST_TEST(back->epoch_ns == d.epoch_ns);
   check_same_plan(back->plan, d.plan);
   check_same_train(back->train, d.train);
   // The model travels once, in the plan.

@@ -141,6 +141,37 @@ BOOST_AUTO_TEST_CASE(a_slow_device_is_detected_from_its_compute_times) {
   BOOST_TEST(ops.changed());
 }
 
+BOOST_AUTO_TEST_CASE(calibrated_devices_drift_from_their_first_steps_not_the_profile) {
+  // A host 4x slower than the profile everywhere (a lab): no drift once calibrated. Device
+  // 5 then slows 3x more: a drift of 3x, not 12x.
+  fixture f;
+  environment_monitor m(f.c, f.profile, f.p);
+  m.calibrate_devices({}, 1, 3);
+  const auto r = simulate(f.c, f.model, f.profile, f.p);
+  const auto feed = [&](double slow5) {
+    for (const auto& d : r.devices)
+      m.observe_step_compute(d.device, 4 * d.compute_s * (d.device == 5 ? slow5 : 1.0));
+  };
+  feed(9.0); // the warm-up step: left out of the reference
+  for (int k = 0; k < 6; ++k)
+    feed(1.0);
+  BOOST_TEST(!m.changed());
+  BOOST_TEST(m.affected_devices().empty());
+  for (const auto& d : m.devices())
+    BOOST_TEST(d.slowdown == 1, tt::tolerance(1e-9));
+  for (int k = 0; k < 3; ++k)
+    feed(3.0);
+  BOOST_TEST(m.changed());
+  BOOST_TEST(m.affected_devices() == (std::vector<int>{5}));
+  BOOST_TEST(m.estimated_cluster().devices[5].slowdown == 3, tt::tolerance(1e-9));
+  // Uncalibrated, the same host reads as every device 4x slow.
+  environment_monitor plain(f.c, f.profile, f.p);
+  for (int k = 0; k < 3; ++k)
+    for (const auto& d : r.devices)
+      plain.observe_step_compute(d.device, 4 * d.compute_s);
+  BOOST_TEST(plain.affected_devices().size() == r.devices.size());
+}
+
 BOOST_AUTO_TEST_CASE(a_stage_time_is_its_slowest_share) {
   fixture f;
   // Pipeline 0 as one stage of devices 0 and 1, splitting each micro-batch 3:1: the share

@@ -1,0 +1,94 @@
+#pragma once
+
+#include "runtime/adapt/environment_monitor.hpp"
+#include "runtime/cluster/cluster.hpp"
+
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+/// Real transfers between node processes, as the monitor reads them.
+///
+/// In wall time a message between two node processes is timed by two clocks: its sender's
+/// when the stage sent it, its receiver's when CAF deserialized its last byte. The gap holds
+/// more than the link's drain:
+///   - a cost per message: the path's latency, the hops through both nodes' gates and
+///     CAF, the host's scheduling. Each node pair's is calibrated on its first messages
+///     against the cluster's bandwidth: the median of (time - bytes / bandwidth) over
+///     `calibration` messages that waited behind no other, after `warm_up` left out (TCP's
+///     slow start, first allocations). Their spread (1.4826 x the median absolute
+///     deviation: a standard deviation that outliers do not move) is the pair's noise. A
+///     link slower than the cluster file says from the start is the profile's to find; the
+///     monitor follows what changes after;
+///   - the wait behind earlier messages of the same node pair: one connection carries them
+///     in order, so a message's bytes start to arrive when it was sent plus that cost, or
+///     when the previous one had arrived, whichever is later;
+///   - the error between the two clocks: each node's epoch is the coordinator's to within a
+///     bound (exactly on one host, else half the round trip that set it).
+/// A drain is then read as the cluster's bandwidth says unless it differs from that by more
+/// than `noise_factor` times the noise plus the clocks' bound, and then by what exceeds
+/// them: so the host's jitter and the clocks cannot make a link drift, and a drop shows at
+/// once, a little smaller than it is.
+namespace deepcee::runtime {
+
+/// One device pair's share of a message (link_sample's part of a transfer).
+struct real_part {
+  int from = 0;
+  int to = 0;
+  double bytes = 0;
+};
+
+/// One message from node process `from_node` to `to_node` as its receiver saw it: sent at
+/// `send_s` on the sender's clock, arrived at `arrival_s` on the receiver's (seconds since
+/// the job's epoch).
+struct real_message {
+  int from_node = 0;
+  int to_node = 0;
+  std::vector<real_part> parts;
+  double send_s = 0;
+  double arrival_s = 0;
+};
+
+struct wall_transfer_options {
+  int warm_up = 2;         ///< each node pair's first messages, left out
+  int calibration = 8;     ///< messages that set its cost per message and noise
+  double noise_factor = 3; ///< how many times its noise a drain must differ by
+};
+
+class wall_transfers {
+public:
+  /// `clock_error_s`: by node, the bound on that node's epoch against the coordinator's
+  /// (a node not listed: the largest bound given).
+  wall_transfers(cluster c, std::vector<double> clock_error_s, wall_transfer_options o = {});
+
+  /// The observations of `m`'s parts (each with the message's bandwidth; latency the
+  /// cluster's for the pair), or none: within one node, or while its node pair calibrates.
+  std::vector<link_observation> observe(const real_message& m);
+
+  /// The bound on the error of a drain between `from_node` and `to_node`.
+  double clock_error_s(int from_node, int to_node) const;
+  /// The calibrated cost per message from `from_node` to `to_node`, once known.
+  std::optional<double> message_cost_s(int from_node, int to_node) const;
+  /// Its noise (s), once known.
+  std::optional<double> noise_s(int from_node, int to_node) const;
+
+private:
+  struct node_pair {
+    double last_arrival_s = -1e300;
+    int seen = 0;
+    std::vector<double> costs; ///< while calibrating
+    std::optional<double> cost_s;
+    double noise_s = 0;
+  };
+  /// Adds `m` (of `bytes`, queued or not) to `pair`'s calibration.
+  void calibrate(node_pair& pair, const real_message& m, double bytes, bool queued) const;
+
+  cluster cluster_;
+  std::vector<double> clock_error_s_;
+  double largest_error_s_ = 0;
+  wall_transfer_options options_;
+  std::map<std::pair<int, int>, node_pair> pairs_;
+};
+
+} // namespace deepcee::runtime
