@@ -31,6 +31,12 @@ int interval_of(const coordinator_state& st) {
   const double step_s = one_step_s(vc, st.plan);
   const int set = st.job->mode.snapshot_every;
   const int every = set >= 0 ? set : runtime::snapshot_interval(cost.seconds, step_s);
+  if (every == 0) {
+    spdlog::warn("snapshots: {} live on one node only, and snapshot_every = 0 keeps no "
+                 "snapshot: losing that node stops the job",
+                 runtime::layer_ranges(st.snapshot_layout.single_node_layers));
+    return 0;
+  }
   spdlog::info("snapshots: {} live on one node only; pipeline 0's {} stage(s) snapshot every {} "
                "step(s) to a stage on another node ({}): {:.4g} MB, {:.4g} s over the slowest "
                "link against a step of {:.4g} s",
