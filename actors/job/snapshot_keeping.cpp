@@ -10,6 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace deepcee::actors {
@@ -47,6 +49,11 @@ int interval_of(const coordinator_state& st) {
   return every;
 }
 
+/// "step 5" or "steps 5-7".
+std::string steps_text(int64_t first, int64_t last) {
+  return first == last ? fmt::format("step {}", first) : fmt::format("steps {}-{}", first, last);
+}
+
 int flat_of(const coordinator_state& st, int32_t pipeline, int32_t stage) {
   if (pipeline < 0 || pipeline >= static_cast<int>(st.plan.pipelines.size()) || stage < 0 ||
       stage >= static_cast<int>(st.plan.pipelines[size_t(pipeline)].stages.size()))
@@ -76,12 +83,14 @@ void replayed(coordinator_self self, int64_t k, step_result& r) {
   }
   r.replayed = std::move(rb.losses);
   auto spans = std::move(rb.finish);
-  spans.push_back(
-      {.name = fmt::format("rollback: steps {}-{} replayed from the snapshot of step {}",
-                           rb.snapshot + 1, rb.target - 1, rb.snapshot),
-       .device = -1,
-       .start_s = rb.since_s,
-       .end_s = r.start_s});
+  const auto replayed = rb.target - 1 > rb.snapshot
+                            ? steps_text(rb.snapshot + 1, rb.target - 1) + " replayed, then "
+                            : std::string();
+  spans.push_back({.name = fmt::format("rollback: from the snapshot of step {}, {}step {} again",
+                                       rb.snapshot, replayed, rb.target),
+                   .device = -1,
+                   .start_s = rb.since_s,
+                   .end_s = r.start_s});
   r.finish.insert(r.finish.begin(), spans.begin(), spans.end());
   auto answer = rb.answer;
   self->state.rollback.reset();
@@ -177,9 +186,9 @@ void replay_from_snapshot(coordinator_self self, int64_t step, int64_t snapshot,
   st.rollback = std::move(run);
   st.pending.reset(); // a replayed step's own request is never answered: the first one is
   st.phase = coordinator_phase::idle;
-  spdlog::warn("rollback: the job goes back to the snapshot of step {}; steps {}-{} run again "
-               "with the same samples",
-               snapshot, snapshot + 1, st.rollback->target);
+  spdlog::warn("rollback: the job goes back to the snapshot of step {}; {} run again with the "
+               "same samples",
+               snapshot, steps_text(snapshot + 1, st.rollback->target));
   replay_step(self, snapshot + 1);
 }
 

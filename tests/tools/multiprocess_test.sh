@@ -900,16 +900,17 @@ single = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv
 log = open(sys.argv[2]).read()
 lost = re.search(r"node n1 lost \(disconnected: .*\): no other node held layers 1-2; the job rolls back to its snapshot of step (\d+)", log)
 assert lost, "no rollback line"
-back = re.search(r"rollback: the job goes back to the snapshot of step (\d+); steps (\d+)-(\d+) run again", log)
-snapshot, first, step = int(back[1]), int(back[2]), int(back[3])
+back = re.search(r"rollback: the job goes back to the snapshot of step (\d+); steps? (\d+)(?:-(\d+))? run again", log)
+snapshot, first, step = int(back[1]), int(back[2]), int(back[3] or back[2])
 assert snapshot == int(lost[1]) and snapshot % 5 == 0 and first == snapshot + 1 and step > snapshot, back[0]
 steps = {int(m[0]): float(m[1]) for m in re.findall(r"^step (\d+) loss ([0-9.]+)", log, re.M)}
 assert sorted(steps) == list(range(1, int(sys.argv[3]) + 1)), "steps missing"
 worst = max(abs(l - single[k]) / single[k] for k, l in steps.items())
 assert worst <= 1e-3, worst
+ran = f"step {step}" if first == step else f"steps {first}-{step}"
 print(f"snapshots: n1 killed in step {step}, the job rolled back to the snapshot of step {snapshot} "
-      f"and replayed steps {first}-{step} on n0 and n2; all {len(steps)} steps, worst relative "
-      f"loss difference from single-device training {worst:.1e}")
+      f"and ran {ran} again on n0 and n2; all {len(steps)} steps, worst relative loss "
+      f"difference from single-device training {worst:.1e}")
 PY
 echo "snapshots: the rollback began $rolled_s s after the kill"
 

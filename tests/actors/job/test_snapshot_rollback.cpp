@@ -81,7 +81,8 @@ void check_rolls_back(const char* node, int index, int at, int every, int snapsh
     const auto got = job.step();
     BOOST_CHECK_EQUAL(got.step, k);
     check_loss(got.loss, want[size_t(k - 1)], "step " + std::to_string(k));
-    BOOST_CHECK_EQUAL(traced(got, "rollback: steps"), k == at);
+    BOOST_CHECK_EQUAL(
+        traced(got, "rollback: from the snapshot of step " + std::to_string(snapshot)), k == at);
     if (k != at) {
       BOOST_CHECK(got.replayed.empty());
       continue;
