@@ -41,7 +41,7 @@ using stage_actor = caf::typed_actor<
     caf::replies_to<script_update>::with<int64_t>, caf::reacts_to<slowed_atom, uint64_t>,
     caf::reacts_to<step_atom, int64_t>, caf::reacts_to<release_atom>,
     caf::reacts_to<lost_atom, int64_t>, caf::reacts_to<keep_atom, int64_t, caf::strong_actor_ptr>,
-    caf::reacts_to<keep_atom, stage_snapshot>,
+    caf::reacts_to<keep_atom, stage_snapshot, uint64_t>,
     caf::replies_to<snapshot_atom, int32_t, int64_t>::with<stage_snapshot>>;
 
 /// One device of a stage (device_actor.hpp). It owns its backend and its share of the

@@ -612,7 +612,9 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
       [self](keep_atom, int64_t step, const caf::strong_actor_ptr& keeper) {
         guarded(self, [&] { take_snapshot(self, step, keeper); });
       },
-      [self](keep_atom, stage_snapshot& snapshot) { keep_snapshot(self, snapshot); },
+      [self](keep_atom, stage_snapshot& snapshot, uint64_t digest) {
+        keep_snapshot(self, snapshot, digest);
+      },
       [self](snapshot_atom, int32_t layer, int64_t step) -> caf::result<stage_snapshot> {
         return answer_kept_layer(self, layer, step);
       },

@@ -7,6 +7,9 @@
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include <string>
 #include <utility>
@@ -15,6 +18,16 @@
 namespace deepcee::actors {
 
 namespace {
+
+/// "pipeline p stage s (node n)" of a snapshot's stage, as the job names it.
+std::string stage_of(const stage_state& st, const stage_snapshot& snapshot) {
+  const auto& plan = st.job->plan;
+  if (snapshot.pipeline < 0 || snapshot.pipeline >= static_cast<int>(plan.pipelines.size()) ||
+      snapshot.stage < 0 || snapshot.stage >= st.job->stage_count(snapshot.pipeline))
+    return "pipeline " + std::to_string(snapshot.pipeline) + " stage " +
+           std::to_string(snapshot.stage) + ", which the plan does not have";
+  return st.job->stage_name(size_t(st.job->flat_index(snapshot.pipeline, snapshot.stage)));
+}
 
 /// Keeps `snapshot` among the copies of its stage, the two newest only.
 void store(stage_state& st, stage_snapshot snapshot) {
@@ -41,7 +54,9 @@ void take_snapshot(stage_self self, int64_t step, const caf::strong_actor_ptr& k
             snapshot.source =
                 "the snapshot of " + where(self->state) + " after step " + std::to_string(step);
             store(self->state, snapshot);
-            self->send(caf::actor_cast<stage_actor>(keeper), keep_atom_v, std::move(snapshot));
+            const auto digest = state_digest(snapshot.params);
+            self->send(caf::actor_cast<stage_actor>(keeper), keep_atom_v, std::move(snapshot),
+                       digest);
           },
           [self, step](caf::error& e) {
             report_error(self, "the snapshot after step " + std::to_string(step) + ": " +
@@ -49,8 +64,14 @@ void take_snapshot(stage_self self, int64_t step, const caf::strong_actor_ptr& k
           });
 }
 
-void keep_snapshot(stage_self self, stage_snapshot& snapshot) {
+void keep_snapshot(stage_self self, stage_snapshot& snapshot, uint64_t digest) {
   auto& s = self->state;
+  if (state_digest(snapshot.params) != digest) {
+    spdlog::warn("{}: refused the snapshot after step {} from {}: its weights and moments do "
+                 "not match their digest",
+                 where(s), snapshot.step, stage_of(s, snapshot));
+    return;
+  }
   const auto step = snapshot.step;
   const auto pipeline = static_cast<int32_t>(snapshot.pipeline);
   const auto stage = static_cast<int32_t>(snapshot.stage);

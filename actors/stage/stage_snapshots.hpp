@@ -20,8 +20,11 @@ namespace deepcee::actors {
 /// The coordinator's order: snapshot after step `step`, keep a copy, send one to `keeper`.
 void take_snapshot(stage_self self, int64_t step, const caf::strong_actor_ptr& keeper);
 
-/// A copy of another stage's snapshot to keep; the coordinator hears that it is kept.
-void keep_snapshot(stage_self self, stage_snapshot& snapshot);
+/// A copy of another stage's snapshot to keep, with the digest of its weights and moments
+/// (state_digest) as its sender computed it; the coordinator hears that it is kept. A copy
+/// whose digest differs came corrupted: it is refused with one line naming its sender, and
+/// the snapshot stays incomplete while the job goes on.
+void keep_snapshot(stage_self self, stage_snapshot& snapshot, uint64_t digest);
 
 /// Layer `layer`'s state from a copy kept at step `step` (a rollback's new stage asks);
 /// refused when no copy of that step holds it.

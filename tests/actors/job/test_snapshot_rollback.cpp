@@ -5,12 +5,14 @@
 #include "tests/actors/actor_test_util.hpp"
 #include "tests/support/clusters.hpp"
 
+#include "actors/device/device_worker.hpp"
 #include "kernels/device/make_backend.hpp"
 #include "kernels/train/trainer.hpp"
 #include "runtime/adapt/node_loss.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -136,6 +138,52 @@ BOOST_AUTO_TEST_CASE(a_loss_before_the_first_complete_snapshot_stops_naming_the_
                          "step 2's") != std::string::npos);
     BOOST_TEST(what.find('\n') == std::string::npos);
   }
+}
+
+/// Layer `layer`'s copy that `keeper` kept after `step`: its parameter count, or -1 when it
+/// refuses (it keeps none).
+int kept_params(caf::actor_system& sys, const actors::stage_actor& keeper, int layer, int step) {
+  caf::scoped_actor self{sys};
+  int out = -1;
+  self->request(keeper, std::chrono::seconds(10), actors::snapshot_atom_v, int32_t{layer},
+                int64_t{step})
+      .receive([&](actors::stage_snapshot& s) { out = static_cast<int>(s.params.size()); },
+               [](caf::error&) {});
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupted_snapshot_is_refused_and_the_job_goes_on) {
+  const auto c = test_cluster();
+  const auto plan = one_pipeline();
+  const runtime::profile_table profile(runtime::make_model_spec(plan.model));
+  const auto train = train_for(plan, 3);
+  const auto corpus = test_corpus();
+  actors::run_mode mode{};
+  mode.snapshot_every = 0; // only the copies this test sends
+  system_fixture f;
+  actors::local_job job(f.sys, c, profile, plan, train, corpus, std::chrono::minutes(2), mode);
+  auto be = kernels::make_backend({});
+  kernels::trainer reference(*be, train, *corpus);
+  check_loss(job.step().loss, reference.train_step().loss, "step 1");
+  const auto& stages = job.stages();
+  actors::stage_snapshot copy;
+  {
+    caf::scoped_actor self{f.sys};
+    self->request(stages[0], std::chrono::seconds(10), actors::snapshot_atom_v)
+        .receive([&](actors::stage_snapshot& s) { copy = std::move(s); },
+                 [](caf::error& e) { BOOST_FAIL("no snapshot: " << to_string(e)); });
+  }
+  BOOST_REQUIRE(!copy.params.empty());
+  const auto digest = actors::state_digest(copy.params);
+  auto corrupted = copy;
+  corrupted.params.front().value.front() += 1.0f; // one weight changed on the way
+  caf::anon_send(stages[1], actors::keep_atom_v, corrupted, digest);
+  BOOST_CHECK_EQUAL(kept_params(f.sys, stages[1], 0, 1), -1);
+  caf::anon_send(stages[1], actors::keep_atom_v, copy, digest);
+  BOOST_CHECK_GT(kept_params(f.sys, stages[1], 0, 1), 0);
+  // The refused copy harmed nothing: the job goes on with single-device training's losses.
+  for (int k = 2; k <= 3; ++k)
+    check_loss(job.step().loss, reference.train_step().loss, "step " + std::to_string(k));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
