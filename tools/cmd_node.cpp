@@ -82,8 +82,8 @@ node_setup prepare_coordinator(runtime::job_config job, const node_options& o, i
   s.job = std::move(r.job);
   s.me = me;
   s.plan = std::move(r.plan);
-  const actors::run_mode mode{s.job.time, s.job.shape_links, s.job.adapt,
-                              s.job.heartbeat_timeout_s};
+  const actors::run_mode mode{s.job.time, s.job.shape_links, s.job.adapt, s.job.heartbeat_timeout_s,
+                              s.job.snapshot_every};
   s.context = actors::make_job_context(s.job.cluster, r.profile, s.plan, s.job.train, r.corpus,
                                        mode, s.job.script);
   s.deployment = actors::make_deployment(s.job.name, s.plan, s.job.train, mode);

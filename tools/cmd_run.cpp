@@ -219,8 +219,9 @@ int run_job(const run_options& o, const runtime::token_environment& token_env) {
   print_time_mode(job);
   const auto step_timeout = std::chrono::seconds(o.step_timeout_s);
   const auto& script = job.script; // step events: at the steps' real starts (coordinator)
-  actors::local_job run(sys, job.cluster, r.profile, r.plan, job.train, r.corpus, step_timeout,
-                        {job.time, job.shape_links, job.adapt, job.heartbeat_timeout_s}, script);
+  actors::local_job run(
+      sys, job.cluster, r.profile, r.plan, job.train, r.corpus, step_timeout,
+      {job.time, job.shape_links, job.adapt, job.heartbeat_timeout_s, job.snapshot_every}, script);
   job_steps steps(sys, run.wired(), 2 * step_timeout, o.trace_steps);
   if (resume) {
     steps.restore(*resume, *o.resume);

@@ -1,6 +1,7 @@
 #include "actors/job/coordinator.hpp"
 #include "actors/job/coordinator_recovery.hpp"
 #include "actors/job/coordinator_replan.hpp"
+#include "actors/job/snapshot_keeping.hpp"
 
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/fan_out.hpp"
@@ -164,6 +165,7 @@ void all_reported(self_ptr self) {
   const optimize_order order{.step = r.step, .learning_rate = r.lr, .grad_norm = r.grad_norm};
   for (auto& stage : st.stages)
     self->send(stage, order);
+  order_snapshots(self, r.step); // after the optimizer's order on each stage's way
   step_ended(self);
 }
 
@@ -301,11 +303,17 @@ void begin_boundary(self_ptr self, int64_t step) {
     st.ordered.drop_through(step);
     replan->effective_step = step;
     st.phase = phase::replanning;
+    const auto snapshot = replan->from_snapshot; // a loss between steps rolls back here
+    const double since_s = st.result.start_s;
     replan_then(
         self, std::move(*replan),
-        [self, step] {
+        [self, step, snapshot, since_s] {
           if (!at_boundary(self->state, step, phase::replanning))
             return; // the step failed while the re-plan ran
+          if (snapshot >= 0) {
+            replay_from_snapshot(self, step, snapshot, since_s);
+            return;
+          }
           self->state.phase = phase::starting;
           inject_then_start(self, std::nullopt, true);
         },
@@ -350,9 +358,16 @@ void recover_step(self_ptr self, replan_order order, double lost_at_s, const std
     st.clock_s = runtime::loss_noticed_s(lost_at_s, st.result.start_s, st.job->mode.liveness_s);
   lost_at_s = std::max(lost_at_s, st.result.start_s);
   order.effective_step = step;
+  const auto snapshot = order.from_snapshot;
   replan_then(
       self, std::move(order),
-      [self, step, lost_at_s, node] { restart_step(self, step, lost_at_s, node); },
+      [self, step, lost_at_s, node, snapshot] {
+        if (snapshot < 0) {
+          restart_step(self, step, lost_at_s, node);
+        } else if (self->state.phase == phase::recovering) {
+          replay_from_snapshot(self, step, snapshot, lost_at_s);
+        }
+      },
       [self](error_code code, const std::string& why) { fail_step(self, code, why); });
 }
 
@@ -612,6 +627,7 @@ coordinator_actor::behavior_type coordinator_behavior(
   st.devices_apart = std::move(devices);
   st.replanners = std::move(replanners);
   st.boot_ids = std::move(boot_ids);
+  plan_job_snapshots(st);
   self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
   watch_remote_actors(self, stage_nodes);
   return {
@@ -633,6 +649,9 @@ coordinator_actor::behavior_type coordinator_behavior(
         on_lost(self, node, why, self->state.job->real_now_s());
       },
       [self](stage_report& rep) { on_report(self, rep); },
+      [self](kept_atom, int64_t step, int32_t pipeline, int32_t stage) {
+        on_kept(self, step, pipeline, stage);
+      },
   };
 }
 

@@ -2,6 +2,7 @@
 
 #include "actors/protocol/interfaces.hpp"
 #include "actors/protocol/job_context.hpp"
+#include "runtime/adapt/snapshot_plan.hpp"
 #include "runtime/base/step_ordered.hpp"
 
 #include <caf/typed_response_promise.hpp>
@@ -104,6 +105,23 @@ struct coordinator_state {
   step_result result;
   std::vector<std::optional<stage_report>> reports; ///< flat order
   int64_t dropped = 0;                              ///< reports naming no stage of the job
+
+  /// Peer snapshots of the plan in force (snapshot_keeping.hpp): which stages keep them
+  /// where, every how many steps (0: none), and which are complete.
+  runtime::snapshot_layout snapshot_layout;
+  int snapshot_every = 0;
+  runtime::snapshot_ledger snapshots;
+  /// A rollback that replays steps: the answer owed to who asked for the step the loss
+  /// came in, that step, and what the replay has so far.
+  struct rollback_run {
+    caf::typed_response_promise<step_result> answer;
+    int64_t snapshot = 0;
+    int64_t target = 0;
+    double since_s = 0;
+    std::vector<finish_span> finish; ///< the recovery's spans (the re-plan's move)
+    std::vector<double> losses;
+  };
+  std::optional<rollback_run> rollback;
 };
 
 using coordinator_self = coordinator_actor::stateful_pointer<coordinator_state>;

@@ -1,5 +1,6 @@
 #include "actors/job/coordinator_recovery.hpp"
 #include "actors/job/coordinator_replan.hpp"
+#include "actors/job/snapshot_keeping.hpp"
 
 #include "runtime/adapt/adapt_policy.hpp"
 #include "runtime/adapt/node_loss.hpp"
@@ -13,6 +14,18 @@
 #include <exception>
 
 namespace deepcee::actors {
+
+namespace {
+
+/// cannot_go_on's line with why no snapshot helped and the newest checkpoint.
+std::string cannot_go_on_line(const coordinator_state& st, const std::string& lost,
+                              const std::vector<int>& layers, const std::string& snapshots) {
+  const int64_t done = in_step(st.phase) ? st.result.step - 1 : st.next_step - 1;
+  const auto checkpoint = runtime::newest_checkpoint(done, st.job->train.checkpoint_every);
+  return runtime::cannot_go_on(lost, layers, snapshots, runtime::checkpoint_note(checkpoint));
+}
+
+} // namespace
 
 recovery_plan plan_recovery(coordinator_state& st, const std::string& node,
                             const std::string& why) {
@@ -28,8 +41,14 @@ recovery_plan plan_recovery(coordinator_state& st, const std::string& node,
       runtime::surviving_holders(c, st.plan, st.lost_nodes, st.job->layout.stage_node);
   if (held.lost_stages.empty())
     return {recovery_plan::kind::no_change, {}, lost + ": the plan in force does not use it"};
-  if (!held.lost_layers.empty())
-    return {recovery_plan::kind::stop, {}, runtime::cannot_go_on(lost, held.lost_layers)};
+  std::optional<int64_t> snapshot;
+  if (!held.lost_layers.empty()) {
+    const auto back = can_roll_back(st, held.lost_stages);
+    if (!back.step)
+      return {
+          recovery_plan::kind::stop, {}, cannot_go_on_line(st, lost, held.lost_layers, back.why)};
+    snapshot = back.step;
+  }
   recovery_plan out{recovery_plan::kind::go_on, {}, {}};
   try {
     out.order.plan = runtime::plan_for_survivors(c, st.cluster->profile(), st.plan, st.lost_nodes,
@@ -40,6 +59,14 @@ recovery_plan plan_recovery(coordinator_state& st, const std::string& node,
             lost + ": the surviving devices cannot run the job (" + e.what() + ")"};
   }
   out.order.survivors = true;
+  if (snapshot) {
+    out.order.from_snapshot = *snapshot;
+    out.line = lost + ": no other node held " + runtime::layer_ranges(held.lost_layers) +
+               "; the job rolls back to its snapshot of step " + std::to_string(*snapshot) +
+               " and goes on with the planner's plan for the survivors, " +
+               stages_of(out.order.plan) + ", its layers taken from the snapshot's copies";
+    return out;
+  }
   out.line = lost + ": the job goes on with the planner's plan for the survivors, " +
              stages_of(out.order.plan) + ", its layers taken from the surviving stages";
   return out;

@@ -2,6 +2,7 @@
 
 #include "actors/job/job_wiring.hpp"
 #include "actors/job/node_deployment.hpp"
+#include "actors/job/snapshot_keeping.hpp"
 #include "actors/net/pipe_actor.hpp"
 #include "actors/protocol/fan_out.hpp"
 #include "runtime/adapt/node_loss.hpp"
@@ -81,6 +82,7 @@ void switch_to(coordinator_self self, replan_work& w) {
   st.replanned_pipes = w.pipes;
   st.reports.assign(st.stages.size(), std::nullopt);
   watch_remote_actors(self, st.job->stage_nodes);
+  plan_job_snapshots(st); // the old stages' copies went with them
 }
 
 /// Every new stage has its layers: the switch, the clock, the log and the adapter.
@@ -140,6 +142,10 @@ void wire_and_move(coordinator_self self, const std::shared_ptr<replan_work>& w)
   for (size_t k = 0; k < stages.size(); ++k) {
     layer_holders holders;
     holders.step = w->order.effective_step - 1;
+    if (w->order.from_snapshot >= 0) { // a rollback: every layer from a kept copy
+      holders.step = w->order.from_snapshot;
+      holders.kept = true;
+    }
     for (int old : w->sources.at(k))
       holders.stages.push_back(caf::actor_cast<caf::strong_actor_ptr>(st.stages.at(size_t(old))));
     self->request(stages[k], caf::infinite, move_atom_v, std::move(holders))
@@ -244,13 +250,21 @@ void replan_then(coordinator_self self, replan_order order, std::function<void()
   try {
     check_replan(*st.job, w->order.plan, st.replanners);
     const auto& vc = *st.cluster;
-    // Layers come only from stages on nodes the job has not lost.
-    const auto from =
-        runtime::surviving_holders(vc.hardware(), st.plan, st.lost_nodes, st.job->layout.stage_node)
-            .holders;
-    w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), from, w->order.plan, st.script,
-                                         st.clock_s);
-    w->sources = runtime::layer_sources(from, w->order.plan, w->moves);
+    // Layers come only from stages on nodes the job has not lost; a rollback's, from the
+    // copies of its snapshot (snapshot_keeping.hpp).
+    if (w->order.from_snapshot >= 0) {
+      auto back = rollback_sources_for(st, w->order.plan);
+      w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), back.holders, w->order.plan,
+                                           st.script, st.clock_s);
+      w->sources = std::move(back.sources);
+    } else {
+      const auto from = runtime::surviving_holders(vc.hardware(), st.plan, st.lost_nodes,
+                                                   st.job->layout.stage_node)
+                            .holders;
+      w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), from, w->order.plan,
+                                           st.script, st.clock_s);
+      w->sources = runtime::layer_sources(from, w->order.plan, w->moves);
+    }
     w->job = replanned_context(*st.job, w->order.plan, st.script);
     if (!w->job->layout.empty()) {
       spawn_on_nodes(self, w);

@@ -25,7 +25,11 @@ namespace deepcee::actors {
 /// next step's start follows it (the group steps the devices first); a failure comes as
 /// an error report. `step` (from itself, in shaped wall time) starts the held step once
 /// the optimizer's emulated time is up; `release` (from itself, in shaped wall time) takes
-/// the held tensors and gradient shares whose modelled arrival has come.
+/// the held tensors and gradient shares whose modelled arrival has come. `keep` with a step
+/// and a keeper snapshots the stage after that step's optimizer step in the background,
+/// keeps the copy and sends one to the keeper; `keep` with a snapshot is a copy to keep
+/// for a stage on another node; `snapshot` with a layer and a step answers that layer from a
+/// copy kept at that step (actors/stage/stage_snapshots.hpp).
 using stage_actor = caf::typed_actor<
     caf::reacts_to<stage_wiring>, caf::reacts_to<step_start>, caf::reacts_to<tensor_msg>,
     caf::reacts_to<gradient_share>, caf::reacts_to<optimize_order>, caf::reacts_to<send_horizon>,
@@ -36,7 +40,9 @@ using stage_actor = caf::typed_actor<
     caf::replies_to<move_atom, layer_holders>::with<int64_t>,
     caf::replies_to<script_update>::with<int64_t>, caf::reacts_to<slowed_atom, uint64_t>,
     caf::reacts_to<step_atom, int64_t>, caf::reacts_to<release_atom>,
-    caf::reacts_to<lost_atom, int64_t>>;
+    caf::reacts_to<lost_atom, int64_t>, caf::reacts_to<keep_atom, int64_t, caf::strong_actor_ptr>,
+    caf::reacts_to<keep_atom, stage_snapshot, uint64_t>,
+    caf::replies_to<snapshot_atom, int32_t, int64_t>::with<stage_snapshot>>;
 
 /// One device of a stage (device_actor.hpp). It owns its backend and its share of the
 /// stage's weights.
@@ -104,7 +110,8 @@ using pipe_actor = caf::typed_actor<caf::reacts_to<pipe_request>, caf::reacts_to
 /// stage has them, is the step (from 1) they are in force from.
 /// A `replan_order` (from the adapter) runs another plan from its step on: the new plan's
 /// stages take their layers from the old ones before that step starts (coordinator_replan.hpp);
-/// `plan` answers with the job in force and its stages.
+/// `plan` answers with the job in force and its stages. `kept` (from a keeper) says that
+/// the snapshot of a stage (pipeline, stage) after a step is kept on another node.
 using coordinator_actor = caf::typed_actor<
     caf::replies_to<step_atom, int64_t>::with<step_result>,
     caf::replies_to<restore_atom, double>::with<double>, caf::reacts_to<stage_report>,
@@ -113,7 +120,8 @@ using coordinator_actor = caf::typed_actor<
     caf::reacts_to<peer_atom, int32_t, caf::strong_actor_ptr, std::string>,
     caf::replies_to<rebalance>::with<int64_t>, caf::reacts_to<wire_atom, caf::strong_actor_ptr>,
     caf::replies_to<script_update>::with<int64_t>, caf::replies_to<replan_order>::with<int64_t>,
-    caf::replies_to<plan_atom>::with<job_in_force>>;
+    caf::replies_to<plan_atom>::with<job_in_force>,
+    caf::reacts_to<kept_atom, int64_t, int32_t, int32_t>>;
 
 /// The dynamic environment adapter (adapter_actor.hpp). It keeps its monitor's estimates
 /// and, when the monitor reports drift, asks the policy and orders its decision from the

@@ -35,6 +35,10 @@ struct run_mode {
   /// How long a lost node goes unnoticed (the heartbeat's timeout, job file
   /// `heartbeat_timeout`): virtual and dry time charge it to a recovery.
   double liveness_s = 3;
+  /// Every how many steps the stages of a plan that holds some layer on one node only
+  /// snapshot to a peer (job file `[recovery] snapshot_every`): -1 from the snapshot's
+  /// send and the step time (runtime/adapt/snapshot_plan.hpp), 0 never.
+  int snapshot_every = -1;
 };
 
 /// Counted on the tensor send and receive paths of every stage of this process, so that a

@@ -113,6 +113,9 @@ struct replan_order {
   /// A recovery's, or a spare's: the plan for the nodes there now (after a loss, or a
   /// join), which the adapter then comes back to in place of the job's first plan.
   bool survivors = false;
+  /// A rollback's: the step of the complete snapshot the layers come from (-1: none, the
+  /// layers come from the old stages as they are).
+  int64_t from_snapshot = -1;
 };
 
 /// The job the coordinator runs now (its plan, with a re-plan's once in force) and its
@@ -129,6 +132,9 @@ struct job_in_force {
 struct layer_holders {
   std::vector<caf::strong_actor_ptr> stages;
   int64_t step = 0;
+  /// A rollback's: each layer comes from a snapshot kept at `step` (the holder's own, or one
+  /// it keeps for a stage on another node), not from the holder's weights.
+  bool kept = false;
 };
 
 /// Handles of a stage's peers, sent once after every actor exists (stages name each other).
@@ -179,6 +185,9 @@ struct step_result {
   /// (none, or one): the job's own step events of this step, then those injected into it
   /// (`deepcee inject`).
   std::vector<messages::script_update> injected;
+  /// After a rollback: the losses of the steps replayed from the snapshot's before this one,
+  /// oldest first (the snapshot's step + 1 on).
+  std::vector<double> replayed;
 };
 
 /// One op (runtime::op_kind) on some samples of a micro-batch: from the stage to its group
@@ -233,7 +242,7 @@ typename Inspector::result_type inspect(Inspector& f, adapt_record& x) {
 /// Actor handles only: CAF's own addressing, CAF-serialized.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, layer_holders& x) {
-  return f(caf::meta::type_name("layer_holders"), x.stages, x.step);
+  return f(caf::meta::type_name("layer_holders"), x.stages, x.step, x.kept);
 }
 
 template <class Inspector>
@@ -250,7 +259,8 @@ typename Inspector::result_type inspect(Inspector& f, finish_span& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
   return f(caf::meta::type_name("step_result"), x.step, x.loss, x.grad_norm, x.lr, x.start_s,
-           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped, x.finish, x.injected);
+           x.end_s, x.compute_end_s, x.ops, x.op_stage, x.dropped, x.finish, x.injected,
+           x.replayed);
 }
 
 template <class Inspector>

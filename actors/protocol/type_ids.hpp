@@ -79,6 +79,10 @@ CAF_ADD_ATOM(deepcee, deepcee::actors, release_atom, "release")
 CAF_ADD_ATOM(deepcee, deepcee::actors, lost_atom, "lost")
 // Each node's host boot, from a stage to its group (stage_wiring::boot_ids).
 CAF_ADD_TYPE_ID(deepcee, (std::vector<std::string>))
+// Peer snapshots: the coordinator's order to a stage, its copy to a keeper, and the keeper's
+// word to the coordinator (actors/stage/stage_snapshots.hpp).
+CAF_ADD_ATOM(deepcee, deepcee::actors, keep_atom, "keep")
+CAF_ADD_ATOM(deepcee, deepcee::actors, kept_atom, "kept")
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

@@ -6,6 +6,7 @@
 #include "actors/device/group_actor.hpp"
 #include "actors/stage/stage_checkpoint.hpp"
 #include "actors/stage/stage_reduce.hpp"
+#include "actors/stage/stage_snapshots.hpp"
 #include "actors/stage/stage_tensors.hpp"
 #include "kernels/train/stage_worker.hpp"
 #include "runtime/base/errors.hpp"
@@ -607,7 +608,16 @@ stage_actor::behavior_type stage_behavior(self_ptr self, std::shared_ptr<job_con
         return answer_layer_snapshot(self, layer);
       },
       [self](move_atom, layer_holders& from) -> caf::result<int64_t> {
-        return take_layers(self, std::move(from.stages), from.step);
+        return take_layers(self, std::move(from.stages), from.step, from.kept);
+      },
+      [self](keep_atom, int64_t step, const caf::strong_actor_ptr& keeper) {
+        guarded(self, [&] { take_snapshot(self, step, keeper); });
+      },
+      [self](keep_atom, stage_snapshot& snapshot, uint64_t digest) {
+        keep_snapshot(self, snapshot, digest);
+      },
+      [self](snapshot_atom, int32_t layer, int64_t step) -> caf::result<stage_snapshot> {
+        return answer_kept_layer(self, layer, step);
       },
       [self](slowed_atom, uint64_t epoch) { guarded(self, [&] { end_held_op(self, epoch); }); },
       [self](const rebalance& r) -> caf::result<int64_t> {

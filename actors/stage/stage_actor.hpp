@@ -133,6 +133,10 @@ struct stage_state {
   runtime::hold_lines<gradient_share, std::pair<int, int>> held_shares;
   std::vector<std::string> boot_ids;
   double max_hold_s = -1;
+
+  /// Peer snapshots (stage_snapshots.hpp): the copies this stage keeps, its own and those
+  /// of stages on other nodes, by (pipeline, stage), oldest first, two at most.
+  std::map<std::pair<int, int>, std::vector<stage_snapshot>> kept;
 };
 
 /// The allocation in force at `step` (the current step's or one ordered for a later step).

@@ -115,7 +115,7 @@ void load_layers(stage_self self, int64_t step, std::vector<stage_snapshot>& lay
 } // namespace
 
 caf::result<int64_t> take_layers(stage_self self, std::vector<caf::strong_actor_ptr> sources,
-                                 int64_t step) {
+                                 int64_t step, bool kept) {
   auto& s = self->state;
   const auto layers = static_cast<size_t>(s.last_layer - s.first_layer);
   if (sources.size() != layers)
@@ -136,8 +136,13 @@ caf::result<int64_t> take_layers(stage_self self, std::vector<caf::strong_actor_
       [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
   for (size_t i = 0; i < layers; ++i) {
     const auto layer = static_cast<int32_t>(s.first_layer + static_cast<int>(i));
-    self->request(caf::actor_cast<stage_actor>(sources[i]), caf::infinite, snapshot_atom_v, layer)
-        .then(all->answer(i), all->failure());
+    const auto source = caf::actor_cast<stage_actor>(sources[i]);
+    if (kept)
+      self->request(source, caf::infinite, snapshot_atom_v, layer, step)
+          .then(all->answer(i), all->failure());
+    else
+      self->request(source, caf::infinite, snapshot_atom_v, layer)
+          .then(all->answer(i), all->failure());
   }
   return promise;
 }

@@ -26,9 +26,10 @@ caf::result<stage_snapshot> answer_layer_snapshot(stage_self self, int32_t layer
 /// A re-plan's new stage takes its layers' weights and moments (after `step` steps) from the
 /// old stages, one layer from each of `sources` (in layer order, from its first layer), peer
 /// to peer, and loads them into its group; the answer is the bytes it received (none in dry
-/// time, which has no weights).
+/// time, which has no weights). With `kept` (a rollback), each layer comes from a snapshot
+/// its source kept after `step` (stage_snapshots.hpp).
 caf::result<int64_t> take_layers(stage_self self, std::vector<caf::strong_actor_ptr> sources,
-                                 int64_t step);
+                                 int64_t step, bool kept = false);
 
 /// The stage's answer to a restore: its group takes the snapshot's weights and moments.
 caf::result<int64_t> answer_restore(stage_self self, const stage_snapshot& snapshot);

@@ -157,9 +157,11 @@ std::string killed_by_script(double at_s) {
   return buf;
 }
 
-std::string cannot_go_on(const std::string& lost, const std::vector<int>& lost_layers) {
-  return lost + ": no other node held " + layer_ranges(lost_layers) +
-         ", so the job cannot go on; resume it from its newest checkpoint";
+std::string cannot_go_on(const std::string& lost, const std::vector<int>& lost_layers,
+                         const std::string& snapshots, const std::string& checkpoint) {
+  return lost + ": no other node held " + layer_ranges(lost_layers) + ", so the job cannot go on" +
+         (snapshots.empty() ? "" : " (" + snapshots + ")") + "; " +
+         (checkpoint.empty() ? "resume it from its newest checkpoint" : checkpoint);
 }
 
 double loss_noticed_s(double lost_at_s, double step_start_s, double liveness_s) {

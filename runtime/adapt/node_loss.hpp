@@ -60,9 +60,12 @@ std::string lost_line(const std::string& node, const std::string& why);
 /// "killed at 3.2 s by the script": the `why` of a kill in emulated time.
 std::string killed_by_script(double at_s);
 
-/// The one line of a loss the job cannot survive: `lost` (lost_line) and the layers no
-/// other node held.
-std::string cannot_go_on(const std::string& lost, const std::vector<int>& lost_layers);
+/// The one line of a loss the job cannot survive: `lost` (lost_line), the layers no other
+/// node held, why no snapshot gave them back (`snapshots`: "" when the job kept none) and
+/// what to resume from (`checkpoint`: snapshot_plan.hpp's checkpoint_note; "": its newest
+/// checkpoint).
+std::string cannot_go_on(const std::string& lost, const std::vector<int>& lost_layers,
+                         const std::string& snapshots = {}, const std::string& checkpoint = {});
 
 /// A recovery from a kill in the script, as the coordinator runs it in emulated time: the
 /// plan for the survivors and when its first step starts. The kill is the first of a node

@@ -206,6 +206,29 @@ void read_inspect(const toml::table& root, const fs::path& path, job_config& job
   }
 }
 
+/// [recovery] snapshot_every = N (steps; 0: never) or "auto".
+void read_recovery(const toml::table& root, const fs::path& path, job_config& job) {
+  const auto* n = root.get("recovery");
+  if (!n)
+    return;
+  if (!n->is_table())
+    fail_input(path, line_of(*n), "'recovery' must be a table ([recovery] snapshot_every = N)");
+  for (const auto& [key, v] : *n->as_table()) {
+    if (key.str() != "snapshot_every")
+      fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [recovery]");
+    if (v.value<std::string>() == "auto") {
+      job.snapshot_every = -1;
+      continue;
+    }
+    const auto every = v.value<int64_t>();
+    if (!v.is_integer() || !every || *every < 0 || *every > 1000000)
+      fail_input(path, line_of(v),
+                 "[recovery] snapshot_every must be \"auto\" or a number of steps from 0 "
+                 "(never) to 1000000");
+    job.snapshot_every = static_cast<int>(*every);
+  }
+}
+
 toml::table parse_job_file(const fs::path& path) {
   try {
     return toml::parse(read_bounded_file(path, max_config_bytes, "job file"), path.string());
@@ -231,7 +254,8 @@ void check_top_level_keys(const toml::table& root, const fs::path& path) {
                                            "inject",
                                            "security",
                                            "inspect",
-                                           "profile"};
+                                           "profile",
+                                           "recovery"};
   for (const auto& [key, node] : root)
     if (std::find(std::begin(known), std::end(known), key.str()) == std::end(known))
       fail_input(path, line_of(node), "unknown key '" + std::string(key.str()) + "'");
@@ -332,6 +356,7 @@ job_config load_job_config(const fs::path& path) {
   check_tls(root, path, job);
   read_inject(root, path, job);
   read_inspect(root, path, job);
+  read_recovery(root, path, job);
   return job;
 }
 

@@ -62,6 +62,10 @@ struct job_config {
   /// others hold its layers, else it stops naming it.
   double heartbeat_interval_s = 0.5;
   double heartbeat_timeout_s = 3;
+  /// [recovery] snapshot_every: every how many steps a plan that holds some layer on one
+  /// node only snapshots its stages to peers (runtime/adapt/snapshot_plan.hpp); -1 ("auto"):
+  /// the fewest steps that keep the send within 5% of the step time; 0: never.
+  int snapshot_every = -1;
   /// `[inject] script = "..."`: the fluctuation and fault script the job runs under (a
   /// link timeline, runtime/io/link_timeline_toml.hpp), read against `cluster`.
   std::optional<std::filesystem::path> script_path;

@@ -4,7 +4,8 @@
 # that never joins, a port in use, another cluster, a node lost mid-step, a hung node or
 # coordinator, an absent coordinator) ends every process non-zero within bounded time, with
 # one line naming the node; Ctrl-C to the process group saves the checkpoint and ends every
-# node with 130.
+# node with 130; a killed member whose layers no other node held rolls the job back to a peer
+# snapshot, with the same losses.
 #   multiprocess_test.sh PATH/TO/deepcee CONFIGS_DIR
 set -u
 deepcee=$1
@@ -858,6 +859,60 @@ for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "stalled member: $n exit
 ! grep -q "lost" "$work/stall-n0.log" || fail "stalled member: declared lost: $(grep lost "$work/stall-n0.log")"
 [[ $(grep -c '^step [0-9]* loss' "$work/stall-n0.log") == 600 ]] || fail "stalled member: not all 600 steps"
 echo "stalled member: a 2 s stop of n2 under the 3 s heartbeat timeout; all 600 steps on the three nodes"
+
+# 13. Layers held once: peer snapshots. One pipeline across the three nodes (layer 0 on n0,
+#     layers 1-2 on n1, layer 3 on n2), so each layer lives on one node only: its stages
+#     snapshot to a stage on another node every 5 steps ([recovery] snapshot_every). n1 is
+#     killed (kill -9) after a snapshot; the job rolls back to the newest complete one on the
+#     planner's plan for n0 and n2, replays the steps since with the same samples, and ends
+#     all its steps with single-device training's losses.
+python3 - "$configs/local-cluster/plan.json" "$work/plan-once.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+pipe = plan["pipelines"][0]
+pipe["micro_batches"] = 6
+pipe["schedule"] = "1f1b"
+pipe["stages"] = [
+    {"devices": [0], "samples": [2], "first_layer": 0, "last_layer": 1, "send_compression": "none"},
+    {"devices": [4], "samples": [2], "first_layer": 1, "last_layer": 3, "send_compression": "none"},
+    {"devices": [5], "samples": [2], "first_layer": 3, "last_layer": 4, "send_compression": "none"},
+]
+plan["pipelines"] = [pipe]
+plan["strategy"] = "one-pipeline"
+json.dump(plan, open(sys.argv[2], "w"), indent=1)
+PY
+once_steps=$lost_steps # the single-device run of section 5: the same schedule of rates
+write_job "$work/once.toml" $once_steps 7 10 "$work/plan-once.json" $'[recovery]\nsnapshot_every = 5'
+for n in n1 n2 n0; do start $n "$work/once.toml" "$work/once-$n.log"; done
+for _ in $(seq 1 400); do grep -q '^step 12 ' "$work/once-n0.log" 2>/dev/null && break; sleep 0.05; done
+pkill -9 -P "$pid_n1"
+killed_at=$(date +%s.%N)
+for _ in $(seq 1 400); do grep -q "rollback: the job goes back" "$work/once-n0.log" && break; sleep 0.025; done
+rolled_s=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+finish n0; [[ $rc == 0 ]] || fail "snapshots: n0 exit $rc: $(tail -3 "$work/once-n0.log")"
+finish n2; [[ $rc == 0 ]] || fail "snapshots: n2 exit $rc: $(tail -3 "$work/once-n2.log")"
+finish n1
+grep -q "snapshots: layers 0-3 live on one node only; pipeline 0's 3 stage(s) snapshot every 5 step(s)" "$work/once-n0.log" ||
+  fail "snapshots: no snapshot line on n0: $(grep -i snapshot "$work/once-n0.log")"
+python3 - "$work/single-lost/metrics.csv" "$work/once-n0.log" $once_steps <<'PY' || fail "snapshots: rollback or losses"
+import csv, re, sys
+single = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
+log = open(sys.argv[2]).read()
+lost = re.search(r"node n1 lost \(disconnected: .*\): no other node held layers 1-2; the job rolls back to its snapshot of step (\d+)", log)
+assert lost, "no rollback line"
+back = re.search(r"rollback: the job goes back to the snapshot of step (\d+); steps? (\d+)(?:-(\d+))? run again", log)
+snapshot, first, step = int(back[1]), int(back[2]), int(back[3] or back[2])
+assert snapshot == int(lost[1]) and snapshot % 5 == 0 and first == snapshot + 1 and step > snapshot, back[0]
+steps = {int(m[0]): float(m[1]) for m in re.findall(r"^step (\d+) loss ([0-9.]+)", log, re.M)}
+assert sorted(steps) == list(range(1, int(sys.argv[3]) + 1)), "steps missing"
+worst = max(abs(l - single[k]) / single[k] for k, l in steps.items())
+assert worst <= 1e-3, worst
+ran = f"step {step}" if first == step else f"steps {first}-{step}"
+print(f"snapshots: n1 killed in step {step}, the job rolled back to the snapshot of step {snapshot} "
+      f"and ran {ran} again on n0 and n2; all {len(steps)} steps, worst relative loss "
+      f"difference from single-device training {worst:.1e}")
+PY
+echo "snapshots: the rollback began $rolled_s s after the kill"
 
 if ((failures)); then
   echo "$failures failure(s); logs:"

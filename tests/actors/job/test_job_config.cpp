@@ -149,6 +149,29 @@ BOOST_AUTO_TEST_CASE(bad_nodes_name_file_and_line) {
   expect(head + "heartbeat_interval = 2\nheartbeat_timeout = 2\n", "job.toml:3");
 }
 
+BOOST_AUTO_TEST_CASE(recovery_sets_the_snapshot_interval) {
+  temp_dir d;
+  const std::string head = "cluster = \"clusters/two.toml\"\n";
+  BOOST_CHECK_EQUAL(runtime::load_job_config(d.job(head)).snapshot_every, -1);
+  BOOST_CHECK_EQUAL(
+      runtime::load_job_config(d.job(head + "[recovery]\nsnapshot_every = 5\n")).snapshot_every, 5);
+  BOOST_CHECK_EQUAL(
+      runtime::load_job_config(d.job(head + "[recovery]\nsnapshot_every = 0\n")).snapshot_every, 0);
+  BOOST_CHECK_EQUAL(
+      runtime::load_job_config(d.job(head + "[recovery]\nsnapshot_every = \"auto\"\n"))
+          .snapshot_every,
+      -1);
+  for (const char* bad :
+       {"snapshot_every = -2", "snapshot_every = 2.5", "snapshot_every = \"x\"", "snapshots = 3"})
+    try {
+      runtime::load_job_config(d.job(head + "[recovery]\n" + bad + "\n"));
+      BOOST_ERROR("no error for: " << bad);
+    } catch (const runtime::input_error& e) {
+      const std::string what = e.what();
+      BOOST_CHECK_MESSAGE(what.find("job.toml:3") != std::string::npos, what);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(security_names_the_token_file_relative_to_the_job_file) {
   temp_dir d;
   const std::string head = "cluster = \"clusters/two.toml\"\n";
