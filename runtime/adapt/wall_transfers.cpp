@@ -63,7 +63,7 @@ void wall_transfers::calibrate(node_pair& pair, const real_message& m, double by
   std::vector<double> deviations;
   for (double c : pair.costs)
     deviations.push_back(std::abs(c - cost));
-  pair.cost_s = std::max(0.0, cost);
+  pair.cost_s = cost;
   pair.noise_s = 1.4826 * median_of(std::move(deviations));
   pair.costs.clear();
 }

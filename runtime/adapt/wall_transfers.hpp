@@ -17,8 +17,10 @@
 ///     CAF, the host's scheduling. Each node pair's is calibrated on its first messages
 ///     against the cluster's bandwidth: the median of (time - bytes / bandwidth) over
 ///     `calibration` messages that waited behind no other, after `warm_up` left out (TCP's
-///     slow start, first allocations). Their spread (1.4826 x the median absolute
-///     deviation: a standard deviation that outliers do not move) is the pair's noise. A
+///     slow start, first allocations). It may be negative: a path that passes a message
+///     faster than its rate (a token bucket's burst) makes up for the rest. Their spread
+///     (1.4826 x the median absolute deviation: a standard deviation that outliers do not
+///     move) is the pair's noise. A
 ///     link slower than the cluster file says from the start is the profile's to find; the
 ///     monitor follows what changes after;
 ///   - the wait behind earlier messages of the same node pair: one connection carries them

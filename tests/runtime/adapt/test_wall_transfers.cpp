@@ -86,16 +86,21 @@ BOOST_AUTO_TEST_CASE(queued_messages_do_not_calibrate_the_cost) {
   BOOST_TEST(!w.message_cost_s(0, 1));
 }
 
-BOOST_AUTO_TEST_CASE(a_path_faster_than_the_cluster_says_costs_nothing) {
+BOOST_AUTO_TEST_CASE(a_path_faster_than_its_rate_has_a_negative_cost_and_no_drift) {
+  // A token bucket passes the first bytes at once: 10 ms of drain arrive in 6.
   wall_transfers w(c, {0, 0}, quick);
   for (int k = 0; k < 4; ++k)
     w.observe({.from_node = 0,
                .to_node = 1,
                .parts = {{0, 2, bytes}},
                .send_s = 1.0 * k,
-               .arrival_s = k + 0.002});
+               .arrival_s = k + 0.006});
   BOOST_TEST_REQUIRE(w.message_cost_s(0, 1).has_value());
-  BOOST_TEST(*w.message_cost_s(0, 1) == 0);
+  BOOST_TEST(*w.message_cost_s(0, 1) == -0.004, tt::tolerance(1e-9));
+  const auto seen = w.observe(
+      {.from_node = 0, .to_node = 1, .parts = {{0, 2, bytes}}, .send_s = 10, .arrival_s = 10.006});
+  BOOST_TEST_REQUIRE(seen.size() == 1u);
+  BOOST_TEST(bandwidth_of(seen[0]) == bandwidth, tt::tolerance(1e-6));
 }
 
 BOOST_AUTO_TEST_CASE(parts_of_one_message_each_see_the_message_bandwidth) {
