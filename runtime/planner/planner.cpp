@@ -376,7 +376,7 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
 /// to simulate and gets fewer tries. At most refine_simulations simulations however small the
 /// plans, since each also has a fixed cost.
 constexpr double refine_work = 3.0e6;
-constexpr int refine_simulations = 600;
+constexpr int refine_simulations = 1000;
 
 /// The greedy schedule's list scheduler costs the simulator about this many times a fixed
 /// schedule's op order (measured on 18 stages of 32 micro-batches).

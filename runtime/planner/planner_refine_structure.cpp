@@ -60,24 +60,38 @@ void add_bound_moves(const plan& base, std::vector<plan>& moves) {
       }
 }
 
-/// Stage k and k + 1 merged into one, in every pipeline that has both.
+/// Stages k and k + 1 of `pp` merged into one; false where it has no stage k + 1.
+bool merge_with_next(pipeline_plan& pp, size_t k) {
+  if (k + 1 >= pp.stages.size())
+    return false;
+  stage_plan& st = pp.stages[k];
+  const stage_plan& next = pp.stages[k + 1];
+  st.devices.insert(st.devices.end(), next.devices.begin(), next.devices.end());
+  st.last_layer = next.last_layer;
+  st.send_compression = next.send_compression;
+  st.recompute = st.recompute || next.recompute;
+  pp.stages.erase(pp.stages.begin() + long(k) + 1);
+  return true;
+}
+
+/// Stage k and k + 1 merged into one, in every pipeline that has both, and in a single
+/// pipeline.
 void add_merge_moves(const cost_cache& costs, const plan& base, std::vector<plan>& moves) {
   for (size_t k = 0; k + 1 < stage_places(base); ++k) {
     plan q = base;
-    for (auto& pp : q.pipelines) {
-      if (k + 1 >= pp.stages.size())
-        continue;
-      stage_plan& st = pp.stages[k];
-      const stage_plan& next = pp.stages[k + 1];
-      st.devices.insert(st.devices.end(), next.devices.begin(), next.devices.end());
-      st.last_layer = next.last_layer;
-      st.send_compression = next.send_compression;
-      st.recompute = st.recompute || next.recompute;
-      pp.stages.erase(pp.stages.begin() + long(k) + 1);
-    }
+    for (auto& pp : q.pipelines)
+      merge_with_next(pp, k);
     if (resample(costs, q))
       moves.push_back(std::move(q));
   }
+  if (base.pipelines.size() < 2 || base.pipelines.size() > refine_single_pipelines)
+    return;
+  for (size_t pi = 0; pi < base.pipelines.size(); ++pi)
+    for (size_t k = 0; k + 1 < base.pipelines[pi].stages.size(); ++k) {
+      plan q = base;
+      if (merge_with_next(q.pipelines[pi], k) && resample(costs, q))
+        moves.push_back(std::move(q));
+    }
 }
 
 /// Stage `k` of `pp` cut in two: the first half of its devices with the first half of its

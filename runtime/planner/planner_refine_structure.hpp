@@ -14,7 +14,8 @@ namespace deepcee::runtime {
 
 /// Plans next to `p`, each valid for the same batch and layers, on a subset of its devices:
 /// each stage bound moved by two layers in every pipeline alike, and by one in a single
-/// pipeline; each stage merged with the next, or cut in two halves; each device of a stage of
+/// pipeline; each stage merged with the next, or cut in two halves (in every pipeline alike,
+/// and in a single one); each device of a stage of
 /// several moved to a neighbouring stage, or out of the plan; each pipeline dropped (its
 /// micro-batches shared by the others); the micro-batch size moved to the next divisor of the batch
 /// up or down; each hop's encoding and each stage's recomputation changed in a single pipeline. The
