@@ -377,6 +377,9 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
 /// plans, since each also has a fixed cost.
 constexpr double refine_work = 3.0e6;
 constexpr int refine_simulations = 1000;
+/// However costly its plans, the local search may take this many simulations (the time
+/// limit still stops it): a plan over a thousand devices costs tens of thousands of units.
+constexpr int refine_min_simulations = 96;
 
 /// The greedy schedule's list scheduler costs the simulator about this many times a fixed
 /// schedule's op order (measured on 18 stages of 32 micro-batches).
@@ -398,7 +401,8 @@ double simulation_work(const plan& p) {
 
 /// Local search on the simulator around the best plan: the moves of refine_moves, each kept
 /// when the simulation is faster and fits; repeated from the improved plan until nothing
-/// improves, the budget (refine_work, refine_simulations) is spent or the search's time is up.
+/// improves, the budget (refine_work, at least refine_min_simulations, at most
+/// refine_simulations) is spent or the search's time is up.
 /// The estimate that ranked the shortlist balances layers by compute alone; the simulator sees
 /// the transfers, the schedule's bubbles and memory, so a neighbouring split or schedule can be
 /// faster.
@@ -420,12 +424,17 @@ void refine_best(const cost_cache& costs, best_plan& best, const planner_options
   int simulations = refine_simulations;
   bool improved = true;
   size_t start = 0; // each round goes on where the last improvement was found
-  while (best.p && improved && work > 0 && simulations > 0) {
+  const auto spent = [&] {
+    return simulations <= 0 ||
+           (work <= 0 && refine_simulations - simulations >= refine_min_simulations);
+  };
+  while (best.p && improved && !spent()) {
     improved = false;
     std::vector<plan> moves = refine_moves(costs, *best.p, options);
     for (size_t i = 0; i < moves.size(); ++i) {
-      if (work <= 0 || simulations-- <= 0 || past(stop_at))
+      if (spent() || past(stop_at))
         break;
+      --simulations;
       plan& q = moves[(start + i) % moves.size()];
       work -= simulation_work(q);
       sim_result r = score(q);
