@@ -60,6 +60,7 @@ struct node_options {
   int step_timeout_s = 60;
   int trace_steps = 3;               ///< written by the coordinator's node
   std::vector<std::string> adapt_to; ///< STEP:PLAN, the coordinator's node (adapt_orders.hpp)
+  std::optional<double> search_s;    ///< the planner's time limit, the coordinator's node
 };
 
 /// The coordinator's node's job: what it resolved and what it deploys to the others.
@@ -76,7 +77,8 @@ struct node_setup {
 
 /// Plans (or loads the plan file) once for the whole job.
 node_setup prepare_coordinator(runtime::job_config job, const node_options& o, int me) {
-  auto r = resolve_job(std::move(job), {o.steps, std::nullopt, std::nullopt, std::nullopt}, false);
+  auto r = resolve_job(std::move(job),
+                       {o.steps, std::nullopt, std::nullopt, std::nullopt, o.search_s}, false);
   node_setup s{.snapshots = make_snapshot_builder(r.job, r.profile, r.plan, r.report)};
   s.inspect = inspect_address_of(o.inspect, r.job);
   s.job = std::move(r.job);
@@ -381,6 +383,9 @@ command_action add_node_command(CLI::App& app, const process_environment& env) {
   cmd->add_option("--adapt-to", o->adapt_to,
                   "STEP:PLAN: run PLAN from STEP on, through the adapter (the coordinator's "
                   "node; repeatable; see deepcee run)");
+  cmd->add_option("--search-s", o->search_s,
+                  "Seconds the planner may take on the coordinator's node (0: 10 up to 64 "
+                  "devices, 30 beyond)");
   return [o, token_env = env.token] { return run_node(*o, token_env); };
 }
 

@@ -53,14 +53,7 @@ runtime::planner_options planner_options_of(const plan_options& o) {
   po.source = o.cluster;
   po.simulate_top_k = o.top_k;
   po.recompute = !o.no_recompute;
-  if (o.search_s < 0) {
-    char given[32];
-    std::snprintf(given, sizeof given, "%g", o.search_s);
-    runtime::fail_input(o.cluster, 0,
-                        std::string("--search-s ") + given +
-                            ": the search's time limit must be positive (0: by cluster size)");
-  }
-  po.time_limit_s = o.search_s;
+  po.time_limit_s = runtime::user_time_limit_s(o.search_s, o.cluster);
   if (o.batch) {
     if (*o.batch < 1 || *o.batch > runtime::max_batch)
       runtime::fail_input(o.cluster, 0,

@@ -52,6 +52,7 @@ struct run_options {
   int trace_steps = 3;
   int step_timeout_s = 120;
   std::vector<std::string> adapt_to; ///< STEP:PLAN (adapt_orders.hpp)
+  std::optional<double> search_s;    ///< the planner's time limit
 };
 
 /// configs/default.toml of the working directory, else of the source tree.
@@ -206,7 +207,7 @@ void print_summary(const resolved_job& r, const loop_outcome& done, bool interru
 
 int run_job(const run_options& o, const runtime::token_environment& token_env) {
   const auto path = o.job ? std::filesystem::path(*o.job) : default_job();
-  const auto r = resolve_job(path, {o.steps, o.seed, o.plan, o.profile}, true);
+  const auto r = resolve_job(path, {o.steps, o.seed, o.plan, o.profile, o.search_s}, true);
   const auto& job = r.job;
   const auto orders = read_adapt_orders(o.adapt_to, r.plan);
   print_job(r);
@@ -284,6 +285,8 @@ command_action add_run_command(CLI::App& app, const process_environment& env) {
   cmd->add_option("--adapt-to", o->adapt_to,
                   "STEP:PLAN: run PLAN (the job's layout, other micro-batches, device splits or "
                   "compressions) from STEP on, through the adapter (repeatable)");
+  cmd->add_option("--search-s", o->search_s,
+                  "Seconds the planner may take (0: 10 up to 64 devices, 30 beyond)");
   return [o, token_env = env.token] { return run_job(*o, token_env); };
 }
 

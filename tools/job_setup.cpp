@@ -41,6 +41,7 @@ void require_plan_fits(const runtime::cluster& c, const runtime::profile_table& 
 
 resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool always_plan) {
   const auto file = job.source;
+  const double time_limit_s = runtime::user_time_limit_s(o.search_s, file);
   if (o.steps)
     job.train.steps = *o.steps;
   if (o.seed)
@@ -75,6 +76,7 @@ resolved_job resolve_job(runtime::job_config job, const job_overrides& o, bool a
     po.model_name = job.model_name;
     po.global_batch = job.train.batch;
     po.source = job.cluster_path;
+    po.time_limit_s = time_limit_s;
     try {
       report = runtime::plan_training(job.cluster, profile, po);
     } catch (const runtime::input_error& e) {

@@ -19,6 +19,8 @@ struct job_overrides {
   std::optional<uint64_t> seed;
   std::optional<std::string> plan;    ///< a plan file instead of the job's
   std::optional<std::string> profile; ///< a measured profile instead of the job's
+  /// The planner's time limit in seconds (planner_options::time_limit_s; 0: by cluster size).
+  std::optional<double> search_s;
 };
 
 /// A job ready to run: its file with the overrides, the profile of its model, the plan and

@@ -86,10 +86,11 @@ std::string format_rate(double samples_per_s) {
 
 /// Candidates the simulator scores when planner_options::simulate_top_k is 0. The
 /// simulator's cost grows with devices, so a larger cluster gets a shorter list: up to 64
-/// devices 12, up to 256 devices 6, beyond that 3.
+/// devices 24 (a simulation there takes a millisecond or less, and the closed form and the
+/// simulator disagree most on plans whose ranks are close), up to 256 devices 6, beyond that 3.
 constexpr size_t top_k_small_cluster = 64;
 constexpr size_t top_k_medium_cluster = 256;
-constexpr int top_k_small = 12;
+constexpr int top_k_small = 24;
 constexpr int top_k_medium = 6;
 constexpr int top_k_large = 3;
 
@@ -127,6 +128,17 @@ std::string network_group_name(const cluster& c, const network_group& g) {
 
 double planner_time_limit_s(size_t devices) {
   return devices <= top_k_small_cluster ? 10.0 : 30.0;
+}
+
+double user_time_limit_s(std::optional<double> given, const std::filesystem::path& source) {
+  if (given && *given < 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", *given);
+    fail_input(source, 0,
+               std::string("--search-s ") + text +
+                   ": the search's time limit must be positive (0: by cluster size)");
+  }
+  return given.value_or(0);
 }
 
 namespace {
@@ -358,14 +370,42 @@ std::vector<double> probe_left_out_groups(const grouping& groups, const search_o
   return probe_rate;
 }
 
-/// Simulations refine_best may spend.
-constexpr int refine_simulations = 96;
+/// What refine_best may spend, in simulated work (simulation_work): about two seconds of
+/// simulation on a two-core host busy with builds. The budget is in work, not seconds, so the plan
+/// is the same on a busy host as on an idle one; a plan of many micro-batches and stages costs more
+/// to simulate and gets fewer tries. At most refine_simulations simulations however small the
+/// plans, since each also has a fixed cost.
+constexpr double refine_work = 3.0e6;
+constexpr int refine_simulations = 1000;
+/// However costly its plans, the local search may take this many simulations (the time
+/// limit still stops it): a plan over a thousand devices costs tens of thousands of units.
+constexpr int refine_min_simulations = 96;
+
+/// The greedy schedule's list scheduler costs the simulator about this many times a fixed
+/// schedule's op order (measured on 18 stages of 32 micro-batches).
+constexpr double greedy_simulation_factor = 8;
+
+/// What simulating `p` costs, in units of about 0.7 microseconds on a two-core host busy with
+/// builds: its ops (each pipeline's micro-batches times its stages, more under greedy) and its
+/// devices (the all-reduce).
+double simulation_work(const plan& p) {
+  double work = 0;
+  for (const auto& pp : p.pipelines) {
+    const double factor = pp.schedule == schedule_kind::greedy ? greedy_simulation_factor : 1;
+    work += factor * double(pp.micro_batches) * double(pp.stages.size());
+    for (const auto& st : pp.stages)
+      work += double(st.devices.size());
+  }
+  return work;
+}
 
 /// Local search on the simulator around the best plan: the moves of refine_moves, each kept
 /// when the simulation is faster and fits; repeated from the improved plan until nothing
-/// improves, refine_simulations are spent or the search's time is up. The estimate that ranked the
-/// shortlist balances layers by compute alone; the simulator sees the transfers, the schedule's
-/// bubbles and memory, so a neighbouring split or schedule can be faster.
+/// improves, the budget (refine_work, at least refine_min_simulations, at most
+/// refine_simulations) is spent or the search's time is up.
+/// The estimate that ranked the shortlist balances layers by compute alone; the simulator sees
+/// the transfers, the schedule's bubbles and memory, so a neighbouring split or schedule can be
+/// faster.
 void refine_best(const cost_cache& costs, best_plan& best, const planner_options& options,
                  const search_outcome& found, plan_scorer& score, clock_point stop_at) {
   // Progress goes on in the "simulate" phase after the shortlist's entries, its total
@@ -380,18 +420,28 @@ void refine_best(const cost_cache& costs, best_plan& best, const planner_options
       ++done;
       options.progress({"simulate", done, done, found.estimated, simulated});
     };
-  int budget = refine_simulations;
+  double work = refine_work;
+  int simulations = refine_simulations;
   bool improved = true;
-  while (best.p && improved && budget > 0) {
+  size_t start = 0; // each round goes on where the last improvement was found
+  const auto spent = [&] {
+    return simulations <= 0 ||
+           (work <= 0 && refine_simulations - simulations >= refine_min_simulations);
+  };
+  while (best.p && improved && !spent()) {
     improved = false;
     std::vector<plan> moves = refine_moves(costs, *best.p, options);
-    for (auto& q : moves) {
-      if (budget-- <= 0 || past(stop_at))
+    for (size_t i = 0; i < moves.size(); ++i) {
+      if (spent() || past(stop_at))
         break;
+      --simulations;
+      plan& q = moves[(start + i) % moves.size()];
+      work -= simulation_work(q);
       sim_result r = score(q);
       if (best.beaten_by(r)) {
         best.offer(std::move(q), std::move(r));
         improved = true;
+        start = (start + i) % moves.size();
         break;
       }
     }

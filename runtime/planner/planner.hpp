@@ -146,6 +146,10 @@ std::string network_group_name(const cluster& c, const network_group& g);
 /// The default planner_options::time_limit_s: 10 s up to 64 devices, 30 s beyond.
 double planner_time_limit_s(size_t devices);
 
+/// The time limit a user gave (`--search-s`) as planner_options::time_limit_s: none or 0
+/// chooses by cluster size. A negative one is an input_error naming `source`.
+double user_time_limit_s(std::optional<double> given, const std::filesystem::path& source);
+
 /// The default planner_options::estimate_budget. A 50-device cluster prices its first 12,000
 /// plans in about 1 s on a two-core host busy with builds (the likeliest shapes come first and
 /// cost least), well within the 4 s search share of its 10 s limit, so the plan is the same on

@@ -1,6 +1,7 @@
 #include "runtime/planner/planner_refine.hpp"
 
 #include "runtime/planner/plan_builder.hpp"
+#include "runtime/planner/planner_refine_structure.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -202,31 +203,6 @@ void add_swap_moves(const plan& base, std::vector<plan>& moves) {
   }
 }
 
-/// `p` with micro-batches of `b` samples: as many micro-batches in all as the batch then
-/// needs, shared in proportion to the pipelines' present counts, and each stage's samples
-/// again by speed. None where `b` does not divide the batch, a stage has more devices than
-/// `b` samples, or a pipeline would get none.
-std::optional<plan> micro_batch_resized(const cost_cache& costs, const plan& p, int b) {
-  const int batch = p.global_batch();
-  if (b < 1 || batch % b != 0 || batch / b < static_cast<int>(p.pipelines.size()))
-    return std::nullopt;
-  std::vector<double> weights;
-  for (const auto& pp : p.pipelines)
-    weights.push_back(pp.micro_batches);
-  const std::vector<int> counts = split_proportional(batch / b, weights, 1);
-  plan q = p;
-  q.micro_batch_size = b;
-  for (size_t pi = 0; pi < q.pipelines.size(); ++pi) {
-    q.pipelines[pi].micro_batches = counts[pi];
-    for (auto& st : q.pipelines[pi].stages) {
-      if (static_cast<int>(st.devices.size()) > b)
-        return std::nullopt;
-      st.samples = stage_samples(costs, st.devices, b, true);
-    }
-  }
-  return q;
-}
-
 } // namespace
 
 std::vector<plan> refine_moves(const cost_cache& costs, const plan& p,
@@ -253,6 +229,8 @@ std::vector<plan> refine_moves(const cost_cache& costs, const plan& p,
       if (from != to)
         if (auto q = micro_batches_moved(p, from, to, 1))
           moves.push_back(std::move(*q));
+  for (auto& q : structure_moves(costs, p))
+    moves.push_back(std::move(q));
   for (schedule_kind kind : options.schedules) {
     if (kind == p.pipelines.front().schedule)
       continue;

@@ -1,4 +1,5 @@
 #include "runtime/planner/planner_search.hpp"
+#include "runtime/planner/stage_order.hpp"
 
 #include "runtime/base/units.hpp"
 #include "runtime/schedule/op_readiness.hpp"
@@ -700,6 +701,7 @@ struct considered {
   bool priced = false;
   bool plain_fits = false;
   bool fits = false;
+  plan_estimate est; ///< of the plan kept, when priced
 };
 
 /// Prices plan `p` unless its lower bound rules it out (plan_bound::limit_s() beyond
@@ -736,7 +738,7 @@ considered consider(search_state& s, plan p, const std::vector<int>& used_groups
     rank(s.pool);
     s.pool.resize(pool_cut_per_kept * s.keep);
   }
-  return {true, plain_fits, fits};
+  return {true, plain_fits, fits, e};
 }
 
 /// Level 6 when memory is short: a micro-batch size and compression for which no fixed
@@ -932,6 +934,88 @@ void search_interleaved(search_state& s, const std::vector<int>& use,
   }
 }
 
+/// The order search: from each of this many best distinct layouts that fit (fixed schedules),
+/// at most this many climbs, and at most this many plans priced in all (on top of the
+/// enumeration's budget, so the orders are searched however that ended).
+constexpr size_t order_starts = 4;
+constexpr int order_climbs = 4;
+constexpr int order_estimates = 1500;
+
+/// The best estimate of `layout` at micro-batch size `b` under schedule `kind`, every
+/// encoding of its hops tried (each plan considered as the enumeration does); none when no
+/// plan of it was priced or fits.
+std::optional<plan_estimate> price_order(search_state& s,
+                                         const std::vector<pipeline_layout>& layout, int b,
+                                         schedule_kind kind, const std::vector<int>& used_groups) {
+  const auto comps = encodings(s.x.options, hops_of(s.x.costs.cl(), layout));
+  build_options o = layout_options(s.x.options, b, comps[0]);
+  o.schedule = kind;
+  const auto base = build_plan(s.x.costs, layout, s.x.batch, o);
+  if (!base)
+    return std::nullopt;
+  std::optional<plan_estimate> best;
+  for (size_t k = 0; k < comps.size() && !s.out_of_time(); ++k) {
+    plan p = k == 0 ? *base
+                    : with_encodings(s.x.costs, *base, s.x.batch,
+                                     layout_options(s.x.options, b, comps[k]));
+    const considered c = consider(s, std::move(p), used_groups);
+    if (c.priced && c.fits && (!best || better(c.est, *best)))
+      best = c.est;
+  }
+  return best;
+}
+
+/// Climbs from `start` over stage orders (stage_orders_moved) in closed form: each step prices
+/// every order one block move away, at the start's micro-batch size and schedule, and goes on
+/// from the best while it beats the last.
+void climb_orders(search_state& s, const search_candidate& start) {
+  std::vector<pipeline_layout> layout = layout_of(start.p);
+  plan_estimate now = start.est;
+  const schedule_kind kind = start.p.pipelines.front().schedule;
+  for (int climb = 0; climb < order_climbs && !s.out_of_time(); ++climb) {
+    std::optional<std::pair<std::vector<pipeline_layout>, plan_estimate>> next;
+    for (auto& moved : stage_orders_moved(s.x.costs.cl(), layout)) {
+      std::vector<stage_list> key;
+      for (const auto& pl : moved)
+        key.push_back(pl.stages);
+      if (s.out_of_time() || !s.seen_layouts.insert(key).second)
+        continue;
+      const auto e = price_order(s, moved, start.p.micro_batch_size, kind, start.net_groups);
+      if (e && (!next || better(*e, next->second)))
+        next = std::make_pair(std::move(moved), *e);
+    }
+    if (!next || !better(next->second, now))
+      return;
+    layout = std::move(next->first);
+    now = next->second;
+  }
+}
+
+/// The order search around the best plans found (climb_orders from each of the order_starts
+/// best distinct layouts with a fixed schedule that fit), within its own budget of
+/// order_estimates.
+void search_orders(search_state& s) {
+  rank(s.pool);
+  std::vector<search_candidate> starts;
+  std::set<std::vector<stage_list>> layouts;
+  for (const auto& cand : s.pool) {
+    if (starts.size() >= order_starts)
+      break;
+    std::vector<stage_list> key;
+    for (const auto& pl : layout_of(cand.p))
+      key.push_back(pl.stages);
+    if (cand.est.fits && cand.p.pipelines.front().schedule != schedule_kind::greedy &&
+        layouts.insert(key).second)
+      starts.push_back(cand);
+  }
+  const int budget = s.max_estimates;
+  if (s.x.options.prune)
+    s.max_estimates = s.out.estimated + order_estimates;
+  for (const auto& start : starts)
+    climb_orders(s, start);
+  s.max_estimates = budget;
+}
+
 } // namespace
 
 search_outcome search_candidates(const cost_cache& costs, const grouping& groups, int batch,
@@ -964,6 +1048,7 @@ search_outcome search_candidates(const cost_cache& costs, const grouping& groups
       options.progress(
           {"search", static_cast<int>(i + 1), static_cast<int>(uses.size()), out.estimated, 0});
   }
+  search_orders(s);
   rank(s.pool);
   if (s.pool.size() > keep)
     s.pool.resize(keep);

@@ -1,8 +1,9 @@
 // The last improvement's moves (planner_refine.hpp) on the planner's own plans for random
-// clusters (cluster_generator.hpp): every move is a valid plan of the same batch, layers and
-// devices, and none of them beats the plan the planner returns by more than 0.1% in the
-// simulator (the improvement spends at most 96 simulations, which steps of hundredths of a
-// percent can use up; the moves it would miss for want of a kind are worth far more).
+// clusters (cluster_generator.hpp): every move is a valid plan of the same batch and layers on
+// the plan's devices or fewer, and none of them beats the plan the planner returns by more than
+// 0.1% in the simulator (the improvement spends a bounded budget of simulations, which steps of
+// hundredths of a percent can use up; the moves it would miss for want of a kind are worth far
+// more).
 #include "runtime/io/cluster_generator.hpp"
 #include "runtime/planner/planner.hpp"
 #include "runtime/planner/planner_refine.hpp"
@@ -10,6 +11,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <set>
 
 using namespace deepcee::runtime;
@@ -37,7 +39,8 @@ std::multiset<int> devices_of(const plan& p) {
 /// Each pipeline covers every layer once, in order; each stage's samples fill a micro-batch.
 void check_valid(const plan& q, const plan& p) {
   BOOST_TEST(q.global_batch() == p.global_batch());
-  BOOST_TEST((devices_of(q) == devices_of(p)));
+  const std::multiset<int> used = devices_of(q), before = devices_of(p);
+  BOOST_TEST(std::includes(before.begin(), before.end(), used.begin(), used.end()));
   for (const auto& pp : q.pipelines) {
     BOOST_TEST(pp.micro_batches >= 1);
     BOOST_TEST(pp.stages.front().first_layer == p.pipelines.front().stages.front().first_layer);
