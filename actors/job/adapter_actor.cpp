@@ -321,12 +321,14 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
     st.latest = job->plan;
     st.in_force = job->plan;
     const auto& vc = *job->cluster;
-    st.adapter.emplace(vc.hardware(), vc.model(), vc.profile(), job->plan, st.options.band,
-                       st.options.window, st.options.policy, st.options.probes);
-    st.script = vc.timeline();
     // Real links join node processes; one process's transfers cross none. Real op times
     // are the host's, compared with the devices' own first steps.
-    if (job->wall() && !job->shaping() && !job->layout.empty())
+    const bool real_links = job->wall() && !job->shaping() && !job->layout.empty();
+    st.adapter.emplace(vc.hardware(), vc.model(), vc.profile(), job->plan,
+                       real_links ? st.options.real_link_band : st.options.band, st.options.window,
+                       st.options.policy, st.options.probes);
+    st.script = vc.timeline();
+    if (real_links)
       st.real.emplace(vc.hardware(), st.options.clock_error_s);
     if (job->wall())
       st.adapter->calibrate_devices(st.options.wall_device_band);

@@ -27,6 +27,9 @@ struct adapter_options {
   /// time the measured in-process transfers are not the cluster's links.
   bool react = true;
   runtime::drift_band band;
+  /// Real links (wall time across node processes): a drift takes 8 messages in a row, so
+  /// that one step the host slowed (a burst of compute beside the transfers) is not one.
+  runtime::drift_band real_link_band{.min_samples = 8};
   /// Wall time's devices: real op times carry the host's load (other processes, the
   /// network's interrupts), so a device drifts at 2x over 4 steps in a row.
   runtime::drift_band wall_device_band{

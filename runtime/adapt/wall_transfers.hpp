@@ -55,7 +55,7 @@ struct real_message {
 struct wall_transfer_options {
   int warm_up = 2;         ///< each node pair's first messages, left out
   int calibration = 8;     ///< messages that set its cost per message and noise
-  double noise_factor = 3; ///< how many times its noise a drain must differ by
+  double noise_factor = 4; ///< how many times its noise a drain must differ by
 };
 
 class wall_transfers {
