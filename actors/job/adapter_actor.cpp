@@ -150,11 +150,16 @@ bool emulated_links(const job_context& job) {
   return !job.wall() || job.shaping();
 }
 
-void on_sample(self_ptr self, const link_sample& s) {
-  auto& st = self->state;
+/// A sample in the run's statistics and trace.
+void record(adapter_state& st, const link_sample& s) {
   st.links.add(s.from, s.to, s.bytes);
   if (st.samples.size() < st.max_samples)
     st.samples.push_back(s);
+}
+
+void on_sample(self_ptr self, const link_sample& s) {
+  auto& st = self->state;
+  record(st, s);
   if (!st.adapter || !emulated_links(*st.job))
     return;
   st.last_step = std::max(st.last_step, s.step);
@@ -175,9 +180,7 @@ void on_message(self_ptr self, const std::vector<link_sample>& parts) {
   auto& st = self->state;
   runtime::real_message m;
   for (const auto& s : parts) {
-    st.links.add(s.from, s.to, s.bytes);
-    if (st.samples.size() < st.max_samples)
-      st.samples.push_back(s);
+    record(st, s);
     m.parts.push_back({s.from, s.to, s.bytes});
     m.send_s = s.send_time;
     m.arrival_s = s.end;

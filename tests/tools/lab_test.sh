@@ -11,15 +11,7 @@ set -u
 deepcee=$1
 configs=$(cd "$2" && pwd)
 rate_py=$configs/../tools/lab_rate.py # a TCP transfer between namespaces
-[[ $(id -u) == 0 ]] || { echo "SKIP: the lab needs root (CAP_NET_ADMIN)"; exit 77; }
-command -v ip >/dev/null && command -v tc >/dev/null || { echo "SKIP: ip or tc missing"; exit 77; }
-probe=dctprobe$$
-ip netns add "$probe" 2>/dev/null || { echo "SKIP: network namespaces do not work here"; exit 77; }
-ip -n "$probe" link add dctv0 type veth peer name dctv1 2>/dev/null &&
-  tc -n "$probe" qdisc add dev dctv0 root tbf rate 1mbit burst 32k limit 64k 2>/dev/null
-ok=$?
-ip netns del "$probe"
-[[ $ok == 0 ]] || { echo "SKIP: veth or tbf does not work here"; exit 77; }
+source "$(dirname "$0")/lab_requirements.sh"
 
 work=$(mktemp -d)
 state=$work/state
