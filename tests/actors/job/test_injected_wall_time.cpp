@@ -119,10 +119,13 @@ BOOST_AUTO_TEST_CASE(a_slowed_device_slows_its_stage_from_the_step_on) {
                                   << calm0 * 1e3 << " ms calm, " << before0 * 1e3 << " -> "
                                   << after0 * 1e3 << " ms");
     BOOST_CHECK_GT(after1, 2.2 * std::min(calm1, before1));
-    // The host's load in steps 6-10 slows both stages alike: stage 0's growth over the same
-    // steps widens the bound, which still catches a slowdown applied twice (9x).
+    // The hold stretches the op's whole round trip through the device group (its answer
+    // and, for F on the last stage, the loss) 3x, which the calm op's span does not carry
+    // all of: F reads 4.6-5x. The host's load in steps 6-10 slows both stages alike, so
+    // stage 0's growth over the same steps widens the bound, which still catches a
+    // slowdown applied twice (9x).
     const double load = std::max(1.0, after0 / std::min(calm0, before0));
-    BOOST_CHECK_LT(after1, 4.5 * load * std::max(calm1, before1));
+    BOOST_CHECK_LT(after1, 6.5 * load * std::max(calm1, before1));
     BOOST_CHECK_LT(after0, 1.8 * std::max(calm0, before0));
     control_before += before0;
     control_after += after0;
