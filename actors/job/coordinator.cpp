@@ -614,7 +614,7 @@ coordinator_actor::behavior_type coordinator_behavior(
     self_ptr self, std::shared_ptr<job_context> job, std::vector<stage_actor> stages,
     std::vector<std::string> stage_nodes, std::chrono::milliseconds step_timeout,
     std::vector<caf::strong_actor_ptr> devices, std::vector<caf::strong_actor_ptr> replanners,
-    std::vector<std::string> boot_ids) {
+    std::vector<std::string> boot_ids, caf::strong_actor_ptr heartbeat) {
   self->set_default_handler(drop_unexpected);
   auto& st = self->state;
   st.step_timeout = step_timeout;
@@ -627,6 +627,7 @@ coordinator_actor::behavior_type coordinator_behavior(
   st.devices_apart = std::move(devices);
   st.replanners = std::move(replanners);
   st.boot_ids = std::move(boot_ids);
+  st.heartbeat = caf::actor_cast<heartbeat_actor>(heartbeat);
   plan_job_snapshots(st);
   self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
   watch_remote_actors(self, stage_nodes);
@@ -690,9 +691,10 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_
                                     std::chrono::milliseconds step_timeout,
                                     const std::vector<caf::strong_actor_ptr>& devices_apart,
                                     const std::vector<caf::strong_actor_ptr>& replanners,
-                                    const std::vector<std::string>& boot_ids) {
+                                    const std::vector<std::string>& boot_ids,
+                                    caf::strong_actor_ptr heartbeat) {
   return sys.spawn(coordinator_behavior, std::move(job), std::move(stages), std::move(stage_nodes),
-                   step_timeout, devices_apart, replanners, boot_ids);
+                   step_timeout, devices_apart, replanners, boot_ids, std::move(heartbeat));
 }
 
 } // namespace deepcee::actors

@@ -85,6 +85,8 @@ struct coordinator_state {
   std::vector<caf::strong_actor_ptr> devices_apart; ///< by slot: stage_wiring's `devices`
   std::vector<caf::strong_actor_ptr> replanners;    ///< by node: stage_wiring's `replanners`
   std::vector<std::string> boot_ids;                ///< by node: stage_wiring's `boot_ids`
+  heartbeat_actor
+      heartbeat; ///< its node's (stage_wiring's): told as a re-plan's moves start and end
   std::vector<int> lost_nodes; ///< nodes of the cluster the job lost (coordinator_recovery.hpp)
   int64_t next_step = 1;       ///< the first step that has not started
   /// The script in force: the job's time events, with its step events and the injected
@@ -163,7 +165,8 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, std::shared_ptr<job_
                                     std::chrono::milliseconds step_timeout = {},
                                     const std::vector<caf::strong_actor_ptr>& devices_apart = {},
                                     const std::vector<caf::strong_actor_ptr>& replanners = {},
-                                    const std::vector<std::string>& boot_ids = {});
+                                    const std::vector<std::string>& boot_ids = {},
+                                    caf::strong_actor_ptr heartbeat = nullptr);
 
 /// Sets `coordinator`'s virtual clock to a resumed checkpoint's `clock_s`, waiting at most
 /// `timeout` for its answer. Throws std::runtime_error when it refuses.

@@ -25,6 +25,10 @@ namespace {
 
 using failure_fn = std::function<void(messages::error_code, std::string)>;
 
+/// The longest a re-plan's moves keep the heartbeats from counting silence (its end is
+/// told as the moves end; this bounds a lost end).
+constexpr int64_t max_move_ms = 600'000;
+
 void stop(coordinator_self self, const caf::strong_actor_ptr& a) {
   if (!a)
     return;
@@ -48,6 +52,8 @@ struct replan_work {
 /// Every actor the re-plan spawned stops: it failed, the old plan goes on failing the step.
 void abandon(coordinator_self self, const replan_work& w, messages::error_code code,
              const std::string& why) {
+  if (const auto& beats = self->state.heartbeat)
+    self->send(beats, move_atom_v, int64_t{0});
   for (const auto& a : w.wiring.stages)
     stop(self, a);
   for (const auto& a : w.wiring.devices)
@@ -88,6 +94,8 @@ void switch_to(coordinator_self self, replan_work& w) {
 /// Every new stage has its layers: the switch, the clock, the log and the adapter.
 void moved(coordinator_self self, const std::shared_ptr<replan_work>& w) {
   auto& st = self->state;
+  if (st.heartbeat)
+    self->send(st.heartbeat, move_atom_v, int64_t{0});
   const std::string from = stages_of(st.plan), to = stages_of(w->order.plan);
   switch_to(self, *w);
   const double before = st.clock_s;
@@ -170,8 +178,12 @@ bool place_part(replan_work& w, int n, stage_wiring& part) {
 }
 
 /// Across node processes: each node's replanner spawns its part from the new deployment.
+/// The heartbeats stop counting silence until the moves end (moved, abandon): the moves
+/// share their connections.
 void spawn_on_nodes(coordinator_self self, const std::shared_ptr<replan_work>& w) {
   auto& st = self->state;
+  if (st.heartbeat)
+    self->send(st.heartbeat, move_atom_v, max_move_ms);
   const auto& layout = w->job->layout;
   w->wiring.stages.resize(layout.stage_node.size());
   w->wiring.devices.resize(layout.slot_node.size());

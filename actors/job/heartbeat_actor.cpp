@@ -53,6 +53,9 @@ void beat(self_ptr self, const caf::strong_actor_ptr& to) {
 void tick(self_ptr self) {
   auto& st = self->state;
   const auto now = clock_type::now();
+  if (now < st.quiet_until) // a re-plan moves state: silence is the move's
+    for (auto& p : st.peers)
+      p.last_heard = now;
   std::vector<clock_type::time_point> heard;
   for (const auto& p : st.peers)
     heard.push_back(p.last_heard);
@@ -74,6 +77,22 @@ void tick(self_ptr self) {
   for (auto k = verdict.silent.rbegin(); k != verdict.silent.rend(); ++k) // the last first
     lose_peer(self, *k);
   self->delayed_send(self, st.interval, timeout_atom_v);
+}
+
+/// A re-plan's moves start (`ms`: the longest they may take) or end (0). From this node (its
+/// coordinator) it goes on to every peer.
+void quiet(self_ptr self, int64_t ms) {
+  auto& st = self->state;
+  const auto now = clock_type::now();
+  st.quiet_until = now + std::chrono::milliseconds(ms);
+  for (auto& p : st.peers)
+    p.last_heard = std::max(p.last_heard, now);
+  const auto& from = self->current_sender();
+  if (from && from->node() != self->node())
+    return;
+  for (const auto& p : st.peers)
+    if (p.handle)
+      self->send(caf::actor_cast<heartbeat_actor>(p.handle), move_atom_v, ms);
 }
 
 heartbeat_peer* find(heartbeat_state& st, const std::string& name) {
@@ -143,6 +162,7 @@ heartbeat_actor::behavior_type heartbeat_behavior(self_ptr self, std::string nod
         report_losses(self);
       },
       [self](timeout_atom) { tick(self); },
+      [self](move_atom, int64_t ms) { quiet(self, ms); },
       [self](progress_atom, int64_t step, int64_t steps, double loss, double rate, double clock) {
         auto& s = self->state;
         const auto& from = self->current_sender();

@@ -25,7 +25,9 @@ struct heartbeat_peer {
 /// (lost_atom, name, "no heartbeat for T s") once, and the peer is dropped. A lost peer that
 /// beats again (it was stopped and resumed, or its partition healed) is told it is out of
 /// the job (lost_atom, why); its heartbeat tells its own `notify` (lost_atom, its own name,
-/// why), and the node leaves.
+/// why), and the node leaves. `(move, ms)` from its own node (the coordinator, as a
+/// re-plan's moves start) makes silence count for nothing for `ms` and goes on to every
+/// peer; `(move, 0)` ends that once the moves are done: silence counts from then.
 struct heartbeat_state {
   static inline const char* name = "heartbeat";
   std::string node; ///< this node's name
@@ -39,6 +41,9 @@ struct heartbeat_state {
   /// Peers lost before `notify` was known, with why: told once it is.
   std::vector<std::pair<std::string, std::string>> unreported;
   std::vector<std::string> lost; ///< peers declared lost
+  /// Until then every peer counts as heard: a re-plan moves state over the connections that
+  /// carry the heartbeats, and a move of many megabytes over a slow link delays them.
+  std::chrono::steady_clock::time_point quiet_until;
 };
 
 /// `expect` are peers that must be heard from at once (a node expects the coordinator's

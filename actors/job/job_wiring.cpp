@@ -87,8 +87,9 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
   adapting.clock_error_s = wiring.clock_errors;
   out.adapter = spawn_adapter(sys, out.job, adapting);
   guard.add(out.adapter);
-  out.coordinator = spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,
-                                      wiring.devices, wiring.replanners, wiring.boot_ids);
+  out.coordinator =
+      spawn_coordinator(sys, out.job, out.stages, out.job->stage_nodes, step_timeout,
+                        wiring.devices, wiring.replanners, wiring.boot_ids, wiring.heartbeat);
   guard.add(out.coordinator);
   // Shared links' pipes live beside the coordinator; stages on every node reach them
   // through the wiring.

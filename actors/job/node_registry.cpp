@@ -134,6 +134,7 @@ void start_registry(node_registry_state& st, job_deployment deployment, std::str
   st.wiring.replanners.resize(st.node_names.size());
   st.wiring.boot_ids.resize(st.node_names.size());
   st.wiring.clock_errors.resize(st.node_names.size());
+  st.wiring.heartbeat = caf::actor_cast<caf::strong_actor_ptr>(st.beats);
   st.wiring.boot_ids.at(static_cast<size_t>(local.node)) = local.boot_id;
   st.wiring.replanners.at(static_cast<size_t>(local.node)) =
       caf::actor_cast<caf::strong_actor_ptr>(local.replanner);

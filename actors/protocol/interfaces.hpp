@@ -182,6 +182,6 @@ using heartbeat_actor =
                      caf::reacts_to<peer_atom, std::string, caf::strong_actor_ptr>,
                      caf::reacts_to<stop_atom, caf::actor>, caf::reacts_to<timeout_atom>,
                      caf::reacts_to<progress_atom, int64_t, int64_t, double, double, double>,
-                     caf::reacts_to<lost_atom, std::string>>;
+                     caf::reacts_to<lost_atom, std::string>, caf::reacts_to<move_atom, int64_t>>;
 
 } // namespace deepcee::actors

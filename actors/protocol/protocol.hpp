@@ -156,6 +156,9 @@ struct stage_wiring {
   /// Per node of a multi-process job: how far its clock may lie from the coordinator's
   /// node's (job_context::clock_error_s; empty in one process).
   std::vector<double> clock_errors;
+  /// The coordinator's node's heartbeat actor (empty in one process): told when a re-plan's
+  /// moves start and end.
+  caf::strong_actor_ptr heartbeat;
 };
 
 /// A finished step as the coordinator reports it.
@@ -248,7 +251,7 @@ typename Inspector::result_type inspect(Inspector& f, layer_holders& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_wiring& x) {
   return f(caf::meta::type_name("stage_wiring"), x.stages, x.coordinator, x.adapter, x.pipes,
-           x.devices, x.replanners, x.boot_ids, x.clock_errors);
+           x.devices, x.replanners, x.boot_ids, x.clock_errors, x.heartbeat);
 }
 
 template <class Inspector>
