@@ -1,17 +1,13 @@
 #include "runtime/adapt/wall_transfers.hpp"
 
+#include "runtime/base/statistics.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 namespace deepcee::runtime {
 
 namespace {
-
-double median_of(std::vector<double> v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
 
 /// `drain` read against `expected` with `allowance`: `expected` within it, else moved
 /// toward `expected` by it.
@@ -59,12 +55,12 @@ void wall_transfers::calibrate(node_pair& pair, const real_message& m, double by
   pair.costs.push_back(m.arrival_s - m.send_s - bytes / bandwidth);
   if (static_cast<int>(pair.costs.size()) < options_.calibration)
     return;
-  const double cost = median_of(pair.costs);
+  const double cost = median(pair.costs);
   std::vector<double> deviations;
   for (double c : pair.costs)
     deviations.push_back(std::abs(c - cost));
   pair.cost_s = cost;
-  pair.noise_s = 1.4826 * median_of(std::move(deviations));
+  pair.noise_s = 1.4826 * median(std::move(deviations));
   pair.costs.clear();
 }
 
