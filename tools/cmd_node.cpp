@@ -153,9 +153,7 @@ actors::node_registry_actor publish_registry(caf::actor_system& sys, node_setup&
       local, timeout, beats, injected_events_parser(s.job.cluster));
   guard.add(registry);
   const auto host = host_of(me);
-  listen_on(sys, me, net, [&](uint16_t port, const char* at) {
-    return sys.middleman().publish(registry, port, at, true);
-  });
+  publish_on(sys, me, net, registry);
   std::fprintf(stderr, "node %s: coordinator at %s:%d, waiting up to %.1f s for the others\n",
                me.name.c_str(), host.c_str(), me.port, s.job.connect_timeout_s);
   return registry;
@@ -271,7 +269,9 @@ int run_coordinator(caf::actor_system& sys, node_setup& s, const node_options& o
   const auto wired = wire_nodes(sys, s, end.registry(), beats, o, end, guard);
   job_steps steps(sys, wired, std::chrono::seconds(2 * o.step_timeout_s), o.trace_steps);
   resume(steps, s, o, end);
-  job_watch watch(std::move(s.snapshots), s.inspect, net.token().value_or(""), {host_of(me)},
+  auto names = s.job.inspect_hosts;
+  names.push_back(host_of(me));
+  job_watch watch(std::move(s.snapshots), s.inspect, net.token().value_or(""), std::move(names),
                   net.inspect_tls());
   steps.watch(&watch);
   watch.started(steps.steps_done());

@@ -18,6 +18,7 @@
 #include "tools/job_setup.hpp"
 #include "tools/job_steps.hpp"
 #include "tools/job_watch.hpp"
+#include "tools/node_network.hpp"
 #include "tools/plan_print.hpp"
 #include "tools/progress.hpp"
 #include "tools/run_directory.hpp"
@@ -229,7 +230,8 @@ int run_job(const run_options& o, const runtime::token_environment& token_env) {
     resume.reset(); // the stages hold their copies
   }
   job_watch watch(make_snapshot_builder(job, r.profile, r.plan, r.report), inspect_at,
-                  runtime::find_job_token(std::nullopt, job.token_file, token_env).value_or(""));
+                  runtime::find_job_token(std::nullopt, job.token_file, token_env).value_or(""),
+                  job.inspect_hosts, inspect_at ? inspect_tls(job, job.coordinator_node) : nullptr);
   steps.watch(&watch);
   watch.started(steps.steps_done());
   apply_adapt_orders(sys, run.wired(), orders, 2 * step_timeout);

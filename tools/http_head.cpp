@@ -1,5 +1,10 @@
 #include "tools/http_head.hpp"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+
 namespace deepcee::tools {
 
 namespace {
@@ -51,6 +56,25 @@ std::string_view http_head_refusal(http_head_verdict v) {
   default:
     return "";
   }
+}
+
+bool host_header_allowed(std::string_view host, const std::set<std::string>& names) {
+  std::string name;
+  if (host.starts_with('[')) { // [v6] or [v6]:port
+    const auto close = host.find(']');
+    if (close == std::string_view::npos)
+      return false;
+    name = host.substr(1, close - 1);
+    in6_addr v6{};
+    return ::inet_pton(AF_INET6, name.c_str(), &v6) == 1;
+  }
+  name = host.substr(0, host.find(':'));
+  in_addr v4{};
+  if (::inet_pton(AF_INET, name.c_str(), &v4) == 1)
+    return true;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return !name.empty() && names.count(name) > 0;
 }
 
 } // namespace deepcee::tools

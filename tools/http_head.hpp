@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstddef>
+#include <set>
+#include <string>
 #include <string_view>
 
 /// The bounds an HTTP request's head must keep before any of it is parsed: what the
@@ -33,5 +35,11 @@ http_head_scan scan_http_head(std::string_view received, const http_head_limits&
 
 /// The status line and reason a refused head gets ("414 URI Too Long"), "" for the others.
 std::string_view http_head_refusal(http_head_verdict v);
+
+/// Whether a request whose Host header says `host` ("name", "name:port", "[v6]:port") is
+/// meant for this endpoint: `host` names an IP address, or one of `names` (lowercase), in
+/// any case. A page of another site that a name now resolving to this endpoint serves (DNS
+/// rebinding) sends that site's name; an address is no name an attacker can point here.
+bool host_header_allowed(std::string_view host, const std::set<std::string>& names);
 
 } // namespace deepcee::tools

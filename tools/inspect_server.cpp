@@ -4,9 +4,11 @@
 #include "runtime/io/job_snapshot_json.hpp"
 #include "runtime/watch/prometheus_text.hpp"
 #include "tools/bounded_http.hpp"
+#include "tools/http_head.hpp"
 #include "tools/web_assets.hpp"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +29,12 @@ std::string lowercase(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
+}
+
+/// This host's name, as gethostname gives it ("" when it cannot).
+std::string this_host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
 }
 
 /// Equal strings, in a time that depends on their lengths only.
@@ -73,7 +81,7 @@ struct inspect_server::impl {
   snapshot_board& board;
   const std::string credential;
   std::vector<std::string> host_names;
-  std::set<std::string> hosts; ///< what a Host header may say: "name[:port]" (start fills it)
+  std::set<std::string> hosts; ///< the names a Host header may say, lowercase (start fills it)
   http_routes http;
   bounded_http acceptor;
   std::atomic<bool> stopping{false};
@@ -120,27 +128,18 @@ struct inspect_server::impl {
            same_secret(std::string_view(header).substr(scheme.size()), credential);
   }
 
-  /// A page of another site that a name now resolving to this node serves (DNS
-  /// rebinding) sends that site's name as Host: refused. A request without Host (not a
-  /// browser's) is left to the credential.
+  /// A request without Host (not a browser's) is left to the credential.
   bool host_allowed(const httplib::Request& req) const {
-    if (!req.has_header("Host"))
-      return true;
-    return hosts.count(lowercase(req.get_header_value("Host"))) > 0;
+    return !req.has_header("Host") || host_header_allowed(req.get_header_value("Host"), hosts);
   }
 
-  /// The Host values this endpoint answers at `at`, bound at `port`.
-  void allow_hosts(const inspect_address& at, uint16_t port) {
+  /// The names this endpoint answers to at `at`: the address it binds, the node's names,
+  /// this host's name, and localhost.
+  void allow_hosts(const inspect_address& at) {
     std::vector<std::string> names = host_names;
-    names.push_back(at.host);
-    if (at.host == "127.0.0.1" || at.host == "0.0.0.0" || at.host == "localhost")
-      names.insert(names.end(), {"127.0.0.1", "localhost"});
-    if (at.host == "::1" || at.host == "::")
-      names.insert(names.end(), {"[::1]", "localhost"});
-    for (const auto& name : names) {
-      hosts.insert(lowercase(name) + ":" + std::to_string(port));
-      hosts.insert(lowercase(name)); // a client that leaves out the port: still this node's
-    }
+    names.insert(names.end(), {at.host, this_host_name(), "localhost"});
+    for (const auto& name : names)
+      hosts.insert(lowercase(name));
   }
 
   /// The latest snapshot, with the frames dropped so far, as `render` writes it; 503 before
@@ -273,7 +272,7 @@ uint16_t inspect_server::start(const inspect_address& at) {
                              " (in use, or not an address of this machine)");
   }
   impl_->started = true;
-  impl_->allow_hosts(at, port);
+  impl_->allow_hosts(at);
   return port;
 }
 

@@ -48,8 +48,8 @@ std::optional<inspect_address> parse_inspect_address(std::string_view text,
 struct inspect_settings {
   /// The watch credential, empty for none; never printed or logged.
   std::string credential;
-  /// The names and addresses the node is reached by, besides the address it binds (a Host
-  /// header must name one of them, or loopback's when it binds loopback).
+  /// The names the node is reached by, besides the address it binds, this host's name and
+  /// localhost: a Host header must name one of them, or an address.
   std::vector<std::string> host_names{};
   /// One line per refused peer (rate-limited).
   std::function<void(const std::string&)> log{};

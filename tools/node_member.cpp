@@ -112,9 +112,7 @@ actors::node_registry_actor connect(caf::actor_system& sys, const runtime::job_c
   const auto& boss = job.cluster.nodes[static_cast<size_t>(job.coordinator_node)];
   // Its own port, so that its peers connect to it directly.
   // SO_REUSEADDR lets a restarted job bind past TIME_WAIT; a live listener still refuses.
-  listen_on(sys, me, net, [&](uint16_t port, const char* host) {
-    return sys.middleman().open(port, host, true);
-  });
+  listen_on(sys, me, net);
   const auto deadline = std::chrono::steady_clock::now() + millis(job.connect_timeout_s);
   const auto at = net.reach(job.coordinator_node);
   while (true) {

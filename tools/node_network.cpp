@@ -62,20 +62,19 @@ node_network::node_network(const runtime::job_config& job, int me, std::optional
     }
 }
 
-std::shared_ptr<const transport::tls_context> node_network::inspect_tls() const {
-  if (!tls_)
+std::shared_ptr<const transport::tls_context> inspect_tls(const runtime::job_config& job,
+                                                          int node) {
+  if (!job.tls)
     return nullptr;
-  const auto& name = job_.cluster.nodes[size_t(me_)].name;
-  const auto files = job_.tls->of(name);
+  const auto& name = job.cluster.nodes[size_t(node)].name;
+  const auto files = job.tls->of(name);
   return std::make_shared<const transport::tls_context>(
-      transport::tls_files{files.certificate, files.key, job_.tls->ca}, name,
+      transport::tls_files{files.certificate, files.key, job.tls->ca}, name,
       transport::client_certificates::none);
 }
 
-transport::endpoint node_network::caf_listen() const {
-  if (!secure())
-    return public_endpoint(job_.cluster.nodes[size_t(me_)]);
-  return {"127.0.0.1", 0};
+std::shared_ptr<const transport::tls_context> node_network::inspect_tls() const {
+  return tls_ ? tools::inspect_tls(job_, me_) : nullptr;
 }
 
 void node_network::open_gate(uint16_t caf_port) {

@@ -28,11 +28,8 @@ public:
   /// The job's token (none with --insecure); never printed or logged.
   const std::optional<std::string>& token() const { return token_; }
   bool tls() const { return tls_ != nullptr; }
-  /// The inspection endpoint's HTTPS identity: this node's certificate, asking clients for
-  /// none (they prove the watch credential instead); null without certificates.
+  /// inspect_tls for this node, null with --insecure.
   std::shared_ptr<const transport::tls_context> inspect_tls() const;
-  /// Where CAF listens: the node's own address, or 127.0.0.1 at any free port.
-  transport::endpoint caf_listen() const;
   /// With a token: opens the gate on the node's public port in front of `caf_port`, or
   /// throws std::runtime_error naming the port. Without one: nothing to do.
   void open_gate(uint16_t caf_port);
@@ -57,6 +54,11 @@ private:
 /// job's file when `insecure` is asked of a job with certificates.
 std::shared_ptr<const transport::tls_context> node_tls(const runtime::job_config& job, int me,
                                                        bool insecure);
+
+/// The inspection endpoint's HTTPS identity on a job with certificates: node `node`'s
+/// certificate, asking clients for none (they prove the watch credential instead); null
+/// without certificates. Throws input_error as node_tls does.
+std::shared_ptr<const transport::tls_context> inspect_tls(const runtime::job_config& job, int node);
 
 /// A node's token: `token_file` (--token-file), the job file's [security] token_file or the
 /// environment (runtime::find_job_token); none with `insecure`. Neither: an input_error naming

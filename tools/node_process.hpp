@@ -13,8 +13,8 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 /// What the coordinator's node (cmd_node.cpp) and a member node (node_member.cpp) of
@@ -37,40 +37,18 @@ actors::heartbeat_actor start_heartbeat(caf::actor_system& sys, const runtime::j
                                         actors::actor_guard& guard);
 
 /// Listens on node `me`'s port, or fails the node naming the port: CAF itself on the
-/// public port (insecure), or CAF on 127.0.0.1 behind the node's gate. `listen(port, host)`
-/// is the middleman's publish or open, returning caf::expected<uint16_t>. A port inside the
-/// ephemeral range can be busy for an instant (a connection attempt given it as its local
+/// public port (insecure), or CAF on 127.0.0.1 behind the node's gate, on a socket guarded
+/// from before it listens (transport/local_guard.hpp). `whom` is published there with its
+/// interface `sigs` (a null `whom`: other nodes only connect through the port). A port inside
+/// the ephemeral range can be busy for an instant (a connection attempt given it as its local
 /// port), so it is tried a few times over a second before it counts as in use.
-template <class Listen>
-void listen_on(caf::actor_system& sys, const runtime::node& me, node_network& net, Listen listen) {
-  const auto at = net.caf_listen();
-  std::string error;
-  const auto once = [&] {
-    auto port = listen(at.port, at.host.c_str());
-    if (!port) {
-      error = "port " + std::to_string(me.port) + " on " + host_of(me) +
-              " is in use or unusable (" + sys.render(port.error()) + ")";
-      return std::optional<uint16_t>{};
-    }
-    return std::optional<uint16_t>{*port};
-  };
-  auto port = once();
-  for (int attempt = 0; attempt < 5 && !port && !net.secure(); ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    port = once();
-  }
-  if (!port)
-    fail(me.name, error);
-  for (int attempt = 0; net.secure(); ++attempt) {
-    try {
-      net.open_gate(*port);
-      return;
-    } catch (const std::runtime_error& e) {
-      if (attempt == 5)
-        fail(me.name, e.what());
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+void listen_on(caf::actor_system& sys, const runtime::node& me, node_network& net,
+               caf::strong_actor_ptr whom = nullptr, std::set<std::string> sigs = {});
+
+template <class Handle>
+void publish_on(caf::actor_system& sys, const runtime::node& me, node_network& net,
+                const Handle& whom) {
+  listen_on(sys, me, net, caf::actor_cast<caf::strong_actor_ptr>(whom), sys.message_types(whom));
 }
 
 /// A node other than the coordinator's: asks the coordinator's node for the job's

@@ -173,9 +173,7 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
   actors::actor_guard guard{sys}; // ends the probe however this returns, so `sys` can end
   auto probe = actors::spawn_link_probe(sys, peers, reports);
   guard.add(probe);
-  listen_on(sys, me, net, [&](uint16_t port, const char* host) {
-    return sys.middleman().publish(probe, port, host, true);
-  });
+  publish_on(sys, me, net, probe);
   caf::scoped_actor self{sys};
   // The other nodes' probes: this node dials every earlier node and introduces its own probe
   // there; every later node dials this one and introduces its probe here. Two nodes dialling

@@ -183,6 +183,33 @@ bool from_this_process(int fd) {
   return inode && holds_inode(*inode);
 }
 
+guarded_socket listen_guarded() {
+  const auto failed = [](const char* what, int fd) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
+    throw std::runtime_error(std::string("cannot ") + what + " a port on 127.0.0.1 (" + why + ")");
+  };
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    failed("open", fd);
+  const auto prog = filter_for({}); // drops every connection request
+  const sock_fprog fprog{static_cast<unsigned short>(prog.size()),
+                         const_cast<sock_filter*>(prog.data())};
+  if (::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof fprog) != 0)
+    failed("filter", fd);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(loopback);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    failed("bind", fd);
+  if (::listen(fd, SOMAXCONN) != 0)
+    failed("listen on", fd);
+  return {fd, ntohs(a.sin_port)};
+}
+
 listener_guard::listener_guard(uint16_t port) : port_(port) {
   fd_ = duplicate_listener(port);
   if (fd_ < 0)

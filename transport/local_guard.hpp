@@ -40,6 +40,16 @@ std::vector<uint64_t> tcp_connections_at(std::string_view proc_net_tcp, v4_endpo
 /// process.
 bool from_this_process(int fd);
 
+/// A socket of this process listening on 127.0.0.1 at an ephemeral port, filtered from
+/// before it listens: no connection request gets through until a `listener_guard` on its port
+/// lets its own dials through, so no stranger reaches it in the moment before that guard.
+struct guarded_socket {
+  int fd = -1;
+  uint16_t port = 0;
+};
+/// Throws std::runtime_error naming what failed.
+guarded_socket listen_guarded();
+
 /// Guards the socket that listens on 127.0.0.1:`port` in this process and that something
 /// else accepts on (CAF's middleman): only `dial` reaches it.
 class listener_guard {

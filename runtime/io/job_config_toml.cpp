@@ -189,7 +189,24 @@ void check_tls(const toml::table& root, const fs::path& path, const job_config& 
                      "[[node]] table");
 }
 
-/// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value).
+/// [inspect] hosts = ["NAME", ...]: host names, each without port or spaces.
+std::vector<std::string> read_inspect_hosts(const toml::node& v, const fs::path& path) {
+  const auto bad = [&] {
+    fail_input(path, line_of(v), "[inspect] hosts must be a list of host names (\"gpu-box\")");
+  };
+  std::vector<std::string> names;
+  if (!v.is_array())
+    bad();
+  for (const auto& e : *v.as_array()) {
+    const auto name = e.value<std::string>();
+    if (!name || name->empty() || name->find_first_of(": /\t[]") != std::string::npos)
+      bad();
+    names.push_back(*name);
+  }
+  return names;
+}
+
+/// [inspect] addr = "HOST:PORT" | "off" (the tools parse its value), hosts = [...].
 void read_inspect(const toml::table& root, const fs::path& path, job_config& job) {
   const auto* n = root.get("inspect");
   if (!n)
@@ -197,6 +214,10 @@ void read_inspect(const toml::table& root, const fs::path& path, job_config& job
   if (!n->is_table())
     fail_input(path, line_of(*n), "'inspect' must be a table ([inspect])");
   for (const auto& [key, v] : *n->as_table()) {
+    if (key.str() == "hosts") {
+      job.inspect_hosts = read_inspect_hosts(v, path);
+      continue;
+    }
     if (key.str() != "addr")
       fail_input(path, line_of(v), "unknown key '" + std::string(key.str()) + "' in [inspect]");
     if (!v.is_string())

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace deepcee::runtime {
 
@@ -80,6 +81,9 @@ struct job_config {
   /// "off"); empty: 127.0.0.1 on an ephemeral port. inspect_line: its line, for messages.
   std::string inspect_addr;
   int64_t inspect_line = 0;
+  /// [inspect] hosts: the names browsers reach the endpoint by, besides its address, this
+  /// host's name and localhost (a request whose Host names another is refused).
+  std::vector<std::string> inspect_hosts;
   std::optional<tls_config> tls; ///< set: nodes speak TLS 1.3 with these certificates
 };
 

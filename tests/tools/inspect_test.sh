@@ -50,7 +50,7 @@ TOML
 start_job() {
   local name=$1
   shift
-  "$deepcee" run "$work/job.toml" --out "$work/$name" "$@" >"$work/$name.log" 2>&1 &
+  "$deepcee" run "${job_file:-$work/job.toml}" --out "$work/$name" "$@" >"$work/$name.log" 2>&1 &
   job_pid=$!
   started+=("$job_pid")
   addr=""
@@ -142,7 +142,8 @@ fi
 good=$(openssl rand -hex 32)
 bad=$(openssl rand -hex 32)
 (umask 077 && echo "$good" >"$work/token" && echo "$bad" >"$work/wrong")
-if DEEPCEE_TOKEN=$good start_job secured --steps 100000; then
+{ cat "$work/job.toml"; printf '[inspect]\nhosts = ["gpu-box.test"]\n'; } >"$work/hosts.toml"
+if job_file=$work/hosts.toml DEEPCEE_TOKEN=$good start_job secured --steps 100000; then
   out=$("$deepcee" inspect "$addr" --once --token-file "$work/wrong" 2>"$work/err")
   rc=$?
   [[ $rc -ne 0 && -z $out && $(wc -l <"$work/err") -eq 1 ]] && grep -q "$addr.*token" "$work/err" ||
@@ -181,6 +182,11 @@ if DEEPCEE_TOKEN=$good start_job secured --steps 100000; then
   [[ $status == "HTTP/1.1 401 Unauthorized" ]] || fail "the job's token as a bearer: '$status'"
   status=$(raw_get "$watch" "attacker.example:80")
   [[ $status == "HTTP/1.1 403 Forbidden" ]] || fail "a foreign Host header: '$status'"
+  # A browser's Host: the job file's [inspect] hosts, this host's name, any address.
+  for host in "gpu-box.test:${addr##*:}" "$(hostname)" "10.1.2.3:80" "[::1]:${addr##*:}"; do
+    status=$(raw_get "$watch" "$host")
+    [[ $status == "HTTP/1.1 200 OK" ]] || fail "Host: $host: '$status'"
+  done
   status=$(raw_get "$watch" "$addr")
   [[ $status == "HTTP/1.1 200 OK" ]] || fail "the job stopped answering after broken requests: '$status'"
   # The job goes on: a later step within 10 s (a loaded machine may stall it for a moment).
@@ -243,6 +249,12 @@ line=$(wc -l <"$work/badaddr.toml")
 "$deepcee" run "$work/badaddr.toml" --out "$work/badaddr" >/dev/null 2>"$work/err"
 [[ $? -eq 2 && ! -e $work/badaddr ]] && grep -q "badaddr.toml:$line: .*addr" "$work/err" ||
   fail "[inspect] addr = 5: $(cat "$work/err")"
+
+{ cat "$work/job.toml"; printf '[inspect]\nhosts = ["a b"]\n'; } >"$work/badhosts.toml"
+line=$(wc -l <"$work/badhosts.toml")
+"$deepcee" run "$work/badhosts.toml" --out "$work/badhosts" >/dev/null 2>"$work/err"
+[[ $? -eq 2 && ! -e $work/badhosts ]] && grep -q "badhosts.toml:$line: .*hosts" "$work/err" ||
+  fail "[inspect] hosts = [\"a b\"]: $(cat "$work/err")"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)"

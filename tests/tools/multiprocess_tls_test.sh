@@ -144,6 +144,27 @@ else
   "$deepcee" inspect "https://$iaddr" --once 2>"$work/err"
   [[ $? == 2 ]] && grep -q -- '--ca' "$work/err" || fail "HTTPS: an https:// address without --ca: $(cat "$work/err")"
 fi
+# One process on the same job file (`deepcee run`) serves HTTPS with the coordinator's
+# certificate too.
+"$deepcee" run "$work/tls.toml" --steps 100000 --inspect 127.0.0.1:0 --out "$work/run-tls" \
+  >"$work/run-tls.log" 2>&1 &
+run_pid=$!
+pids+=($run_pid)
+raddr=""
+for _ in $(seq 1 300); do
+  raddr=$(sed -n 's|^inspect: https://||p' "$work/run-tls.log")
+  [[ -n $raddr ]] && break
+  sleep 0.1
+done
+if [[ -z $raddr ]]; then
+  fail "deepcee run with certificates printed no 'inspect: https://' line: $(tail -3 "$work/run-tls.log")"
+else
+  "$deepcee" inspect "https://$raddr" --once --ca "$pki/ca.pem" >"$work/run-inspect.txt" 2>&1 &&
+    grep -q '^step ' "$work/run-inspect.txt" || fail "deepcee run over HTTPS: $(head -3 "$work/run-inspect.txt")"
+  "$deepcee" inspect "$raddr" --once >/dev/null 2>&1 && fail "deepcee run with certificates answered plain HTTP"
+fi
+kill -INT $run_pid 2>/dev/null
+wait $run_pid 2>/dev/null
 # The relay: one with n1's certificate and key but not the token lures n2's `deepcee inject`
 # (its job file names n1 the coordinator) and replays n2's token proof into its own session
 # with n0's gate: the proof is bound to the session it was made in, so n0 refuses it.

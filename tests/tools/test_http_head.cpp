@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <set>
 #include <string>
 
 using namespace deepcee::tools;
@@ -47,6 +48,18 @@ BOOST_AUTO_TEST_CASE(header_lines_past_their_count_or_bytes_are_refused) {
               too_large)); // ends past the bound
   BOOST_TEST(http_head_refusal(too_large) == "431 Request Header Fields Too Large");
   BOOST_TEST(http_head_refusal(complete).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_host_header_must_name_an_address_or_one_of_the_endpoints_names) {
+  const std::set<std::string> names{"gpu-box", "localhost"};
+  // What browsers send for the endpoint's own names and addresses.
+  for (const auto* host : {"gpu-box", "GPU-Box:9400", "localhost:9400", "10.0.0.7:9400",
+                           "127.0.0.1", "[::1]:9400", "[fe80::1]"})
+    BOOST_TEST(host_header_allowed(host, names), host);
+  // A rebinding attacker's page sends its own name; garbage is no address either.
+  for (const auto* host : {"evil.example:9400", "gpu-box.evil.example", "", ":9400", "[gpu-box]",
+                           "[::1", "10.0.0", "10.0.0.7.evil.example"})
+    BOOST_TEST(!host_header_allowed(host, names), host);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -71,6 +71,24 @@ BOOST_AUTO_TEST_CASE(a_guarded_listener_takes_only_what_its_guard_dials) {
   ::close(d.fd);
 }
 
+BOOST_AUTO_TEST_CASE(a_socket_guarded_before_it_listens_is_never_reached_by_a_stranger) {
+  const auto inside = listen_guarded();
+  BOOST_REQUIRE(inside.fd >= 0);
+  BOOST_TEST(!stranger_connects(inside.port)); // listening, and no guard on it yet
+  listener_guard guard(inside.port);           // nothing reached it: it takes over
+  BOOST_TEST(!stranger_connects(inside.port));
+  const auto d = guard.dial(1000ms);
+  BOOST_REQUIRE(d.fd >= 0);
+  const int accepted = ::accept(inside.fd, nullptr, nullptr);
+  BOOST_TEST(accepted >= 0);
+  BOOST_TEST(::send(d.fd, "ping", 4, MSG_NOSIGNAL) == 4);
+  BOOST_TEST(receive(accepted, 4) == "ping");
+  ::close(accepted);
+  ::close(d.fd);
+  guard.forget(d.port);
+  ::close(inside.fd);
+}
+
 BOOST_AUTO_TEST_CASE(a_listener_reached_before_it_was_guarded_is_refused) {
   echo_server inside;
   const int early = connect_local(inside.port);
