@@ -315,8 +315,12 @@ std::optional<tls_ending> tls_stream::read_from_tls(splice_state& s) {
   const auto o = classify(r, s.read_wants);
   if (o == outcome::ended)
     return ending_;
-  s.tls_ready = o == outcome::done;
+  // A read that filled less than the buffer took all the socket had (OpenSSL reads ahead):
+  // the TLS side is read again once poll() says so, or while OpenSSL holds bytes of its own.
+  s.tls_ready = o == outcome::done && (static_cast<size_t>(r) == s.in.size() ||
+                                       SSL_has_pending(ssl_) == 1);
   if (o == outcome::done) {
+    s.read_wants = POLLIN;
     s.in_size = static_cast<size_t>(r);
     s.in_sent = 0;
     s.progress = true;
