@@ -140,6 +140,7 @@ void print_scripted(const resolved_job& r, const loop_outcome& done,
   ao.policy = adapter.policy;
   ao.policy.planner.model_name = r.plan.model_name;
   ao.liveness_s = job.heartbeat_timeout_s;
+  ao.snapshot_every = job.snapshot_every;
   runtime::adaptive_result sim;
   try {
     sim = runtime::simulate_adaptive(job.cluster, r.profile.model(), r.profile, r.plan, script, ao);

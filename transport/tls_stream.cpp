@@ -317,8 +317,8 @@ std::optional<tls_ending> tls_stream::read_from_tls(splice_state& s) {
     return ending_;
   // A read that filled less than the buffer took all the socket had (OpenSSL reads ahead):
   // the TLS side is read again once poll() says so, or while OpenSSL holds bytes of its own.
-  s.tls_ready = o == outcome::done && (static_cast<size_t>(r) == s.in.size() ||
-                                       SSL_has_pending(ssl_) == 1);
+  s.tls_ready =
+      o == outcome::done && (static_cast<size_t>(r) == s.in.size() || SSL_has_pending(ssl_) == 1);
   if (o == outcome::done) {
     s.read_wants = POLLIN;
     s.in_size = static_cast<size_t>(r);

@@ -32,7 +32,7 @@ int interval_of(const coordinator_state& st) {
                                            st.script, st.clock_s);
   const double step_s = one_step_s(vc, st.plan);
   const int set = st.job->mode.snapshot_every;
-  const int every = set >= 0 ? set : runtime::snapshot_interval(cost.seconds, step_s);
+  const int every = runtime::snapshot_every(set, cost, step_s);
   if (every == 0) {
     spdlog::warn("snapshots: {} live on one node only, and snapshot_every = 0 keeps no "
                  "snapshot: losing that node stops the job",

@@ -8,6 +8,7 @@
 #include "runtime/sim/simulator.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace deepcee::runtime {
@@ -112,16 +113,29 @@ private:
   uint64_t index_ = 0;
 };
 
-/// One step of `current` from `one.start_s`, as the coordinator runs it: where the script
-/// kills a node it uses, the step starts again on the survivors' plan (`current` becomes
-/// it, and `one.start_s` its start), once per kill.
+/// How long `steps` steps of `p` take from `start_s` under `script`: a rollback's replay.
+double replay_s(const cluster& c, const model_spec& model, const profile_table& profile,
+                const plan& p, const link_timeline& script, double start_s, int steps) {
+  if (steps <= 0)
+    return 0;
+  sim_options so;
+  so.steps = steps;
+  so.start_s = start_s;
+  const auto r = simulate(c, model, profile, p, script, so);
+  return std::accumulate(r.step_times_s.begin(), r.step_times_s.end(), 0.0);
+}
+
+/// One step of `current` from `one.start_s`, after `steps_done` steps, as the coordinator
+/// runs it: where the script kills a node it uses, the step starts again on the survivors'
+/// plan (`current` becomes it, and `one.start_s` its start, after the steps a rollback to a
+/// snapshot runs again), once per kill.
 struct step_run : sim_result {
   bool recovered = false;
 };
 step_run simulate_or_recover(const cluster& c, const model_spec& model,
                              const profile_table& profile, plan& current,
                              const link_timeline& script, sim_options& one, std::vector<int>& lost,
-                             double step_start_s, const adaptive_options& options) {
+                             double step_start_s, int steps_done, const adaptive_options& options) {
   step_run out;
   for (;;) {
     try {
@@ -131,10 +145,11 @@ step_run simulate_or_recover(const cluster& c, const model_spec& model,
       if (!first_kill(script, c, current, lost))
         throw;
     }
-    auto r = recover_from_kill(c, profile, current, script, lost, step_start_s, options.liveness_s,
-                               options.policy.planner);
+    const kill_moment at{step_start_s, options.liveness_s, steps_done, options.snapshot_every};
+    auto r = recover_from_kill(c, profile, current, script, lost, at, options.policy.planner);
     current = std::move(r.next);
-    one.start_s = r.restart_s;
+    one.start_s =
+        r.restart_s + replay_s(c, model, profile, current, script, r.restart_s, r.replayed);
     out.recovered = true;
   }
 }
@@ -154,7 +169,8 @@ std::vector<adaptive_step> static_recovered_steps(const cluster& c, const model_
     auto reached = take_injected(waiting, k, one.start_s);
     in_force = merged(in_force, reached.due);
     waiting = std::move(reached.pending);
-    const auto r = simulate_or_recover(c, model, profile, current, in_force, one, lost, t, options);
+    const auto r =
+        simulate_or_recover(c, model, profile, current, in_force, one, lost, t, k, options);
     const double dt = one.start_s + r.step_time_s - t;
     out.push_back({k, t, dt, p.global_batch() / dt, std::nullopt});
     t += dt;
@@ -204,7 +220,7 @@ adaptive_result simulate_adaptive(const cluster& c, const model_spec& model,
     auto reached = take_injected(waiting, k, one.start_s);
     in_force = merged(in_force, reached.due);
     waiting = std::move(reached.pending);
-    auto r = simulate_or_recover(c, model, profile, current, in_force, one, lost, t, options);
+    auto r = simulate_or_recover(c, model, profile, current, in_force, one, lost, t, k, options);
     if (r.recovered) {
       adapter.rebase(current);
       pending.reset();

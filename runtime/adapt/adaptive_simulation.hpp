@@ -25,6 +25,9 @@ struct adaptive_options {
   /// How long a lost node goes unnoticed (the job's heartbeat_timeout): a kill of a node the
   /// plan uses is recovered from as the coordinator does (node_loss.hpp).
   double liveness_s = 3;
+  /// The job file's snapshot_every (-1: auto): where a kill takes layers held on its node
+  /// only, the job rolls back to its newest complete peer snapshot (snapshot_plan.hpp).
+  int snapshot_every = -1;
 };
 
 struct adaptive_step {

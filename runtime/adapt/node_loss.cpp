@@ -1,4 +1,5 @@
 #include "runtime/adapt/node_loss.hpp"
+#include "runtime/adapt/snapshot_plan.hpp"
 #include "runtime/adapt/state_move.hpp"
 #include "runtime/plan/node_layout.hpp"
 #include "runtime/sim/simulator.hpp"
@@ -168,24 +169,58 @@ double loss_noticed_s(double lost_at_s, double step_start_s, double liveness_s) 
   return std::max(lost_at_s, step_start_s) + liveness_s;
 }
 
+namespace {
+
+/// Where a rollback takes the layers `held` lost from, at which step: the newest complete
+/// snapshot of `running`, as the coordinator keeps them (snapshot_keeping); none where no
+/// snapshot holds every lost layer.
+struct snapshot_rollback {
+  int64_t step = 0;
+  plan holders;
+};
+std::optional<snapshot_rollback>
+rollback_from_snapshot(const cluster& c, const profile_table& profile, const plan& running,
+                       const surviving_state& held, const link_timeline& script,
+                       const kill_moment& at) {
+  const auto layout = plan_snapshots(c, running);
+  if (!layout.needed())
+    return std::nullopt;
+  sim_options one;
+  one.steps = 1;
+  const double step_s = simulate(c, profile.model(), profile, running, {}, one).step_time_s;
+  const auto cost = snapshot_send(c, profile.model(), running, layout, script, at.step_start_s);
+  const auto step =
+      newest_complete_snapshot(at.steps_done, snapshot_every(at.snapshot_every, cost, step_s));
+  auto sources = snapshot_sources(running, layout, held.lost_stages);
+  if (!step || !sources.lost_layers.empty())
+    return std::nullopt;
+  return snapshot_rollback{*step, std::move(sources.holders)};
+}
+
+} // namespace
+
 kill_recovery recover_from_kill(const cluster& c, const profile_table& profile, const plan& running,
                                 const link_timeline& script, std::vector<int>& lost,
-                                double step_start_s, double liveness_s,
-                                const planner_options& options) {
+                                const kill_moment& at, const planner_options& options) {
   const auto kill = first_kill(script, c, running, lost);
   if (!kill)
     throw std::logic_error("recover_from_kill: the script kills no node the plan uses");
   lost.push_back(kill->node);
   const auto held = surviving_holders(c, running, lost);
-  if (!held.lost_layers.empty())
-    throw job_stopped(cannot_go_on(
-        lost_line(c.nodes.at(static_cast<size_t>(kill->node)).name, killed_by_script(kill->at_s)),
-        held.lost_layers));
-  kill_recovery out{plan_for_survivors(c, profile, running, lost, options), 0};
-  const double noticed = loss_noticed_s(kill->at_s, step_start_s, liveness_s);
+  std::optional<snapshot_rollback> back;
+  if (!held.lost_layers.empty()) {
+    back = rollback_from_snapshot(c, profile, running, held, script, at);
+    if (!back)
+      throw job_stopped(cannot_go_on(
+          lost_line(c.nodes.at(static_cast<size_t>(kill->node)).name, killed_by_script(kill->at_s)),
+          held.lost_layers));
+  }
+  kill_recovery out{plan_for_survivors(c, profile, running, lost, options), 0, 0};
+  const double noticed = loss_noticed_s(kill->at_s, at.step_start_s, at.liveness_s);
+  const auto& from = back ? back->holders : held.holders;
   out.restart_s =
-      noticed +
-      plan_state_moves(c, profile.model(), held.holders, out.next, script, noticed).seconds;
+      noticed + plan_state_moves(c, profile.model(), from, out.next, script, noticed).seconds;
+  out.replayed = back ? static_cast<int>(at.steps_done - back->step) : 0;
   return out;
 }
 

@@ -68,22 +68,32 @@ std::string cannot_go_on(const std::string& lost, const std::vector<int>& lost_l
                          const std::string& snapshots = {}, const std::string& checkpoint = {});
 
 /// A recovery from a kill in the script, as the coordinator runs it in emulated time: the
-/// plan for the survivors and when its first step starts. The kill is the first of a node
-/// `running` uses (first_kill), added to `lost`. The loss counts from the kill, not before
-/// `step_start_s`; it is noticed `liveness_s` later, and then the layers move.
+/// plan for the survivors, when its first step starts, and how many steps it runs again
+/// first. The kill is the first of a node `running` uses (first_kill), added to `lost`. The
+/// loss counts from the kill, not before the step began; it is noticed the liveness bound
+/// later, and then the layers move: from surviving stages, or where some layer was held on
+/// the lost node only, from the newest complete peer snapshot, whose later steps run again.
 struct kill_recovery {
   plan next;
   double restart_s = 0;
+  int replayed = 0; ///< steps run again on `next` before the step the kill hit
 };
 /// When a loss at `lost_at_s` is noticed: counted from the kill, not before the step began
 /// at `step_start_s`, and `liveness_s` (the heartbeat's timeout) later.
 double loss_noticed_s(double lost_at_s, double step_start_s, double liveness_s);
 
-/// Throws job_stopped (cannot_go_on's line) when the survivors miss a layer, and
-/// std::logic_error when the script kills no node `running` uses.
+/// Where the kill finds the job.
+struct kill_moment {
+  double step_start_s = 0;
+  double liveness_s = 3;
+  int64_t steps_done = 0;  ///< before the step the kill hits
+  int snapshot_every = -1; ///< the job file's snapshot_every (-1: auto)
+};
+
+/// Throws job_stopped (cannot_go_on's line) when the survivors miss a layer no complete
+/// snapshot gives back, and std::logic_error when the script kills no node `running` uses.
 kill_recovery recover_from_kill(const cluster& c, const profile_table& profile, const plan& running,
                                 const link_timeline& script, std::vector<int>& lost,
-                                double step_start_s, double liveness_s,
-                                const planner_options& options = {});
+                                const kill_moment& at, const planner_options& options = {});
 
 } // namespace deepcee::runtime

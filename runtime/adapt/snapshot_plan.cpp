@@ -96,6 +96,16 @@ int snapshot_interval(double send_s, double step_s, double budget) {
   return static_cast<int>(std::clamp(steps, 1.0, 1e9));
 }
 
+int snapshot_every(int set, const snapshot_cost& cost, double step_s) {
+  return set >= 0 ? set : snapshot_interval(cost.seconds, step_s);
+}
+
+std::optional<int64_t> newest_complete_snapshot(int64_t steps_done, int every) {
+  if (every <= 0 || steps_done < every + 1)
+    return std::nullopt;
+  return (steps_done - 1) / every * every;
+}
+
 void snapshot_ledger::kept(int64_t step, size_t index) {
   if (index >= stages_ || (complete_ && step <= *complete_))
     return;

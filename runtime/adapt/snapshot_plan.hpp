@@ -55,6 +55,15 @@ snapshot_cost snapshot_send(const cluster& c, const model_spec& model, const pla
 /// step time: the send spread over the steps until the next one. At least 1.
 int snapshot_interval(double send_s, double step_s, double budget = 0.05);
 
+/// Every how many steps a job snapshots: `set` where it is 0 or more (the job file's
+/// snapshot_every), else snapshot_interval's at most 5% of `step_s`.
+int snapshot_every(int set, const snapshot_cost& cost, double step_s);
+
+/// The newest snapshot complete once a job has run `steps_done` steps, taking one after
+/// every `every`-th step: its copies reach their keepers during the step after it, so the
+/// newest step's own is not counted. None before the first, or with `every` 0.
+std::optional<int64_t> newest_complete_snapshot(int64_t steps_done, int every);
+
 /// Which snapshots are complete. One is complete once every stage of the layout has its
 /// copy with its keeper, all of the same step: a consistent cut.
 class snapshot_ledger {

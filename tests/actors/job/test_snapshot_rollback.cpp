@@ -6,8 +6,10 @@
 #include "tests/support/clusters.hpp"
 
 #include "actors/device/device_worker.hpp"
+#include "actors/job/adapter_actor.hpp"
 #include "kernels/device/make_backend.hpp"
 #include "kernels/train/trainer.hpp"
+#include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/adapt/node_loss.hpp"
 #include "runtime/io/link_timeline_toml.hpp"
 
@@ -71,17 +73,36 @@ void check_rolls_back(const char* node, int index, int at, int every, int snapsh
   const auto next = runtime::plan_for_survivors(c, profile, plan, {index}, {});
   actors::run_mode mode{};
   mode.snapshot_every = every;
+  mode.liveness_s = 0.001; // so that the replay shows in the step the kill hit
   auto be = kernels::make_backend({});
   kernels::trainer reference(*be, train, *corpus);
   std::vector<double> want;
   for (int k = 1; k <= steps; ++k)
     want.push_back(reference.train_step().loss);
+  // deepcee simulate --adaptive predicts the run, rollback and replay included.
+  const actors::adapter_options adapter;
+  runtime::adaptive_options ao;
+  ao.steps = steps;
+  ao.band = adapter.band;
+  ao.policy = adapter.policy;
+  ao.liveness_s = mode.liveness_s;
+  ao.snapshot_every = every;
+  const auto predicted =
+      runtime::simulate_adaptive(c, profile.model(), profile, plan, kill_at_step(c, at, node), ao);
   system_fixture f;
   actors::local_job job(f.sys, c, profile, plan, train, corpus, std::chrono::minutes(2), mode,
                         kill_at_step(c, at, node));
+  double last_end_s = 0;
   for (int k = 1; k <= steps; ++k) {
     const auto got = job.step();
     BOOST_CHECK_EQUAL(got.step, k);
+    // Each step from the previous one's end, the rollback's detection, moves and replay in
+    // the step the kill hit.
+    const double took = got.end_s - last_end_s, sim = predicted.adaptive[size_t(k - 1)].step_s;
+    BOOST_CHECK_MESSAGE(std::abs(took - sim) <= 0.02 * sim,
+                        "step " << k << " took " << took << " s, simulate --adaptive says " << sim
+                                << " s");
+    last_end_s = got.end_s;
     check_loss(got.loss, want[size_t(k - 1)], "step " + std::to_string(k));
     BOOST_CHECK_EQUAL(
         traced(got, "rollback: from the snapshot of step " + std::to_string(snapshot)), k == at);

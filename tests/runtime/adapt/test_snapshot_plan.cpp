@@ -101,6 +101,19 @@ BOOST_AUTO_TEST_CASE(the_interval_keeps_the_send_within_five_percent_of_a_step) 
     BOOST_TEST(send / (k - 1) > 0.05 * j.step_s);
 }
 
+BOOST_AUTO_TEST_CASE(the_newest_complete_snapshot_leaves_out_the_last_steps_own) {
+  // Every 3 steps: step 3's copies arrive during step 4.
+  BOOST_TEST(!newest_complete_snapshot(3, 3).has_value());
+  BOOST_TEST(newest_complete_snapshot(4, 3).value_or(-1) == 3);
+  BOOST_TEST(newest_complete_snapshot(6, 3).value_or(-1) == 3);
+  BOOST_TEST(newest_complete_snapshot(7, 3).value_or(-1) == 6);
+  BOOST_TEST(newest_complete_snapshot(2, 1).value_or(-1) == 1);
+  BOOST_TEST(!newest_complete_snapshot(100, 0).has_value()); // snapshots off
+  BOOST_TEST(snapshot_every(4, {1e6, 100.0}, 1.0) == 4);     // the job file's, whatever it costs
+  BOOST_TEST(snapshot_every(0, {1e6, 100.0}, 1.0) == 0);
+  BOOST_TEST(snapshot_every(-1, {1e6, 1.0}, 10.0) == 2); // auto: 5% of the step
+}
+
 BOOST_AUTO_TEST_CASE(a_snapshot_is_complete_once_every_stage_kept_the_same_step) {
   snapshot_ledger ledger(2);
   BOOST_TEST(!ledger.complete());
