@@ -32,7 +32,16 @@ environment_monitor::environment_monitor(cluster c, const profile_table& profile
 }
 
 void environment_monitor::rebase(const plan& p) {
-  expected_ = expected_of(p);
+  auto next = expected_of(p);
+  if (calibration_)
+    for (const auto& [device, e] : next) {
+      const auto was = expected_.find(device);
+      const bool same = was != expected_.end() && was->second.f == e.f && was->second.b == e.b &&
+                        was->second.w == e.w && was->second.micro_batches == e.micro_batches;
+      if (!same && devices_.count(device))
+        rescales_[device] = {};
+    }
+  expected_ = std::move(next);
 }
 
 std::map<int, environment_monitor::expected_ops>
@@ -138,7 +147,22 @@ void environment_monitor::calibrate_devices(drift_band band, int skip, int sampl
       calibration{.band = band, .skip = skip, .samples = std::max(samples, 1), .seen = {}};
 }
 
+bool environment_monitor::add_rescaled(int device, double ratio, rescale& r) {
+  auto& tracker = devices_.at(device);
+  if (r.factor > 0)
+    return tracker.add(ratio / r.factor);
+  r.seen.push_back(ratio);
+  if (static_cast<int>(r.seen.size()) < calibration_->skip + calibration_->samples)
+    return false;
+  r.seen.erase(r.seen.begin(), r.seen.begin() + calibration_->skip);
+  r.factor = median_of(std::move(r.seen)) / tracker.estimate();
+  r.seen.clear();
+  return false;
+}
+
 bool environment_monitor::add_device_ratio(int device, double ratio) {
+  if (const auto r = rescales_.find(device); r != rescales_.end())
+    return add_rescaled(device, ratio, r->second);
   if (const auto it = devices_.find(device); it != devices_.end())
     return it->second.add(ratio);
   if (!calibration_) {

@@ -63,7 +63,11 @@ public:
   void observe_slowdown(int device, double slowdown);
 
   /// A new plan moves the devices' shares: their expected op times follow it. Link
-  /// trackers stay (the network did not change).
+  /// trackers stay (the network did not change). With calibrated devices (wall time), a
+  /// device whose share changed measures its new level over the calibration's steps before
+  /// its op times count again, and is read at the level its tracker had: a re-plan does not
+  /// change a device, and real op times scale with a share only roughly as the profile's
+  /// do (an op of a small model is mostly fixed costs).
   void rebase(const plan& p);
 
   /// Compares each device's op times with its own first steps instead of the profile: the
@@ -139,6 +143,15 @@ private:
     std::map<int, std::vector<double>> seen; ///< by device, until its tracker exists
   };
   std::optional<calibration> calibration_;
+  /// A calibrated device's level after a re-plan changed its share: the ratios seen until
+  /// it is known, then the factor that reads them at its tracker's level (0 until then).
+  struct rescale {
+    std::vector<double> seen;
+    double factor = 0;
+  };
+  std::map<int, rescale> rescales_;
+  /// Adds a ratio of a device with a rescale in progress or done.
+  bool add_rescaled(int device, double ratio, rescale& r);
   std::map<int, expected_ops> expected_;
   bool changed_ = false;
 };

@@ -172,6 +172,42 @@ BOOST_AUTO_TEST_CASE(calibrated_devices_drift_from_their_first_steps_not_the_pro
   BOOST_TEST(plain.affected_devices().size() == r.devices.size());
 }
 
+/// What device `device` computes in one step of `p`, as the simulator times it.
+double compute_s(const fixture& f, const plan& p, int device) {
+  for (const auto& d : simulate(f.c, f.model, f.profile, p).devices)
+    if (d.device == device)
+      return d.compute_s;
+  return 0;
+}
+
+BOOST_AUTO_TEST_CASE(a_calibrated_device_keeps_its_level_across_a_replan) {
+  // On a real host a device's ops do not scale with its share as the profile's do: after a
+  // re-plan that doubles device 0's layers its ratio falls to 0.4 (fixed costs). That is no
+  // drift. A 3x slowdown after it is.
+  fixture f;
+  environment_monitor m(f.c, f.profile, f.p);
+  m.calibrate_devices(
+      {.enter_low = 0.5, .enter_high = 2, .clear_low = 0.67, .clear_high = 1.5, .min_samples = 4},
+      1, 3);
+  for (int k = 0; k < 6; ++k)
+    m.observe_step_compute(0, compute_s(f, f.p, 0));
+  BOOST_REQUIRE(!m.changed());
+  auto more = f.p; // device 0's stage takes the next stage's layers too
+  auto& stages = more.pipelines[0].stages;
+  stages[0].last_layer = stages[1].last_layer;
+  stages.erase(stages.begin() + 1);
+  m.rebase(more);
+  const double level = 0.4 * compute_s(f, more, 0);
+  for (int k = 0; k < 10; ++k)
+    m.observe_step_compute(0, level);
+  BOOST_TEST(!m.changed());
+  BOOST_TEST(m.affected_devices().empty());
+  for (int k = 0; k < 4; ++k)
+    m.observe_step_compute(0, 3 * level);
+  BOOST_TEST(m.changed());
+  BOOST_TEST(m.affected_devices() == (std::vector<int>{0}));
+}
+
 BOOST_AUTO_TEST_CASE(a_stage_time_is_its_slowest_share) {
   fixture f;
   // Pipeline 0 as one stage of devices 0 and 1, splitting each micro-batch 3:1: the share
