@@ -420,4 +420,9 @@ uint64_t bounded_http::refused() const {
   return state_->refused.load();
 }
 
+void bounded_http::refuse_request(const std::string& peer, const std::string& why) {
+  ++state_->refused;
+  state_->log("refused " + peer + ": " + why);
+}
+
 } // namespace deepcee::tools

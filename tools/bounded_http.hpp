@@ -66,8 +66,11 @@ public:
   uint16_t start(const std::string& host, uint16_t port);
   /// Closes every connection and waits for their threads.
   void stop();
-  /// Connections refused so far (bounds, caps, time).
+  /// Connections refused so far (bounds, caps, time, and those refuse_request counted).
   uint64_t refused() const;
+  /// A request its routes refused (a foreign Host, no credential): one line naming the
+  /// peer ("HOST:PORT"), within the same log budget as the acceptor's.
+  void refuse_request(const std::string& peer, const std::string& why);
 
   struct state;
 

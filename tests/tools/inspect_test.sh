@@ -182,6 +182,10 @@ if job_file=$work/hosts.toml DEEPCEE_TOKEN=$good start_job secured --steps 10000
   [[ $status == "HTTP/1.1 401 Unauthorized" ]] || fail "the job's token as a bearer: '$status'"
   status=$(raw_get "$watch" "attacker.example:80")
   [[ $status == "HTTP/1.1 403 Forbidden" ]] || fail "a foreign Host header: '$status'"
+  grep -q "inspect: refused 127.0.0.1:[0-9]*: its Host header names another host" "$work/secured.log" ||
+    fail "a foreign Host header was not logged naming the peer: $(grep 'inspect:' "$work/secured.log" | tail -3)"
+  grep -q "inspect: refused 127.0.0.1:[0-9]*: it sent no valid watch credential" "$work/secured.log" ||
+    fail "the job's token as a bearer was not logged naming the peer"
   # A browser's Host: the job file's [inspect] hosts, this host's name, any address.
   for host in "gpu-box.test:${addr##*:}" "$(hostname)" "10.1.2.3:80" "[::1]:${addr##*:}"; do
     status=$(raw_get "$watch" "$host")
