@@ -1,13 +1,16 @@
 #pragma once
 
+#include "actors/job/adapter_actor.hpp"
 #include "actors/job/local_job.hpp"
 #include "actors/protocol/type_ids.hpp"
 #include "runtime/adapt/active_probe.hpp"
+#include "runtime/adapt/adaptive_simulation.hpp"
 #include "runtime/base/model_spec.hpp"
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/cluster/profile.hpp"
 #include "runtime/data/text_corpus.hpp"
 #include "runtime/io/cluster_toml.hpp"
+#include "runtime/io/link_timeline_toml.hpp"
 #include "runtime/plan/plan.hpp"
 #include "runtime/plan/plan_allocation.hpp"
 #include "tests/support/clusters.hpp"
@@ -141,6 +144,26 @@ inline runtime::plan shared_wan_plan(runtime::schedule_kind a, runtime::schedule
   p2.stages = {stage({1}, {2}, 0, 1), stage({6}, {2}, 1, 3), stage({3}, {2}, 3, 4)};
   p.pipelines = {p0, p1, p2};
   return p;
+}
+
+/// A script that kills node `node` when the job starts step `step`.
+inline runtime::link_timeline kill_at_step(const runtime::cluster& c, int step, const char* node) {
+  return runtime::parse_link_timeline("[[node]]\nstep = " + std::to_string(step) + "\nnode = \"" +
+                                          node + "\"\naction = \"kill\"\n",
+                                      c, "kill.toml");
+}
+
+/// simulate --adaptive's options for `steps` steps as a job in `mode` runs its adapter: the
+/// adapter's policy and bands, the mode's liveness bound and snapshot interval.
+inline runtime::adaptive_options adaptive_as_run(int steps, const run_mode& mode) {
+  const adapter_options adapter;
+  runtime::adaptive_options ao;
+  ao.steps = steps;
+  ao.band = adapter.band;
+  ao.policy = adapter.policy;
+  ao.liveness_s = mode.liveness_s;
+  ao.snapshot_every = mode.snapshot_every;
+  return ao;
 }
 
 inline runtime::train_config train_for(const runtime::plan& p, int steps) {

@@ -43,12 +43,6 @@ runtime::plan replicated_plan() {
   return p;
 }
 
-runtime::link_timeline kill_at_step(const runtime::cluster& c, int step, const char* node) {
-  return runtime::parse_link_timeline("[[node]]\nstep = " + std::to_string(step) + "\nnode = \"" +
-                                          node + "\"\naction = \"kill\"\n",
-                                      c, "kill.toml");
-}
-
 double one_step_s(const runtime::cluster& c, const runtime::profile_table& profile,
                   const runtime::plan& p) {
   runtime::sim_options so;
@@ -73,14 +67,8 @@ void check_survives_killing(const char* node, int index) {
   const actors::run_mode mode{};
 
   // deepcee simulate --adaptive predicts the same run, recovery included.
-  const actors::adapter_options adapter;
-  runtime::adaptive_options ao;
-  ao.steps = steps;
-  ao.band = adapter.band;
-  ao.policy = adapter.policy;
-  ao.liveness_s = mode.liveness_s;
-  const auto predicted =
-      runtime::simulate_adaptive(c, profile.model(), profile, plan, kill_at_step(c, at, node), ao);
+  const auto predicted = runtime::simulate_adaptive(
+      c, profile.model(), profile, plan, kill_at_step(c, at, node), adaptive_as_run(steps, mode));
   auto be = kernels::make_backend({});
   kernels::trainer reference(*be, train, *corpus);
   system_fixture f;

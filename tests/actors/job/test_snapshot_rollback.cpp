@@ -41,12 +41,6 @@ runtime::plan one_pipeline() {
   return p;
 }
 
-runtime::link_timeline kill_at_step(const runtime::cluster& c, int step, const char* node) {
-  return runtime::parse_link_timeline("[[node]]\nstep = " + std::to_string(step) + "\nnode = \"" +
-                                          node + "\"\naction = \"kill\"\n",
-                                      c, "kill.toml");
-}
-
 void check_loss(double got, double want, const std::string& what) {
   BOOST_CHECK_MESSAGE(std::abs(got - want) <= 1e-3 * std::abs(want),
                       what << ": actors " << got << ", single device " << want);
@@ -80,15 +74,8 @@ void check_rolls_back(const char* node, int index, int at, int every, int snapsh
   for (int k = 1; k <= steps; ++k)
     want.push_back(reference.train_step().loss);
   // deepcee simulate --adaptive predicts the run, rollback and replay included.
-  const actors::adapter_options adapter;
-  runtime::adaptive_options ao;
-  ao.steps = steps;
-  ao.band = adapter.band;
-  ao.policy = adapter.policy;
-  ao.liveness_s = mode.liveness_s;
-  ao.snapshot_every = every;
-  const auto predicted =
-      runtime::simulate_adaptive(c, profile.model(), profile, plan, kill_at_step(c, at, node), ao);
+  const auto predicted = runtime::simulate_adaptive(
+      c, profile.model(), profile, plan, kill_at_step(c, at, node), adaptive_as_run(steps, mode));
   system_fixture f;
   actors::local_job job(f.sys, c, profile, plan, train, corpus, std::chrono::minutes(2), mode,
                         kill_at_step(c, at, node));
