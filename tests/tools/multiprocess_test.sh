@@ -882,19 +882,24 @@ plan["strategy"] = "one-pipeline"
 json.dump(plan, open(sys.argv[2], "w"), indent=1)
 PY
 once_steps=$lost_steps # the single-device run of section 5: the same schedule of rates
-write_job "$work/once.toml" $once_steps 7 10 "$work/plan-once.json" $'[recovery]\nsnapshot_every = 5'
-for n in n1 n2 n0; do start $n "$work/once.toml" "$work/once-$n.log"; done
-for _ in $(seq 1 400); do grep -q '^step 12 ' "$work/once-n0.log" 2>/dev/null && break; sleep 0.05; done
-pkill -9 -P "$pid_n1"
-killed_at=$(date +%s.%N)
-for _ in $(seq 1 400); do grep -q "rollback: the job goes back" "$work/once-n0.log" && break; sleep 0.025; done
-rolled_s=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-finish n0; [[ $rc == 0 ]] || fail "snapshots: n0 exit $rc: $(tail -3 "$work/once-n0.log")"
-finish n2; [[ $rc == 0 ]] || fail "snapshots: n2 exit $rc: $(tail -3 "$work/once-n2.log")"
-finish n1
-grep -q "snapshots: layers 0-3 live on one node only; pipeline 0's 3 stage(s) snapshot every 5 step(s)" "$work/once-n0.log" ||
-  fail "snapshots: no snapshot line on n0: $(grep -i snapshot "$work/once-n0.log")"
-python3 - "$work/single-lost/metrics.csv" "$work/once-n0.log" $once_steps <<'PY' || fail "snapshots: rollback or losses"
+# snapshot_rollback TIME: the section in time mode TIME (the adapter off: no other re-plan).
+snapshot_rollback() {
+  write_job "$work/once.toml" $once_steps 7 10 "$work/plan-once.json" $'[recovery]\nsnapshot_every = 5'
+  sed -i "s/^time = .*/time = \"$1\"\nadapt = false/" "$work/once.toml"
+  for n in n1 n2 n0; do start $n "$work/once.toml" "$work/once-$n.log"; done
+  for _ in $(seq 1 400); do grep -q '^step 12 ' "$work/once-n0.log" 2>/dev/null && break; sleep 0.05; done
+  grep -q '^step 12 ' "$work/once-n0.log" ||
+    fail "snapshots ($1): no step 12 within 20 s; n1: $(ps -o pid=,stat=,wchan=,etime= --ppid "$pid_n1")"
+  pkill -9 -P "$pid_n1"
+  killed_at=$(date +%s.%N)
+  for _ in $(seq 1 400); do grep -q "rollback: the job goes back" "$work/once-n0.log" && break; sleep 0.025; done
+  rolled_s=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  finish n0; [[ $rc == 0 ]] || fail "snapshots ($1): n0 exit $rc: $(tail -3 "$work/once-n0.log")"
+  finish n2; [[ $rc == 0 ]] || fail "snapshots ($1): n2 exit $rc: $(tail -3 "$work/once-n2.log")"
+  finish n1
+  grep -q "snapshots: layers 0-3 live on one node only; pipeline 0's 3 stage(s) snapshot every 5 step(s)" "$work/once-n0.log" ||
+    fail "snapshots ($1): no snapshot line on n0: $(grep -i snapshot "$work/once-n0.log")"
+  python3 - "$work/single-lost/metrics.csv" "$work/once-n0.log" $once_steps "$1" <<'PY' || fail "snapshots ($1): rollback or losses"
 import csv, re, sys
 single = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
 log = open(sys.argv[2]).read()
@@ -908,11 +913,15 @@ assert sorted(steps) == list(range(1, int(sys.argv[3]) + 1)), "steps missing"
 worst = max(abs(l - single[k]) / single[k] for k, l in steps.items())
 assert worst <= 1e-3, worst
 ran = f"step {step}" if first == step else f"steps {first}-{step}"
-print(f"snapshots: n1 killed in step {step}, the job rolled back to the snapshot of step {snapshot} "
+print(f"snapshots ({sys.argv[4]}): n1 killed in step {step}, the job rolled back to the snapshot of step {snapshot} "
       f"and ran {ran} again on n0 and n2; all {len(steps)} steps, worst relative loss "
       f"difference from single-device training {worst:.1e}")
 PY
-echo "snapshots: the rollback began $rolled_s s after the kill"
+  echo "snapshots ($1): the rollback began $rolled_s s after the kill"
+}
+snapshot_rollback virtual
+# In wall time the snapshots travel and the kill comes at a real moment.
+snapshot_rollback wall
 
 if ((failures)); then
   echo "$failures failure(s); logs:"
