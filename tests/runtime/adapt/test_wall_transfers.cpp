@@ -159,4 +159,40 @@ BOOST_AUTO_TEST_CASE(the_pair_noise_widens_what_reads_as_the_cluster_says) {
   BOOST_TEST(bandwidth_of(slow[0]) == bytes / (0.05 - 3 * 1.4826e-3), tt::tolerance(1e-6));
 }
 
+BOOST_AUTO_TEST_CASE(a_message_too_small_to_show_a_drift_says_nothing_when_it_reads_calm) {
+  wall_transfers w(c, {0, 0}, quick);
+  w.observe(message(0, 0.5)); // warm-up
+  // Costs of 4, 5 and 6 ms: noise 1.48 ms, an allowance of 4.45 ms.
+  for (int k = 0; k < 3; ++k)
+    w.observe(message(1.0 + k, 0.009 + 0.001 * k));
+  // A tenth of the bytes drains in 1 ms: at 0.67 of the bandwidth it would take 1.5 ms,
+  // within the allowance. Reading as the cluster says, it proves nothing.
+  auto small = message(10, 0.001);
+  small.parts[0].bytes = bytes / 10;
+  BOOST_TEST(w.observe(small).empty());
+  // The same message 10x slower drains beyond the allowance: a drop, whatever its size.
+  auto slow = message(11, 0.01);
+  slow.parts[0].bytes = bytes / 10;
+  const auto seen = w.observe(slow);
+  BOOST_TEST_REQUIRE(seen.size() == 1u);
+  BOOST_TEST(bandwidth_of(seen[0]) < bandwidth / 1.5);
+  // The whole message is large enough: it reads as the cluster's bandwidth.
+  BOOST_TEST(w.observe(message(12, 0.010)).size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(informative_bytes_is_the_smallest_message_that_can_show_a_drift) {
+  wall_transfers w(c, {0.001, 0.002}, quick);
+  BOOST_TEST(w.informative_bytes(0, 1, bandwidth) == 0.0); // still calibrating
+  calibrate(w); // noise 0: the allowance is the clocks' 3 ms
+  const double floor = w.informative_bytes(0, 1, bandwidth);
+  BOOST_TEST(floor == bandwidth * 0.003 / (1 / 0.67 - 1), tt::tolerance(1e-9));
+  // Just below it, a calm reading is left out; just above, it counts.
+  auto below = message(10, 0.99 * floor / bandwidth);
+  below.parts[0].bytes = 0.99 * floor;
+  BOOST_TEST(w.observe(below).empty());
+  auto above = message(11, 1.01 * floor / bandwidth);
+  above.parts[0].bytes = 1.01 * floor;
+  BOOST_TEST(w.observe(above).size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
