@@ -449,7 +449,10 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
                        st.options.policy, st.options.probes);
     st.script = vc.timeline();
     if (real_links)
-      st.real.emplace(vc.hardware(), st.options.clock_error_s);
+      st.real.emplace(
+          vc.hardware(), st.options.clock_error_s,
+          runtime::wall_transfer_options{.distinguishable = st.options.real_link_band.enter_low,
+                                         .drift_samples = st.options.real_link_band.min_samples});
     if (job->wall())
       st.adapter->calibrate_devices(st.options.wall_device_band);
   }

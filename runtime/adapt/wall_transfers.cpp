@@ -59,6 +59,18 @@ double wall_transfers::informative_bytes(int from_node, int to_node, double band
   return excess > 0 ? bandwidth_Bps * allowance_s(it->second, from_node, to_node) / excess : 0;
 }
 
+bool wall_transfers::reports(node_pair& pair, bool slower, bool informative) const {
+  const bool toward_other = pair.slow ? !slower && informative : slower;
+  if (pair.slow && !slower && !informative)
+    return false; // too small to show that the link is back
+  pair.run = toward_other ? pair.run + 1 : 0;
+  if (pair.run >= options_.drift_samples) {
+    pair.slow = !pair.slow;
+    pair.run = 0;
+  }
+  return true;
+}
+
 void wall_transfers::calibrate(node_pair& pair, const real_message& m, double bytes,
                                bool queued) const {
   if (++pair.seen <= options_.warm_up || queued)
@@ -96,9 +108,9 @@ std::vector<link_observation> wall_transfers::observe(const real_message& m) {
   const double expected = bytes / cluster_.link_between(first.from, first.to).bandwidth_Bps;
   const double allowance = allowance_s(pair, m.from_node, m.to_node);
   const double measured = m.arrival_s - start;
-  // Read as the cluster says, but a drift would have read so too: no evidence.
   const bool as_the_cluster = std::abs(measured - expected) <= allowance;
-  if (as_the_cluster && expected * (1 / options_.distinguishable - 1) <= allowance)
+  const bool informative = expected * (1 / options_.distinguishable - 1) > allowance;
+  if (!reports(pair, !as_the_cluster && measured > expected, informative))
     return {};
   const double drain = within_allowance(measured, expected, allowance);
   if (drain <= 0)
