@@ -17,6 +17,11 @@ lab=$(cd "$2/lab" && pwd)
 prefix=${3:-dctad}
 source "$(dirname "$0")/lab_requirements.sh"
 
+# Another run's lab under the same prefix is not this test's to take down.
+if ip netns list | grep -q "^$prefix-"; then
+  echo "SKIP: a lab is up under the prefix $prefix (another run of this test?)"
+  exit 77
+fi
 work=$(mktemp -d)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
