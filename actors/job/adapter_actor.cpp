@@ -1,6 +1,7 @@
 #include "actors/job/adapter_actor.hpp"
 #include "actors/protocol/errors.hpp"
 #include "actors/protocol/wire_format.hpp"
+#include "runtime/adapt/path_estimates.hpp"
 #include "runtime/adapt/stage_compute.hpp"
 #include "runtime/plan/plan_allocation.hpp"
 #include "runtime/sim/simulator.hpp"
@@ -12,6 +13,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -100,27 +104,50 @@ void order(self_ptr self, const runtime::plan& next, adapt_record r) {
   };
   if (replan)
     self->request(st.coordinator, caf::infinite,
-                  replan_order{
-                      .plan = next, .effective_step = at, .job = nullptr, .bytes = 0, .move_s = 0})
+                  replan_order{.plan = next,
+                               .effective_step = at,
+                               .job = nullptr,
+                               .bytes = 0,
+                               .move_s = 0,
+                               .moves_on = std::make_shared<const runtime::cluster>(
+                                   runtime::move_cluster(st.adapter->monitor()))})
         .then(answered, refused);
   else
     self->request(st.coordinator, caf::infinite, msg).then(answered, refused);
 }
 
-/// What the monitor sees drifted, for the decision's reason: "link 2->4 bandwidth x0.10,
-/// device 3 x2.00", or "nothing drifted" when a drift has ended.
-std::string drifted(const runtime::environment_monitor& m) {
-  std::string out;
-  const auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+/// What the monitor sees drifted, by name ("link 2->4", "device 3"), each with its figures
+/// ("bandwidth x0.10 latency x1.00", "x2.00").
+std::map<std::string, std::string> drifted(const runtime::environment_monitor& m) {
+  std::map<std::string, std::string> out;
   for (const auto& l : m.links())
     if (l.drifted)
-      add(fmt::format("link {}->{} bandwidth x{:.2f} latency x{:.2f}", l.from, l.to,
-                      l.estimated.bandwidth_Bps / l.assumed.bandwidth_Bps,
-                      l.estimated.latency_s / l.assumed.latency_s));
+      out[fmt::format("link {}->{}", l.from, l.to)] = fmt::format(
+          "bandwidth x{:.2f} latency x{:.2f}", l.estimated.bandwidth_Bps / l.assumed.bandwidth_Bps,
+          l.estimated.latency_s / l.assumed.latency_s);
   for (const auto& d : m.devices())
     if (d.drifted)
-      add(fmt::format("device {} x{:.2f}", d.device, d.slowdown));
-  return out.empty() ? "nothing drifted" : out;
+      out[fmt::format("device {}", d.device)] = fmt::format("x{:.2f}", d.slowdown);
+  return out;
+}
+
+/// The drift for a decision's reason: "link 2->4 bandwidth x0.10 latency x1.00, device 3
+/// x2.00", or "nothing drifted", then what has come back since the last decision
+/// ("back: link 2->4").
+std::string drift_reason(adapter_state& st) {
+  const auto now = drifted(st.adapter->monitor());
+  std::string out, back;
+  for (const auto& [name, figures] : now)
+    out += (out.empty() ? "" : ", ") + name + " " + figures;
+  for (const auto& name : st.drifted_names)
+    if (!now.count(name))
+      back += (back.empty() ? "" : ", ") + name;
+  st.drifted_names.clear();
+  for (const auto& entry : now)
+    st.drifted_names.push_back(entry.first);
+  if (out.empty())
+    out = "nothing drifted";
+  return back.empty() ? out : out + " (back: " + back + ")";
 }
 
 /// The policy's decision `d` at the end of the latest step: logged, and ordered unless it
@@ -128,7 +155,7 @@ std::string drifted(const runtime::environment_monitor& m) {
 void decided(self_ptr self, const runtime::adapt_decision& d) {
   auto& st = self->state;
   auto r = record_of(d, st.last_step);
-  r.reason = drifted(st.adapter->monitor()) + ": " + r.reason;
+  r.reason = drift_reason(st) + ": " + r.reason;
   if (d.kind == runtime::decision_kind::keep) {
     keep(st, std::move(r));
     return;
@@ -200,30 +227,117 @@ void on_message(self_ptr self, const std::vector<link_sample>& parts) {
     st.adapter->observe(o);
 }
 
-/// Runs the active probes due at the boundary after step `r`
-/// (runtime::step_adapter::probes_due) on the plan that runs the next step. They run on the
-/// job's link model at the step's end, and the monitor reads them. Returns how long they
-/// hold the next step's start. Virtual and dry time only: in wall time nothing sends them.
-double probe(self_ptr self, const step_result& r) {
-  auto& st = self->state;
-  const auto round = st.adapter->probes_due(st.in_force, st.latest, r.end_s - r.start_s);
-  if (round.empty() || st.job->wall())
-    return 0;
-  const auto& vc = *st.job->cluster;
-  const auto seen =
-      runtime::run_probes(vc.hardware(), vc.profile(), st.latest, st.script, round, r.end_s);
-  st.adapter->observe_probes(seen);
+/// "link 0->1 3x1024 B, device 2 3 ops": what a probe round sends.
+std::string describe(const runtime::probe_round& round) {
   std::string what;
   for (const auto& l : round.links)
     what += fmt::format("{}link {}->{} {}x{:.0f} B", what.empty() ? "" : ", ", l.from, l.to,
                         l.transfers, l.bytes);
   for (const auto& d : round.devices)
     what += fmt::format("{}device {} {} ops", what.empty() ? "" : ", ", d.device, d.ops);
-  // A round at info, the rounds that repeat it at debug.
-  spdlog::log(what == st.probed ? spdlog::level::debug : spdlog::level::info,
-              "adapter: step {}: probes {} (holding the next step {:.3g} s)", r.step, what,
-              seen.hold_s);
+  return what;
+}
+
+/// Logs a probe round at info, the rounds that repeat it at debug; every real round at info,
+/// since it is traffic on the job's network.
+void log_round(adapter_state& st, int64_t step, std::string what, const std::string& holding,
+               bool real) {
+  spdlog::log(what == st.probed && !real ? spdlog::level::debug : spdlog::level::info,
+              "adapter: step {}: probes {} ({})", step, what, holding);
   st.probed = std::move(what);
+}
+
+/// What a real probe round on one link saw: each message that arrived, as a message of the
+/// plan between those nodes would be (runtime::wall_transfers), to the monitor.
+void observe_real_probe(adapter_state& st, const runtime::link_probe& l, int from_node, int to_node,
+                        const probe_times& t) {
+  for (size_t k = 0; k < t.send_s.size() && k < t.arrival_s.size(); ++k) {
+    if (!std::isfinite(t.arrival_s[k]))
+      continue;
+    const runtime::real_message m{.from_node = from_node,
+                                  .to_node = to_node,
+                                  .parts = {{.from = l.from, .to = l.to, .bytes = l.bytes}},
+                                  .send_s = t.send_s[k],
+                                  .arrival_s = t.arrival_s[k]};
+    spdlog::debug("adapter: probe link {}->{}: {:.0f} B in {:.4g} s", l.from, l.to, l.bytes,
+                  t.arrival_s[k] - t.send_s[k]);
+    for (const auto& o : st.real->observe(m))
+      st.adapter->observe(o);
+  }
+}
+
+/// Each link probe of `round` as real messages between the two devices' node processes
+/// (wall time). Each message is at least large enough to show a drift over the node pair's
+/// noise (runtime::wall_transfers::informative_bytes, with half again as margin), at most
+/// probe_options::max_bytes. The sender's replanner sends them on the job's connection to
+/// the receiver's, which times their arrival as a stage times a tensor's. They run while the
+/// next step does: nothing waits for them, and a peer that does not answer within its bound
+/// (node_replanner.hpp) leaves its messages out. A link still being probed gets no second
+/// round meanwhile.
+runtime::probe_round probe_links(self_ptr self, runtime::probe_round round) {
+  auto& st = self->state;
+  const auto& c = st.job->cluster->hardware();
+  const auto replanner = [&](int node) {
+    const auto k = static_cast<size_t>(node);
+    return k < st.options.replanners.size() ? st.options.replanners[k] : nullptr;
+  };
+  const auto& limits = st.options.probes;
+  std::vector<runtime::link_probe> sent;
+  for (auto l : round.links) {
+    const int from_node = c.devices.at(static_cast<size_t>(l.from)).node;
+    const int to_node = c.devices.at(static_cast<size_t>(l.to)).node;
+    auto sender = replanner(from_node);
+    auto receiver = replanner(to_node);
+    if (from_node == to_node || !sender || !receiver || st.probing.count({l.from, l.to}))
+      continue;
+    const double floor = 1.5 * st.real->informative_bytes(
+                                   from_node, to_node, c.link_between(l.from, l.to).bandwidth_Bps);
+    l.bytes = std::round(std::clamp(std::max(l.bytes, floor), limits.min_bytes, limits.max_bytes));
+    st.probing.insert({l.from, l.to});
+    sent.push_back(l);
+    self->request(caf::actor_cast<node_replanner_actor>(sender), std::chrono::seconds(30),
+                  probe_atom_v, std::move(receiver), static_cast<int32_t>(l.transfers),
+                  static_cast<int64_t>(l.bytes))
+        .then(
+            [self, l, from_node, to_node](const probe_times& t) {
+              self->state.probing.erase({l.from, l.to});
+              observe_real_probe(self->state, l, from_node, to_node, t);
+            },
+            [self, l](caf::error& e) {
+              self->state.probing.erase({l.from, l.to});
+              spdlog::debug("adapter: probe link {}->{}: {}", l.from, l.to,
+                            self->system().render(e));
+            });
+  }
+  round.links = std::move(sent);
+  round.devices.clear();
+  return round;
+}
+
+/// Runs the active probes due at the boundary after step `r`
+/// (runtime::step_adapter::probes_due) on the plan that runs the next step. In virtual and
+/// dry time they run on the job's link model at the step's end, and the monitor reads them.
+/// Returns how long they hold the next step's start. In wall time across node processes the
+/// link probes are real (probe_links) and hold nothing; in one process nothing probes.
+double probe(self_ptr self, const step_result& r) {
+  auto& st = self->state;
+  const auto round = st.adapter->probes_due(st.in_force, st.latest, r.end_s - r.start_s);
+  if (round.empty())
+    return 0;
+  if (st.real) {
+    const auto sent = probe_links(self, round);
+    if (!sent.empty())
+      log_round(st, r.step, describe(sent), "real, holding nothing", true);
+    return 0;
+  }
+  if (st.job->wall())
+    return 0;
+  const auto& vc = *st.job->cluster;
+  const auto seen =
+      runtime::run_probes(vc.hardware(), vc.profile(), st.latest, st.script, round, r.end_s);
+  st.adapter->observe_probes(seen);
+  log_round(st, r.step, describe(round), fmt::format("holding the next step {:.3g} s", seen.hold_s),
+            false);
   return seen.hold_s;
 }
 
@@ -291,6 +405,9 @@ caf::result<int64_t> adapt_to_plan(self_ptr self, replan_order r) {
   auto& st = self->state;
   if (!st.coordinator || !st.job)
     return make_error(messages::error_code::internal, "adapter: no job to adapt");
+  if (!r.moves_on && st.adapter)
+    r.moves_on =
+        std::make_shared<const runtime::cluster>(runtime::move_cluster(st.adapter->monitor()));
   const auto next = r.plan;
   const auto at = r.effective_step;
   return ordered_by_caller(self, next, at, [self, r] {
@@ -332,7 +449,10 @@ adapter_actor::behavior_type adapter_behavior(self_ptr self, std::shared_ptr<job
                        st.options.policy, st.options.probes);
     st.script = vc.timeline();
     if (real_links)
-      st.real.emplace(vc.hardware(), st.options.clock_error_s);
+      st.real.emplace(
+          vc.hardware(), st.options.clock_error_s,
+          runtime::wall_transfer_options{.distinguishable = st.options.real_link_band.enter_low,
+                                         .drift_samples = st.options.real_link_band.min_samples});
     if (job->wall())
       st.adapter->calibrate_devices(st.options.wall_device_band);
   }

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct adapter_options {
   /// By node: how far its clock may lie from the coordinator's node's (job_context's
   /// clock_error_s), which bounds what real transfers between nodes can measure.
   std::vector<double> clock_error_s;
+  /// By node: its replanner (stage_wiring's `replanners`), which sends and receives the
+  /// active probes between node processes in wall time.
+  std::vector<caf::strong_actor_ptr> replanners;
 };
 
 /// The dynamic environment adapter. It reacts at step boundaries, where a new allocation or
@@ -55,9 +59,13 @@ struct adapter_options {
 /// next step: a rebalance, or a re-plan when it moves layers. Each decision is logged
 /// (spdlog info) and kept, the latest `max_decisions` of them.
 /// While a drifted link or device is out of the plan, the rule's active probes
-/// (runtime/adapt/active_probe.hpp) run at the boundaries it names. They run on the job's
-/// link model and script in force, in virtual and dry time; nothing probes in wall time
-/// yet. The step's answer to the coordinator is how long they hold the next step's start.
+/// (runtime/adapt/active_probe.hpp) run at the boundaries it names. In virtual and dry time
+/// they run on the job's link model and script in force, and the step's answer to the
+/// coordinator is how long they hold the next step's start. In wall time across node
+/// processes a link probe is real (probe_links): the two nodes' replanners send and time it
+/// over the job's connections while the next step runs, and its messages reach the monitor
+/// through runtime::wall_transfers, as the plan's do. It holds nothing. Device probes are
+/// not sent in wall time.
 /// In wall time without shaping, across node processes, the links are real: the receivers
 /// report each message between processes, and runtime::wall_transfers makes them the
 /// monitor's samples.
@@ -73,7 +81,12 @@ struct adapter_state {
   coordinator_actor coordinator;
   int64_t last_step = 0; ///< the latest step a sample or result came from
   std::string probed; ///< what the last probe round probed (a round that repeats it logs at debug)
+  /// Node pairs whose real probes have not answered yet: no second round goes there meanwhile.
+  std::set<std::pair<int, int>> probing;
   std::deque<adapt_record> decisions;
+  /// What had drifted at the last decision ("link 2->4", "device 3"): what a later one names
+  /// as back.
+  std::vector<std::string> drifted_names;
   int64_t decided = 0; ///< decisions so far
   /// The job's script in force (step events resolved, injected events merged): the link
   /// model the active probes run on.

@@ -15,6 +15,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -47,6 +49,8 @@ struct replan_work {
   std::function<void()> then;
   failure_fn failed;
   double received = 0; ///< bytes the new stages received from the old ones
+  /// When the coordinator took the order: wall time logs how long the re-plan really took.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 /// Every actor the re-plan spawned stops: it failed, the old plan goes on failing the step.
@@ -106,9 +110,18 @@ void moved(coordinator_self self, const std::shared_ptr<replan_work>& w) {
                               .device = -1,
                               .start_s = before,
                               .end_s = st.clock_s});
+  // In wall time, beside the move's price, the seconds the whole re-plan really took (the
+  // new stages spawned and wired, then the moves).
+  const auto took =
+      w->job->wall()
+          ? fmt::format(" (took {:.4g} s)",
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - w->started)
+                            .count())
+          : std::string();
   spdlog::info("re-plan before step {}: {} -> {}; {:.0f} bytes over the cluster's links, {:.0f} "
-               "bytes between stage actors, {:.4g} s",
-               w->order.effective_step, from, to, w->moves.bytes, w->received, w->moves.seconds);
+               "bytes between stage actors, {:.4g} s{}",
+               w->order.effective_step, from, to, w->moves.bytes, w->received, w->moves.seconds,
+               took);
   auto notice = w->order;
   notice.job = w->job;
   notice.bytes = w->moves.bytes;
@@ -273,7 +286,12 @@ void replan_then(coordinator_self self, replan_order order, std::function<void()
       const auto from = runtime::surviving_holders(vc.hardware(), st.plan, st.lost_nodes,
                                                    st.job->layout.stage_node)
                             .holders;
-      w->moves = runtime::plan_state_moves(vc.hardware(), vc.model(), from, w->order.plan,
+      // Real links: the adapter's estimates are all that is known of them. Elsewhere the
+      // script in force is the network itself.
+      const bool real = st.job->wall() && !st.job->shaping() && w->order.moves_on;
+      w->moves =
+          real ? runtime::plan_state_moves(*w->order.moves_on, vc.model(), from, w->order.plan)
+               : runtime::plan_state_moves(vc.hardware(), vc.model(), from, w->order.plan,
                                            st.script, st.clock_s);
       w->sources = runtime::layer_sources(from, w->order.plan, w->moves);
     }

@@ -16,7 +16,9 @@
 ///   2. Each new stage takes the weights and AdamW moments of its layers from an old stage
 ///      that holds them, peer to peer (stage `move`). The holder is the one
 ///      runtime::layer_sources names: the same rule as the policy's move time
-///      (runtime::plan_state_moves).
+///      (runtime::plan_state_moves). Where the links are real (wall time across node
+///      processes), it is chosen and priced on the network the adapter priced the move on
+///      (replan_order::moves_on); elsewhere on the script in force.
 ///   3. The old stages, their devices apart and the pipes of a previous re-plan stop. The
 ///      coordinator runs the new plan, its virtual clock advanced by the move's predicted
 ///      seconds (what moves is the bytes over the cluster's links; dry time moves nothing but

@@ -85,6 +85,7 @@ wired_job wire_job(caf::actor_system& sys, std::shared_ptr<job_context> job, sta
   // replanner across node processes.
   adapting.policy.allow_replan = out.job->layout.empty() || !wiring.replanners.empty();
   adapting.clock_error_s = wiring.clock_errors;
+  adapting.replanners = wiring.replanners;
   out.adapter = spawn_adapter(sys, out.job, adapting);
   guard.add(out.adapter);
   out.coordinator =

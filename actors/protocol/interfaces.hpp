@@ -169,7 +169,13 @@ using node_registry_actor =
 /// One per node of a multi-process job (node_replanner.hpp): given the deployment of a re-plan
 /// addressed to its node, spawns the node's stages (and devices apart) of the new plan and
 /// answers with them: `stages` in the node's flat order, `devices` in its slot order.
-using node_replanner_actor = caf::typed_actor<caf::replies_to<job_deployment>::with<stage_wiring>>;
+/// `(probe, peer, n, bytes)`, from the adapter: sends `n` probe_msgs of `bytes` to the
+/// replanner `peer` back to back, and answers with their sends and arrivals. A probe_msg
+/// answers with its arrival on this node's clock.
+using node_replanner_actor = caf::typed_actor<
+    caf::replies_to<job_deployment>::with<stage_wiring>,
+    caf::replies_to<probe_atom, caf::strong_actor_ptr, int32_t, int64_t>::with<probe_times>,
+    caf::replies_to<probe_msg>::with<double>>;
 
 /// One per node of a multi-process job (actors/heartbeat_actor.hpp): beats to its peers
 /// every interval and reports a peer it has not heard from within the timeout.

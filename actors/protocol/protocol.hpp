@@ -4,6 +4,7 @@
 #include "messages/types.hpp"
 #include "runtime/adapt/link_statistics.hpp"
 #include "runtime/base/parameter_tensor.hpp"
+#include "runtime/cluster/cluster.hpp"
 #include "runtime/data/text_corpus.hpp"
 
 #include <caf/actor_control_block.hpp>
@@ -66,6 +67,22 @@ struct tensor_msg {
   int64_t arrived_ns = 0;
 };
 
+/// An active probe's message between two nodes' replanners (node_replanner.hpp): `bytes`
+/// of filler, timed as a tensor_msg is, from its send to when CAF deserialized it.
+struct probe_msg {
+  std::vector<uint8_t> bytes;
+  /// When CAF deserialized it from another process, on the steady clock (ns; not sent).
+  int64_t arrived_ns = 0;
+};
+
+/// A probe round's messages on one node pair, in the order sent: each one's send on the
+/// sender's clock and arrival on the receiver's (s since the job's epoch; NaN: no answer
+/// within the bound).
+struct probe_times {
+  std::vector<double> send_s;
+  std::vector<double> arrival_s;
+};
+
 /// A node of a multi-process job announcing its stage actors to the coordinator's node:
 /// what the schema's NodeJoin says (its name, the cluster's fingerprint, its stages and
 /// device slots), with the actor handles that go with them.
@@ -116,6 +133,10 @@ struct replan_order {
   /// A rollback's: the step of the complete snapshot the layers come from (-1: none, the
   /// layers come from the old stages as they are).
   int64_t from_snapshot = -1;
+  /// The network the adapter priced the moves on (runtime::move_cluster), or none. Where the
+  /// job's links are real, the coordinator picks each layer's sender and prices the move on
+  /// it: the cluster's figures know nothing of a cut path.
+  std::shared_ptr<const runtime::cluster> moves_on = nullptr;
 };
 
 /// The job the coordinator runs now (its plan, with a re-plan's once in force) and its
@@ -227,6 +248,21 @@ typename Inspector::result_type inspect(Inspector& f, tensor_msg& x) {
                                 .count();
              return caf::error{};
            }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, probe_msg& x) {
+  return f(caf::meta::type_name("probe_msg"), x.bytes, caf::meta::load_callback([&x] {
+             x.arrived_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count();
+             return caf::error{};
+           }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, probe_times& x) {
+  return f(caf::meta::type_name("probe_times"), x.send_s, x.arrival_s);
 }
 
 /// The join as its Cap'n Proto bytes; the handles CAF-serialized beside them.

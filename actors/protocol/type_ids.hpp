@@ -83,6 +83,10 @@ CAF_ADD_TYPE_ID(deepcee, (std::vector<std::string>))
 // word to the coordinator (actors/stage/stage_snapshots.hpp).
 CAF_ADD_ATOM(deepcee, deepcee::actors, keep_atom, "keep")
 CAF_ADD_ATOM(deepcee, deepcee::actors, kept_atom, "kept")
+// Active probes in wall time, between nodes' replanners (node_replanner.hpp).
+CAF_ADD_ATOM(deepcee, deepcee::actors, probe_atom, "probe")
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::probe_msg))
+CAF_ADD_TYPE_ID(deepcee, (deepcee::actors::probe_times))
 
 CAF_END_TYPE_ID_BLOCK(deepcee)
 

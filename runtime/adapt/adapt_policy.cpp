@@ -224,8 +224,9 @@ candidate recompress(const scorer& score, const plan& start, const std::set<int>
 /// it finds no plan (every device too slow or too small now) leaves no candidate: the
 /// cheaper changes still apply.
 std::optional<candidate> replan(const scorer& score, const cluster& estimated,
-                                const model_spec& model, const profile_table& profile,
-                                const plan& current, planner_options opts) {
+                                const cluster& moves_on, const model_spec& model,
+                                const profile_table& profile, const plan& current,
+                                planner_options opts) {
   opts.global_batch = current.global_batch();
   opts.model_name = current.model_name;
   // The planner groups devices by their figures: a slow device's slowdown goes into them.
@@ -244,7 +245,7 @@ std::optional<candidate> replan(const scorer& score, const cluster& estimated,
     return std::nullopt;
   }
   return candidate{decision_kind::replan, report.best, score.step(report.best),
-                   state_move_seconds(estimated, model, current, report.best),
+                   state_move_seconds(moves_on, model, current, report.best),
                    "the planner's plan for the estimated cluster: " +
                        std::to_string(report.best.pipelines.size()) + " pipelines, " +
                        shape_of(report.best)};
@@ -277,6 +278,14 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
                                  const profile_table& profile, const plan& current,
                                  const plan& original, const std::vector<int>& affected,
                                  const policy_options& options) {
+  return choose_adaptation(estimated, estimated, model, profile, current, original, affected,
+                           options);
+}
+
+adapt_decision choose_adaptation(const cluster& estimated, const cluster& moves_on,
+                                 const model_spec& model, const profile_table& profile,
+                                 const plan& current, const plan& original,
+                                 const std::vector<int>& affected, const policy_options& options) {
   const scorer score(estimated, model, profile);
   const std::set<int> hit(affected.begin(), affected.end());
   adapt_decision d;
@@ -295,11 +304,11 @@ adapt_decision choose_adaptation(const cluster& estimated, const model_spec& mod
     candidates.push_back(both);
   }
   const size_t restore_index = candidates.size();
-  const double restore_move = state_move_seconds(estimated, model, current, original);
+  const double restore_move = state_move_seconds(moves_on, model, current, original);
   candidates.push_back(
       {decision_kind::restore, original, score.step(original), restore_move, "the starting plan"});
   if (options.allow_replan && !hit.empty())
-    if (auto c = replan(score, estimated, model, profile, current, options.planner))
+    if (auto c = replan(score, estimated, moves_on, model, profile, current, options.planner))
       candidates.push_back(std::move(*c));
 
   // Ranked by the step time with the moves spread over the payback horizon.

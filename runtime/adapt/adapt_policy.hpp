@@ -57,6 +57,17 @@ struct policy_options {
 ///
 /// `affected` (environment_monitor::affected_devices) limits resplit and compression to what
 /// drifted. Keeps the plan when no candidate gains more than options.min_gain.
+///
+/// The moves of a restore or re-plan are priced on `moves_on`: the estimated cluster with
+/// the paths no transfer measured estimated too (runtime::move_cluster). So is the payback
+/// test that reads their price.
+adapt_decision choose_adaptation(const cluster& estimated, const cluster& moves_on,
+                                 const model_spec& model, const profile_table& profile,
+                                 const plan& current, const plan& original,
+                                 const std::vector<int>& affected,
+                                 const policy_options& options = {});
+
+/// The same with the moves priced on `estimated` itself.
 adapt_decision choose_adaptation(const cluster& estimated, const model_spec& model,
                                  const profile_table& profile, const plan& current,
                                  const plan& original, const std::vector<int>& affected,

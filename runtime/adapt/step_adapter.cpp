@@ -1,5 +1,6 @@
 #include "runtime/adapt/step_adapter.hpp"
 
+#include "runtime/adapt/path_estimates.hpp"
 #include "runtime/plan/plan_allocation.hpp"
 
 #include <algorithm>
@@ -49,8 +50,8 @@ step_adapter::end_step(const plan& in_force,
   waiting_calm_ = calm && calm_needed_ > 0 && steps_ - calm_since_ < calm_needed_;
   if (waiting_calm_)
     return std::nullopt;
-  auto d = choose_adaptation(monitor_.estimated_cluster(), *model_, *profile_, latest, original_,
-                             affected, policy_);
+  auto d = choose_adaptation(monitor_.estimated_cluster(), move_cluster(monitor_), *model_,
+                             *profile_, latest, original_, affected, policy_);
   if (d.kind == decision_kind::restore)
     restored_at_ = steps_;
   return d;

@@ -46,6 +46,31 @@ std::optional<double> wall_transfers::noise_s(int from_node, int to_node) const 
   return it->second.noise_s;
 }
 
+double wall_transfers::allowance_s(const node_pair& pair, int from_node, int to_node) const {
+  return options_.noise_factor * pair.noise_s + clock_error_s(from_node, to_node);
+}
+
+double wall_transfers::informative_bytes(int from_node, int to_node, double bandwidth_Bps) const {
+  const auto it = pairs_.find({from_node, to_node});
+  if (it == pairs_.end() || !it->second.cost_s)
+    return 0;
+  // The drain at the distinguishable ratio exceeds the expected one by the allowance.
+  const double excess = 1 / options_.distinguishable - 1;
+  return excess > 0 ? bandwidth_Bps * allowance_s(it->second, from_node, to_node) / excess : 0;
+}
+
+bool wall_transfers::reports(node_pair& pair, bool slower, bool informative) const {
+  const bool toward_other = pair.slow ? !slower && informative : slower;
+  if (pair.slow && !slower && !informative)
+    return false; // too small to show that the link is back
+  pair.run = toward_other ? pair.run + 1 : 0;
+  if (pair.run >= options_.drift_samples) {
+    pair.slow = !pair.slow;
+    pair.run = 0;
+  }
+  return true;
+}
+
 void wall_transfers::calibrate(node_pair& pair, const real_message& m, double bytes,
                                bool queued) const {
   if (++pair.seen <= options_.warm_up || queued)
@@ -81,9 +106,13 @@ std::vector<link_observation> wall_transfers::observe(const real_message& m) {
   const double start = std::max(m.send_s + *pair.cost_s, previous);
   const auto& first = m.parts.front();
   const double expected = bytes / cluster_.link_between(first.from, first.to).bandwidth_Bps;
-  const double allowance =
-      options_.noise_factor * pair.noise_s + clock_error_s(m.from_node, m.to_node);
-  const double drain = within_allowance(m.arrival_s - start, expected, allowance);
+  const double allowance = allowance_s(pair, m.from_node, m.to_node);
+  const double measured = m.arrival_s - start;
+  const bool as_the_cluster = std::abs(measured - expected) <= allowance;
+  const bool informative = expected * (1 / options_.distinguishable - 1) > allowance;
+  if (!reports(pair, !as_the_cluster && measured > expected, informative))
+    return {};
+  const double drain = within_allowance(measured, expected, allowance);
   if (drain <= 0)
     return {};
   std::vector<link_observation> out;

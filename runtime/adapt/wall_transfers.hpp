@@ -32,6 +32,16 @@
 /// than `noise_factor` times the noise plus the clocks' bound, and then by what exceeds
 /// them: so the host's jitter and the clocks cannot make a link drift, and a drop shows at
 /// once, a little smaller than it is.
+///
+/// A message too small to tell a drift from that allowance cannot show that a slow link is
+/// back: were the link at `distinguishable` of its bandwidth, it would still read as the
+/// cluster says. So once a pair has read slow `drift_samples` times in a row (as the
+/// monitor's drift rule counts), such a message is left out until larger ones read it calm
+/// as often: it cannot clear a drift that larger messages found (a plan that compresses its
+/// transfers over a cut path would otherwise "see" the path recover). Before that, it still
+/// counts as calm, since a drop as large as its allowance would have shown on it: a calm
+/// pair's stray slow message stays a stray. A slower drain than the allowance counts
+/// whatever the message's size.
 namespace deepcee::runtime {
 
 /// One device pair's share of a message (link_sample's part of a transfer).
@@ -56,6 +66,12 @@ struct wall_transfer_options {
   int warm_up = 2;         ///< each node pair's first messages, left out
   int calibration = 8;     ///< messages that set its cost per message and noise
   double noise_factor = 4; ///< how many times its noise a drain must differ by
+  /// The bandwidth ratio a message must be able to show to count when it reads as the
+  /// cluster says on a pair that reads slow: the drift band's entering edge
+  /// (drift_band::enter_low).
+  double distinguishable = 0.67;
+  /// Readings in a row that make a pair slow, or calm again (drift_band::min_samples).
+  int drift_samples = 8;
 };
 
 class wall_transfers {
@@ -74,6 +90,10 @@ public:
   std::optional<double> message_cost_s(int from_node, int to_node) const;
   /// Its noise (s), once known.
   std::optional<double> noise_s(int from_node, int to_node) const;
+  /// The smallest message from `from_node` to `to_node` that counts when it reads as the
+  /// cluster's `bandwidth_Bps` says (see above): what an active probe must send at least to
+  /// clear a drift. 0 while the pair calibrates.
+  double informative_bytes(int from_node, int to_node, double bandwidth_Bps) const;
 
 private:
   struct node_pair {
@@ -82,7 +102,14 @@ private:
     std::vector<double> costs; ///< while calibrating
     std::optional<double> cost_s;
     double noise_s = 0;
+    bool slow = false; ///< read slow drift_samples times in a row, not calm as often since
+    int run = 0;       ///< readings in a row that point to the other state
   };
+  /// Whether `pair` reports a message that read slow (`slower`) or calm, and whether a calm
+  /// one can show the link is back (`informative`); follows the pair's slow state.
+  bool reports(node_pair& pair, bool slower, bool informative) const;
+  /// How far a drain between the two nodes may lie from the expected and still read as it.
+  double allowance_s(const node_pair& pair, int from_node, int to_node) const;
   /// Adds `m` (of `bytes`, queued or not) to `pair`'s calibration.
   void calibrate(node_pair& pair, const real_message& m, double bytes, bool queued) const;
 

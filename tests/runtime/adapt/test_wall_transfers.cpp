@@ -159,4 +159,52 @@ BOOST_AUTO_TEST_CASE(the_pair_noise_widens_what_reads_as_the_cluster_says) {
   BOOST_TEST(bandwidth_of(slow[0]) == bytes / (0.05 - 3 * 1.4826e-3), tt::tolerance(1e-6));
 }
 
+BOOST_AUTO_TEST_CASE(a_message_too_small_to_show_a_drift_cannot_clear_a_slow_pair) {
+  auto options = quick;
+  options.drift_samples = 2;
+  wall_transfers w(c, {0, 0}, options);
+  w.observe(message(0, 0.5)); // warm-up
+  // Costs of 4, 5 and 6 ms: noise 1.48 ms, an allowance of 4.45 ms.
+  for (int k = 0; k < 3; ++k)
+    w.observe(message(1.0 + k, 0.009 + 0.001 * k));
+  // A tenth of the bytes drains in 1 ms: at 0.67 of the bandwidth it would take 1.5 ms,
+  // within the allowance. On a calm pair it still reads calm: a larger drop would show.
+  const auto small = [&](double send, double drain) {
+    auto m = message(send, drain);
+    m.parts[0].bytes = bytes / 10;
+    return m;
+  };
+  BOOST_TEST_REQUIRE(w.observe(small(10, 0.001)).size() == 1u);
+  // 10x slower, beyond the allowance: slow whatever its size. Twice in a row: a slow pair.
+  for (double t : {11.0, 12.0}) {
+    const auto seen = w.observe(small(t, 0.01));
+    BOOST_TEST_REQUIRE(seen.size() == 1u);
+    BOOST_TEST(bandwidth_of(seen[0]) < bandwidth / 1.5);
+  }
+  // Now a small calm message proves nothing: left out.
+  BOOST_TEST(w.observe(small(13, 0.001)).empty());
+  // Whole messages read calm twice: the pair is calm again, and small ones count once more.
+  BOOST_TEST(w.observe(message(14, 0.010)).size() == 1u);
+  BOOST_TEST(w.observe(message(15, 0.010)).size() == 1u);
+  BOOST_TEST(w.observe(small(16, 0.001)).size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(informative_bytes_is_the_smallest_message_that_can_show_a_drift) {
+  auto options = quick;
+  options.drift_samples = 1;
+  wall_transfers w(c, {0.001, 0.002}, options);
+  BOOST_TEST(w.informative_bytes(0, 1, bandwidth) == 0.0); // still calibrating
+  calibrate(w); // noise 0: the allowance is the clocks' 3 ms
+  const double floor = w.informative_bytes(0, 1, bandwidth);
+  BOOST_TEST(floor == bandwidth * 0.003 / (1 / 0.67 - 1), tt::tolerance(1e-9));
+  BOOST_TEST_REQUIRE(w.observe(message(10, 0.1)).size() == 1u); // slow: the pair reads slow
+  // Just below the floor, a calm reading is left out; just above, it counts.
+  auto below = message(11, 0.99 * floor / bandwidth);
+  below.parts[0].bytes = 0.99 * floor;
+  BOOST_TEST(w.observe(below).empty());
+  auto above = message(12, 1.01 * floor / bandwidth);
+  above.parts[0].bytes = 1.01 * floor;
+  BOOST_TEST(w.observe(above).size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
