@@ -108,7 +108,8 @@ lab_topology plan_lab(const cluster& c, const std::string& prefix, const lab_hos
 /// the file gives any device pair crossing it (the lab shapes paths, not pairs).
 double wan_rate_Bps(const cluster& c, int x, int y);
 
-/// A token bucket for `rate_Bps`: its burst and queue limit in bytes.
+/// A token bucket for `rate_Bps`: its burst (as small as tbf keeps the rate with, so that a
+/// path passes no more than its rate, as a link would) and queue limit in bytes.
 struct tbf_settings {
   double rate_Bps = 0;
   double burst_bytes = 0;

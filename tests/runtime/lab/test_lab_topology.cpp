@@ -171,8 +171,10 @@ BOOST_AUTO_TEST_CASE(a_healed_node_gets_its_interface_and_routes_back) {
                   {"ip", "-n", "tst-n2", "route", "replace", "default", "via", "10.99.1.1"}}));
 }
 
-BOOST_AUTO_TEST_CASE(token_buckets_hold_a_segment_and_a_tenth_of_a_second) {
-  BOOST_TEST(tbf_for(1e6 / 8).burst_bytes == 32.0 * 1024);
+BOOST_AUTO_TEST_CASE(token_buckets_hold_two_frames_and_a_tenth_of_a_second) {
+  BOOST_TEST(tbf_for(1e6 / 8).burst_bytes == 2.0 * 1514);
+  BOOST_TEST(tbf_for(20e6 / 8).burst_bytes == 2.0 * 1514);
+  BOOST_TEST(tbf_for(1e9 / 8).burst_bytes == 1e9 / 8 * 0.001);
   BOOST_TEST(tbf_for(100e6 / 8).limit_bytes == 100e6 / 8 * 0.1);
   BOOST_TEST(tc_rate(12.5e6) == "100000000bit");
 }
