@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deepcee profile on a real network: `deepcee lab profile` on the lab of
-# configs/lab/fidelity-cluster.toml (three nodes, each behind a 20 Mbps interface the kernel
+# configs/lab/fidelity-cluster.toml (three nodes, each behind a 10 Mbps interface the kernel
 # shapes) times every directed link between the nodes, one node at a time. Checks that the
 # profile has all six links and that each measures within 10% of the rate the lab sets (two
 # nodes timing at once into one interface would each measure half of it), that the
@@ -63,14 +63,14 @@ pairs = sorted((l["from"], l["to"]) for l in links)
 want = sorted((a, b) for a in ("n0", "n1", "n2") for b in ("n0", "n1", "n2") if a != b)
 if pairs != want:
     sys.exit(f"FAIL: the profile's links are {pairs}, not every directed pair")
-rate = 20e6 / 8
+rate = 10e6 / 8
 bad = []
 for l in links:
-    print(f"{l['from']}->{l['to']}: {l['bandwidth'] * 8 / 1e6:.2f} Mbit/s of 20 ({l['bandwidth'] / rate:.3f})")
+    print(f"{l['from']}->{l['to']}: {l['bandwidth'] * 8 / 1e6:.2f} Mbit/s of 10 ({l['bandwidth'] / rate:.3f})")
     if abs(l["bandwidth"] / rate - 1) > 0.10:
         bad.append(f"{l['from']}->{l['to']}")
 if bad:
-    sys.exit(f"FAIL: not within 10% of the 20 Mbit/s the lab sets: {', '.join(bad)}")
+    sys.exit(f"FAIL: not within 10% of the 10 Mbit/s the lab sets: {', '.join(bad)}")
 PY
 
 "$deepcee" simulate --cluster "$lab/fidelity-cluster.toml" --plan "$lab/three-nodes-plan.json" \
