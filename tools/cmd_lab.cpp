@@ -1,12 +1,13 @@
-// deepcee lab up|run|status|down: a cluster file made into a real network on this host (one
-// network namespace per node, shaped veth pairs, one WAN path per region pair: see
-// runtime/lab/lab_topology.hpp), a job run on it with its script applied for real.
+// deepcee lab up|run|profile|status|down: a cluster file made into a real network on this
+// host (one network namespace per node, shaped veth pairs, one WAN path per region pair: see
+// runtime/lab/lab_topology.hpp), a job run or profiled on it, its script applied for real.
 #include "runtime/base/errors.hpp"
 #include "runtime/io/cluster_toml.hpp"
 #include "runtime/lab/lab_topology.hpp"
 #include "tools/commands.hpp"
 #include "tools/lab_exec.hpp"
 #include "tools/lab_network.hpp"
+#include "tools/lab_profile.hpp"
 #include "tools/lab_run.hpp"
 
 #include <chrono>
@@ -24,6 +25,7 @@ struct lab_options {
   std::string cluster;
   std::vector<std::string> cpu; ///< NODE=CORES
   lab_run_options run;
+  lab_profile_options profile;
 };
 
 /// --cpu NODE=CORES as a limit per node index.
@@ -154,11 +156,20 @@ command_action add_lab_command(CLI::App& app, const process_environment& env) {
   run_cmd->add_option("--out", o->run.out, "Run directory (logs, derived job, lab-events.csv)");
   run_cmd->add_option("node_options", o->run.node_options,
                       "After --: options given to every `deepcee node`");
+  auto* profile_cmd = cmd->add_subcommand(
+      "profile", "Run deepcee profile on every node of a job in the lab: its links as shaped");
+  profile_cmd->add_option("job", o->profile.job, "Job file (TOML) on the lab's cluster")
+      ->required();
+  profile_cmd->add_option("--profile", o->profile.profile, "Profile file to write (TOML)")
+      ->required();
+  profile_cmd->add_option("--out", o->profile.out, "Run directory (logs, derived job)");
+  profile_cmd->add_option("profile_options", o->profile.profile_options,
+                          "After --: options given to every `deepcee profile`");
   auto* status_cmd = cmd->add_subcommand("status", "Rates and byte counters of the lab's paths");
   auto* down_cmd = cmd->add_subcommand("down", "Remove the lab (idempotent)");
-  for (auto* sub : {up_cmd, run_cmd, status_cmd, down_cmd})
+  for (auto* sub : {up_cmd, run_cmd, profile_cmd, status_cmd, down_cmd})
     add_common(sub, *o);
-  return [o, up_cmd, run_cmd, status_cmd, env] {
+  return [o, up_cmd, run_cmd, profile_cmd, status_cmd, env] {
     const lab_context ctx{env.path, o->state_dir, o->prefix};
     if (up_cmd->parsed())
       return up(ctx, *o);
@@ -166,6 +177,10 @@ command_action add_lab_command(CLI::App& app, const process_environment& env) {
       check_lab_tools(ctx);
       runtime::check_lab_prefix(ctx.prefix);
       return lab_run(ctx, o->run, env.token);
+    }
+    if (profile_cmd->parsed()) {
+      check_lab_tools(ctx);
+      return lab_profile(ctx, o->profile, env.token);
     }
     if (status_cmd->parsed())
       return status(ctx);

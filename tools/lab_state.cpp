@@ -18,7 +18,8 @@ json port_json(const lab_port& p) {
           {"name", p.name},
           {"rate_Bps", p.rate_Bps ? json(*p.rate_Bps) : json()},
           {"address", p.address},
-          {"bridge", p.bridge}};
+          {"bridge", p.bridge},
+          {"host_end", p.host_end}};
 }
 
 lab_port port_of(const json& j) {
@@ -28,7 +29,8 @@ lab_port port_of(const json& j) {
                           ? std::nullopt
                           : std::optional<double>(j.at("rate_Bps").get<double>()),
           .address = j.at("address"),
-          .bridge = j.at("bridge")};
+          .bridge = j.at("bridge"),
+          .host_end = j.value("host_end", false)};
 }
 
 json topology_json(const lab_topology& t) {

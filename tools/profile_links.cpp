@@ -26,6 +26,13 @@ using clock_type = std::chrono::steady_clock;
 constexpr int fit_rounds = 3;
 constexpr int64_t transfer_sizes[] = {64, 4 << 10, 64 << 10, 512 << 10, 1 << 20, 4 << 20};
 constexpr int round_trips = 7; ///< per size, after one untimed
+/// A link slow enough that a size's median round trip takes this long is fitted on the sizes
+/// so far (at least `least_sizes`): at 20 Mbps, up to 1 MiB.
+constexpr double long_enough_s = 0.25;
+constexpr size_t least_sizes = 4;
+/// How long a node may take to time its links; the nodes take turns, so the last waits for
+/// every other's.
+constexpr auto per_node_allowance = std::chrono::minutes(3);
 
 actors::link_probe_actor reach(caf::actor_system& sys, const runtime::job_config& job,
                                node_network& net, const runtime::node& me, int peer_index) {
@@ -103,8 +110,12 @@ runtime::measured_link measure_to(caf::scoped_actor& self, const actors::link_pr
   // round is measured again, every round's medians fitted together, before giving up.
   std::vector<runtime::transfer_sample> samples;
   for (int round = 1;; ++round) {
-    for (int64_t bytes : transfer_sizes)
+    for (size_t k = 0; k < std::size(transfer_sizes); ++k) {
+      const auto bytes = transfer_sizes[k];
       samples.push_back({double(bytes), round_trip(self, peer, bytes, me.name, to.name)});
+      if (k + 1 >= least_sizes && samples.back().seconds > long_enough_s)
+        break;
+    }
     try {
       const auto fit = runtime::fit_round_trips(samples);
       return {me.name, to.name, fit.latency_s, fit.bandwidth_Bps, 0};
@@ -135,9 +146,8 @@ void read_rows(const std::string& text, std::vector<runtime::measured_link>& int
 void gather(const runtime::job_config& job, const runtime::node& me,
             const actors::link_reports& reports, std::vector<runtime::measured_link>& links) {
   const size_t others = job.cluster.nodes.size() - 1;
-  // Each node times every peer: allow each of them a minute beyond the connect timeout.
   const auto deadline =
-      clock_type::now() + millis(job.connect_timeout_s) + std::chrono::minutes(1) * others;
+      clock_type::now() + millis(job.connect_timeout_s) + per_node_allowance * others;
   while (reports.rows().size() < others) {
     if (clock_type::now() > deadline) {
       std::string missing;
@@ -154,6 +164,35 @@ void gather(const runtime::job_config& job, const runtime::node& me,
     read_rows(text, links);
 }
 
+/// Waits until node `before` (the previous node) has timed its links and said so (its rows
+/// reach this node's probe): two nodes timing at once would share an interface or a WAN path,
+/// and each would measure a share of it.
+void wait_turn(const runtime::job_config& job, const runtime::node& me, const runtime::node& before,
+               const actors::link_reports& reports, int me_index) {
+  const auto deadline =
+      clock_type::now() + millis(job.connect_timeout_s) + per_node_allowance * me_index;
+  while (true) {
+    const auto rows = reports.rows();
+    if (std::any_of(rows.begin(), rows.end(),
+                    [&](const auto& r) { return r.first == before.name; }))
+      return;
+    if (clock_type::now() > deadline)
+      fail(me.name, "node " + before.name + " did not finish timing its links");
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+/// Sends this node's rows to `to`'s probe: its report to the coordinator's node, or the next
+/// node's turn.
+void send_rows(caf::scoped_actor& self, const actors::link_probe_actor& to, const runtime::node& me,
+               const runtime::node& peer, const std::string& rows) {
+  std::string error;
+  self->request(to, 30s, me.name, rows)
+      .receive([](int64_t) {}, [&](caf::error& e) { error = self->system().render(e); });
+  if (!error.empty())
+    fail(me.name, "could not send its links to " + peer.name + ": " + error);
+}
+
 } // namespace
 
 std::vector<runtime::measured_link> measure_links(const runtime::job_config& job, int me_index,
@@ -168,7 +207,9 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
   cfg.set("middleman.enable-automatic-connections", !token.has_value());
   node_network net(job, me_index, std::move(token)); // outlives the actor system
   caf::actor_system sys{cfg};
-  auto reports = coordinator ? std::make_shared<actors::link_reports>() : nullptr;
+  // Every node's probe takes rows: the coordinator's node gathers them, the others take
+  // the previous node's as their turn to time.
+  auto reports = std::make_shared<actors::link_reports>();
   auto peers = std::make_shared<actors::link_peers>();
   actors::actor_guard guard{sys}; // ends the probe however this returns, so `sys` can end
   auto probe = actors::spawn_link_probe(sys, peers, reports);
@@ -189,6 +230,8 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
   }
   for (int p = me_index + 1; p < static_cast<int>(nodes.size()); ++p)
     probes[size_t(p)] = introduced(*peers, me, nodes[size_t(p)], deadline, wait_s);
+  if (me_index > 0)
+    wait_turn(job, me, nodes[size_t(me_index - 1)], *reports, me_index);
   std::vector<runtime::measured_link> links;
   for (int p = 0; p < static_cast<int>(nodes.size()); ++p) {
     const auto& peer = nodes[static_cast<size_t>(p)];
@@ -200,19 +243,19 @@ std::vector<runtime::measured_link> measure_links(const runtime::job_config& job
                  runtime::format_bandwidth(l.bandwidth_Bps).c_str());
     links.push_back(l);
   }
+  const int next = me_index + 1;
+  if (next < static_cast<int>(nodes.size()))
+    send_rows(self, *probes[size_t(next)], me, nodes[size_t(next)], rows_text(links));
   if (coordinator) {
     gather(job, me, *reports, links);
   } else {
     const auto to = *probes[size_t(job.coordinator_node)];
-    std::string error;
-    self->request(to, 30s, me.name, rows_text(links))
-        .receive([](int64_t) {}, [&](caf::error& e) { error = sys.render(e); });
-    if (!error.empty())
-      fail(me.name, "could not report its links to " + boss.name + ": " + error);
+    if (next != job.coordinator_node)
+      send_rows(self, to, me, boss, rows_text(links));
     // Serve the others' measurements until the coordinator's node ends.
     self->monitor(to);
     bool ended = false;
-    const auto deadline = clock_type::now() + std::chrono::minutes(1) * job.cluster.nodes.size();
+    const auto deadline = clock_type::now() + per_node_allowance * job.cluster.nodes.size();
     while (!ended && clock_type::now() < deadline)
       self->receive([&](caf::down_msg&) { ended = true; }, caf::after(200ms) >> [] {});
   }

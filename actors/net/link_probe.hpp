@@ -19,9 +19,10 @@ namespace deepcee::actors {
 /// What `deepcee profile --links` publishes on every node of a job: a payload is answered
 /// with its size (a transfer timed one way, its reply a few bytes); a later node of the job
 /// that has connected to this one introduces its own probe (`peer`, its name, the probe), so
-/// that this node never dials it (link_peers); and the coordinator's node takes each other
-/// node's measured links as text ("from to latency_s bandwidth_Bps" lines), answering with
-/// the number of nodes that have reported.
+/// that this node never dials it (link_peers); and a node takes another node's measured
+/// links as text ("from to latency_s bandwidth_Bps" lines), answering with the number of
+/// nodes that have reported: the coordinator's node gathers every other node's, and each
+/// other node takes the previous node's as its turn to time its own links.
 using link_probe_actor =
     caf::typed_actor<caf::replies_to<std::string>::with<int64_t>,
                      caf::replies_to<peer_atom, std::string, caf::strong_actor_ptr>::with<int64_t>,
@@ -69,9 +70,9 @@ private:
   std::vector<std::pair<std::string, std::string>> rows_;
 };
 
-/// A probe; `peers` (which outlives it) collects the probes later nodes introduce; on the
-/// coordinator's node `reports` (which outlives it) collects the others' rows, elsewhere it
-/// is null and reports are refused.
+/// A probe; `peers` (which outlives it) collects the probes later nodes introduce;
+/// `reports` (which outlives it) collects the rows other nodes send; when null, they are
+/// refused.
 link_probe_actor spawn_link_probe(caf::actor_system& sys, std::shared_ptr<link_peers> peers,
                                   std::shared_ptr<link_reports> reports);
 

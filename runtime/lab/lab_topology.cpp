@@ -43,7 +43,8 @@ lab_link node_link(const cluster& c, const std::string& p, int i, const lab_node
          .name = p + "-nic",
          .rate_Bps = nd.nic_Bps,
          .address = n.address + "/24",
-         .bridge = ""};
+         .bridge = "",
+         .host_end = true};
   l.b = {.netns = p + "-r" + std::to_string(nd.region),
          .name = p + "-n" + std::to_string(i),
          .rate_Bps = nd.nic_Bps,
@@ -162,11 +163,16 @@ lab_topology plan_lab(const cluster& c, const std::string& prefix, const lab_hos
   return t;
 }
 
-tbf_settings tbf_for(double rate_Bps) {
-  // A burst of 4 ms at the rate (at least 32 KiB, so one TSO segment fits) and a queue of
-  // 100 ms: enough that TCP fills the path, short enough that it does not add seconds.
-  const double burst = std::max(32.0 * 1024, rate_Bps * 0.004);
-  return {rate_Bps, burst, std::max(2 * burst, rate_Bps * 0.1)};
+tbf_settings tbf_for(double rate_Bps, bool host_end) {
+  // A link of the rate passes no burst. A token bucket lets `burst` bytes through at the
+  // host's speed once it has been idle: with 32 KiB at 20 Mbps, a 16 KiB message crossed at
+  // once where the link takes 6.5 ms, and pipelines of small messages ran 20-30% faster
+  // than the rate allows. So two full frames or 1 ms at the rate, whichever is more (the
+  // kernel's tbf splits a larger TSO segment itself), and a queue of 100 ms: enough that
+  // TCP fills the path, short enough that it does not add seconds.
+  const double burst = std::max(2.0 * 1514, rate_Bps * 0.001);
+  const double queue = std::max(2 * burst, rate_Bps * 0.1);
+  return {rate_Bps, burst, host_end ? std::max(queue, host_queue_bytes) : queue};
 }
 
 std::string tc_rate(double rate_Bps) {
@@ -174,7 +180,7 @@ std::string tc_rate(double rate_Bps) {
 }
 
 std::vector<std::string> shape_command(const lab_port& port, double rate_Bps) {
-  const auto s = tbf_for(rate_Bps);
+  const auto s = tbf_for(rate_Bps, port.host_end);
   return {"tc",
           "-n",
           port.netns,

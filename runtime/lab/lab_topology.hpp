@@ -28,8 +28,9 @@ struct lab_port {
   std::string netns;
   std::string name;
   std::optional<double> rate_Bps;
-  std::string address; ///< CIDR, or empty
-  std::string bridge;  ///< the bridge it is enslaved to, or empty
+  std::string address;   ///< CIDR, or empty
+  std::string bridge;    ///< the bridge it is enslaved to, or empty
+  bool host_end = false; ///< a node's own end of its interface: what its sockets send
   friend bool operator==(const lab_port&, const lab_port&) = default;
 };
 
@@ -108,13 +109,20 @@ lab_topology plan_lab(const cluster& c, const std::string& prefix, const lab_hos
 /// the file gives any device pair crossing it (the lab shapes paths, not pairs).
 double wan_rate_Bps(const cluster& c, int x, int y);
 
-/// A token bucket for `rate_Bps`: its burst and queue limit in bytes.
+/// A token bucket for `rate_Bps`: its burst (as small as tbf keeps the rate with, so that a
+/// path passes no more than its rate, as a link would) and queue limit in bytes. On a node's
+/// own end (`host_end`) the queue holds what TCP may put below a socket
+/// (`host_queue_bytes`, the kernel's default tcp_limit_output_bytes): a host whose interface
+/// is its bottleneck holds its sockets back there rather than losing their packets. A queue
+/// of 100 ms there overflows under a pipeline's burst of messages, and TCP's losses and
+/// retransmits then slow a step by 15-25% beyond what the rate allows.
 struct tbf_settings {
   double rate_Bps = 0;
   double burst_bytes = 0;
   double limit_bytes = 0;
 };
-tbf_settings tbf_for(double rate_Bps);
+inline constexpr double host_queue_bytes = 4.0 * 1024 * 1024;
+tbf_settings tbf_for(double rate_Bps, bool host_end = false);
 
 /// The commands (argv) that build the lab, in order: namespaces, bridges, veth pairs,
 /// addresses, qdiscs, routes. Running them on a host without the lab's namespaces builds it.

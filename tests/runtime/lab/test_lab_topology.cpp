@@ -156,6 +156,10 @@ BOOST_AUTO_TEST_CASE(build_commands_make_namespaces_first_and_shape_with_tbf) {
   const auto shape = shape_command(t.links[0].a, 50e6 / 8);
   BOOST_TEST(shape[10] == "50000000bit");
   BOOST_TEST(shape[8] == "tbf");
+  BOOST_TEST(t.links[0].a.host_end); // the node's own end holds its sockets' bytes
+  BOOST_TEST(!t.links[0].b.host_end);
+  BOOST_TEST(shape.back() == "4194304");
+  BOOST_TEST(shape_command(t.links[0].b, 50e6 / 8).back() == "625000");
   // No command names a shaped port before it exists, and routes come last.
   BOOST_TEST(cmds.back()[3] == "route");
 }
@@ -171,8 +175,13 @@ BOOST_AUTO_TEST_CASE(a_healed_node_gets_its_interface_and_routes_back) {
                   {"ip", "-n", "tst-n2", "route", "replace", "default", "via", "10.99.1.1"}}));
 }
 
-BOOST_AUTO_TEST_CASE(token_buckets_hold_a_segment_and_a_tenth_of_a_second) {
-  BOOST_TEST(tbf_for(1e6 / 8).burst_bytes == 32.0 * 1024);
+BOOST_AUTO_TEST_CASE(token_buckets_hold_two_frames_and_a_tenth_of_a_second) {
+  BOOST_TEST(tbf_for(1e6 / 8).burst_bytes == 2.0 * 1514);
+  BOOST_TEST(tbf_for(20e6 / 8).burst_bytes == 2.0 * 1514);
+  BOOST_TEST(tbf_for(1e9 / 8).burst_bytes == 1e9 / 8 * 0.001);
+  BOOST_TEST(tbf_for(10e6 / 8).limit_bytes == 10e6 / 8 * 0.1);
+  BOOST_TEST(tbf_for(10e6 / 8, true).limit_bytes == host_queue_bytes);
+  BOOST_TEST(tbf_for(1e9 / 8, true).limit_bytes == 1e9 / 8 * 0.1);
   BOOST_TEST(tbf_for(100e6 / 8).limit_bytes == 100e6 / 8 * 0.1);
   BOOST_TEST(tc_rate(12.5e6) == "100000000bit");
 }
