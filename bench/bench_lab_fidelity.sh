@@ -28,25 +28,9 @@ echo "load average at the start: $(load) (1, 5, 15 min; this machine has $(nproc
 # A plan: NAME SCHEDULE MICRO_BATCH MICRO_BATCHES and its stages as
 # "devices:samples:first:last:compression" (devices and samples joined by '+').
 write_plan() {
-  local name=$1 schedule=$2 mb=$3 count=$4
-  shift 4
-  python3 - "$work/$name.json" "$schedule" "$mb" "$count" "$@" <<'PY'
-import json, sys
-out, schedule, mb, count, *stages = sys.argv[1:]
-mb, count = int(mb), int(count)
-def stage(s):
-    devices, samples, first, last, comp = s.split(":")
-    return {"devices": [int(d) for d in devices.split("+")],
-            "samples": [int(x) for x in samples.split("+")],
-            "first_layer": int(first), "last_layer": int(last), "send_compression": comp}
-plan = {"format": "deepcee-plan", "version": 1, "strategy": out.split("/")[-1][:-5],
-        "model_name": "small",
-        "model": {"n_layer": 4, "d_model": 128, "n_head": 4, "context": 128, "vocab": 256},
-        "micro_batch_size": mb, "global_batch": mb * count,
-        "pipelines": [{"micro_batches": count, "schedule": schedule,
-                       "stages": [stage(s) for s in stages]}], "excluded": []}
-json.dump(plan, open(out, "w"), indent=1)
-PY
+  local name=$1
+  shift
+  python3 "$(dirname "$0")/write_plan.py" "$work/$name.json" "$@"
 }
 
 write_job() { # NAME PLAN_FILE
