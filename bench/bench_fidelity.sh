@@ -36,6 +36,7 @@ write_job() {  # NAME
 name = "fidelity-$1"
 time = "wall"
 shape_links = true
+adapt = false
 cluster = "$cluster"
 plan = "$work/$1.json"
 model = "small"

@@ -403,7 +403,7 @@ void on_lost(self_ptr self, const std::string& node, const std::string& why, dou
 }
 
 /// A spare joined the running job (the node registry): from the next step the job runs the
-/// planner's plan for the nodes now there, where that repays its move.
+/// planner's plan for the nodes now there, where that repays its move and the job adapts.
 void on_spare(self_ptr self, int32_t node, caf::strong_actor_ptr replanner, std::string boot_id) {
   auto& st = self->state;
   if (st.phase == phase::failed || st.phase == phase::stopped)

@@ -92,6 +92,8 @@ recovery_plan plan_for_spare(coordinator_state& st, int node, caf::strong_actor_
     st.boot_ids[n] = std::move(boot_id);
   const auto& vc = *st.cluster;
   const std::string name = "node " + vc.hardware().nodes.at(n).name + " joined the running job";
+  if (!st.job->mode.adapt)
+    return {recovery_plan::kind::no_change, {}, name + "; the plan in force stays: adapt = false"};
   runtime::plan next;
   try {
     next = runtime::plan_for_survivors(vc.hardware(), vc.profile(), st.plan, st.lost_nodes, {});

@@ -523,6 +523,19 @@ print(f"rejoin: n2 killed, started again, joined as a spare, re-planned onto fro
       f"worst relative loss difference from one process {before:.1e} before, {after:.1e} over 20 steps after (compressed hops)")
 PY
 
+#     With adapt = false the plan in force stays when the spare joins: it runs nothing.
+sed '0,/^name = .*/s//&\nadapt = false/' "$work/pis-job.toml" >"$work/pis-static.toml"
+for n in n1 n2 n0; do start $n "$work/pis-static.toml" "$work/static-spare-$n.log"; done
+for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/static-spare-n0.log" 2>/dev/null && break; sleep 0.05; done
+pkill -9 -P "$pid_n2"
+finish n2
+for _ in $(seq 1 100); do grep -q "node n2 lost" "$work/static-spare-n0.log" && break; sleep 0.05; done
+start n2 "$work/pis-static.toml" "$work/static-spare-n2-again.log"
+for n in n0 n1 n2; do finish $n; [[ $rc == 0 ]] || fail "static spare: $n exit $rc: $(tail -2 "$work/static-spare-$n.log")"; done
+grep -q "node n2 joined the running job; the plan in force stays: adapt = false" "$work/static-spare-n0.log" ||
+  fail "static spare: $(grep -i 'joined' "$work/static-spare-n0.log")"
+! grep -q "re-planning onto it" "$work/static-spare-n0.log" || fail "static spare: re-planned with adapt = false"
+
 # 6. A node that hangs mid-step (stopped, its connections open): the step timeout names it.
 for n in n1 n2 n0; do start $n "$work/long.toml" "$work/hung-$n.log" --step-timeout 2; done
 for _ in $(seq 1 200); do grep -q '^step 3 ' "$work/hung-n0.log" 2>/dev/null && break; sleep 0.1; done
