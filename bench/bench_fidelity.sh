@@ -11,6 +11,7 @@
 # before and after, since other users' work moves both sides.
 #   bench/bench_fidelity.sh [DEEPCEE] [STEPS] [THREADS]
 set -eu
+source "$(dirname "$0")/fidelity_row.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
 deepcee=${1:-$here/build/tools/deepcee}
 steps=${2:-12}
@@ -84,14 +85,8 @@ for plan in $plans; do
   measured=$(awk -F, 'NR == 1 {for (i = 1; i <= NF; ++i) if ($i == "step_s") c = i; next}
                       NR > 2 {print $c}' "$metrics" | sort -g |
              awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
-  simulated=$("$deepcee" simulate --cluster "$cluster" --plan "$work/$plan.json" \
-                --profile "$work/profile.toml" | sed -n 's/^simulated: .* step \([0-9.]*\) \([mu]*s\),.*/\1 \2/p')
-  sim_s=$(awk -v v="${simulated% *}" -v u="${simulated#* }" \
-            'BEGIN {print v * (u == "ms" ? 1e-3 : u == "us" ? 1e-6 : 1)}')
-  awk -v p="$plan" -v s="$sim_s" -v m="$measured" \
-    'BEGIN {printf "%-18s %11.1f ms %11.1f ms %+8.1f%%\n", p, s * 1e3, m * 1e3, (s / m - 1) * 100}'
   count=$((count + 1))
-  awk -v s="$sim_s" -v m="$measured" 'BEGIN {exit !(s / m - 1 <= 0.1 && s / m - 1 >= -0.1)}' &&
+  fidelity_row "$deepcee" "$cluster" "$work/$plan.json" "$work/profile.toml" "$measured" 0.1 &&
     within=$((within + 1))
 done
 echo "within 10%: $within of $count plans; load average at the end: $(load)"

@@ -11,6 +11,7 @@
 # is printed at the start and the end: the three nodes share this host's cores.
 #   bench/bench_lab_fidelity.sh [DEEPCEE] [STEPS] [RUN_DIR]
 set -eu
+source "$(dirname "$0")/fidelity_row.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
 deepcee=$(realpath "${1:-$here/build/tools/deepcee}")
 steps=${2:-12}
@@ -113,14 +114,8 @@ for plan in $plans; do
 rows = list(csv.DictReader(open(sys.argv[1])))
 print(statistics.median(float(r["step_s"]) for r in rows if int(r["step"]) > 2))' \
     "$work/run-$plan/job/metrics.csv")
-  simulated=$("$deepcee" simulate --cluster "$cluster" --plan "$work/$plan.json" \
-                --profile "$work/measured-profile.toml" | sed -n 's/^simulated: .* step \([0-9.]*\) \([mu]*s\),.*/\1 \2/p')
-  sim_s=$(awk -v v="${simulated% *}" -v u="${simulated#* }" \
-            'BEGIN {print v * (u == "ms" ? 1e-3 : u == "us" ? 1e-6 : 1)}')
-  awk -v p="$plan" -v s="$sim_s" -v m="$measured" \
-    'BEGIN {printf "%-18s %11.1f ms %11.1f ms %+8.1f%%\n", p, s * 1e3, m * 1e3, (s / m - 1) * 100}'
   count=$((count + 1))
-  awk -v s="$sim_s" -v m="$measured" 'BEGIN {exit !(s / m - 1 <= 0.15 && s / m - 1 >= -0.15)}' &&
+  fidelity_row "$deepcee" "$cluster" "$work/$plan.json" "$work/measured-profile.toml" "$measured" 0.15 &&
     within=$((within + 1))
 done
 echo "plans within 15%: $within of $count; load average at the end: $(load)"

@@ -62,7 +62,7 @@ bool host_header_allowed(std::string_view host, const std::set<std::string>& nam
   std::string name;
   if (host.starts_with('[')) { // [v6] or [v6]:port
     const auto close = host.find(']');
-    if (close == std::string_view::npos)
+    if (close == std::string_view::npos || (close + 1 < host.size() && host[close + 1] != ':'))
       return false;
     name = host.substr(1, close - 1);
     in6_addr v6{};

@@ -228,15 +228,15 @@ struct inspect_server::impl {
         plain(res, 400, "a request to this endpoint carries no body");
         return httplib::Server::HandlerResponse::Handled;
       }
-      const auto from = req.remote_addr + ":" + std::to_string(req.remote_port);
+      const auto peer = [&req] { return req.remote_addr + ":" + std::to_string(req.remote_port); };
       if (!host_allowed(req)) {
-        acceptor.refuse_request(from, "its Host header names another host than this endpoint");
+        acceptor.refuse_request(peer(), "its Host header names another host than this endpoint");
         plain(res, 403, "forbidden: the Host header names another host than this node");
         return httplib::Server::HandlerResponse::Handled;
       }
       if ((r && r->open) || authorized(req))
         return httplib::Server::HandlerResponse::Unhandled;
-      acceptor.refuse_request(from, "it sent no valid watch credential");
+      acceptor.refuse_request(peer(), "it sent no valid watch credential");
       res.set_header("WWW-Authenticate", "Bearer");
       plain(res, 401,
             "unauthorized: this job's endpoint needs its watch credential (Authorization: "

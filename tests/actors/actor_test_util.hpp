@@ -85,6 +85,28 @@ inline runtime::stage_plan stage(std::vector<int> devices, std::vector<int> samp
   return s;
 }
 
+/// A pipeline of `stages` running `micro_batches` micro-batches under `schedule`.
+inline runtime::pipeline_plan
+pipeline_of(int micro_batches, std::vector<runtime::stage_plan> stages,
+            runtime::schedule_kind schedule = runtime::schedule_kind::one_f_one_b) {
+  runtime::pipeline_plan a;
+  a.micro_batches = micro_batches;
+  a.schedule = schedule;
+  a.stages = std::move(stages);
+  return a;
+}
+
+/// A plan of the tiny model in micro-batches of 2 samples, of `pipelines`.
+inline runtime::plan tiny_plan(std::vector<runtime::pipeline_plan> pipelines) {
+  runtime::plan p;
+  p.strategy = "test";
+  p.model_name = "custom";
+  p.model = tiny_model();
+  p.micro_batch_size = 2;
+  p.pipelines = std::move(pipelines);
+  return p;
+}
+
 /// One pipeline of one stage (every layer of the tiny model) on `devices`, each taking its
 /// `samples` of every micro-batch; two micro-batches, GPipe.
 inline runtime::plan one_stage_plan(std::vector<int> devices, std::vector<int> samples) {
@@ -107,21 +129,10 @@ inline runtime::plan one_stage_plan(std::vector<int> devices, std::vector<int> s
 /// stages (the first split over two devices), pipeline 1 two (the last split), and
 /// different layer cuts, so the all-reduce crosses stage boundaries.
 inline runtime::plan two_pipeline_plan(runtime::schedule_kind kind) {
-  runtime::plan p;
-  p.strategy = "test";
-  p.model_name = "custom";
-  p.model = tiny_model();
-  p.micro_batch_size = 2;
-  runtime::pipeline_plan a;
-  a.micro_batches = 4;
-  a.schedule = kind;
-  a.stages = {stage({0, 1}, {1, 1}, 0, 1), stage({2}, {2}, 1, 3), stage({4}, {2}, 3, 4)};
-  runtime::pipeline_plan b;
-  b.micro_batches = 2;
-  b.schedule = kind;
-  b.stages = {stage({3}, {2}, 0, 2), stage({5, 6}, {1, 1}, 2, 4)};
-  p.pipelines = {a, b};
-  return p;
+  return tiny_plan(
+      {pipeline_of(4, {stage({0, 1}, {1, 1}, 0, 1), stage({2}, {2}, 1, 3), stage({4}, {2}, 3, 4)},
+                   kind),
+       pipeline_of(2, {stage({3}, {2}, 0, 2), stage({5, 6}, {1, 1}, 2, 4)}, kind)});
 }
 
 /// Three pipelines that all cross the one cloud-edge WAN, in both directions: pipeline 0

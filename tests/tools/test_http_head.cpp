@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(a_host_header_must_name_an_address_or_one_of_the_endpoints_
     BOOST_TEST(host_header_allowed(host, names), host);
   // A rebinding attacker's page sends its own name; garbage is no address either.
   for (const auto* host : {"evil.example:9400", "gpu-box.evil.example", "", ":9400", "[gpu-box]",
-                           "[::1", "10.0.0", "10.0.0.7.evil.example"})
+                           "[::1", "[::1]evil.example", "10.0.0", "10.0.0.7.evil.example"})
     BOOST_TEST(!host_header_allowed(host, names), host);
 }
 

@@ -28,19 +28,8 @@ namespace {
 /// Pipeline 0 on the cloud node c0 (devices 0 and 1), pipeline 1 on the edge node e0
 /// (devices 4 and 5): every layer is held on both nodes.
 runtime::plan replicated_plan() {
-  runtime::plan p;
-  p.strategy = "test";
-  p.model_name = "custom";
-  p.model = tiny_model();
-  p.micro_batch_size = 2;
-  runtime::pipeline_plan a;
-  a.micro_batches = 3;
-  a.schedule = runtime::schedule_kind::one_f_one_b;
-  a.stages = {stage({0}, {2}, 0, 2), stage({1}, {2}, 2, 4)};
-  auto b = a;
-  b.stages = {stage({4}, {2}, 0, 2), stage({5}, {2}, 2, 4)};
-  p.pipelines = {a, b};
-  return p;
+  return tiny_plan({pipeline_of(3, {stage({0}, {2}, 0, 2), stage({1}, {2}, 2, 4)}),
+                    pipeline_of(3, {stage({4}, {2}, 0, 2), stage({5}, {2}, 2, 4)})});
 }
 
 double one_step_s(const runtime::cluster& c, const runtime::profile_table& profile,

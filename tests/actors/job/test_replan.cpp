@@ -32,17 +32,7 @@ constexpr int all_steps = 30;
 
 /// One pipeline of two stages, cloud A100 then edge Jetson; 6 micro-batches of 2.
 runtime::plan two_stage_plan() {
-  runtime::plan p;
-  p.strategy = "test";
-  p.model_name = "custom";
-  p.model = tiny_model();
-  p.micro_batch_size = 2;
-  runtime::pipeline_plan a;
-  a.micro_batches = 6;
-  a.schedule = runtime::schedule_kind::one_f_one_b;
-  a.stages = {stage({0}, {2}, 0, 2), stage({4}, {2}, 2, 4)};
-  p.pipelines = {a};
-  return p;
+  return tiny_plan({pipeline_of(6, {stage({0}, {2}, 0, 2), stage({4}, {2}, 2, 4)})});
 }
 
 /// The flat stages a step ran: one more than the highest op_stage.

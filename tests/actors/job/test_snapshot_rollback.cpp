@@ -28,17 +28,7 @@ namespace {
 
 /// Layers 0-1 on the cloud node c0 (device 0), layers 2-3 on the edge node e0 (device 4).
 runtime::plan one_pipeline() {
-  runtime::plan p;
-  p.strategy = "test";
-  p.model_name = "custom";
-  p.model = tiny_model();
-  p.micro_batch_size = 2;
-  runtime::pipeline_plan a;
-  a.micro_batches = 3;
-  a.schedule = runtime::schedule_kind::one_f_one_b;
-  a.stages = {stage({0}, {2}, 0, 2), stage({4}, {2}, 2, 4)};
-  p.pipelines = {a};
-  return p;
+  return tiny_plan({pipeline_of(3, {stage({0}, {2}, 0, 2), stage({4}, {2}, 2, 4)})});
 }
 
 void check_loss(double got, double want, const std::string& what) {
