@@ -899,20 +899,20 @@ once_steps=$lost_steps # the single-device run of section 5: the same schedule o
 snapshot_rollback() {
   write_job "$work/once.toml" $once_steps 7 10 "$work/plan-once.json" $'[recovery]\nsnapshot_every = 5'
   sed -i "s/^time = .*/time = \"$1\"\nadapt = false/" "$work/once.toml"
-  for n in n1 n2 n0; do start $n "$work/once.toml" "$work/once-$n.log"; done
-  for _ in $(seq 1 400); do grep -q '^step 12 ' "$work/once-n0.log" 2>/dev/null && break; sleep 0.05; done
-  grep -q '^step 12 ' "$work/once-n0.log" ||
+  for n in n1 n2 n0; do start $n "$work/once.toml" "$work/once-$1-$n.log"; done
+  for _ in $(seq 1 400); do grep -q '^step 12 ' "$work/once-$1-n0.log" 2>/dev/null && break; sleep 0.05; done
+  grep -q '^step 12 ' "$work/once-$1-n0.log" ||
     fail "snapshots ($1): no step 12 within 20 s; n1: $(ps -o pid=,stat=,wchan=,etime= --ppid "$pid_n1")"
   pkill -9 -P "$pid_n1"
   killed_at=$(date +%s.%N)
-  for _ in $(seq 1 400); do grep -q "rollback: the job goes back" "$work/once-n0.log" && break; sleep 0.025; done
+  for _ in $(seq 1 400); do grep -q "rollback: the job goes back" "$work/once-$1-n0.log" && break; sleep 0.025; done
   rolled_s=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-  finish n0; [[ $rc == 0 ]] || fail "snapshots ($1): n0 exit $rc: $(tail -3 "$work/once-n0.log")"
-  finish n2; [[ $rc == 0 ]] || fail "snapshots ($1): n2 exit $rc: $(tail -3 "$work/once-n2.log")"
+  finish n0; [[ $rc == 0 ]] || fail "snapshots ($1): n0 exit $rc: $(tail -3 "$work/once-$1-n0.log")"
+  finish n2; [[ $rc == 0 ]] || fail "snapshots ($1): n2 exit $rc: $(tail -3 "$work/once-$1-n2.log")"
   finish n1
-  grep -q "snapshots: layers 0-3 live on one node only; pipeline 0's 3 stage(s) snapshot every 5 step(s)" "$work/once-n0.log" ||
-    fail "snapshots ($1): no snapshot line on n0: $(grep -i snapshot "$work/once-n0.log")"
-  python3 - "$work/single-lost/metrics.csv" "$work/once-n0.log" $once_steps "$1" <<'PY' || fail "snapshots ($1): rollback or losses"
+  grep -q "snapshots: layers 0-3 live on one node only; pipeline 0's 3 stage(s) snapshot every 5 step(s)" "$work/once-$1-n0.log" ||
+    fail "snapshots ($1): no snapshot line on n0: $(grep -i snapshot "$work/once-$1-n0.log")"
+  python3 - "$work/single-lost/metrics.csv" "$work/once-$1-n0.log" $once_steps "$1" <<'PY' || fail "snapshots ($1): rollback or losses"
 import csv, re, sys
 single = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(sys.argv[1]))}
 log = open(sys.argv[2]).read()
